@@ -1,0 +1,155 @@
+"""Per-device buffer management (paper Section 7, Table II, Figure 7).
+
+A :class:`BufferManager` tracks the boxes resident on one device: each is a
+:class:`Copy` with a usage count; copies in use by a tile sit in the in-use set,
+the others in the *unused* list in LRU order. ``present`` finds a resident box
+that subsumes a wanted one (first level of reuse), ``alloc`` carves a new one out
+of the device pool, boxing out unused copies in LRU order when the cap is reached
+(their newest elements are written back first), ``readin`` fills it (Algorithm 3,
+in :meth:`bbmm.coherence.Directory.refresh`), ``cleanup`` frees the boxes that
+only one serial iteration needs (Section 7.2).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from .box import Box
+from .coherence import Directory
+from .devices.base import Allocation, Device
+from .diagnostic import DeviceMemoryError, TileTooLargeError, format_bytes
+from .stats import DeviceStats
+
+
+@dataclass(eq=False, slots=True)
+class Copy:
+    """A resident bounding box of one array on one device (the paper's box buffer)."""
+
+    array: str
+    box: Box
+    device: Device
+    alloc: Allocation
+    itemsize: int
+    stale: list[Box] = field(default_factory=list)
+    """Disjoint parts of ``box`` where this copy does not hold the newest value."""
+    uses: int = 0
+    """Tiles using the box now (Figure 7's usage count); 0 means it is on the unused list."""
+    cleanup_iter: object = None
+    """Serial iteration at whose end the box is freed (cleanup flag), or None."""
+
+    @property
+    def nbytes(self) -> int:
+        return self.box.volume * self.itemsize
+
+    def element_offset(self) -> int:
+        """Offset of the box's first element in its arena, in elements (a kernel argument)."""
+        return self.alloc.offset // self.itemsize
+
+    def __repr__(self) -> str:
+        return f"Copy({self.array}{self.box} on {self.device.name}, uses={self.uses})"
+
+
+class BufferManager:
+    """Boxes resident on one device: in-use copies, LRU unused list, box-in/box-out."""
+
+    def __init__(self, device: Device, directory: Directory, stats: DeviceStats):
+        self.device = device
+        self.directory = directory
+        self.stats = stats
+        self.copies: dict[str, list[Copy]] = {}
+        self.unused: OrderedDict[Copy, None] = OrderedDict()
+
+    # ---- Table II ----------------------------------------------------------------
+
+    def present(self, array: str, box: Box) -> Copy | None:
+        """bb_present: a resident copy whose box contains ``box``, preferring one that is
+        not stale on it, then the smallest."""
+        best = None
+        best_key = None
+        for c in self.copies.get(array, ()):
+            if box.issubset(c.box):
+                stale = any(s.overlaps(box) for s in c.stale)
+                key = (stale, c.box.volume)
+                if best_key is None or key < best_key:
+                    best, best_key = c, key
+        return best
+
+    def alloc(self, array: str, box: Box, itemsize: int) -> Copy:
+        """bb_alloc: a new copy of ``box``, boxing out unused copies in LRU order if needed.
+
+        Raises :class:`TileTooLargeError` when even an empty unused list leaves too
+        little room: the boxes in use (this tile's own) do not fit in the device.
+        """
+        nbytes = box.volume * itemsize
+        while True:
+            try:
+                a = self.device.alloc(nbytes)
+                break
+            except DeviceMemoryError:
+                if not self.unused:
+                    in_use = sum(c.nbytes for cs in self.copies.values() for c in cs)
+                    raise TileTooLargeError(
+                        self.device.name, nbytes, in_use, self.device.cap,
+                        f"{array}{box} ({len(self._in_use())} boxes of the current tile "
+                        f"hold {format_bytes(in_use)}; raise --device-mem or lower --tile)"
+                    ) from None
+                self.evict(next(iter(self.unused)))
+        c = Copy(array, box, self.device, a, itemsize)
+        self.copies.setdefault(array, []).append(c)
+        self.directory.add(c)
+        self.stats.on_alloc(nbytes)
+        n = len(self.copies[array])
+        if n > self.stats.max_boxes_per_array:
+            self.stats.max_boxes_per_array = n
+        return c
+
+    def readin(self, c: Copy) -> None:
+        """bb_readin (Algorithm 3): fill a new copy from resident copies and the host."""
+        self.directory.refresh(c, [c.box], "readin")
+
+    def acquire(self, c: Copy) -> None:
+        """increment_usage_count: the copy is in use and cannot be boxed out."""
+        if c.uses == 0:
+            self.unused.pop(c, None)
+        c.uses += 1
+
+    def release(self, c: Copy, keep: bool = True) -> None:
+        """decrement_usage_count: at zero the copy goes to the unused list (or is freed)."""
+        c.uses -= 1
+        assert c.uses >= 0, f"usage count of {c} below zero"
+        if c.uses == 0:
+            if keep:
+                self.unused[c] = None
+            else:
+                self.free(c)
+
+    def evict(self, c: Copy) -> None:
+        """Box-out: write back what only this copy holds, then free it."""
+        self.stats.evictions += 1
+        self.free(c)
+
+    def free(self, c: Copy) -> None:
+        assert c.uses == 0, f"free of {c} while in use"
+        self.directory.writeback(c)
+        self.directory.remove(c)
+        self.unused.pop(c, None)
+        self.copies[c.array].remove(c)
+        self.device.free(c.alloc)
+        self.stats.on_free(c.nbytes)
+
+    def cleanup(self, serial_iter: object) -> int:
+        """bb_cleanup: free unused copies flagged for the end of ``serial_iter``."""
+        doomed = [c for c in self.unused if c.cleanup_iter == serial_iter]
+        for c in doomed:
+            self.free(c)
+        return len(doomed)
+
+    def free_all(self) -> None:
+        for c in list(self.unused):
+            self.free(c)
+
+    def _in_use(self) -> list[Copy]:
+        return [c for cs in self.copies.values() for c in cs if c.uses]
+
+    def resident(self) -> int:
+        return sum(c.nbytes for cs in self.copies.values() for c in cs)

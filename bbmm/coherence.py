@@ -1,0 +1,241 @@
+"""Coherence: where the newest value of every element lives, and the copies that keep it so.
+
+The paper (Section 8, Table III) keeps device copies coherent by pushing data:
+after a tile, its *flow-out* (elements it wrote that other tiles read later) goes
+to the host copy, then *flows in* to every other resident box holding those
+elements; *write-out* brings elements written for the last time home. bbmm does
+that, and in addition tracks validity, so that correctness never rests on the
+compile-time sets alone (docs/coherence.md states the invariant):
+
+- every resident box (a :class:`~bbmm.buffers.Copy`) carries a *stale* region:
+  the parts where it does not hold the newest value;
+- each array has a list of *dirty* records ``(region, holder)``: the newest value
+  of those elements lives in that device copy and not on the host. Records are
+  pairwise disjoint. An element in no record is newest on the host.
+
+Every operation below keeps: a holder is never stale on its record; a copy not
+stale on an element holds the newest value of it; data only ever moves from a
+holder of the newest value (the host off the records, or a non-stale copy).
+:meth:`Directory.refresh` is the single routine that fills a copy (read-in,
+flow-in, and the pull before a tile that finds part of its box stale).
+
+:class:`HostCopy` is the host side behind a small interface, so that "the host
+copy" can later become "the ranks that need it" (MPI).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+import numpy as np
+
+from . import regions as R
+from .box import Box, disjoint
+from .stats import Stats
+
+if TYPE_CHECKING:
+    from .buffers import Copy
+
+
+class HostCopy:
+    """The host's copy of every array: where elements no device holds dirty are newest.
+
+    Subclasses may move data between processes in the two hooks (MPI: publish a
+    stored region to the ranks that read it; gather a region before it is loaded).
+    """
+
+    def __init__(self, arrays: dict[str, np.ndarray]):
+        for name, a in arrays.items():
+            if not a.flags.c_contiguous:
+                raise ValueError(f"host array {name!r} must be C-contiguous")
+        self.arrays = arrays
+
+    def array(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    def stored(self, name: str, box: Box) -> None:
+        """Hook: ``box`` of ``name`` was just stored from a device (newest now on the host)."""
+
+    def loading(self, name: str, box: Box) -> None:
+        """Hook: ``box`` of ``name`` is about to be loaded into a device from the host."""
+
+
+class Directory:
+    """All resident copies of all arrays on all devices, their stale parts, and dirty records."""
+
+    def __init__(self, host: HostCopy, stats: Stats, reuse: bool = True):
+        self.host = host
+        self.stats = stats
+        self.reuse = reuse
+        self.copies: dict[str, list[Copy]] = {name: [] for name in host.arrays}
+        self.dirty: dict[str, list[tuple[Box, Copy]]] = {name: [] for name in host.arrays}
+
+    # ---- membership ------------------------------------------------------------
+
+    def add(self, c: Copy) -> None:
+        """A newly allocated copy: stale everywhere until read in."""
+        c.stale = [c.box]
+        self.copies[c.array].append(c)
+
+    def remove(self, c: Copy) -> None:
+        """Forget a copy that is about to be freed; it must hold no dirty record."""
+        assert not any(h is c for _, h in self.dirty[c.array]), "free of a dirty copy"
+        self.copies[c.array].remove(c)
+
+    # ---- transfers (the only places bytes move) --------------------------------
+
+    def _h2d(self, dst: Copy, region: Box, what: str) -> None:
+        host = self.host.array(dst.array)
+        self.host.loading(dst.array, region)
+        dst.device.write_rect(dst.alloc, dst.box, region, host)
+        n = region.volume * host.itemsize
+        self.stats.devices[dst.device.index].h2d_bytes += n
+        self.stats.bytes[what] += n
+
+    def _d2h(self, src: Copy, region: Box, what: str) -> None:
+        host = self.host.array(src.array)
+        src.device.read_rect(src.alloc, src.box, region, host)
+        self.host.stored(src.array, region)
+        n = region.volume * host.itemsize
+        self.stats.devices[src.device.index].d2h_bytes += n
+        self.stats.bytes[what] += n
+
+    def _d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
+        item = self.host.array(dst.array).itemsize
+        dst.device.copy_rect(dst.alloc, dst.box, src.alloc, src.box, region, item)
+        n = region.volume * item
+        self.stats.devices[dst.device.index].d2d_bytes += n
+        self.stats.bytes[what] += n
+
+    # ---- the newest value ------------------------------------------------------
+
+    def store(self, holder: Copy, region: Box, what: str) -> None:
+        """Copy the parts of ``region`` where ``holder`` is newest to the host.
+
+        Safe because only non-stale elements are stored: each is the newest value
+        (so at least as new as the host's), and the dirty records over them are
+        dropped since the host is newest there now.
+        """
+        inter = region.intersect(holder.box)
+        if inter is None:
+            return
+        for piece in R.minus_all([inter], holder.stale):
+            self._d2h(holder, piece, what)
+            self._clean(holder.array, piece)
+
+    def _clean(self, array: str, region: Box) -> None:
+        recs = self.dirty[array]
+        if not recs:
+            return
+        out = []
+        for b, h in recs:
+            if b.overlaps(region):
+                out.extend((p, h) for p in b.subtract(region))
+            else:
+                out.append((b, h))
+        self.dirty[array] = out
+
+    def refresh(self, dst: Copy, want: Iterable[Box], what: str, flush: bool = True) -> int:
+        """Make ``dst`` newest on ``want`` (Algorithm 3, bb_readin, generalised).
+
+        Parts held non-stale by another copy of the same device are copied
+        device-to-device (the paper's intra-device reuse); parts whose newest
+        value lives dirty in a copy elsewhere are first stored to the host (only
+        with ``flush``; otherwise they stay stale); the rest comes from the host.
+        Returns the number of elements made valid.
+        """
+        want = list(want)
+        if len(want) > 1:
+            want = disjoint(want, merge=False)
+        todo = R.clip_all(dst.stale, want)
+        if not todo:
+            return 0
+        done: list[Box] = []
+        if self.reuse:
+            for src in self.copies[dst.array]:
+                if src is dst or src.device is not dst.device or not todo:
+                    continue
+                if not any(t.overlaps(src.box) for t in todo):
+                    continue
+                nxt = []
+                for t in todo:
+                    inter = t.intersect(src.box)
+                    if inter is None:
+                        nxt.append(t)
+                        continue
+                    good = R.minus_all([inter], src.stale)
+                    for g in good:
+                        self._d2d(dst, src, g, what)
+                        done.append(g)
+                    nxt.extend(R.minus_all([t], good))
+                todo = nxt
+        for b, h in list(self.dirty[dst.array]):
+            if h is dst or not todo or not R.overlaps(todo, b):
+                continue
+            if flush:
+                for t in todo:
+                    inter = t.intersect(b)
+                    if inter is not None:
+                        self.store(h, inter, "refresh" if what != "readin" else what)
+            else:
+                todo = R.minus(todo, b)
+        for t in todo:
+            self._h2d(dst, t, what)
+            done.append(t)
+        dst.stale = R.minus_all(dst.stale, done)
+        return sum(b.volume for b in done)
+
+    def wrote(self, writer: Copy, region: Box) -> None:
+        """A tile wrote ``region`` through ``writer`` (which was newest on it before).
+
+        ``region`` may over-approximate the elements really written: the rest of it
+        still holds the newest value in ``writer``, so claiming it is safe. Every
+        other copy of those elements is stale now.
+        """
+        region = region.intersect(writer.box)
+        if region is None:
+            return
+        assert not R.overlaps(writer.stale, region), \
+            f"write through a stale part of {writer}: {writer.stale} vs {region}"
+        for c in self.copies[writer.array]:
+            if c is not writer and c.box.overlaps(region):
+                c.stale = R.add(c.stale, region.intersect(c.box))
+        self._clean(writer.array, region)
+        self.dirty[writer.array].append((region, writer))
+
+    def flowin(self, array: str, region: Box, exclude: Sequence[Copy] = ()) -> None:
+        """cpu_to_gpu_flowin: refresh every copy stale on ``region`` from its newest holder.
+
+        Copies on the writer's device are refreshed device-to-device; others from the
+        host. Elements still dirty elsewhere are left stale (no forced flush here).
+        """
+        for c in self.copies[array]:
+            if c in exclude or not R.overlaps(c.stale, region):
+                continue
+            self.refresh(c, [region], "flowin", flush=False)
+
+    def writeback(self, c: Copy) -> None:
+        """Box-out: store the regions ``c`` alone holds newest, before it is freed."""
+        for b, h in list(self.dirty[c.array]):
+            if h is c:
+                self.store(c, b, "writeback")
+
+    def flush_all(self) -> None:
+        """Store every dirty record: afterwards the host holds the newest of everything."""
+        for name in self.dirty:
+            for b, h in list(self.dirty[name]):
+                self.store(h, b, "writeback")
+
+    # ---- debugging ---------------------------------------------------------------
+
+    def verify(self) -> None:
+        """Check the invariant (cheap enough for tests; ``BBMM_DEBUG=1`` runs it per phase)."""
+        for name, recs in self.dirty.items():
+            for i, (b, h) in enumerate(recs):
+                assert h in self.copies[name], f"dirty record {b} held by a freed copy"
+                assert b.issubset(h.box), f"dirty record {b} outside its holder {h.box}"
+                assert not R.overlaps(h.stale, b), f"holder {h} stale on its record {b}"
+                for b2, _ in recs[i + 1:]:
+                    assert not b.overlaps(b2), f"dirty records overlap: {b} {b2}"
+            for c in self.copies[name]:
+                for s in c.stale:
+                    assert s.issubset(c.box)

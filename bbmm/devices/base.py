@@ -1,0 +1,202 @@
+"""The device interface bbmm's runtime talks to, and the null device.
+
+A :class:`Device` is one (logical) compute device with its own memory: a pool
+(:mod:`bbmm.pool`) hands out :class:`Allocation`\\ s, rectangular copies move
+boxes between host arrays and allocations or between two allocations of the same
+device, and ``launch`` runs a kernel. Every box-shaped allocation stores its box
+row-major (C order), so element ``x`` of box ``B`` sits at linear index
+``sum((x[d]-B.lo[d]) * stride[d])``.
+
+:func:`rect_args` is the one place where a Box becomes OpenCL rect-copy
+arguments; :class:`NullDevice` keeps its memory in numpy arrays and runs kernels
+as Python callables, so buffer management and coherence are unit-tested with real
+data and without OpenCL.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ..box import Box
+from ..pool import Pool
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """``nbytes`` bytes at byte ``offset`` of the plain device buffer ``buf``.
+
+    Boxes never live in OpenCL sub-buffers: PoCL 3.0/3.1 crash on rectangular copies
+    that touch a sub-buffer, so the offset is folded into each copy's origin and
+    passed to kernels as an element offset instead.
+    """
+
+    buf: Any
+    offset: int
+    nbytes: int
+
+
+def rect_args(region: Box, outer: Box, itemsize: int) -> tuple[tuple[int, int, int],
+                                                            tuple[int, int, int],
+                                                            tuple[int, int]]:
+    """OpenCL rect-copy arguments for ``region`` inside a row-major array holding ``outer``.
+
+    Returns ``(origin, extent, (row_pitch, slice_pitch))`` in OpenCL order: the
+    fastest (last C) dimension first and in *bytes*, then rows, then slices, padded
+    to three dimensions. ``region`` must lie inside ``outer`` and have at most three
+    dimensions (callers split higher ones, see :func:`split_leading`).
+    """
+    nd = region.ndim
+    if nd > 3:
+        raise ValueError(f"rect copies take at most 3 dimensions, got {region}")
+    if not region.issubset(outer):
+        raise ValueError(f"region {region} is not inside {outer}")
+    shape = outer.shape
+    origin = [l - o for l, o in zip(region.lo, outer.lo)][::-1]
+    extent = list(region.shape)[::-1]
+    origin[0] *= itemsize
+    extent[0] *= itemsize
+    row_pitch = shape[-1] * itemsize
+    slice_pitch = row_pitch * (shape[-2] if nd >= 2 else 1)
+    while len(origin) < 3:
+        origin.append(0)
+        extent.append(1)
+    if nd == 1:
+        row_pitch, slice_pitch = 0, 0
+    elif nd == 2:
+        slice_pitch = 0
+    return ((origin[0], origin[1], origin[2]), (extent[0], extent[1], extent[2]),
+            (row_pitch, slice_pitch))
+
+
+def split_leading(region: Box, outer: Box, itemsize: int) -> Iterator[tuple[Box, Box, int]]:
+    """Split an n-D (n > 3) copy into 3-D copies: ``(region3, outer3, byte_offset)``.
+
+    Each piece fixes the leading ``n-3`` indices; ``byte_offset`` is where that
+    3-D slab of ``outer`` starts. For n <= 3 yields the copy itself at offset 0.
+    """
+    nd = region.ndim
+    if nd <= 3:
+        yield region, outer, 0
+        return
+    lead = nd - 3
+    shape = outer.shape
+    inner_elems = int(np.prod(shape[lead:]))
+    strides = [int(np.prod(shape[d + 1:lead])) if d + 1 < lead else 1 for d in range(lead)]
+    r3 = Box._new(region.lo[lead:], region.hi[lead:])
+    o3 = Box._new(outer.lo[lead:], outer.hi[lead:])
+    for idx in np.ndindex(*region.shape[:lead]):
+        lin = sum((region.lo[d] + i - outer.lo[d]) * strides[d] for d, i in enumerate(idx))
+        yield r3, o3, lin * inner_elems * itemsize
+
+
+class Device(ABC):
+    """One logical device: a memory pool, an in-order queue, rect copies, launches."""
+
+    name: str
+    index: int
+    pool: Pool
+
+    @property
+    def cap(self) -> int:
+        """Bytes of box memory this device may hold (``--device-mem``)."""
+        return self.pool.cap
+
+    def alloc(self, nbytes: int) -> Allocation:
+        """Carve ``nbytes`` out of the pool; raises DeviceMemoryError past the cap."""
+        buf, off = self.pool.alloc(nbytes)
+        return Allocation(buf, off, nbytes)
+
+    def free(self, a: Allocation) -> None:
+        self.pool.free(a.buf, a.offset)
+
+    @abstractmethod
+    def write_rect(self, dst: Allocation, dst_box: Box, region: Box, host: np.ndarray,
+                   host_origin: Sequence[int] | None = None) -> Any:
+        """Copy ``region`` (array coordinates) from ``host`` into ``dst`` (holding ``dst_box``).
+
+        ``host`` is C-contiguous; its element 0 has array coordinates ``host_origin``
+        (all zeros, the default, for a whole host array; ``box.lo`` for a staging
+        buffer of one box).
+        """
+
+    @abstractmethod
+    def read_rect(self, src: Allocation, src_box: Box, region: Box, host: np.ndarray,
+                  host_origin: Sequence[int] | None = None) -> Any:
+        """Copy ``region`` from ``src`` (holding ``src_box``) into ``host``; returns when done."""
+
+    @abstractmethod
+    def copy_rect(self, dst: Allocation, dst_box: Box, src: Allocation, src_box: Box,
+                  region: Box, itemsize: int) -> Any:
+        """Device-to-device copy of ``region`` between two allocations of this device."""
+
+    @abstractmethod
+    def launch(self, kernel: Any, global_size: Sequence[int], local_size: Sequence[int] | None,
+               args: Sequence[Any]) -> Any:
+        """Enqueue a kernel; returns an event (or None)."""
+
+    @abstractmethod
+    def finish(self) -> None:
+        """Wait until everything enqueued on this device is done."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.index}: {self.name}>"
+
+
+class NullDevice(Device):
+    """A device whose memory is host RAM: numpy arenas, kernels as Python callables.
+
+    It performs every copy for real (so values can be checked) and records each
+    transfer in :attr:`log` as ``(kind, region, nbytes)`` with kind ``h2d``, ``d2h``
+    or ``d2d``. A kernel is any callable; it is called as ``kernel(self, *args)``
+    and reads/writes boxes through :meth:`view`.
+    """
+
+    def __init__(self, index: int = 0, cap: int = 1 << 30, name: str | None = None,
+                 arena_size: int = 1 << 20, align: int = 16):
+        self.index = index
+        self.name = name or f"null{index}"
+        self.log: list[tuple[str, Box, int]] = []
+        self.pool = Pool(cap, self._new_arena, lambda arena: None, arena_size=arena_size,
+                         align=align, name=self.name)
+
+    @staticmethod
+    def _new_arena(nbytes: int) -> np.ndarray:
+        # NaN-like garbage would hide nothing: fill with a recognisable pattern so a
+        # read of an element never written in shows up in value checks.
+        return np.full(nbytes, 0xA5, dtype=np.uint8)
+
+    def view(self, a: Allocation, box: Box, dtype: Any) -> np.ndarray:
+        """The allocation as a numpy array of ``box.shape`` (writes go to device memory)."""
+        dtype = np.dtype(dtype)
+        n = box.volume * dtype.itemsize
+        return a.buf[a.offset:a.offset + n].view(dtype).reshape(box.shape)
+
+    def write_rect(self, dst, dst_box, region, host, host_origin=None):
+        v = self.view(dst, dst_box, host.dtype)
+        v[region.slices(dst_box.lo)] = host[region.slices(host_origin)]
+        self.log.append(("h2d", region, region.volume * host.itemsize))
+
+    def read_rect(self, src, src_box, region, host, host_origin=None):
+        v = self.view(src, src_box, host.dtype)
+        host[region.slices(host_origin)] = v[region.slices(src_box.lo)]
+        self.log.append(("d2h", region, region.volume * host.itemsize))
+
+    def copy_rect(self, dst, dst_box, src, src_box, region, itemsize):
+        dt = np.dtype(f"V{itemsize}")
+        s = self.view(src, src_box, dt)[region.slices(src_box.lo)].copy()
+        self.view(dst, dst_box, dt)[region.slices(dst_box.lo)] = s
+        self.log.append(("d2d", region, region.volume * itemsize))
+
+    def launch(self, kernel: Callable[..., Any], global_size, local_size, args):
+        kernel(self, *args)
+        self.log.append(("launch", Box((0,), (max(0, int(np.prod(global_size)) - 1),)), 0))
+
+    def finish(self) -> None:
+        pass
+
+    def transferred(self, kind: str) -> int:
+        """Bytes moved so far by transfers of ``kind`` (h2d, d2h, d2d)."""
+        return sum(n for k, _, n in self.log if k == kind)

@@ -1,0 +1,247 @@
+"""The runtime entry point: Algorithm 4 (structure of the generated host code).
+
+A driver (generated, or written by hand) describes each tile of a parallel loop
+instance as a :class:`Tile`: its initial bounding boxes per array (Algorithm 1's
+output, evaluated at run time), the boxes it writes, its flow-out and write-out
+boxes, cleanup flags, and a ``kernel`` callback that launches the computation
+given the tile's resident boxes. :meth:`Runtime.run_phase` then does, per tile on
+its device, lines 4-18 of Algorithm 4::
+
+    S_a = get_disjoint_bounding_boxes(t, a)        # Algorithm 2
+    for bb in S_a: present? else alloc + readin     # Table II, Algorithm 3
+    compute(t); flowout; flowin; writeout          # Table III
+    decrement usage counts
+
+and :meth:`Runtime.end_serial` is line 19 (bb_cleanup). Tiles of one phase run on
+different devices at once; a device runs its own tiles one after the other.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .box import Box, disjoint, hull_all
+from .buffers import BufferManager, Copy
+from .coherence import Directory, HostCopy
+from .devices.base import Device
+from .diagnostic import UsageError
+from .stats import DeviceStats, Stats
+
+MODES = ("disjoint", "convex")
+COHERENCE = ("exact", "block")
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One tile of a parallel loop instance, with everything the runtime needs about it.
+
+    Boxes are in array coordinates (inclusive bounds); empty boxes are ignored.
+    ``writes`` must cover every element the kernel writes; ``flowout`` and
+    ``writeout`` are the bounding boxes of the compile-time flow-out and write-out
+    sets (optional for correctness: the runtime pulls what is missing, at a cost).
+    """
+
+    device: int
+    boxes: Mapping[str, Sequence[Box]]
+    """Initial bounding boxes per array, one per access function (Algorithm 1)."""
+    kernel: Callable[[Device, "TileBuffers"], Any]
+    """Launches the computation: ``kernel(device, buffers)``."""
+    writes: Mapping[str, Sequence[Box]] = field(default_factory=dict)
+    flowout: Mapping[str, Sequence[Box]] = field(default_factory=dict)
+    writeout: Mapping[str, Sequence[Box]] = field(default_factory=dict)
+    cleanup: Mapping[str, Sequence[bool]] = field(default_factory=dict)
+    """Per initial box: True when it depends on the serial iterators only (Section 7.2)."""
+    name: str = ""
+
+
+@dataclass
+class TileBuffers:
+    """The tile's disjoint boxes per array and the resident copy holding each.
+
+    ``pieces[a][i] = (box, copy)``: ``box`` is the i-th disjoint box of array ``a``,
+    held by ``copy`` (whose own box contains it, and may be larger when the box was
+    found present). ``access[a][k]`` is the index of the single piece holding the
+    k-th initial box, or -1 when that access is split over several pieces (Fig. 9).
+    """
+
+    pieces: dict[str, list[tuple[Box, Copy]]] = field(default_factory=dict)
+    access: dict[str, list[int]] = field(default_factory=dict)
+
+    def copies(self) -> list[Copy]:
+        return [c for ps in self.pieces.values() for _, c in ps]
+
+
+class Runtime:
+    """BBMM's runtime over a list of devices and the host arrays."""
+
+    def __init__(self, devices: Sequence[Device], arrays: Mapping[str, np.ndarray] | HostCopy,
+                 *, mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
+                 verify: bool | None = None):
+        if mode not in MODES:
+            raise UsageError(f"unknown allocation mode {mode!r}; choose from {', '.join(MODES)}")
+        if coherence not in COHERENCE:
+            raise UsageError(f"unknown coherence {coherence!r}; choose from {', '.join(COHERENCE)}")
+        if not devices:
+            raise UsageError("no devices to run on")
+        self.devices = list(devices)
+        self.host = arrays if isinstance(arrays, HostCopy) else HostCopy(dict(arrays))
+        self.mode, self.reuse, self.coherence = mode, reuse, coherence
+        self.stats = Stats([DeviceStats(d.name) for d in self.devices])
+        self.directory = Directory(self.host, self.stats, reuse=reuse)
+        self.managers = [BufferManager(d, self.directory, s)
+                         for d, s in zip(self.devices, self.stats.devices)]
+        self.verify = bool(int(os.environ.get("BBMM_DEBUG", "0"))) if verify is None else verify
+        self._serial: object = None
+
+    # ---- Algorithm 4 ---------------------------------------------------------------
+
+    def run_phase(self, tiles: Sequence[Tile], serial: object = None) -> None:
+        """Run the tiles of one parallel loop instance (one serial iteration of one nest)."""
+        self._serial = serial
+        for rnd in self._rounds(tiles):
+            with self.stats.timer("memory_mgmt"):
+                bufs = [self._acquire(t) for t in rnd]
+            with self.stats.timer("compute"):
+                for t, tb in zip(rnd, bufs):
+                    t.kernel(self.devices[t.device], tb)
+                for t in rnd:
+                    self.devices[t.device].finish()
+            with self.stats.timer("memory_mgmt"):
+                for t, tb in zip(rnd, bufs):
+                    self._wrote(t, tb)
+            with self.stats.timer("flowout"):
+                for t, tb in zip(rnd, bufs):
+                    for a, boxes in self._flowout_boxes(t).items():
+                        self._store(tb, a, boxes, "flowout")
+            with self.stats.timer("flowin"):
+                for t in rnd:
+                    for a, boxes in self._flowout_boxes(t).items():
+                        for f in boxes:
+                            if not f.is_empty:
+                                self.directory.flowin(a, f)
+            with self.stats.timer("writeout"):
+                for t, tb in zip(rnd, bufs):
+                    for a, boxes in t.writeout.items():
+                        self._store(tb, a, boxes, "writeout")
+            with self.stats.timer("memory_mgmt"):
+                for t, tb in zip(rnd, bufs):
+                    mgr = self.managers[t.device]
+                    for c in tb.copies():
+                        mgr.release(c, keep=self.reuse)
+                self.stats.tiles += len(rnd)
+            if self.verify:
+                self.directory.verify()
+
+    def end_serial(self, serial: object = None) -> None:
+        """bb_cleanup for every device at the end of a serial iteration."""
+        with self.stats.timer("memory_mgmt"):
+            for m in self.managers:
+                m.cleanup(serial if serial is not None else self._serial)
+
+    def finish(self) -> None:
+        """Bring every newest value home; afterwards the host arrays are the result."""
+        with self.stats.timer("writeout"):
+            self.directory.flush_all()
+            for d in self.devices:
+                d.finish()
+
+    def release_all(self) -> None:
+        """Free every resident box (after :meth:`finish`)."""
+        for m in self.managers:
+            m.free_all()
+
+    # ---- steps -----------------------------------------------------------------------
+
+    def _rounds(self, tiles: Sequence[Tile]) -> list[list[Tile]]:
+        """Group tiles into rounds: at most one tile per device, and no two tiles of a
+        round whose write boxes overlap (over-approximated writes then happen in
+        order, so the later tile starts from the earlier one's values)."""
+        n = len(self.devices)
+        rounds: list[list[Tile]] = []
+        last: dict[int, int] = {}
+        for t in tiles:
+            if not 0 <= t.device < n:
+                raise UsageError(f"tile {t.name or t} on device {t.device}, but only {n} devices")
+            r = last.get(t.device, -1) + 1
+            while r < len(rounds) and not self._fits(rounds[r], t):
+                r += 1
+            if r == len(rounds):
+                rounds.append([])
+            rounds[r].append(t)
+            last[t.device] = r
+        return rounds
+
+    @staticmethod
+    def _fits(rnd: list[Tile], t: Tile) -> bool:
+        for o in rnd:
+            if o.device == t.device:
+                return False
+            for a, ws in t.writes.items():
+                for w in ws:
+                    for ow in o.writes.get(a, ()):
+                        if w.overlaps(ow):
+                            return False
+        return True
+
+    def _acquire(self, t: Tile) -> TileBuffers:
+        """Lines 4-12 of Algorithm 4: disjoint boxes, present/alloc/readin, usage counts."""
+        mgr = self.managers[t.device]
+        tb = TileBuffers()
+        for a, init in t.boxes.items():
+            boxes = [b for b in init if not b.is_empty]
+            if not boxes:
+                continue
+            host = self.host.array(a)
+            pieces = [hull_all(boxes)] if self.mode == "convex" else disjoint(boxes)
+            flags = t.cleanup.get(a, ())
+            out = []
+            for p in pieces:
+                c = mgr.present(a, p) if self.reuse else None
+                if c is not None:
+                    mgr.stats.boxes_present += 1
+                    self.directory.refresh(c, [p], "refresh")
+                else:
+                    c = mgr.alloc(a, p, host.itemsize)
+                    if flags and all(f for b, f in zip(init, flags) if b.overlaps(p)):
+                        c.cleanup_iter = self._serial
+                    mgr.readin(c)
+                mgr.acquire(c)
+                out.append((p, c))
+            tb.pieces[a] = out
+            acc = []
+            for b in init:
+                hits = [i for i, (p, _) in enumerate(out) if p.overlaps(b)]
+                acc.append(hits[0] if len(hits) == 1 else -1)
+                if len(hits) > 1:
+                    self.stats.split_accesses += 1
+            tb.access[a] = acc
+        return tb
+
+    def _wrote(self, t: Tile, tb: TileBuffers) -> None:
+        for a, ws in t.writes.items():
+            for w in ws:
+                if w.is_empty:
+                    continue
+                covered = 0
+                for p, c in tb.pieces.get(a, ()):
+                    inter = w.intersect(p)
+                    if inter is not None:
+                        self.directory.wrote(c, inter)
+                        covered += inter.volume
+                if covered != w.volume:
+                    raise UsageError(f"tile {t.name}: write box {a}{w} is not inside the "
+                                     f"tile's boxes {[p for p, _ in tb.pieces.get(a, ())]}")
+
+    def _flowout_boxes(self, t: Tile) -> Mapping[str, Sequence[Box]]:
+        """Exact coherence: the flow-out boxes; block coherence: every written box whole."""
+        return t.writes if self.coherence == "block" else t.flowout
+
+    def _store(self, tb: TileBuffers, a: str, boxes: Sequence[Box], what: str) -> None:
+        for f in boxes:
+            for p, c in tb.pieces.get(a, ()):
+                inter = f.intersect(p)
+                if inter is not None:
+                    self.directory.store(c, inter, what)

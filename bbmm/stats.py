@@ -1,0 +1,87 @@
+"""Counters and timers of a run (paper Section 11.2.1: overhead = memory_mgmt / total).
+
+Bytes are counted per device (resident now and at peak, allocated, moved in each
+direction, evictions) and per coherence category (read-in, flow-out, flow-in,
+write-out, box-out write-back, refresh). Times are host wall-clock seconds spent
+in each runtime step.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
+
+CATEGORIES = ("readin", "flowout", "flowin", "writeout", "writeback", "refresh")
+TIMERS = ("memory_mgmt", "compute", "flowout", "flowin", "writeout")
+
+
+@dataclass
+class DeviceStats:
+    """Per-device counters; ``peak_bytes`` is the most box memory resident at any time."""
+
+    name: str
+    resident_bytes: int = 0
+    peak_bytes: int = 0
+    allocated_bytes: int = 0
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    d2d_bytes: int = 0
+    evictions: int = 0
+    boxes_allocated: int = 0
+    boxes_present: int = 0
+    max_boxes_per_array: int = 0
+
+    def on_alloc(self, nbytes: int) -> None:
+        self.resident_bytes += nbytes
+        self.allocated_bytes += nbytes
+        self.boxes_allocated += 1
+        if self.resident_bytes > self.peak_bytes:
+            self.peak_bytes = self.resident_bytes
+
+    def on_free(self, nbytes: int) -> None:
+        self.resident_bytes -= nbytes
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "peak_bytes": self.peak_bytes,
+                "allocated_bytes": self.allocated_bytes, "h2d_bytes": self.h2d_bytes,
+                "d2h_bytes": self.d2h_bytes, "d2d_bytes": self.d2d_bytes,
+                "evictions": self.evictions, "boxes_allocated": self.boxes_allocated,
+                "boxes_present": self.boxes_present,
+                "max_boxes_per_array": self.max_boxes_per_array}
+
+
+@dataclass
+class Stats:
+    """All counters of one runtime."""
+
+    devices: list[DeviceStats]
+    bytes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+    times: dict[str, float] = field(default_factory=lambda: dict.fromkeys(TIMERS, 0.0))
+    split_accesses: int = 0
+    tiles: int = 0
+
+    @contextmanager
+    def timer(self, what: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.times[what] += time.perf_counter() - t0
+
+    @property
+    def total_time(self) -> float:
+        return sum(self.times.values())
+
+    @property
+    def overhead_percent(self) -> float:
+        """Memory management time as a percentage of the total (Table IV, column F)."""
+        total = self.total_time
+        return 100.0 * self.times["memory_mgmt"] / total if total else 0.0
+
+    def as_json(self) -> dict:
+        t = dict(self.times)
+        t["total"] = self.total_time
+        return {"per_device": [d.as_json() for d in self.devices],
+                **{f"{k}_bytes": v for k, v in self.bytes.items()},
+                "time_s": t, "overhead_percent": self.overhead_percent, "tiles": self.tiles}

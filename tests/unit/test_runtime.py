@@ -1,0 +1,140 @@
+"""Runtime (buffer manager + coherence) driven by hand-written drivers on null devices."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from bbmm.devices import NullDevice
+from bbmm.diagnostic import TileTooLargeError
+from bbmm.runtime import Runtime
+
+from drivers import floyd_reference, jacobi_reference, run_floyd, run_jacobi
+
+
+def make(ndev, cap=1 << 24, arena=1 << 16):
+    return [NullDevice(i, cap=cap, arena_size=min(arena, cap)) for i in range(ndev)]
+
+
+def floyd_input(n, seed=0):
+    rng = np.random.default_rng(seed)
+    p = rng.integers(1, 100, size=(n, n)).astype(np.float32)
+    np.fill_diagonal(p, 0)
+    return p
+
+
+@pytest.mark.parametrize("ndev,tile,mode,reuse", [
+    (d, t, m, r) for d in (1, 2, 3, 4) for t in (4, 5) for m in ("disjoint", "convex")
+    for r in (True, False)])
+def test_floyd(ndev, tile, mode, reuse):
+    n = 16
+    path = floyd_input(n)
+    rt = Runtime(make(ndev), {"path": path.copy()}, mode=mode, reuse=reuse, verify=True)
+    run_floyd(rt, n, tile)
+    np.testing.assert_array_equal(rt.host.array("path"), floyd_reference(path))
+
+
+@pytest.mark.parametrize("ndev", [1, 2, 3, 4])
+def test_floyd_tight_cap_forces_boxout(ndev):
+    n, tile = 16, 4
+    path = floyd_input(n, 1)
+    # a tile needs its rows (4x16) and row k (1x16) = 320 B of float32; a device
+    # holding all its tiles' boxes would need far more: boxes go out and come back
+    cap = 4 * 16 * 4 + 16 * 4 + 256
+    rt = Runtime(make(ndev, cap=cap, arena=cap), {"path": path.copy()}, verify=True)
+    run_floyd(rt, n, tile)
+    np.testing.assert_array_equal(rt.host.array("path"), floyd_reference(path))
+    if ndev <= 2:
+        assert sum(d.evictions for d in rt.stats.devices) > 0
+
+
+def test_floyd_disjoint_allocates_less_than_convex():
+    n, tile = 16, 4
+    peaks = {}
+    for mode in ("disjoint", "convex"):
+        rt = Runtime(make(4), {"path": floyd_input(n)}, mode=mode)
+        run_floyd(rt, n, tile)
+        peaks[mode] = max(d.peak_bytes for d in rt.stats.devices)
+    assert peaks["disjoint"] < peaks["convex"]
+
+
+@pytest.mark.parametrize("ndev,tile,reuse,mode", [
+    (d, t, r, m) for d in (1, 2, 3, 4) for t in (3, 4) for r in (True, False)
+    for m in ("disjoint", "convex")])
+def test_jacobi(ndev, tile, reuse, mode):
+    n, steps = 14, 4
+    rng = np.random.default_rng(3)
+    A, B = rng.random((n, n)), rng.random((n, n))
+    rt = Runtime(make(ndev), {"A": A.copy(), "B": B.copy()}, reuse=reuse, mode=mode, verify=True)
+    run_jacobi(rt, n, steps, tile)
+    Ar, Br = jacobi_reference(A, B, steps)
+    np.testing.assert_allclose(rt.host.array("A"), Ar, rtol=1e-12)
+    np.testing.assert_allclose(rt.host.array("B"), Br, rtol=1e-12)
+
+
+@pytest.mark.parametrize("ndev", [1, 2, 3])
+def test_jacobi_tight_cap(ndev):
+    n, steps, tile = 14, 3, 3
+    rng = np.random.default_rng(4)
+    A, B = rng.random((n, n)), rng.random((n, n))
+    cap = 8 * (5 * 12 + 12 * 3) * 2 + 2048  # one tile's boxes of A and B with room to spare
+    rt = Runtime(make(ndev, cap=cap, arena=256), {"A": A.copy(), "B": B.copy()}, verify=True)
+    run_jacobi(rt, n, steps, tile)
+    Ar, Br = jacobi_reference(A, B, steps)
+    np.testing.assert_allclose(rt.host.array("A"), Ar, rtol=1e-12)
+    np.testing.assert_allclose(rt.host.array("B"), Br, rtol=1e-12)
+
+
+@pytest.mark.parametrize("ndev", [1, 2, 4])
+def test_coherence_without_flowout_sets_still_correct(ndev):
+    """The directory pulls what the compile-time sets did not push."""
+    n = 12
+    path = floyd_input(n, 5)
+    rt = Runtime(make(ndev), {"path": path.copy()}, verify=True)
+    run_floyd(rt, n, 3, flowout=False)
+    np.testing.assert_array_equal(rt.host.array("path"), floyd_reference(path))
+    rng = np.random.default_rng(6)
+    A, B = rng.random((n, n)), rng.random((n, n))
+    rt = Runtime(make(ndev), {"A": A.copy(), "B": B.copy()}, verify=True)
+    run_jacobi(rt, n, 3, 3, flowout=False)
+    np.testing.assert_allclose(rt.host.array("A"), jacobi_reference(A, B, 3)[0])
+
+
+def test_tile_too_large_is_a_clear_error():
+    n = 16
+    rt = Runtime(make(1, cap=256, arena=256), {"path": floyd_input(n)})
+    with pytest.raises(TileTooLargeError, match=r"null0: cannot allocate .* of 256 B held"):
+        run_floyd(rt, n, 8)
+
+
+def test_read_only_array_has_no_coherence_traffic():
+    """Case 5: an array read by every tile and written by none moves host->device only."""
+    from bbmm.box import Box
+    from bbmm.runtime import Tile
+    from drivers import gather, scatter, tiles_of
+    n, steps = 12, 3
+    rng = np.random.default_rng(9)
+    x, y = rng.random(n), np.zeros(n)
+    M = rng.random((n, n))
+    rt = Runtime(make(3), {"M": M.copy(), "x": x.copy(), "y": y.copy()}, verify=True)
+    for s in range(steps):
+        tiles = []
+        for lb, ub, dev in tiles_of(n, 4, 3):
+            rows, xs, ys = Box((lb, 0), (ub, n - 1)), Box((0,), (n - 1,)), Box((lb,), (ub,))
+
+            def k(d, tb, rows=rows, xs=xs, ys=ys):
+                v = gather(d, tb, "y", ys, np.float64) + gather(d, tb, "M", rows, np.float64) @ \
+                    gather(d, tb, "x", xs, np.float64)
+                scatter(d, tb, "y", ys, v)
+            tiles.append(Tile(dev, {"M": [rows], "x": [xs], "y": [ys]}, k, writes={"y": [ys]},
+                              writeout={"y": [ys]} if s == steps - 1 else {}))
+        rt.run_phase(tiles, serial=s)
+        rt.end_serial(s)
+    rt.finish()
+    np.testing.assert_allclose(rt.host.array("y"), steps * (M @ x))
+    st = rt.stats
+    assert st.bytes["flowout"] == st.bytes["flowin"] == st.bytes["refresh"] == 0
+    # M and x came in once per device; only y's final values went out
+    assert sum(d.h2d_bytes for d in st.devices) == M.nbytes + 3 * x.nbytes + y.nbytes
+    assert sum(d.d2h_bytes for d in st.devices) == y.nbytes
