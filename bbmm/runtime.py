@@ -79,7 +79,7 @@ class Runtime:
 
     def __init__(self, devices: Sequence[Device], arrays: Mapping[str, np.ndarray] | HostCopy,
                  *, mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
-                 verify: bool | None = None):
+                 max_pieces: Mapping[str, int] | None = None, verify: bool | None = None):
         if mode not in MODES:
             raise UsageError(f"unknown allocation mode {mode!r}; choose from {', '.join(MODES)}")
         if coherence not in COHERENCE:
@@ -95,6 +95,9 @@ class Runtime:
                          for d, s in zip(self.devices, self.stats.devices)]
         self.verify = bool(int(os.environ.get("BBMM_DEBUG", "0"))) if verify is None else verify
         self._serial: object = None
+        self.max_pieces = dict(max_pieces or {})
+        """Kernel slots per array: a tile whose disjoint boxes of an array outnumber them
+        falls back to one hull box for that array (correct, only larger)."""
 
     # ---- Algorithm 4 ---------------------------------------------------------------
 
@@ -196,6 +199,8 @@ class Runtime:
                 continue
             host = self.host.array(a)
             pieces = [hull_all(boxes)] if self.mode == "convex" else disjoint(boxes)
+            if len(pieces) > self.max_pieces.get(a, len(pieces)):
+                pieces = [hull_all(pieces)]
             flags = t.cleanup.get(a, ())
             out = []
             for p in pieces:
@@ -245,3 +250,34 @@ class Runtime:
                 inter = f.intersect(p)
                 if inter is not None:
                     self.directory.store(c, inter, what)
+
+
+def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]:
+    """Kernel arguments for one array's disjoint boxes, in the order generated kernels take.
+
+    Per slot ``s < slots``: the arena buffer, ``base`` (int64: element offset of index
+    (0,...,0) of the array in that arena, possibly negative), the copy's strides in
+    elements for dimensions 0..ndim-2 (int32), then the piece's ``lo`` and ``hi`` per
+    dimension (int32; used by split accesses to find the piece holding an index).
+    Element ``x`` of slot ``s`` is ``buf_s[base_s + sum(x[d] * stride_s[d])]`` with
+    ``stride_s[ndim-1] = 1``. Unused slots repeat slot 0's buffer with empty bounds.
+    Then per access function: its slot, or -1 when split (Figure 9's ``split`` flag).
+    """
+    pieces = tb.pieces.get(array, [])
+    if len(pieces) > slots:
+        raise ValueError(f"{array}: {len(pieces)} boxes for {slots} kernel slots")
+    out: list[Any] = []
+    for s in range(slots):
+        if s < len(pieces):
+            p, c = pieces[s]
+            shape = c.box.shape
+            strides = [int(np.prod(shape[d + 1:])) for d in range(ndim)]
+            base = c.element_offset() - sum(l * st for l, st in zip(c.box.lo, strides))
+            out += [c.alloc.buf, np.int64(base)] + [np.int32(st) for st in strides[:-1]]
+            out += [np.int32(v) for v in p.lo] + [np.int32(v) for v in p.hi]
+        else:
+            buf = pieces[0][1].alloc.buf if pieces else None
+            out += [buf, np.int64(0)] + [np.int32(0)] * (ndim - 1)
+            out += [np.int32(1)] * ndim + [np.int32(0)] * ndim
+    out += [np.int32(i) for i in tb.access.get(array, [])]
+    return out
