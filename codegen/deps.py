@@ -1,0 +1,178 @@
+"""Dependences, parallel loops and the kernel-nest plan of a :class:`codegen.scop.Scop`.
+
+.. autofunction:: dependences
+.. autofunction:: carried
+.. autofunction:: parallel_loops
+.. autofunction:: plan
+
+Flow (RAW) dependences are value-based (isl's ``compute_flow`` with every write a must
+source); WAR and WAW are memory-based, which is conservative without array expansion.
+A loop is parallel when no dependence joins two instances that agree on the iterators of
+every enclosing loop and differ in this loop's iterator. With only value-based RAW this
+test would give the same answer (a killed memory RAW ``w1 -> r`` across iterations
+implies a carried WAW ``w1 -> w2`` or a carried flow ``w2 -> r``); we use the memory-based
+RAW anyway so :attr:`Dependences.all` is the plain union of the three kinds.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import islpy as isl
+
+from codegen.scop import LoopNode, Node, Scop, Statement
+
+
+@dataclass(frozen=True)
+class Dependences:
+    """Dependences between statement instances, all ``[n] -> { S0[k, i, j] -> S0[k', i', j'] }``
+    (source before sink in the original schedule)."""
+
+    flow: isl.UnionMap
+    """Value-based RAW: the last write before each read of the same element."""
+    flow_full: isl.UnionMap
+    """The same with the element: ``{ S0[k, i, j] -> [S0[k', i', j'] -> path[a, b]] }``."""
+    raw: isl.UnionMap
+    """Memory-based RAW: any earlier write of the element read."""
+    war: isl.UnionMap
+    """Memory-based WAR: a read, then a later write of the same element."""
+    waw: isl.UnionMap
+    """Memory-based WAW: two writes of the same element."""
+
+    @property
+    def all(self) -> isl.UnionMap:
+        """``raw | war | waw``: every ordering constraint between instances."""
+        return self.raw.union(self.war).union(self.waw)
+
+
+def dependences(scop: Scop) -> Dependences:
+    """Compute the flow and memory dependences of a scop (restricted to its context)."""
+    reads, writes, sched = scop.reads(), scop.writes(), scop.schedule()
+    info = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+            .set_schedule_map(sched).compute_flow())
+    ctx = scop.context
+    before = sched.lex_lt_union_map(sched)             # a -> b : sched(a) << sched(b)
+    raw = writes.apply_range(reads.reverse()).intersect(before)
+    war = reads.apply_range(writes.reverse()).intersect(before)
+    waw = writes.apply_range(writes.reverse()).intersect(before)
+    return Dependences(
+        flow=info.get_may_dependence().intersect_params(ctx).coalesce(),
+        flow_full=info.get_full_must_dependence().intersect_params(ctx).coalesce(),
+        raw=raw.intersect_params(ctx).coalesce(),
+        war=war.intersect_params(ctx).coalesce(),
+        waw=waw.intersect_params(ctx).coalesce())
+
+
+def carried(scop: Scop, loop_id: int, deps: Dependences | isl.UnionMap | None = None
+            ) -> isl.UnionMap:
+    """The dependences carried by a loop: pairs of instances of statements inside it that
+    agree on the iterators of all enclosing loops and differ in this loop's iterator.
+
+    Returned in statement space, ``{ S0[k, i, j] -> S0[k, i', j'] : i' != i }``.
+    ``deps`` defaults to :attr:`Dependences.all`.
+    """
+    if deps is None:
+        deps = dependences(scop)
+    dep_map = deps.all if isinstance(deps, Dependences) else deps
+    node = scop.loop_node(loop_id)
+    d = node.loop.depth
+    stmts = list(node.statements())
+    if not stmts:
+        return isl.UnionMap("{ }")
+    pieces = []
+    for a in stmts:
+        for b in stmts:
+            xs = [f"x{m}" for m in range(len(a.iterators))]
+            ys = [f"y{m}" for m in range(len(b.iterators))]
+            eq = [f"x{m} = y{m}" for m in range(d)]
+            pieces.append(f"{a.name}[{', '.join(xs)}] -> {b.name}[{', '.join(ys)}] : "
+                          + " and ".join(eq + [f"x{d} != y{d}"]))
+    return dep_map.intersect(isl.UnionMap("{ " + "; ".join(pieces) + " }"))
+
+
+def parallel_loops(scop: Scop, deps: Dependences | None = None, pragmas: bool = True
+                   ) -> dict[int, bool]:
+    """``{loop id: parallel?}``; a loop with ``#pragma omp parallel for`` (or
+    ``#pragma bbmm parallel``) is parallel whatever the analysis says when ``pragmas``."""
+    if deps is None:
+        deps = dependences(scop)
+    every = deps.all
+    out = {}
+    for lp in scop.loops():
+        out[lp.id] = (pragmas and lp.parallel_pragma) or carried(scop, lp.id, every).is_empty()
+    return out
+
+
+@dataclass(frozen=True)
+class Nest:
+    """One kernel: a band of parallel loops (outermost first, at most 3) mapped to a grid of
+    work-items, run once per iteration of its enclosing serial (host) loops.
+
+    An empty band means the statements run as a single work-item on one device.
+    """
+
+    id: int
+    band: tuple[int, ...]
+    """Loop ids of the parallel band (the first is the distributed, tiled loop)."""
+    statements: tuple[str, ...]
+    """Statement names in textual order."""
+    host_loops: tuple[int, ...]
+    """Enclosing serial loops, outermost first; they run on the host."""
+    inner_loops: tuple[int, ...] = ()
+    """Loops below the band (or any loop of an empty-band nest): sequential in a work-item."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where each loop runs: serial loops on the host, parallel bands as kernels."""
+
+    serial_loops: tuple[int, ...]
+    """Loops run on the host (not inside any kernel), preorder."""
+    nests: tuple[Nest, ...]
+    """Kernel nests in textual order."""
+    parallel: tuple[int, ...]
+    """Ids of all loops considered parallel (analysis or pragma)."""
+
+    def nest_of(self, statement: str) -> Nest:
+        return next(n for n in self.nests if statement in n.statements)
+
+
+def plan(scop: Scop, parallel: Mapping[int, bool] | None = None, max_band: int = 3) -> Plan:
+    """Walk the loop tree from the root: a non-parallel loop runs on the host, the first
+    parallel loop met on each path starts a kernel nest whose band grows with perfectly
+    nested parallel loops (up to ``max_band``); statements met outside any parallel loop
+    form, per run of consecutive statements, a nest with an empty band."""
+    par = parallel_loops(scop) if parallel is None else dict(parallel)
+    nests: list[Nest] = []
+    serial: list[int] = []
+
+    def walk(nodes: tuple[Node, ...], host: tuple[int, ...]) -> None:
+        pending: list[str] = []
+
+        def flush() -> None:
+            if pending:
+                nests.append(Nest(len(nests), (), tuple(pending), host, ()))
+                pending.clear()
+
+        for n in nodes:
+            if isinstance(n, Statement):
+                pending.append(n.name)
+                continue
+            flush()
+            if not par[n.loop.id]:
+                serial.append(n.loop.id)
+                walk(n.children, host + (n.loop.id,))
+                continue
+            band, inner = [n.loop.id], n
+            while len(band) < max_band and len(inner.children) == 1 \
+                    and isinstance(inner.children[0], LoopNode) \
+                    and par[inner.children[0].loop.id]:
+                inner = inner.children[0]
+                band.append(inner.loop.id)
+            rest = tuple(lp.id for lp in n.loops() if lp.id not in band)
+            nests.append(Nest(len(nests), tuple(band), tuple(s.name for s in n.statements()),
+                              host, rest))
+        flush()
+
+    walk(scop.tree, ())
+    return Plan(tuple(serial), tuple(nests), tuple(k for k, v in sorted(par.items()) if v))

@@ -1,0 +1,767 @@
+"""C front end: one kernel function of a C file -> :class:`codegen.scop.Scop`.
+
+.. autofunction:: parse_file
+.. autofunction:: parse_source
+
+The accepted subset: integer and floating scalar parameters, C99 array parameters
+(float/double/int) with sizes affine in the integer parameters, ``for`` loops with unit
+step and affine bounds (``min``/``max``/``MIN``/``MAX``/ternaries, ``&&`` of upper
+bounds), affine ``if``/``else`` conditions, and assignments (``=``, ``+=``, ``-=``,
+``*=``, ``/=``, ``A[..]++``) to array elements with affine subscripts. The region is the
+function body, or what lies between ``#pragma scop`` and ``#pragma endscop``.
+``#pragma omp parallel for`` / ``#pragma bbmm parallel`` before a loop asserts it parallel.
+
+Everything else raises :class:`bbmm.diagnostic.UnsupportedProgramError` naming the
+construct and its ``file:line:col`` in the user's file. System ``#include <...>`` lines
+are dropped; if other directives remain, ``cpp`` runs with line markers kept, and
+columns are mapped back through macro expansion by aligning each preprocessed line with
+the original one.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import islpy as isl
+from pycparser import c_ast, c_generator, c_parser
+from pycparser.c_parser import Coord
+
+from bbmm.diagnostic import BBMMError, UnsupportedProgramError
+from codegen.scop import (
+    Access, AffAnd, AffExpr, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
+    ArrayRef, BinOp, Call, Cast, Cmp, Expr, Loop, LoopNode, Node, Num, Scop, Statement,
+    Ternary, UnOp, Var, bound_c, bound_shift, cond_c, cond_isl, relate_isl)
+
+_Cur = tuple  # (statement name, domain, list of its accesses) while a statement is built
+
+MATH_FUNCS = frozenset(
+    f + s for f in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "fabs",
+                    "fmin", "fmax", "pow", "sin", "cos", "tan", "asin", "acos", "atan",
+                    "atan2", "sinh", "cosh", "tanh", "floor", "ceil", "round", "trunc",
+                    "erf", "erfc", "fmod", "cbrt", "hypot", "copysign", "rsqrt")
+    for s in ("", "f")) | {"abs", "min", "max", "MIN", "MAX"}
+"""Pure functions a right-hand side may call (all exist in OpenCL C, ``MIN``/``MAX`` aside)."""
+SIDE_EFFECT_FUNCS = frozenset({"printf", "fprintf", "puts", "malloc", "calloc", "free", "rand",
+                               "srand", "memcpy", "memset", "exit", "abort", "scanf"})
+KNOWN_CONSTANTS = {"M_PI": "double", "M_E": "double", "M_SQRT2": "double", "INFINITY": "float",
+                   "FLT_MAX": "float", "FLT_MIN": "float", "DBL_MAX": "double",
+                   "DBL_MIN": "double"}
+PARALLEL_PRAGMAS = ("omp parallel for", "omp for", "bbmm parallel")
+ISL_KEYWORDS = frozenset({"exists", "and", "or", "not", "implies", "mod", "min", "max", "floor",
+                          "ceil", "floord", "ceild", "true", "false", "infty", "Infty", "NaN",
+                          "nan", "rat"})
+_INT_WORDS = {"int", "long", "short", "unsigned", "signed", "size_t", "ptrdiff_t", "int32_t",
+              "int64_t", "uint32_t", "uint64_t"}
+_PRELUDE = {"size_t": "unsigned long", "ptrdiff_t": "long", "int32_t": "int",
+            "int64_t": "long", "uint32_t": "unsigned int", "uint64_t": "unsigned long"}
+_ELEM_TYPES = ("float", "double", "int")
+_ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=")
+_RHS_BINOPS = {"+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "&", "|",
+               "^", "<<", ">>"}
+_CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def parse_file(path: str | os.PathLike, function: str | None = None,
+               defines: Mapping[str, object] | None = None) -> Scop:
+    """Parse the kernel ``function`` of a C file (default: the only function with a loop
+    nest not named ``main``/``init_*``/``print_*``); ``defines`` are extra ``-D`` macros."""
+    path = os.fspath(path)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return parse_source(text, path, function, defines, (os.path.dirname(path) or ".",))
+
+
+def parse_source(text: str, filename: str = "<input>", function: str | None = None,
+                 defines: Mapping[str, object] | None = None,
+                 include_dirs: tuple[str, ...] = ()) -> Scop:
+    """Same as :func:`parse_file` for C text; ``filename`` is used in coordinates."""
+    text = _strip_comments(text)
+    cmap = _ColumnMap(filename, text)
+    src = _preprocess(text, filename, defines, include_dirs, cmap)
+    parser = c_parser.CParser()
+    try:
+        ast = parser.parse(src, filename)
+    except c_parser.ParseError as e:
+        m = re.match(r"^(.*?):(\d+):(\d+): (.*)$", str(e), re.S)
+        if m:
+            coord, msg = Coord(m.group(1), int(m.group(2)), int(m.group(3))), m.group(4)
+        else:                           # some pycparser errors carry no position
+            tok = _next_token(parser)
+            coord = Coord(tok.filename, tok.lineno, tok.column) if tok is not None else None
+            msg = str(e).split(": ", 1)[-1]
+        raise UnsupportedProgramError(f"C syntax error: {msg}", cmap.fix(coord)) from None
+    return _Builder(filename, cmap).build(_pick_function(ast, function, filename))
+
+# {{{ preprocessing and source coordinates
+
+
+class _ColumnMap:
+    """Maps coordinates in the preprocessed text back to columns of the user's file."""
+
+    def __init__(self, filename: str, text: str):
+        self.filename = filename
+        self.orig = text.splitlines()
+        self.pp: dict[int, str] = {}          # user line -> preprocessed line text
+        self._cache: dict[int, list[int]] = {}
+
+    def record(self, pp_text: str) -> None:
+        file, line = None, 0
+        for ln in pp_text.splitlines():
+            m = re.match(r'^#\s*(?:line\s+)?(\d+)(?:\s+"((?:[^"\\]|\\.)*)")?', ln)
+            if m and not ln.lstrip("# \t").startswith("pragma"):
+                line = int(m.group(1))
+                file = m.group(2).replace("\\\\", "\\") if m.group(2) is not None else file
+                continue
+            if file == self.filename:
+                self.pp.setdefault(line, ln)
+            line += 1
+
+    def fix(self, coord: Coord | None) -> Coord | None:
+        if coord is None or coord.file != self.filename or coord.line not in self.pp:
+            return coord
+        cols = self._cache.get(coord.line)
+        if cols is None:
+            cols = self._cache[coord.line] = self._columns(coord.line)
+        col = coord.column or 1
+        return Coord(coord.file, coord.line, cols[col - 1] + 1 if col - 1 < len(cols) else col)
+
+    def _columns(self, line: int) -> list[int]:
+        pp = self.pp[line]
+        orig = self.orig[line - 1] if line - 1 < len(self.orig) else pp
+        out = list(range(len(pp)))
+        sm = difflib.SequenceMatcher(None, pp, orig, autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            for i in range(i1, i2):
+                out[i] = j1 + (i - i1) if tag == "equal" else j1
+        return out
+
+
+def _preprocess(text: str, filename: str, defines: Mapping[str, object] | None,
+                include_dirs: tuple[str, ...], cmap: _ColumnMap) -> str:
+    """System ``#include <...>`` lines become blank lines; if any other directive (or a
+    ``defines`` entry) remains, run the C preprocessor keeping line markers and pragmas."""
+    lines = [("" if re.match(r"\s*#\s*include\s*<", ln) else ln) for ln in text.splitlines()]
+    body = "\n".join(lines) + "\n"
+    marker = '#line 1 "' + filename.replace("\\", "\\\\").replace('"', '\\"') + '"\n'
+    prelude = "".join(f"typedef {t} {n};\n" for n, t in _PRELUDE.items()
+                      if re.search(rf"\b{n}\b", body)
+                      and not re.search(rf"typedef[^;]*\b{n}\s*;", body))
+    needs_cpp = defines or any(re.match(r"\s*#\s*(?!pragma\b)\w", ln) for ln in lines)
+    if not needs_cpp:
+        return prelude + marker + body
+    cpp = shutil.which("cpp")
+    cmd = [cpp] if cpp else [shutil.which("gcc") or "gcc", "-E", "-x", "c"]
+    cmd += ["-undef", "-nostdinc"] + [f"-I{d}" for d in include_dirs]
+    cmd += [f"-D{k}={v}" for k, v in (defines or {}).items()] + ["-"]
+    try:
+        res = subprocess.run(cmd, input=marker + body, capture_output=True, text=True)
+    except OSError as e:
+        raise BBMMError(f"cannot run the C preprocessor ({cmd[0]}): {e}") from None
+    if res.returncode != 0:
+        first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip())
+        m = re.match(r"^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$", first)
+        if m:
+            raise UnsupportedProgramError(f"preprocessor: {m.group(4)}",
+                                          Coord(m.group(1), int(m.group(2)), int(m.group(3))))
+        raise UnsupportedProgramError(f"preprocessor failed: {first}")
+    cmap.record(res.stdout)
+    return prelude + res.stdout
+
+
+_COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', re.S)
+
+
+def _strip_comments(text: str) -> str:
+    """Blank out comments (pycparser has no comment support), keeping every other
+    character, and newlines, where they are so that coordinates stay exact."""
+    def blank(m: re.Match) -> str:
+        s = m.group(0)
+        return s if s[0] in "\"'" else re.sub(r"[^\n]", " ", s)
+    return _COMMENT.sub(blank, text)
+
+
+def _pick_function(ast: c_ast.FileAST, name: str | None, filename: str) -> c_ast.FuncDef:
+    funcs = [f for f in ast.ext if isinstance(f, c_ast.FuncDef)]
+    if name is not None:
+        for f in funcs:
+            if f.decl.name == name:
+                return f
+        raise UnsupportedProgramError(f"no function named '{name}' (found: "
+                                      f"{', '.join(f.decl.name for f in funcs) or 'none'})")
+    cands = [f for f in funcs if _has_loop(f.body) and f.decl.name != "main"
+             and not f.decl.name.startswith(("init_", "print_", "check_"))]
+    if len(cands) != 1:
+        what = "no function with a loop nest" if not cands else \
+            "several kernel candidates: " + ", ".join(f.decl.name for f in cands)
+        raise UnsupportedProgramError(f"{filename}: {what}; choose one with function=")
+    return cands[0]
+
+
+def _next_token(parser: c_parser.CParser):
+    try:                                # private API, used only to locate an error
+        return parser._tokens.peek()
+    except Exception:                   # noqa: BLE001
+        return None
+
+
+def _has_loop(node: c_ast.Node) -> bool:
+    return isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)) \
+        or any(_has_loop(c) for _, c in node.children())
+
+# }}}
+
+# {{{ the builder
+
+
+class _NotAffine(Exception):
+    def __init__(self, detail: str = ""):
+        super().__init__(detail)
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    """Where the walk is: enclosing loops, domain constraints (isl text), guards, 2d+1 prefix."""
+
+    loops: tuple[Loop, ...] = ()
+    cons: tuple[str, ...] = ()
+    guards: tuple[str, ...] = ()
+    beta: tuple[int, ...] = ()
+    iters: tuple[str, ...] = ()
+
+
+class _Builder:
+    def __init__(self, filename: str, cmap: _ColumnMap):
+        self.filename, self.cmap = filename, cmap
+        self.gen = c_generator.CGenerator()
+        self.int_params: dict[str, str] = {}
+        self.float_params: dict[str, str] = {}
+        self.arrays: dict[str, Array] = {}
+        self.args: list[str] = []
+        self.n_loops = 0
+        self.n_access = 0
+        self.stmts: dict[str, Statement] = {}       # schedules are set in finish()
+        self.seen_iters: set[str] = set()
+        self.betas: dict[str, tuple[int, ...]] = {}
+
+    # {{{ helpers
+
+    def err(self, msg: str, node: c_ast.Node | None) -> UnsupportedProgramError:
+        return UnsupportedProgramError(msg, self.coord(node))
+
+    def coord(self, node: c_ast.Node | None) -> Coord | None:
+        return self.cmap.fix(getattr(node, "coord", None)) if node is not None else None
+
+    def text(self, node: c_ast.Node) -> str:
+        return self.gen.visit(node)
+
+    @property
+    def params_text(self) -> str:
+        return f"[{', '.join(self.int_params)}] -> "
+
+    def check_name(self, name: str, node: c_ast.Node) -> None:
+        if name in ISL_KEYWORDS:
+            raise self.err(f"name '{name}' is reserved by the polyhedral library (isl)", node)
+        if re.fullmatch(r"S\d+", name):
+            raise self.err(f"name '{name}' is reserved for statement names", node)
+
+    # }}}
+
+    # {{{ function signature
+
+    def build(self, func: c_ast.FuncDef) -> Scop:
+        fname = func.decl.name
+        params = func.decl.type.args.params if func.decl.type.args else []
+        arrays = []
+        for p in params:
+            if isinstance(p, c_ast.Typename) and self.text(p) == "void":
+                continue
+            if isinstance(p, c_ast.EllipsisParam) or not getattr(p, "name", None):
+                raise self.err("unnamed or variadic parameter not supported", p)
+            self.check_name(p.name, p)
+            self.args.append(p.name)
+            if isinstance(p.type, c_ast.ArrayDecl):
+                arrays.append(p)
+            else:
+                self.scalar_param(p)
+        for p in arrays:
+            self.arrays[p.name] = self.array_param(p)
+        items = self.region(func, fname)
+        tree = self.block(items, _Ctx())
+        if not self.stmts:
+            raise self.err(f"function '{fname}' has no statement to model", func)
+        return self.finish(fname, tree)
+
+    def scalar_param(self, p: c_ast.Decl) -> None:
+        if isinstance(p.type, c_ast.PtrDecl):
+            raise self.err(f"pointer parameter '{p.name}' not supported; declare it as a C99 "
+                           f"array such as 'float {p.name}[n]'", p)
+        names = getattr(getattr(p.type, "type", None), "names", None)
+        if not isinstance(p.type, c_ast.TypeDecl) or not names:
+            raise self.err(f"parameter '{p.name}' has an unsupported type", p)
+        if set(names) <= _INT_WORDS:
+            self.int_params[p.name] = " ".join(names)
+        elif names in (["float"], ["double"]):
+            self.float_params[p.name] = names[0]
+        else:
+            raise self.err(f"parameter '{p.name}' has unsupported type '{' '.join(names)}'", p)
+
+    def array_param(self, p: c_ast.Decl) -> Array:
+        dims, t = [], p.type
+        while isinstance(t, c_ast.ArrayDecl):
+            if t.dim is None:
+                raise self.err(f"array parameter '{p.name}' needs an explicit size in every "
+                               f"dimension", p)
+            dims.append(t.dim)
+            t = t.type
+        names = getattr(getattr(t, "type", None), "names", None)
+        if not isinstance(t, c_ast.TypeDecl) or names is None or len(names) != 1 \
+                or names[0] not in _ELEM_TYPES:
+            raise self.err(f"array '{p.name}' must have element type float, double or int", p)
+        extents = []
+        for d in dims:
+            try:
+                extents.append(self.affine(d, ()))
+            except _NotAffine as e:
+                raise self.err(f"array size not affine in the integer parameters: "
+                               f"'{self.text(d)}' in '{p.name}'" + _why(e), d) from None
+        sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e})] }}") for e in extents)
+        return Array(p.name, names[0], tuple(self.text(d) for d in dims), tuple(extents),
+                     sizes, self.coord(p))
+
+    def region(self, func: c_ast.FuncDef, fname: str) -> list[c_ast.Node]:
+        items = list(func.body.block_items or [])
+        prag = [getattr(x, "string", "").strip() if isinstance(x, c_ast.Pragma) else None
+                for x in items]
+        if "scop" in prag:
+            start = prag.index("scop")
+            if "endscop" not in prag[start:]:
+                raise self.err("'#pragma scop' without '#pragma endscop'", items[start])
+            return items[start + 1: prag.index("endscop", start)]
+        if items and isinstance(items[-1], c_ast.Return) and items[-1].expr is None:
+            items.pop()                  # a final 'return;' of a void function is a no-op
+        return items
+
+    # }}}
+
+    # {{{ statements and loops
+
+    def flatten(self, items: list[c_ast.Node], ctx: _Ctx):
+        """Yield (item, ctx) with compound blocks inlined and ``if`` branches guarded."""
+        for it in items:
+            if isinstance(it, c_ast.Compound):
+                yield from self.flatten(list(it.block_items or []), ctx)
+            elif isinstance(it, c_ast.If):
+                try:
+                    c = self.cond(it.cond, ctx)
+                except _NotAffine as e:
+                    raise self.err(f"if condition is not an affine comparison of iterators and "
+                                   f"parameters: '{self.text(it.cond)}'" + _why(e),
+                                   it.cond) from None
+                yes = replace(ctx, cons=ctx.cons + (cond_isl(c),), guards=ctx.guards + (cond_c(c),))
+                yield from self.flatten(_items(it.iftrue), yes)
+                if it.iffalse is not None:
+                    no = replace(ctx, cons=ctx.cons + (f"not ({cond_isl(c)})",),
+                                 guards=ctx.guards + (f"!({cond_c(c)})",))
+                    yield from self.flatten(_items(it.iffalse), no)
+            else:
+                yield it, ctx
+
+    def block(self, items: list[c_ast.Node], ctx: _Ctx) -> tuple[Node, ...]:
+        out: list[Node] = []
+        pos, pragma = 0, None
+        for it, ictx in self.flatten(items, ctx):
+            if isinstance(it, c_ast.Pragma):
+                s = (it.string or "").strip()
+                if s in ("scop", "endscop"):
+                    raise self.err(f"'#pragma {s}' must be at the top level of the function "
+                                   f"body", it)
+                if s.startswith(PARALLEL_PRAGMAS):
+                    pragma = it
+                continue
+            if pragma is not None and not isinstance(it, c_ast.For):
+                raise self.err(f"'#pragma {pragma.string.strip()}' must be followed by a for "
+                               f"loop", pragma)
+            sub = replace(ictx, beta=ctx.beta + (pos,))
+            if isinstance(it, c_ast.For):
+                out.append(self.loop(it, sub, pragma is not None))
+            elif isinstance(it, c_ast.Decl):
+                self.local_decl(it)
+                continue
+            elif isinstance(it, c_ast.EmptyStatement):
+                continue
+            else:
+                out.append(self.statement(it, sub))
+            pos, pragma = pos + 1, None
+        if pragma is not None:
+            raise self.err(f"'#pragma {pragma.string.strip()}' must be followed by a for loop",
+                           pragma)
+        return tuple(out)
+
+    def local_decl(self, d: c_ast.Decl) -> None:
+        names = getattr(getattr(d.type, "type", None), "names", None)
+        if isinstance(d.type, c_ast.TypeDecl) and names and set(names) <= _INT_WORDS \
+                and d.init is None:
+            self.seen_iters.add(d.name)          # 'int i, j;' declares iterators
+            return
+        raise self.err(f"local variable '{d.name}' not supported: scalar temporaries are not "
+                       f"modelled (write to an array element instead)", d)
+
+    def loop(self, node: c_ast.For, ctx: _Ctx, pragma: bool) -> LoopNode:
+        v, lower, upper = self.loop_header(node, ctx)
+        head = [self.text(x) if x is not None else "" for x in (node.init, node.cond, node.next)]
+        lp = Loop(self.n_loops, v, bound_c(lower), bound_c(upper), pragma, self.coord(node),
+                  len(ctx.loops), lower, upper, f"for ({'; '.join(head)})")
+        self.n_loops += 1
+        self.seen_iters.add(v)
+        cons = (relate_isl(v, ">=", lower), relate_isl(v, "<=", upper))
+        body = _Ctx(ctx.loops + (lp,), ctx.cons + cons, ctx.guards, ctx.beta, ctx.iters + (v,))
+        return LoopNode(lp, self.block(_items(node.stmt), body))
+
+    def loop_header(self, node: c_ast.For, ctx: _Ctx) -> tuple[str, AffExpr, AffExpr]:
+        init = node.init
+        if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 \
+                and set(getattr(init.decls[0].type.type, "names", ["?"])) <= _INT_WORDS \
+                and init.decls[0].init is not None:
+            v, lb = init.decls[0].name, init.decls[0].init
+        elif isinstance(init, c_ast.Assignment) and init.op == "=" \
+                and isinstance(init.lvalue, c_ast.ID):
+            v, lb = init.lvalue.name, init.rvalue
+        else:
+            raise self.err("loop initialisation must be 'i = lower' or 'int i = lower'",
+                           init or node)
+        self.check_name(v, node)
+        if v in ctx.iters:
+            raise self.err(f"loop iterator '{v}' reuses the iterator of an enclosing loop", node)
+        if v in self.int_params or v in self.float_params or v in self.arrays:
+            raise self.err(f"loop iterator '{v}' is a parameter of the function", node)
+        lower = self.bound(lb, ctx, "lower")
+        self.loop_step(node, v)
+        if node.cond is None:
+            raise self.err(f"loop over '{v}' has no condition", node)
+        uppers = []
+        for c in _conjuncts(node.cond):
+            if isinstance(c, c_ast.BinaryOp) and c.op in ("<", "<=") and _is_id(c.left, v):
+                e, op = c.right, c.op
+            elif isinstance(c, c_ast.BinaryOp) and c.op in (">", ">=") and _is_id(c.right, v):
+                e, op = c.left, {">": "<", ">=": "<="}[c.op]
+            else:
+                raise self.err(f"loop condition must bound the iterator from above "
+                               f"('{v} < ub' or '{v} <= ub'): '{self.text(c)}'", c)
+            b = self.bound(e, ctx, "upper")
+            uppers.append(bound_shift(b, -1) if op == "<" else b)
+        upper = uppers[0] if len(uppers) == 1 else AffMin(tuple(uppers))
+        return v, lower, upper
+
+    def loop_step(self, node: c_ast.For, v: str) -> None:
+        nx = node.next
+        if isinstance(nx, c_ast.UnaryOp) and nx.op in ("p++", "++") and _is_id(nx.expr, v):
+            return
+        if isinstance(nx, c_ast.Assignment) and _is_id(nx.lvalue, v):
+            r = nx.rvalue
+            if nx.op == "+=" and _is_const(r, 1):
+                return
+            if nx.op == "=" and isinstance(r, c_ast.BinaryOp) and r.op == "+" and (
+                    (_is_id(r.left, v) and _is_const(r.right, 1))
+                    or (_is_const(r.left, 1) and _is_id(r.right, v))):
+                return
+            raise self.err(f"non-unit loop step '{self.text(nx)}' (only {v}++ is supported)", nx)
+        if isinstance(nx, c_ast.UnaryOp) and nx.op in ("p--", "--") and _is_id(nx.expr, v):
+            raise self.err(f"non-unit loop step '{self.text(nx)}' (only {v}++ is supported)", nx)
+        raise self.err(f"loop increment must be '{v}++', '++{v}' or '{v} += 1'",
+                       nx if nx is not None else node)
+
+    def statement(self, node: c_ast.Node, ctx: _Ctx) -> str:
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("p++", "++", "p--", "--") \
+                and isinstance(node.expr, c_ast.ArrayRef):
+            op, lhs_node, rhs_node = ("+=" if "++" in node.op else "-="), node.expr, None
+        elif isinstance(node, c_ast.Assignment):
+            if node.op not in _ASSIGN_OPS:
+                raise self.err(f"assignment operator '{node.op}' not supported", node)
+            op, lhs_node, rhs_node = node.op, node.lvalue, node.rvalue
+        else:
+            raise self.err(_unsupported(node, self.text), node)
+        self.check_lvalue(lhs_node, ctx)
+        name = f"S{len(self.stmts)}"
+        tup = f"{name}[{', '.join(ctx.iters)}]"
+        dom = isl.Set(f"{self.params_text}{{ {tup} : {' and '.join(ctx.cons) or 'true'} }}")
+        cur: _Cur = (name, dom, [])
+        if op != "=":
+            self.access(lhs_node, ctx, cur, "read")
+        rhs = Num("1", "int") if rhs_node is None else self.expr(rhs_node, ctx, cur)
+        lhs = self.access(lhs_node, ctx, cur, "write")
+        self.stmts[name] = Statement(name, ctx.iters, tuple(lp.id for lp in ctx.loops), dom,
+                                     None, tuple(cur[2]), lhs, rhs, op, self.coord(node),
+                                     self.text(node) + ";", ctx.guards)
+        self.betas[name] = ctx.beta
+        return name                    # a leaf of the loop tree until finish()
+
+    def check_lvalue(self, lv: c_ast.Node, ctx: _Ctx) -> None:
+        if isinstance(lv, c_ast.ArrayRef):
+            return
+        if isinstance(lv, c_ast.ID):
+            n = lv.name
+            if n in ctx.iters or n in self.seen_iters:
+                raise self.err(f"assignment to loop iterator '{n}'", lv)
+            if n in self.int_params or n in self.float_params or n in self.arrays:
+                raise self.err(f"write to parameter '{n}' (only array elements may be written)",
+                               lv)
+            raise self.err(f"write to scalar '{n}' (only array elements may be written)", lv)
+        if isinstance(lv, c_ast.UnaryOp) and lv.op == "*":
+            raise self.err("pointer dereference not supported", lv)
+        raise self.err(f"unsupported assignment target '{self.text(lv)}'", lv)
+
+    def finish(self, fname: str, tree: tuple[Node, ...]) -> Scop:
+        depth = max(len(st.iterators) for st in self.stmts.values())
+        stmts = {}
+        for name, st in self.stmts.items():
+            its, beta = st.iterators, self.betas[name]
+            vec = []                        # 2d+1: [beta0, i0, beta1, i1, ..., beta_depth]
+            for d in range(depth + 1):
+                vec.append(str(beta[d]) if d < len(beta) else "0")
+                if d < depth:
+                    vec.append(its[d] if d < len(its) else "0")
+            sched = isl.Map(f"{self.params_text}{{ {name}[{', '.join(its)}] -> "
+                            f"[{', '.join(vec)}] }}").intersect_domain(st.domain)
+            stmts[name] = replace(st, schedule=sched)
+
+        def rebuild(nodes):                   # statement leaves are names until now
+            return tuple(LoopNode(n.loop, rebuild(n.children)) if isinstance(n, LoopNode)
+                         else stmts[n] for n in nodes)
+        cons = [f"{p} >= 0" for p in self.int_params]
+        cons += [f"{e} >= 1" for a in self.arrays.values() for e in a.extents if not e.is_const()]
+        ctx = isl.Set(f"{self.params_text}{{ : {' and '.join(cons) or 'true'} }}")
+        return Scop(self.filename, fname, tuple(self.int_params),
+                    tuple(self.float_params.items()), tuple(self.arrays.values()),
+                    tuple(stmts.values()), rebuild(tree), ctx, tuple(self.args),
+                    tuple(self.int_params.values()))
+
+    # }}}
+
+    # {{{ affine expressions, bounds and conditions
+
+    def affine(self, node: c_ast.Node, iters: tuple[str, ...]) -> Affine:
+        if isinstance(node, c_ast.Constant):
+            if node.type not in ("int", "long int", "unsigned int", "long long int"):
+                raise _NotAffine(f"'{node.value}' is not an integer")
+            return Affine((), _int_literal(node.value))
+        if isinstance(node, c_ast.ID):
+            n = node.name
+            if n in iters or n in self.int_params:
+                return Affine.var(n)
+            raise _NotAffine(self.unknown_name(n, iters))
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+            a = self.affine(node.expr, iters)
+            return -a if node.op == "-" else a
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
+            a, b = self.affine(node.left, iters), self.affine(node.right, iters)
+            return a + b if node.op == "+" else a - b
+        if isinstance(node, c_ast.BinaryOp) and node.op == "*":
+            a, b = self.affine(node.left, iters), self.affine(node.right, iters)
+            if a.is_const():
+                a, b = b, a
+            if not b.is_const():
+                raise _NotAffine("product of two variables")
+            return a.scale(b.const)
+        if isinstance(node, c_ast.Cast) and set(getattr(node.to_type.type.type, "names", ["?"])) \
+                <= _INT_WORDS:
+            return self.affine(node.expr, iters)
+        if isinstance(node, c_ast.ArrayRef):
+            raise _NotAffine("indirect access through an array")
+        if isinstance(node, c_ast.FuncCall):
+            raise _NotAffine("function call")
+        raise _NotAffine(f"operator '{getattr(node, 'op', type(node).__name__)}'")
+
+    def unknown_name(self, n: str, iters: tuple[str, ...]) -> str:
+        if n in self.float_params:
+            return f"'{n}' is a floating-point parameter"
+        if n in self.arrays:
+            return f"'{n}' is an array"
+        if n in self.seen_iters:
+            return f"iterator '{n}' used outside its loop"
+        return f"unknown identifier '{n}'"
+
+    def bound(self, node: c_ast.Node, ctx: _Ctx, which: str) -> AffExpr:
+        try:
+            return self.bound_expr(node, ctx)
+        except _NotAffine as e:
+            raise self.err(f"{which} loop bound is not affine: '{self.text(node)}'" + _why(e),
+                           node) from None
+
+    def bound_expr(self, node: c_ast.Node, ctx: _Ctx) -> AffExpr:
+        if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) \
+                and node.name.name.lower() in ("min", "max") and node.args is not None:
+            args = tuple(self.bound_expr(a, ctx) for a in node.args.exprs)
+            return AffMin(args) if node.name.name.lower() == "min" else AffMax(args)
+        if isinstance(node, c_ast.TernaryOp):
+            c = self.cond(node.cond, ctx)
+            a, b = self.bound_expr(node.iftrue, ctx), self.bound_expr(node.iffalse, ctx)
+            if isinstance(c, Cmp) and c.op in ("<", "<=", ">", ">="):
+                if (c.lhs, c.rhs) == (a, b):
+                    return AffMin((a, b)) if c.op in ("<", "<=") else AffMax((a, b))
+                if (c.lhs, c.rhs) == (b, a):
+                    return AffMax((b, a)) if c.op in ("<", "<=") else AffMin((b, a))
+            return AffSelect(c, a, b)
+        return self.affine(node, ctx.iters)
+
+    def cond(self, node: c_ast.Node, ctx: _Ctx):
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("&&", "||"):
+            args = (self.cond(node.left, ctx), self.cond(node.right, ctx))
+            return AffAnd(args) if node.op == "&&" else AffOr(args)
+        if isinstance(node, c_ast.UnaryOp) and node.op == "!":
+            return AffNot(self.cond(node.expr, ctx))
+        if isinstance(node, c_ast.BinaryOp) and node.op in _CMP_OPS:
+            return Cmp(node.op, self.affine(node.left, ctx.iters),
+                       self.affine(node.right, ctx.iters))
+        raise _NotAffine("not a comparison")
+
+    # }}}
+
+    # {{{ right-hand sides and accesses
+
+    def expr(self, node: c_ast.Node, ctx: _Ctx, cur: _Cur) -> Expr:
+        if isinstance(node, c_ast.Constant):
+            if node.type in ("char", "string"):
+                raise self.err(f"{node.type} literal {node.value} not supported", node)
+            t = "float" if node.type == "float" else "double" if node.type == "double" else "int"
+            return Num(node.value, t)
+        if isinstance(node, c_ast.ID):
+            n = node.name
+            if n in ctx.iters:
+                return Var(n, "iterator", "int")
+            if n in self.int_params:
+                return Var(n, "param", self.int_params[n])
+            if n in self.float_params:
+                return Var(n, "param", self.float_params[n])
+            if n in KNOWN_CONSTANTS:
+                return Num(n, KNOWN_CONSTANTS[n])
+            if n in self.arrays:
+                raise self.err(f"array '{n}' used without subscripts", node)
+            raise self.err(self.unknown_name(n, ctx.iters), node)
+        if isinstance(node, c_ast.ArrayRef):
+            return self.access(node, ctx, cur, "read")
+        if isinstance(node, c_ast.BinaryOp) and node.op in _RHS_BINOPS:
+            return BinOp(node.op, self.expr(node.left, ctx, cur), self.expr(node.right, ctx, cur))
+        if isinstance(node, c_ast.UnaryOp):
+            if node.op in ("-", "+", "!", "~"):
+                return UnOp(node.op, self.expr(node.expr, ctx, cur))
+            if node.op in ("*", "&"):
+                raise self.err(f"pointer {'dereference' if node.op == '*' else 'address-of'} "
+                               f"not supported: '{self.text(node)}'", node)
+            if "++" in node.op or "--" in node.op:
+                raise self.err(f"increment inside an expression (side effect): "
+                               f"'{self.text(node)}'", node)
+            raise self.err(f"operator '{node.op}' not supported", node)
+        if isinstance(node, c_ast.TernaryOp):
+            return Ternary(self.expr(node.cond, ctx, cur), self.expr(node.iftrue, ctx, cur),
+                           self.expr(node.iffalse, ctx, cur))
+        if isinstance(node, c_ast.Cast):
+            t = node.to_type.type
+            if not isinstance(t, c_ast.TypeDecl):
+                raise self.err(f"pointer cast not supported: '{self.text(node)}'", node)
+            return Cast(" ".join(t.type.names), self.expr(node.expr, ctx, cur))
+        if isinstance(node, c_ast.FuncCall):
+            fn = node.name.name if isinstance(node.name, c_ast.ID) else self.text(node.name)
+            if fn in MATH_FUNCS:
+                args = node.args.exprs if node.args is not None else []
+                return Call(fn, tuple(self.expr(a, ctx, cur) for a in args))
+            raise self.err(_call_msg(fn), node)
+        if isinstance(node, c_ast.Assignment):
+            raise self.err(f"assignment inside an expression: '{self.text(node)}'", node)
+        raise self.err(_unsupported(node, self.text), node)
+
+    def access(self, node: c_ast.ArrayRef, ctx: _Ctx, cur: _Cur, kind: str) -> ArrayRef:
+        subs, base = [], node
+        while isinstance(base, c_ast.ArrayRef):
+            subs.append(base.subscript)
+            base = base.name
+        subs.reverse()
+        text = self.text(node)
+        if not isinstance(base, c_ast.ID):
+            raise self.err(f"unsupported array reference '{text}'", node)
+        arr = self.arrays.get(base.name)
+        if arr is None:
+            what = "a scalar" if base.name in self.int_params or base.name in self.float_params \
+                else "not an array parameter"
+            raise self.err(f"subscripted name '{base.name}' is {what}: '{text}'", node)
+        if len(subs) != arr.ndim:
+            raise self.err(f"array '{arr.name}' has {arr.ndim} dimension(s) but '{text}' has "
+                           f"{len(subs)} subscript(s)", node)
+        index = []
+        for s in subs:
+            try:
+                index.append(self.affine(s, ctx.iters))
+            except _NotAffine as e:
+                raise self.err(f"non-affine subscript '{self.text(s)}' in '{text}'" + _why(e),
+                               s) from None
+        aid, (name, dom, accs) = self.n_access, cur
+        self.n_access += 1
+        rel = isl.Map(f"{self.params_text}{{ {name}[{', '.join(ctx.iters)}] -> "
+                      f"{arr.name}[{', '.join(map(str, index))}] }}").intersect_domain(dom)
+        accs.append(Access(aid, name, arr.name, kind, rel, tuple(index), text, self.coord(node)))
+        return ArrayRef(arr.name, tuple(index), aid)
+
+    # }}}
+
+# }}}
+
+# {{{ small helpers
+
+
+def _items(node: c_ast.Node) -> list[c_ast.Node]:
+    return list(node.block_items or []) if isinstance(node, c_ast.Compound) else [node]
+
+
+def _conjuncts(node: c_ast.Node) -> list[c_ast.Node]:
+    if isinstance(node, c_ast.BinaryOp) and node.op == "&&":
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _is_id(node: c_ast.Node, name: str) -> bool:
+    return isinstance(node, c_ast.ID) and node.name == name
+
+
+def _is_const(node: c_ast.Node, value: int) -> bool:
+    return isinstance(node, c_ast.Constant) and node.type == "int" \
+        and _int_literal(node.value) == value
+
+
+def _int_literal(text: str) -> int:
+    t = text.rstrip("uUlL").replace("'", "")
+    if len(t) > 1 and t[0] == "0" and t[1].isdigit():
+        return int(t, 8)
+    return int(t, 0)
+
+
+def _why(e: _NotAffine) -> str:
+    return f" ({e.detail})" if e.detail else ""
+
+
+def _call_msg(fn: str) -> str:
+    if fn in SIDE_EFFECT_FUNCS:
+        return f"call to '{fn}' has side effects"
+    return f"call to unknown function '{fn}' (only pure math functions are allowed)"
+
+
+def _unsupported(node: c_ast.Node, text) -> str:
+    names = {c_ast.While: "while loop", c_ast.DoWhile: "do-while loop", c_ast.Goto: "'goto'",
+             c_ast.Break: "'break'", c_ast.Continue: "'continue'", c_ast.Return: "'return'",
+             c_ast.Switch: "switch statement", c_ast.Label: "label"}
+    for cls, what in names.items():
+        if isinstance(node, cls):
+            return f"{what} not supported in the modelled region"
+    if isinstance(node, c_ast.FuncCall):
+        fn = node.name.name if isinstance(node.name, c_ast.ID) else text(node.name)
+        return _call_msg(fn) if fn not in MATH_FUNCS else \
+            f"call to '{fn}' as a statement has no effect"
+    return f"unsupported statement '{text(node)}'"
+
+# }}}
+
+# vim: foldmethod=marker

@@ -1,0 +1,8 @@
+// expect: assignment to loop iterator 'i'
+// at: 6:5
+void f(int n, float A[n]) {
+  for (int i = 0; i < n; i++) {
+    A[i] = 0.0f;
+    i = i + 1;
+  }
+}
