@@ -1,0 +1,567 @@
+"""The sequential reference: the user's C file compiled by the system C compiler.
+
+``bbmm --check`` runs the kernel once on the devices and once as plain C on the host, on
+the same inputs, and compares every array.
+
+.. autofunction:: build_library
+.. autofunction:: call_kernel
+.. autofunction:: init_arrays
+.. autofunction:: compare
+.. autofunction:: run_reference
+
+The C file is compiled as is (its ``main`` does no harm in a shared library) with
+``-O2 -fPIC -shared -std=c99 -fno-fast-math -ffp-contract=off -lm``: no fused multiply-add
+and no reassociation, so results follow the source order like OpenCL without
+``-cl-mad-enable``. A small prelude is force-included: ``<math.h>``, ``<float.h>``,
+``<stdlib.h>`` (so ``exp``, ``sqrt``, ``M_PI``, ``FLT_MAX`` need no ``#include``) and the
+OpenCL built-ins the front end accepts but C lacks (``min``, ``max``, ``MIN``, ``MAX``,
+``rsqrt``, ``rsqrtf``), each left out when the file defines that name itself.
+
+Libraries are cached by content hash (the file and the local headers it includes, the
+``-D`` defines, the compiler and its version, the flags) in ``<cache>/reference/``, where
+``<cache>`` is ``$BBMM_CACHE``, else ``$XDG_CACHE_HOME/bbmm``, else ``~/.cache/bbmm``.
+The compiler is ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` found.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bbmm.diagnostic import BBMMError, BBMMWarning, UsageError
+
+__all__ = [
+    "CompileError", "DEFAULT_SCALAR", "Mismatch", "TOLERANCES", "build_library",
+    "call_kernel", "compare", "default_cache_dir", "dtype_of", "find_compiler",
+    "init_arrays", "init_function", "load_library", "run_reference",
+]
+
+DEFAULT_SCALAR = 1.5
+"""Value of a float/double scalar parameter (``alpha``) that the user did not give."""
+
+TOLERANCES = {"float": 1e-4, "double": 1e-10}
+"""Largest accepted ``|got - expected| / max(1, |expected|)`` per element type.
+
+float: 1e-4 is about 800 ulp (float eps 1.19e-7): room for OpenCL's 3-4 ulp ``exp``/
+``sqrt``/divide and for a sum of a few hundred terms done in another order, yet far below
+any real bug on values of magnitude ~1. double: 1e-10 is about 450000 ulp (eps 2.2e-16),
+the same room for sums of ~1e5-1e6 terms. int: exact. ``compare(..., rtol=)`` overrides.
+"""
+
+CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c99", "-fno-fast-math", "-ffp-contract=off")
+_LINUX_LDFLAGS = ("-Wl,-Bsymbolic", "-Wl,-z,defs")   # bind locally; undefined symbol = error
+_COMPILER_CANDIDATES = ("cc", "gcc", "clang")
+_COMPILE_TIMEOUT_S = 300
+
+_DTYPES = {"float": np.dtype(np.float32), "double": np.dtype(np.float64),
+           "int": np.dtype(np.intc)}
+_CTYPES_ELEM = {"float": ctypes.c_float, "double": ctypes.c_double}
+
+
+class CompileError(BBMMError):
+    """The reference C compiler rejected the user's file.
+
+    ``str()`` is a one-line summary (with the compiler's first error) followed by the
+    first lines of the compiler's output, indented; :attr:`summary` and :attr:`details`
+    hold the two parts.
+    """
+
+    def __init__(self, summary: str, details: str = "", command: tuple[str, ...] = (),
+                 returncode: int | None = None):
+        self.summary, self.details = summary, details
+        self.command, self.returncode = command, returncode
+        text = summary
+        if details:
+            text += "\n" + "\n".join("    " + ln for ln in details.splitlines())
+        super().__init__(text)
+
+
+# {{{ compiler and cache
+
+def default_cache_dir() -> Path:
+    """``$BBMM_CACHE/reference``, else ``$XDG_CACHE_HOME/bbmm/reference``, else
+    ``~/.cache/bbmm/reference``."""
+    root = os.environ.get("BBMM_CACHE")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = os.path.join(xdg, "bbmm") if xdg else os.path.join(
+            os.path.expanduser("~"), ".cache", "bbmm")
+    return Path(root) / "reference"
+
+
+def find_compiler() -> tuple[str, ...]:
+    """The C compiler command: ``$CC`` (split like a shell word list), else the first of
+    ``cc``, ``gcc``, ``clang`` on ``PATH``."""
+    env = os.environ.get("CC", "").strip()
+    if env:
+        cmd = tuple(shlex.split(env))
+        if shutil.which(cmd[0]) is None:
+            raise CompileError(f"C compiler $CC={env!r} not found")
+        return cmd
+    for name in _COMPILER_CANDIDATES:
+        path = shutil.which(name)
+        if path:
+            return (path,)
+    raise CompileError("no C compiler found (tried $CC, cc, gcc, clang); install one to "
+                       "run the sequential reference")
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_version(cmd: tuple[str, ...]) -> str:
+    try:
+        p = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=60)
+    except OSError as e:
+        raise CompileError(f"cannot run C compiler {cmd[0]}: {e}") from None
+    return (shutil.which(cmd[0]) or cmd[0]) + "\n" + p.stdout + p.stderr
+
+
+_HELPERS = {
+    "min": "#define min(a, b) ((a) < (b) ? (a) : (b))",
+    "max": "#define max(a, b) ((a) > (b) ? (a) : (b))",
+    "MIN": "#define MIN(a, b) ((a) < (b) ? (a) : (b))",
+    "MAX": "#define MAX(a, b) ((a) > (b) ? (a) : (b))",
+    "rsqrt": "static inline double rsqrt(double x) { return 1.0 / sqrt(x); }",
+    "rsqrtf": "static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }",
+}
+_TYPE_WORD = r"(?:void|char|short|int|long|float|double|signed|unsigned|static|inline|extern|" \
+             r"const|[A-Za-z_]\w*_t)"
+
+
+def _prelude(text: str) -> str:
+    """Force-included header: standard math headers and the OpenCL built-ins that the
+    file uses but does not define itself."""
+    out = ["/* bbmm reference prelude */", "#ifndef _DEFAULT_SOURCE",
+           "#define _DEFAULT_SOURCE 1", "#endif", "#include <math.h>", "#include <float.h>",
+           "#include <stdlib.h>"]
+    for name, definition in _HELPERS.items():
+        if not re.search(rf"\b{name}\b", text):
+            continue
+        defined = (re.search(rf"^\s*#\s*define\s+{name}\b", text, re.M)
+                   or re.search(rf"\b{_TYPE_WORD}[\s*]+{name}\s*\(", text))
+        if not defined:
+            out.append(definition)
+    return "\n".join(out) + "\n"
+
+
+def _local_includes(path: Path, seen: set[Path] | None = None) -> list[Path]:
+    """Files named by ``#include "..."`` (recursively), for the cache key."""
+    seen = set() if seen is None else seen
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    found = []
+    for m in re.finditer(r'^\s*#\s*include\s*"([^"]+)"', text, re.M):
+        p = (path.parent / m.group(1)).resolve()
+        if p not in seen and p.is_file():
+            seen.add(p)
+            found.append(p)
+            found += _local_includes(p, seen)
+    return found
+
+
+def _define_flags(defines: Mapping[str, object] | None) -> list[str]:
+    flags = []
+    for k, v in sorted((defines or {}).items()):
+        if not re.fullmatch(r"[A-Za-z_]\w*", str(k)):
+            raise UsageError(f"bad macro name {k!r} in defines")
+        flags.append(f"-D{k}" if v is None else f"-D{k}={v}")
+    return flags
+
+
+def _first_error_lines(output: str, limit: int = 12) -> tuple[str, str]:
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    pat = re.compile(r"(\berror\b|undefined reference|undefined symbol|fatal)", re.I)
+    start = next((i for i, ln in enumerate(lines) if pat.search(ln)), 0)
+    first = lines[start].strip() if lines else ""
+    return first, "\n".join(lines[start:start + limit])
+
+
+def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | None = None,
+                  cache_dir: str | os.PathLike | None = None) -> Path:
+    """Compile the C file into a shared library and return its path (cached).
+
+    The cache key hashes the file's bytes and local headers, ``defines``, the compiler
+    command and version, the flags and the prelude; a hit runs no compiler at all.
+    Raises :class:`CompileError` (a :class:`BBMMError`) with the compiler's first errors.
+    """
+    src = Path(c_path)
+    try:
+        data = src.read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read {src}: {e.strerror or e}") from None
+    text = data.decode("utf-8", errors="replace")
+    cc = find_compiler()
+    dflags = _define_flags(defines)
+    ldflags = list(_LINUX_LDFLAGS) if sys.platform.startswith("linux") else []
+    prelude = _prelude(text)
+
+    h = hashlib.sha256()
+    for part in (data, "\0".join(dflags).encode(), "\0".join(cc).encode(),
+                 _compiler_version(cc).encode(), "\0".join(CFLAGS + tuple(ldflags)).encode(),
+                 prelude.encode()):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    for inc in _local_includes(src.resolve()):
+        h.update(str(inc).encode() + b"\0" + inc.read_bytes())
+    key = h.hexdigest()[:24]
+
+    out_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    stem = re.sub(r"[^\w.-]", "_", src.stem) or "kernel"
+    lib = out_dir / f"{stem}-{key}.so"
+    if lib.is_file():
+        return lib
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create cache directory {out_dir}: {e.strerror or e}") from None
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=".so.tmp", dir=out_dir)
+    os.close(fd)
+    pre_path = Path(tmp[:-len(".so.tmp")] + "-prelude.h")
+    try:
+        pre_path.write_text(prelude, encoding="utf-8")
+        cmd = (*cc, *CFLAGS, *dflags, "-include", str(pre_path), "-o", tmp, os.fspath(src),
+               "-lm", *ldflags)
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True,
+                               timeout=_COMPILE_TIMEOUT_S,
+                               env={**os.environ, "LC_ALL": "C"})   # ASCII diagnostics
+        except subprocess.TimeoutExpired:
+            raise CompileError(f"{src}: C compiler timed out after {_COMPILE_TIMEOUT_S} s",
+                               command=cmd) from None
+        except OSError as e:
+            raise CompileError(f"cannot run C compiler {cc[0]}: {e}", command=cmd) from None
+        if p.returncode != 0:
+            first, details = _first_error_lines(p.stderr + p.stdout)
+            summary = f"{src}: C compiler {os.path.basename(cc[0])} failed " \
+                      f"(exit {p.returncode})" + (f": {first}" if first else "")
+            raise CompileError(summary, details, cmd, p.returncode)
+        os.replace(tmp, lib)                 # atomic: concurrent builders agree
+    finally:
+        for f in (tmp, pre_path):
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
+    return lib
+
+
+@functools.lru_cache(maxsize=64)
+def _load(path: str) -> ctypes.CDLL:
+    return ctypes.CDLL(path, mode=getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 0))
+
+
+def load_library(lib: str | os.PathLike | ctypes.CDLL) -> ctypes.CDLL:
+    """A loaded library (each path is loaded once per process)."""
+    if isinstance(lib, ctypes.CDLL):
+        return lib
+    try:
+        return _load(os.fspath(Path(lib).resolve()))
+    except OSError as e:
+        raise UsageError(f"cannot load reference library {lib}: {e}") from None
+
+# }}}
+
+
+# {{{ calling
+
+def dtype_of(ctype: str) -> np.dtype:
+    """numpy dtype of an array element type (``float`` -> float32, ``int`` -> C int)."""
+    try:
+        return _DTYPES[ctype]
+    except KeyError:
+        raise UsageError(f"unsupported array element type {ctype!r}") from None
+
+
+def _int_ctype(ctype: str):
+    words = ctype.split()
+    fixed = {"size_t": ctypes.c_size_t, "ptrdiff_t": ctypes.c_ssize_t,
+             "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
+             "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64}
+    for w in words:
+        if w in fixed:
+            return fixed[w]
+    unsigned = "unsigned" in words
+    longs = words.count("long")
+    if longs >= 2:
+        return ctypes.c_ulonglong if unsigned else ctypes.c_longlong
+    if longs == 1:
+        return ctypes.c_ulong if unsigned else ctypes.c_long
+    if "short" in words:
+        return ctypes.c_ushort if unsigned else ctypes.c_short
+    return ctypes.c_uint if unsigned else ctypes.c_int
+
+
+def _int_value(name: str, value: object, ct) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise UsageError(f"integer parameter {name} must be an int, got {value!r}")
+    bits = 8 * ctypes.sizeof(ct)
+    signed = ct(-1).value == -1
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    if not lo <= int(value) <= hi:
+        raise UsageError(f"integer parameter {name}={value} does not fit its C type")
+    return int(value)
+
+
+def _check_array(scop, name: str, a: object, params: Mapping[str, int]) -> np.ndarray:
+    arr = scop.array(name)
+    want_dtype = dtype_of(arr.ctype)
+    want_shape = arr.shape(params)
+    if not isinstance(a, np.ndarray):
+        raise UsageError(f"array {name} must be a numpy array, got {type(a).__name__}")
+    if a.dtype != want_dtype:
+        raise UsageError(f"array {name} ({arr.ctype}) needs dtype {want_dtype}, got {a.dtype}")
+    if a.shape != want_shape:
+        raise UsageError(f"array {name} needs shape {want_shape} for "
+                         f"{_fmt_params(params)}, got {a.shape}")
+    if not a.flags.c_contiguous:
+        raise UsageError(f"array {name} must be C-contiguous")
+    if not a.flags.writeable:
+        raise UsageError(f"array {name} must be writeable")
+    return a
+
+
+def _fmt_params(params: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "no parameters"
+
+
+def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
+                params: Mapping[str, int], scalars: Mapping[str, float],
+                arrays: Mapping[str, np.ndarray], function: str | None = None) -> None:
+    """Call ``function`` (default ``scop.function``) of the library in place on ``arrays``.
+
+    Arguments follow ``scop.args``: integer parameters from ``params`` (as their declared
+    C type), float/double scalars from ``scalars``, arrays as pointers to the numpy data,
+    which must be C-contiguous with the element dtype (float32, float64, C int) and the
+    shape of the scop's extents at ``params``. Raises :class:`UsageError` otherwise.
+    """
+    fname = function or scop.function
+    dll = load_library(lib)
+    try:
+        fn = getattr(dll, fname)
+    except AttributeError:
+        raise UsageError(f"function {fname} not found in the reference library {lib} "
+                         f"(is it static?)") from None
+    missing = [p for p in scop.int_params if p not in params]
+    if missing:
+        raise UsageError(f"missing value for integer parameter(s) {', '.join(missing)}")
+    int_types = dict(zip(scop.int_params, scop.int_param_types or
+                         ("int",) * len(scop.int_params)))
+    float_types = dict(scop.float_params)
+    array_names = {a.name for a in scop.arrays}
+    argtypes, argv, keep = [], [], []
+    for name in scop.args:
+        if name in int_types:
+            ct = _int_ctype(int_types[name])
+            argtypes.append(ct)
+            argv.append(_int_value(name, params[name], ct))
+        elif name in float_types:
+            if name not in scalars:
+                raise UsageError(f"missing value for scalar parameter {name} "
+                                 f"({float_types[name]})")
+            try:
+                value = float(scalars[name])
+            except (TypeError, ValueError):
+                raise UsageError(f"scalar parameter {name} must be a number, "
+                                 f"got {scalars[name]!r}") from None
+            argtypes.append(_CTYPES_ELEM[float_types[name]])
+            argv.append(value)
+        elif name in array_names:
+            if name not in arrays:
+                raise UsageError(f"missing array {name}")
+            a = _check_array(scop, name, arrays[name], params)
+            keep.append(a)
+            argtypes.append(ctypes.c_void_p)
+            argv.append(a.ctypes.data)
+        else:
+            raise UsageError(f"parameter {name} of {scop.function} has no known type")
+    fn.restype = None
+    fn.argtypes = argtypes
+    fn(*argv)
+    del keep
+
+# }}}
+
+
+# {{{ inputs
+
+def _signature(text: str, fname: str) -> list[str] | None:
+    """Tokens of the parameter list of the *definition* of ``fname`` in C text, or None."""
+    for m in re.finditer(rf"\b{re.escape(fname)}\s*\(", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        if depth:
+            return None
+        rest = text[i:].lstrip()
+        if rest.startswith("{"):
+            return re.findall(r"\w+|[^\s\w]", text[m.end():i - 1])
+    return None
+
+
+def _strip_comments(text: str) -> str:
+    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+
+
+def init_function(scop, source: str | None = None) -> str | None:
+    """``init_<kernel>`` if the C file defines it with the kernel's parameter list
+    (token by token), else None; a definition with another list warns and is ignored."""
+    if source is None:
+        try:
+            source = Path(scop.filename).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+    text = _strip_comments(source)
+    name = f"init_{scop.function}"
+    init_sig = _signature(text, name)
+    if init_sig is None:
+        return None
+    if init_sig != _signature(text, scop.function):
+        warnings.warn(f"{scop.filename}: {name} does not have the parameter list of "
+                      f"{scop.function}; filling the arrays with random values instead",
+                      BBMMWarning, stacklevel=3)
+        return None
+    return name
+
+
+def init_arrays(scop, params: Mapping[str, int], seed: int = 0,
+                lib: str | os.PathLike | ctypes.CDLL | None = None, *,
+                scalars: Mapping[str, float] | None = None,
+                defines: Mapping[str, object] | None = None,
+                use_init: bool = True) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Host inputs for the kernel: ``(arrays, scalars)``.
+
+    Every array (in declaration order) is first filled from ``numpy.random.default_rng
+    (seed)``: uniform [0, 1) for float/double, uniform integers in [0, 100) for int. Then,
+    if ``use_init`` and the C file defines ``init_<kernel>`` with the same parameter list,
+    it is called on those arrays (from ``lib``, or from a library built from
+    ``scop.filename`` with ``defines`` when ``lib`` is None), so its writes replace the
+    random values. Scalars are ``scalars`` where given, else :data:`DEFAULT_SCALAR`
+    (1.5) for every float/double parameter.
+    """
+    for p in scop.int_params:
+        if p not in params:
+            raise UsageError(f"missing value for integer parameter {p}")
+    rng = np.random.default_rng(seed)
+    arrays: dict[str, np.ndarray] = {}
+    for arr in scop.arrays:
+        shape = arr.shape(params)
+        if any(s < 0 for s in shape):
+            raise UsageError(f"array {arr.name} has negative extent {shape} for "
+                             f"{_fmt_params(params)}")
+        dt = dtype_of(arr.ctype)
+        if arr.ctype == "int":
+            arrays[arr.name] = rng.integers(0, 100, size=shape, dtype=dt)
+        else:
+            arrays[arr.name] = rng.random(size=shape, dtype=dt)
+    given = dict(scalars or {})
+    out_scalars = {name: float(given.get(name, DEFAULT_SCALAR)) for name, _ in scop.float_params}
+    if use_init:
+        init = init_function(scop)
+        if init is not None:
+            if lib is None:
+                lib = build_library(scop.filename, defines)
+            call_kernel(lib, scop, params, out_scalars, arrays, function=init)
+    return arrays, out_scalars
+
+# }}}
+
+
+# {{{ comparison
+
+@dataclass(frozen=True)
+class Mismatch:
+    """The arrays ``got`` and ``expected`` differ; ``str()`` is one line."""
+
+    name: str
+    count: int
+    """Number of differing elements."""
+    total: int
+    index: tuple[int, ...]
+    """First differing element (C order)."""
+    got: object
+    expected: object
+    max_error: float
+    """Largest ``|got - expected| / max(1, |expected|)`` (float/double; inf when a NaN or
+    an infinity is involved) or largest ``|got - expected|`` (int)."""
+    ctype: str
+    tolerance: float = 0.0
+
+    def __str__(self) -> str:
+        idx = ", ".join(str(i) for i in self.index)
+        kind = "absolute" if self.ctype == "int" else "relative"
+        err = str(int(self.max_error)) if self.ctype == "int" else f"{self.max_error:.3g}"
+        return (f"{self.name}: {self.count} of {self.total} elements differ; first at [{idx}]:"
+                f" got {self.got}, expected {self.expected}; max {kind} error {err}")
+
+
+def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
+            rtol: float | None = None) -> Mismatch | None:
+    """None if ``got`` matches ``expect``, else a :class:`Mismatch`.
+
+    int: exact. float/double: element i is equal when ``|got - expect| <= rtol *
+    max(1, |expect|)`` with ``rtol`` from :data:`TOLERANCES` (1e-4 float, 1e-10 double),
+    or when both are the same infinity, or both NaN; a NaN or infinity on one side only
+    differs. Different shapes raise :class:`UsageError`.
+    """
+    got, expect = np.asarray(got), np.asarray(expect)
+    if got.shape != expect.shape:
+        raise UsageError(f"{name}: cannot compare shape {got.shape} with {expect.shape}")
+    total = int(expect.size)
+    if ctype == "int":
+        diff = np.abs(got.astype(np.int64) - expect.astype(np.int64))
+        bad = diff != 0
+        tol = 0.0
+    elif ctype in TOLERANCES:
+        tol = TOLERANCES[ctype] if rtol is None else float(rtol)
+        g, e = got.astype(np.float64), expect.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            same = (g == e) | (np.isnan(g) & np.isnan(e))
+            diff = np.abs(g - e) / np.maximum(1.0, np.abs(e))
+        diff = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff))
+        bad = diff > tol
+    else:
+        raise UsageError(f"{name}: unsupported element type {ctype!r}")
+    count = int(np.count_nonzero(bad))
+    if count == 0:
+        return None
+    flat = int(np.flatnonzero(bad.ravel())[0])
+    index = tuple(int(i) for i in np.unravel_index(flat, expect.shape))
+    return Mismatch(name, count, total, index, got[index], expect[index],
+                    float(diff.max()), ctype, tol)
+
+# }}}
+
+
+def run_reference(c_path: str | os.PathLike, scop, params: Mapping[str, int],
+                  scalars: Mapping[str, float], arrays: Mapping[str, np.ndarray], *,
+                  defines: Mapping[str, object] | None = None,
+                  cache_dir: str | os.PathLike | None = None) -> dict[str, np.ndarray]:
+    """Run the sequential C kernel on copies of ``arrays``; return the copies afterwards
+    (every array of the scop). The inputs are not modified."""
+    lib = build_library(c_path, defines, cache_dir)
+    work = {}
+    for arr in scop.arrays:
+        if arr.name not in arrays:
+            raise UsageError(f"missing array {arr.name}")
+        a = arrays[arr.name]
+        work[arr.name] = np.array(a, copy=True, order="C") if isinstance(a, np.ndarray) else a
+    call_kernel(lib, scop, params, scalars, work)
+    return work
+
+# vim: foldmethod=marker
