@@ -31,7 +31,9 @@ from .diagnostic import DeviceMemoryError
 class _Arena:
     buf: Any
     size: int
+    no: int                       # creation number: orders arenas in the best-fit index
     free_by_addr: dict[int, int]  # offset -> size of each free block
+    free_by_end: dict[int, int]   # end offset -> offset of each free block (coalescing)
     used: dict[int, int]          # offset -> size of each allocated block
 
 
@@ -75,7 +77,7 @@ class Pool:
         self._by_buf: dict[int, _Arena] = {}
         # (size, arena number, offset) of every free block, sorted: best fit = bisect
         self._free_sorted: list[tuple[int, int, int]] = []
-        self._arena_no: dict[int, int] = {}
+        self._by_no: dict[int, _Arena] = {}
         self._next_no = 0
         self.reserved = 0
         self.in_use = 0
@@ -103,24 +105,26 @@ class Pool:
     def free(self, buf: Any, offset: int) -> None:
         """Give a block back; it coalesces with free neighbours in its arena."""
         arena = self._by_buf.get(id(buf))
-        if arena is None or offset not in arena.used:
+        if arena is None or arena.buf is not buf or offset not in arena.used:
             raise ValueError(f"{self.name}: free of a block not allocated here (offset {offset})")
         size = arena.used.pop(offset)
         self.in_use -= size
-        no = self._arena_no[id(arena.buf)]
-        # coalesce with the block that ends where this one starts, and the one after
+        no = arena.no
+        # coalesce with the free block that starts where this one ends, and the one
+        # that ends where this one starts (both found in O(1) through the two maps)
         end = offset + size
-        if end in arena.free_by_addr:
-            nsize = arena.free_by_addr.pop(end)
+        nsize = arena.free_by_addr.pop(end, None)
+        if nsize is not None:
+            del arena.free_by_end[end + nsize]
             self._unindex(nsize, no, end)
             size += nsize
-        prev = self._prev_free(arena, offset)
-        if prev is not None:
-            poff, psize = prev
-            arena.free_by_addr.pop(poff)
+        poff = arena.free_by_end.pop(offset, None)
+        if poff is not None:
+            psize = arena.free_by_addr.pop(poff)
             self._unindex(psize, no, poff)
             offset, size = poff, psize + size
         arena.free_by_addr[offset] = size
+        arena.free_by_end[offset + size] = offset
         bisect.insort(self._free_sorted, (size, no, offset))
         if size == arena.size and self.reserved > self.release_threshold:
             self._release(arena)
@@ -148,7 +152,9 @@ class Pool:
                          largest, len(self._arenas), self.allocs, self.arena_allocs)
 
     def close(self) -> None:
+        """Release every arena, live blocks included (the pool is empty afterwards)."""
         for a in list(self._arenas):
+            self.in_use -= sum(a.used.values())
             self._release(a, force=True)
 
     # ---- internals --------------------------------------------------------------
@@ -158,16 +164,19 @@ class Pool:
         if i == len(self._free_sorted):
             return None
         _, no, off = self._free_sorted[i]
-        arena = next(a for a in self._arenas if self._arena_no[id(a.buf)] == no)
-        return arena, off
+        return self._by_no[no], off
 
     def _take(self, arena: _Arena, off: int, size: int) -> None:
         bsize = arena.free_by_addr.pop(off)
-        no = self._arena_no[id(arena.buf)]
+        no = arena.no
         self._unindex(bsize, no, off)
+        end = off + bsize
         if bsize > size:  # split: the tail stays free
             arena.free_by_addr[off + size] = bsize - size
+            arena.free_by_end[end] = off + size
             bisect.insort(self._free_sorted, (bsize - size, no, off + size))
+        else:
+            del arena.free_by_end[end]
         arena.used[off] = size
 
     def _unindex(self, size: int, no: int, off: int) -> None:
@@ -175,17 +184,10 @@ class Pool:
         assert self._free_sorted[i] == (size, no, off)
         del self._free_sorted[i]
 
-    @staticmethod
-    def _prev_free(arena: _Arena, offset: int) -> tuple[int, int] | None:
-        for poff, psize in arena.free_by_addr.items():
-            if poff + psize == offset:
-                return poff, psize
-        return None
-
     def _grow(self, size: int, asked: int) -> None:
-        want = max(self.arena_size, size)
-        if want > self.max_arena:
-            want = size
+        # an arena of arena_size bytes, or the request if larger, but no larger than the
+        # driver allows for one buffer (size itself is checked against that just below)
+        want = min(max(self.arena_size, size), self.max_arena)
         if size > self.max_arena or size > self.cap:
             raise DeviceMemoryError(self.name, asked, self.in_use, self.cap,
                                     "one block (larger than the device allows)")
@@ -194,13 +196,13 @@ class Pool:
             want = min(want, self.cap - self.reserved)
             if want < size:
                 raise DeviceMemoryError(self.name, asked, self.in_use, self.cap)
-        buf = self._new_arena(want)
-        arena = _Arena(buf, want, {0: want}, {})
+        buf = self._new_arena(want)  # may raise (driver out of memory): nothing changed yet
         no = self._next_no
         self._next_no += 1
+        arena = _Arena(buf, want, no, {0: want}, {want: 0}, {})
         self._arenas.append(arena)
         self._by_buf[id(buf)] = arena
-        self._arena_no[id(buf)] = no
+        self._by_no[no] = arena
         bisect.insort(self._free_sorted, (want, no, 0))
         self.reserved += want
         self.arena_allocs += 1
@@ -208,7 +210,8 @@ class Pool:
     def _release(self, arena: _Arena, force: bool = False) -> None:
         if arena.used and not force:
             return
-        no = self._arena_no.pop(id(arena.buf))
+        no = arena.no
+        del self._by_no[no]
         for off, size in arena.free_by_addr.items():
             self._unindex(size, no, off)
         self._arenas.remove(arena)

@@ -1,0 +1,457 @@
+"""OpenCL devices on whatever platform is there (PoCL's CPU device in CI).
+
+Transfers are checked against numpy slicing with a seeded ``default_rng(42)``:
+every box lives at a non-zero offset of a pool arena, regions are random
+sub-boxes, and host arrays are either whole arrays (``host_origin`` zero) or
+staging arrays of one box (``host_origin = box.lo``). Up to four logical devices
+share the one CPU device, each with its own context, queue and pool.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+from bbmm.box import Box
+from bbmm.devices.opencl import (OpenCLDevice, contiguous_run, discover, is_pinned,
+                                 make_devices, pinned_empty, plan_logical, register_nvidia_icd)
+from bbmm.diagnostic import DeviceError, DeviceMemoryError, UsageError
+
+pytestmark = pytest.mark.device
+
+DTYPES = [np.float32, np.float64, np.int32]
+
+
+def random_box(rng, outer: Box) -> Box:
+    lo, hi = [], []
+    for l, h in zip(outer.lo, outer.hi):
+        a, b = sorted(rng.integers(l, h + 1, size=2))
+        lo.append(int(a))
+        hi.append(int(b))
+    return Box(tuple(lo), tuple(hi))
+
+
+def random_data(rng, shape, dtype):
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+
+
+def padded_alloc(dev, nbytes, rng):
+    """An allocation at a non-zero offset: a random pad block is allocated first."""
+    pad = dev.alloc(int(rng.integers(1, 5000)))
+    a = dev.alloc(nbytes)
+    return pad, a
+
+
+SHAPES = [(37,), (9, 13), (5, 6, 7), (3, 4, 5, 6)]
+
+
+# {{{ discovery and logical devices
+
+def test_discover_picks_a_device():
+    disc = discover()
+    assert disc.chosen, disc
+    kinds = {d.type for d in disc.chosen}
+    assert len(kinds) == 1 and len({d.platform_index for d in disc.chosen}) == 1
+    if kinds == {"CPU"}:
+        assert len(disc.chosen) == 1 and not any(d.type == "GPU" for d in disc.devices)
+    for d in disc.devices:
+        info = d.as_dict()
+        assert info["global_mem"] > 0 and info["max_alloc"] > 0 and info["name"]
+    cpu = discover(kind="cpu").chosen
+    assert [d.type for d in cpu] == (["CPU"] if any(d.type == "CPU" for d in disc.devices)
+                                     else [])
+    with pytest.raises(UsageError):
+        discover(kind="fpga")
+
+
+def test_make_devices_defaults_and_errors(make):
+    (d,) = make() if discover().chosen[0].type == "CPU" else make(1)
+    assert isinstance(d, OpenCLDevice) and d.index == 0
+    assert 0 < d.cap <= 0.9 * d.global_mem + 1
+    assert d.pool.arena_size == min(256 << 20, d.cap, d.max_alloc)
+    assert d.pool.max_arena == d.max_alloc
+    with pytest.raises(UsageError):
+        make_devices(0)
+    with pytest.raises(DeviceError, match="no OpenCL device found.*available"):
+        make_devices(1, platform="no-such-platform")
+    with pytest.raises(UsageError, match="cannot read size"):
+        make_devices(1, cap="lots")
+
+
+def test_logical_devices_round_robin_with_shared_cap():
+    disc = discover()
+    plan = plan_logical(5, disc)
+    assert [i for i, _, _ in plan] == list(range(5))
+    nphys = len(disc.chosen)
+    for i, p, sharers in plan:
+        assert p is disc.chosen[i % nphys]
+        assert sharers == sum(1 for j in range(5) if j % nphys == i % nphys)
+
+
+def test_logical_devices_have_separate_contexts_and_memory(make):
+    devs = make(4, cap="8MiB", arena_size=1 << 20)
+    assert len({d.context.int_ptr for d in devs}) == 4
+    assert len({d.queue.int_ptr for d in devs}) == 4
+    assert all(d.cap == 8 << 20 for d in devs)
+    box = Box((0,), (999,))
+    allocs = [d.alloc(4000) for d in devs]
+    for k, (d, a) in enumerate(zip(devs, allocs)):
+        d.write_rect(a, box, box, np.full(1000, k, np.int32))
+    for k, (d, a) in enumerate(zip(devs, allocs)):
+        out = np.empty(1000, np.int32)
+        d.read_rect(a, box, box, out)
+        assert (out == k).all(), "writing one logical device changed another"
+    # a buffer of one logical device is not usable on another: a typed error
+    with pytest.raises(DeviceError, match=r"cl1: .* failed: CL_"):
+        devs[1].copy_rect(allocs[1], box, allocs[0], box, Box((0,), (9,)), 4)
+
+
+def test_register_nvidia_icd(tmp_path, monkeypatch):
+    monkeypatch.setenv("OCL_ICD_VENDORS", "unchanged")
+    path = register_nvidia_icd(str(tmp_path / "icd"), lib="/x/libnvidia-opencl.so.1")
+    assert open(path).read().strip() == "/x/libnvidia-opencl.so.1"
+    assert os.environ["OCL_ICD_VENDORS"] == str(tmp_path / "icd")
+
+# }}}
+
+
+# {{{ transfers
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{len(s)}d")
+def test_host_roundtrip(make, dtype, shape):
+    rng = np.random.default_rng(42)
+    devs = make(4, cap="16MiB", arena_size=1 << 16)
+    whole = Box.from_shape(shape)
+    host = random_data(rng, shape, dtype)
+    item = host.itemsize
+    for trial in range(6):
+        dev = devs[trial % len(devs)]
+        dbox = random_box(rng, whole)
+        if trial == 0:
+            dbox = whole  # whole array: the linear (contiguous) path
+        pad, a = padded_alloc(dev, dbox.volume * item, rng)
+        assert a.offset > 0
+        region = random_box(rng, dbox)
+        if trial == 1:
+            region = dbox
+        # whole host array -> device, device -> whole host array
+        dev.write_rect(a, dbox, region, host)
+        out = np.zeros_like(host)
+        dev.read_rect(a, dbox, region, out)
+        np.testing.assert_array_equal(out[region.slices()], host[region.slices()])
+        mask = np.ones(shape, bool)
+        mask[region.slices()] = False
+        assert not out[mask].any(), "read_rect wrote outside its region"
+        # staging arrays of one box (host_origin = box.lo), both ways
+        sub = random_box(rng, region)
+        stage = np.zeros(sub.shape, dtype)
+        dev.read_rect(a, dbox, sub, stage, host_origin=sub.lo)
+        np.testing.assert_array_equal(stage, host[sub.slices()])
+        new = random_data(rng, sub.shape, dtype)
+        dev.write_rect(a, dbox, sub, new, host_origin=sub.lo)
+        back = np.zeros(dbox.shape, dtype)
+        dev.read_rect(a, dbox, dbox, back, host_origin=dbox.lo)
+        expect_region = host[region.slices()].copy()
+        expect_region[sub.slices(region.lo)] = new
+        np.testing.assert_array_equal(back[region.slices(dbox.lo)], expect_region)
+        dev.free(a)
+        dev.free(pad)
+
+
+def test_empty_region_and_bad_arguments(make):
+    (dev,) = make(1, cap="4MiB")
+    box = Box((0, 0), (9, 9))
+    a = dev.alloc(400)
+    host = np.zeros((10, 10), np.float32)
+    assert dev.write_rect(a, box, Box((3, 3), (2, 9)), host) is None
+    with pytest.raises(ValueError, match="not inside"):
+        dev.write_rect(a, box, Box((0, 0), (10, 9)), np.zeros((11, 10), np.float32))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        dev.read_rect(a, box, box, np.zeros((10, 20), np.float32)[:, ::2])
+    with pytest.raises(ValueError, match="does not fit"):
+        dev.write_rect(a, Box((0, 0), (19, 9)), box, host)
+
+
+@pytest.mark.parametrize("same_arena", [True, False], ids=["same-arena", "two-arenas"])
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.int8])
+def test_d2d_copy(make, same_arena, dtype):
+    rng = np.random.default_rng(42)
+    (dev,) = make(1, cap="32MiB", arena_size=(8 << 20) if same_arena else 1 << 16)
+    kernel_copies = []
+    same_buffer = dev._copy_same_buffer
+    dev._copy_same_buffer = lambda buf, plan: kernel_copies.append(plan) or same_buffer(buf, plan)
+    for shape in [(50,), (12, 17), (6, 7, 9), (3, 4, 5, 6)]:
+        whole = Box.from_shape(shape)
+        host = random_data(rng, shape, dtype)
+        item = host.itemsize
+        for _ in range(4):
+            sbox, dbox = random_box(rng, whole), random_box(rng, whole)
+            while sbox.intersect(dbox) is None:
+                dbox = random_box(rng, whole)
+            region = random_box(rng, sbox.intersect(dbox))
+            dev.pool.trim()
+            pad, s = padded_alloc(dev, sbox.volume * item, rng)
+            held = [pad]
+            if not same_arena:  # fill the arena: the destination goes to a second one
+                held.append(dev.alloc(dev.pool.stats().largest_free))
+            pad2, d = padded_alloc(dev, dbox.volume * item, rng)
+            held.append(pad2)
+            assert (s.buf is d.buf) == same_arena and s.offset > 0 and d.offset > 0
+            dev.write_rect(s, sbox, sbox, np.ascontiguousarray(host[sbox.slices()]),
+                           host_origin=sbox.lo)
+            init = random_data(rng, dbox.shape, dtype)
+            dev.write_rect(d, dbox, dbox, init, host_origin=dbox.lo)
+            dev.copy_rect(d, dbox, s, sbox, region, item)
+            out = np.zeros(dbox.shape, dtype)
+            dev.read_rect(d, dbox, dbox, out, host_origin=dbox.lo)
+            init[region.slices(dbox.lo)] = host[region.slices()]
+            np.testing.assert_array_equal(out, init)
+            for x in (s, d, *held):
+                dev.free(x)
+    # one arena: strided copies go through the copy kernel; two: clEnqueueCopyBufferRect
+    assert bool(kernel_copies) == same_arena
+
+
+def test_no_sub_buffers(make):
+    rng = np.random.default_rng(42)
+    (dev,) = make(1, cap="8MiB", arena_size=1 << 16)
+    allocs = [dev.alloc(int(n)) for n in rng.integers(1, 40000, size=40)]
+    assert any(a.offset > 0 for a in allocs) and dev.pool.stats().arenas > 1
+    for a in allocs:
+        assert a.buf.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT) is None
+        assert a.buf.offset == 0
+    for arena in dev.pool._arenas:
+        assert arena.buf.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT) is None
+
+
+_SUBPROCESS_D2D = """
+import numpy as np
+from bbmm.box import Box
+from bbmm.devices.opencl import make_devices
+dev, = make_devices(1, cap="8MiB", arena_size=1 << 16)
+rng = np.random.default_rng(42)
+for shape in [(16, 24), (5, 6, 7)]:
+    whole = Box.from_shape(shape)
+    host = rng.standard_normal(shape).astype(np.float32)
+    pad = dev.alloc(1000)
+    s = dev.alloc(host.nbytes)
+    big = dev.alloc(dev.pool.stats().largest_free)  # the next block goes to another arena
+    d = dev.alloc(host.nbytes)
+    assert s.offset > 0 and s.buf is not d.buf
+    dev.write_rect(s, whole, whole, host)
+    region = Box((1,) * len(shape), tuple(n - 2 for n in shape))
+    dev.copy_rect(d, whole, s, whole, region, 4)
+    out = np.zeros_like(host)
+    dev.read_rect(d, whole, region, out)
+    assert (out[region.slices()] == host[region.slices()]).all()
+    dev.finish()
+print("OK")
+"""
+
+
+def test_rect_d2d_at_offsets_in_subprocess():
+    """Regression guard for the PoCL 3.0/3.1 defect: a rect d2d copy touching a sub-buffer
+    segfaults. Run in a child so a crash fails this test instead of killing pytest."""
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(_SUBPROCESS_D2D)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "OK" in r.stdout, (
+        f"rect d2d copies at non-zero offsets failed (rc {r.returncode}; a negative rc is a "
+        f"signal: -11 is the PoCL sub-buffer segfault):\n{r.stdout}\n{r.stderr}")
+
+# }}}
+
+
+# {{{ memory cap and errors
+
+def test_cap_is_honoured(make):
+    d0, d1 = make(2, cap="1MiB", arena_size=1 << 18)
+    held = []
+    with pytest.raises(DeviceMemoryError) as ei:
+        for _ in range(100):
+            held.append(d0.alloc(100_000))
+    e = ei.value
+    assert e.cap == 1 << 20 and e.asked == 100_000 and e.held == d0.pool.in_use
+    assert "cl0: cannot allocate" in str(e) and "1.00 MiB held" in str(e)
+    assert d0.pool.reserved <= 1 << 20 and len(held) >= 8
+    # the other logical device's cap is its own
+    assert [d1.alloc(100_000) for _ in range(8)]
+    with pytest.raises(DeviceMemoryError, match="larger than the device allows"):
+        d1.alloc(2 << 20)
+
+
+def test_driver_out_of_memory_is_a_device_memory_error(make, monkeypatch):
+    (dev,) = make(1, cap="64MiB", arena_size=1 << 20)
+    import bbmm.devices.opencl as mod
+
+    def refuse(*args, **kw):
+        raise cl.MemoryError(cl._cl._ErrorRecord(
+            "clCreateBuffer failed", cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
+            "clCreateBuffer"))
+
+    real = mod.cl.Buffer
+    monkeypatch.setattr(mod.cl, "Buffer", refuse)
+    with pytest.raises(DeviceMemoryError, match="CL_MEM_OBJECT_ALLOCATION_FAILURE") as ei:
+        dev.alloc(1000)
+    assert ei.value.asked == 1 << 20 and ei.value.cap == 64 << 20
+    assert dev.pool.reserved == 0 and dev.pool.stats().arenas == 0
+    # with an empty arena held, the device trims it and retries once
+    monkeypatch.setattr(mod.cl, "Buffer", real)
+    dev.free(dev.alloc(1000))
+    calls = []
+
+    def refuse_once(*args, **kw):
+        calls.append(args)
+        if len(calls) == 1:
+            refuse()
+        return real(*args, **kw)
+
+    monkeypatch.setattr(mod.cl, "Buffer", refuse_once)
+    a = dev.alloc(2 << 20)
+    assert len(calls) == 2 and dev.pool.stats().arenas == 1 and dev.pool.reserved == 2 << 20
+    dev.free(a)
+
+
+def test_build_error_is_typed(make):
+    (dev,) = make(1)
+    with pytest.raises(DeviceError, match="CL_BUILD_PROGRAM_FAILURE"):
+        dev.build("__kernel void broken(__global float *a) { a[0] = undefined_thing; }")
+
+# }}}
+
+
+# {{{ kernels and pinned memory
+
+SCALE = """
+__kernel void scale(__global float *out, long out_off, __global const float *a, long a_off,
+                    int n)
+{
+    int i = get_global_id(0);
+    if (i < n)
+        out[out_off + i] = 2.0f * a[a_off + i] + 1.0f;
+}
+"""
+
+
+def test_launch_reads_a_box_through_buffer_and_offset(make):
+    rng = np.random.default_rng(42)
+    devs = make(2, cap="8MiB", arena_size=1 << 20)
+    for dev in devs:
+        prg = dev.build(SCALE)
+        assert dev.build(SCALE) is prg  # cached per source
+        k = dev.kernel(SCALE, "scale")
+        assert dev.kernel(SCALE, "scale") is k
+        box = Box((3, 5), (12, 20))
+        host = rng.standard_normal((20, 30)).astype(np.float32)
+        pad, a = padded_alloc(dev, box.volume * 4, rng)
+        out = dev.alloc(box.volume * 4)
+        dev.write_rect(a, box, box, host)
+        dev.launch(k, (box.volume,), None,
+                   [out.buf, np.int64(out.offset // 4), a.buf, np.int64(a.offset // 4),
+                    np.int32(box.volume)])
+        res = np.zeros((20, 30), np.float32)
+        dev.read_rect(out, box, box, res)
+        np.testing.assert_array_equal(res[box.slices()], 2 * host[box.slices()] + 1)
+        dev.finish()
+    k = devs[0].kernel(SCALE, "scale")
+    with pytest.raises(DeviceError, match="cl0: launching scale"):
+        devs[0].launch(k, (4,), None, [np.int32(1)])
+    with pytest.raises(DeviceError, match=r"cl0: launching scale on \(4,\) failed: CL_INVALID"):
+        devs[0].launch(k, (4,), None, [np.int32(1)] * 5)
+    with pytest.raises(DeviceError, match="another device's context"):
+        devs[1].launch(k, (4,), None, [out.buf, np.int64(0), a.buf, np.int64(0), np.int32(4)])
+
+
+def test_pinned_arrays(make):
+    (dev,) = make(1, cap="8MiB")
+    p = pinned_empty(dev, (64, 32), np.float32)
+    assert p.shape == (64, 32) and p.dtype == np.float32 and p.flags.c_contiguous
+    assert is_pinned(p) and is_pinned(p[3:5]) and not is_pinned(np.zeros(3))
+    q = pinned_empty(dev.context, 100, np.int32)
+    assert q.shape == (100,) and is_pinned(q)
+    p[:] = np.arange(p.size, dtype=np.float32).reshape(p.shape)
+    view = p[8:40]
+    del p
+    import gc
+    gc.collect()
+    box = Box((8, 0), (39, 31))
+    a = dev.alloc(view.nbytes)
+    dev.write_rect(a, box, box, view, host_origin=box.lo)
+    back = pinned_empty(dev, view.shape, np.float32)
+    dev.read_rect(a, box, box, back, host_origin=box.lo)
+    np.testing.assert_array_equal(back, np.arange(8 * 32, 40 * 32, dtype=np.float32)
+                                  .reshape(32, 32))
+
+
+def test_pinned_falls_back_to_numpy(make, monkeypatch):
+    (dev,) = make(1, cap="8MiB")
+    import bbmm.devices.opencl as mod
+
+    def fail(*args, **kw):
+        raise cl.RuntimeError(cl._cl._ErrorRecord("map failed", cl.status_code.MAP_FAILURE,
+                                                  "clEnqueueMapBuffer"))
+
+    monkeypatch.setattr(mod.cl, "enqueue_map_buffer", fail)
+    a = pinned_empty(dev, (10, 10), np.float64)
+    assert a.shape == (10, 10) and not is_pinned(a)
+
+
+def test_contiguous_run():
+    outer = Box((0, 0, 0), (3, 4, 5))
+    assert contiguous_run(Box((1, 0, 0), (2, 4, 5)), outer) == 30
+    assert contiguous_run(Box((1, 2, 0), (1, 3, 5)), outer) == 30 + 12
+    assert contiguous_run(Box((1, 2, 1), (1, 2, 4)), outer) == 30 + 12 + 1
+    assert contiguous_run(Box((1, 2, 1), (1, 3, 4)), outer) is None
+    assert contiguous_run(Box((1, 0, 0), (2, 3, 5)), outer) is None
+
+# }}}
+
+
+# {{{ command line
+
+def test_cli_devices_json(capsys):
+    import json
+
+    from bbmm.cli import main
+
+    assert main(["devices", "--devices", "3", "--device-mem", "64MiB", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [lg["name"] for lg in doc["logical"]] == ["cl0", "cl1", "cl2"]
+    assert all(lg["cap"] == 64 << 20 for lg in doc["logical"])
+    assert any(d["used"] for d in doc["devices"])
+
+
+def test_cli_devices_table_and_errors(capsys):
+    from bbmm.cli import main
+
+    assert main(["devices", "--devices", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "bbmm would use 2 logical device(s)" in out and "*" in out
+    assert main(["devices", "--device-mem", "lots"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bbmm: error: cannot read size 'lots'") and err.count("\n") == 1
+    assert main(["devices", "--platform", "no-such-platform"]) == 1
+    assert capsys.readouterr().err.startswith("bbmm: error: no OpenCL device found")
+    with pytest.raises(SystemExit) as ei:
+        main(["devices", "--devices", "two"])
+    assert ei.value.code == 2
+
+
+def test_python_m_bbmm():
+    r = subprocess.run([sys.executable, "-m", "bbmm", "--version"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("bbmm ")
+    r = subprocess.run([sys.executable, "-m", "bbmm", "devices", "--device-mem", "-1"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("bbmm: error:")
+    assert "Traceback" not in r.stderr
+
+# }}}
