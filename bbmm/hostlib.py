@@ -1,0 +1,89 @@
+"""Support code for generated host drivers: tile distribution, kernel launch, progress.
+
+A generated driver (``codegen/host.py`` writes it) holds only what is specific to
+its program: the serial loops, the closed-form boxes per tile and the kernel
+source. Everything generic lives here so drivers stay short and readable.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from .devices.base import Device
+from .runtime import TileBuffers, kernel_args
+
+
+def device_of(t: int, ntiles: int, ndev: int) -> int:
+    """Static 1-D block distribution (Section 10): tile ``t`` of ``ntiles`` on a device.
+
+    The same tile index always lands on the same device, for every nest and every
+    serial iteration, so a tile's data stays where it was computed.
+    """
+    return min(ndev - 1, t * ndev // max(1, ntiles))
+
+
+def tile_range(t: int, size: int) -> tuple[int, int]:
+    """Inclusive bounds ``(lb, ub)`` of tile ``t`` of the global grid (tile size ``size``)."""
+    return t * size, t * size + size - 1
+
+
+def tiles_covering(lo: int, hi: int, size: int) -> range:
+    """Indices of the grid tiles that meet ``[lo, hi]`` (empty when ``hi < lo``)."""
+    if hi < lo:
+        return range(0)
+    return range(lo // size, hi // size + 1)
+
+
+def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
+           grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
+           arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None = None) -> Any:
+    """Launch one tile's kernel.
+
+    ``scalars`` are the leading arguments (parameters, host iterators, lb, ub);
+    ``grid[d] = (lo, hi)`` is band loop ``d``'s iterator range over the tile, whose
+    ``lo`` values are passed next (the iterator of work-item 0); ``cl_band[c]`` is the
+    band loop mapped to OpenCL dimension ``c``; ``arrays`` are ``(name, slots, ndim)``
+    in kernel argument order.
+    """
+    knl = dev.kernel(source, name)  # type: ignore[attr-defined]
+    args = list(scalars) + [np.int32(lo) for lo, _ in grid]
+    for a, slots, ndim in arrays:
+        args += kernel_args(tb, a, slots, ndim)
+    gsize = tuple(max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band) if grid else (1,)
+    return dev.launch(knl, gsize, local, args)
+
+
+class Progress:
+    """A one-line progress bar on stderr for serial iterations; silent when not a terminal."""
+
+    def __init__(self, total: int, label: str = "", enabled: bool | None = None):
+        self.total = max(1, total)
+        self.label = label
+        self.done = 0
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._last = 0.0
+        self._t0 = time.perf_counter()
+
+    def step(self, n: int = 1) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self._last < 0.1 and self.done < self.total:
+            return
+        self._last = now
+        frac = min(1.0, self.done / self.total)
+        bar = "#" * int(30 * frac)
+        el = now - self._t0
+        eta = el / frac - el if frac > 0 else 0.0
+        sys.stderr.write(f"\r{self.label} [{bar:<30}] {self.done}/{self.total} "
+                         f"{el:6.1f}s eta {eta:5.1f}s")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()

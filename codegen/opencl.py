@@ -1,0 +1,465 @@
+"""OpenCL C kernels for the kernel nests of a plan (paper Section 6.4 and Figure 9).
+
+.. autoclass:: KernelSource
+.. autofunction:: generate_kernel
+.. autofunction:: expr_type
+
+One kernel per :class:`codegen.deps.Nest`. A work-item runs one point of the nest's
+parallel band; everything below the band (loops and statements, in textual order)
+runs sequentially inside it. The kernel never sees a whole array: each array arrives
+as a few *slots*, one per disjoint bounding box the tile holds of it on the device
+(:func:`bbmm.runtime.kernel_args` packs them), and every array reference goes through
+an access macro. Per access function the host passes ``A_sel<id>``: the slot whose
+box holds everything that access touches in this tile, or -1 when the access is split
+over several boxes. A selected slot is picked by a ternary on that uniform value (no
+bounds test, no divergence); a split access tests each slot's ``lo``/``hi`` in order
+and uses the first holding the index (Figure 9's ``split`` path).
+
+Argument order (``KernelSource.arg_names``)::
+
+    int params..., float params..., host iterators...,
+    int lb, int ub, int g0[, int g1[, int g2]]           (absent for an empty band)
+    per array accessed (scop order), per slot s:
+        __global T* A_buf<s>, long A_base<s>, int A_st<s>_<d> (d < ndim-1),
+        int A_lo<s>_<d>..., int A_hi<s>_<d>...
+    then int A_sel<access id>... (access ids of the array in the nest, increasing)
+
+Band mapping: the *innermost* band loop is OpenCL dimension 0 (consecutive
+work-items then touch consecutive elements of a row-major array, which coalesces on a
+GPU); :attr:`KernelSource.band_dim_of_cl_dim` records it.
+
+C semantics are kept where OpenCL differs: math functions get their C argument types
+(``exp(float)`` is a double computation in C, ``sqrtf`` a float one; OpenCL's overloads
+would pick float and reject ``sqrt(int)``), ``abs`` stays int, ``MIN``/``MAX``/``min``/
+``max`` become OpenCL ``min``/``max`` on the common type. Without fp64 every double
+(literal, parameter, cast, math function) becomes float; double arrays are refused.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from bbmm.diagnostic import UnsupportedProgramError, UsageError
+from codegen.deps import Nest, Plan
+from codegen.scop import (
+    ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Ternary, UnOp,
+    Var, to_c)
+
+__all__ = ["KernelSource", "expr_type", "generate_kernel"]
+
+# {{{ result
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """The OpenCL C text of one nest's kernel and what the host needs to launch it."""
+
+    name: str
+    """``<function>_nest<id>``."""
+    source: str
+    arg_names: tuple[str, ...]
+    """Every kernel argument, in order (see the module docstring)."""
+    arrays: tuple[str, ...]
+    """Arrays accessed by the nest, in argument order (the scop's order)."""
+    band_ndim: int
+    """Number of band loops (0: the kernel runs as one work-item)."""
+    arg_types: tuple[str, ...] = ()
+    """OpenCL C type of each argument, parallel to :attr:`arg_names`."""
+    band_dim_of_cl_dim: tuple[int, ...] = ()
+    """``band_dim_of_cl_dim[c]`` is the band loop (0 = outermost) that OpenCL dimension c
+    enumerates: ``(band_ndim - 1, ..., 0)``, innermost band loop first."""
+    slots: tuple[int, ...] = ()
+    """Kernel slots per array, parallel to :attr:`arrays`."""
+    access_ids: tuple[tuple[int, ...], ...] = ()
+    """Per array (parallel to :attr:`arrays`), the access ids whose ``A_sel<id>`` arguments
+    follow its slots, in order: ``TileBuffers.access[a][k]`` must describe
+    ``access_ids[a][k]`` (one initial bounding box per access function)."""
+    band_iterators: tuple[str, ...] = ()
+    host_iterators: tuple[str, ...] = ()
+    split_all: bool = False
+    """Every access takes the split path whatever its ``A_sel`` (Figure 10(c))."""
+    fp64: bool = False
+    """The kernel uses doubles (enables ``cl_khr_fp64``)."""
+
+    copy = replace
+
+    def global_size(self, extents: Sequence[int]) -> tuple[int, ...]:
+        """NDRange global size from the extent of each band loop (outermost first)."""
+        if len(extents) != self.band_ndim:
+            raise UsageError(f"{self.name}: {len(extents)} extents for a band of "
+                             f"{self.band_ndim} loop(s)")
+        if not self.band_ndim:
+            return (1,)
+        return tuple(int(extents[d]) for d in self.band_dim_of_cl_dim)
+
+# }}}
+
+# {{{ C types of expressions
+
+
+_INT_RANK = {"char": 1, "signed char": 1, "unsigned char": 1, "short": 2, "unsigned short": 2,
+             "int": 3, "signed": 3, "signed int": 3, "unsigned": 4, "unsigned int": 4,
+             "long": 5, "long int": 5, "long long": 5, "unsigned long": 6,
+             "unsigned long long": 6}
+_CL_TYPE = {"long long": "long", "long int": "long", "unsigned long long": "unsigned long",
+            "long double": "double", "signed": "int", "signed int": "int",
+            "unsigned": "unsigned int", "_Bool": "int", "bool": "int"}
+_MATH = frozenset({
+    "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "fabs", "fmin", "fmax",
+    "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
+    "floor", "ceil", "round", "trunc", "erf", "erfc", "fmod", "cbrt", "hypot", "copysign",
+    "rsqrt"})
+"""C math functions taking and returning double; ``<name>f`` takes and returns float."""
+_MINMAX = {"min": "min", "max": "max", "MIN": "min", "MAX": "max"}
+_FLOAT_CONSTANTS = {"M_PI": "M_PI_F", "M_E": "M_E_F", "M_SQRT2": "M_SQRT2_F",
+                    "DBL_MAX": "INFINITY", "DBL_MIN": "0.0f"}
+"""Double constants without fp64: the nearest float (``(float)DBL_MAX`` is inf in C)."""
+_CL_RESERVED = frozenset({
+    "kernel", "__kernel", "global", "__global", "local", "__local", "constant", "__constant",
+    "private", "__private", "read_only", "write_only", "read_write", "half", "bool", "uchar",
+    "ushort", "uint", "ulong", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "event_t",
+    "sampler_t", "image1d_t", "image2d_t", "image3d_t", "complex", "imaginary", "quad",
+    "vec_type_hint", "reqd_work_group_size", "work_group_size_hint", "max", "min"})
+
+
+def _ctype(t: str) -> str:
+    return _CL_TYPE.get(t, t)
+
+
+def _is_real(t: str) -> bool:
+    return t in ("float", "double")
+
+
+def _common(a: str, b: str) -> str:
+    """C's usual arithmetic conversions, for the types this IR has."""
+    for real in ("double", "float"):
+        if real in (a, b):
+            return real
+    ra, rb = _INT_RANK.get(a, 3), _INT_RANK.get(b, 3)
+    r = max(ra, rb, 3)
+    return a if r == ra else b if r == rb else "int"
+
+
+def _promote(t: str) -> str:
+    return t if _is_real(t) or _INT_RANK.get(t, 3) >= 3 else "int"
+
+
+def expr_type(e: Expr, scop: Scop) -> str:
+    """The C type of an expression under C's rules (``int``, ``long``, ``float``,
+    ``double``...): ``alpha * (float) c[i]`` is float, ``0.2 * A[i]`` double."""
+    if isinstance(e, (Num, Var)):
+        return _ctype(e.ctype)
+    if isinstance(e, ArrayRef):
+        return scop.array(e.array).ctype
+    if isinstance(e, Cast):
+        return _ctype(e.ctype)
+    if isinstance(e, UnOp):
+        return "int" if e.op == "!" else _promote(expr_type(e.operand, scop))
+    if isinstance(e, BinOp):
+        if e.op in ("<", "<=", ">", ">=", "==", "!=", "&&", "||"):
+            return "int"
+        if e.op in ("<<", ">>"):
+            return _promote(expr_type(e.left, scop))
+        return _common(expr_type(e.left, scop), expr_type(e.right, scop))
+    if isinstance(e, Ternary):
+        return _common(expr_type(e.then, scop), expr_type(e.else_, scop))
+    if isinstance(e, Call):
+        if e.func in _MINMAX:
+            out = "int"
+            for a in e.args:
+                out = _common(out, expr_type(a, scop))
+            return out
+        if e.func == "abs":
+            return "int"
+        return "float" if e.func.endswith("f") and e.func[:-1] in _MATH else "double"
+    raise TypeError(f"not an expression: {e!r}")
+
+
+class _Lower:
+    """Rewrite an expression so that OpenCL C computes what C does (see module docstring)."""
+
+    def __init__(self, scop: Scop, fp64: bool):
+        self.scop, self.fp64 = scop, fp64
+
+    def real(self, t: str) -> str:
+        return "float" if t == "double" and not self.fp64 else t
+
+    def type(self, e: Expr) -> str:
+        return self.real(expr_type(e, self.scop))
+
+    def cast(self, e: Expr, t: str) -> Expr:
+        return e if self.type(e) == t else Cast(t, self(e))
+
+    def __call__(self, e: Expr) -> Expr:
+        if isinstance(e, Num):
+            if e.ctype == "double" and not self.fp64:
+                if e.value in _FLOAT_CONSTANTS:
+                    return Num(_FLOAT_CONSTANTS[e.value], "float")
+                return Num(e.value.rstrip("lL") + "f", "float")
+            return Num(e.value.rstrip("lL"), e.ctype) if e.ctype == "double" else e
+        if isinstance(e, (Var, ArrayRef)):
+            return e
+        if isinstance(e, Cast):
+            return Cast(self.real(_ctype(e.ctype)), self(e.operand))
+        if isinstance(e, UnOp):
+            return UnOp(e.op, self(e.operand))
+        if isinstance(e, BinOp):
+            return BinOp(e.op, self(e.left), self(e.right))
+        if isinstance(e, Ternary):
+            return Ternary(self(e.cond), self(e.then), self(e.else_))
+        if isinstance(e, Call):
+            return self.call(e)
+        raise TypeError(f"not an expression: {e!r}")
+
+    def call(self, e: Call) -> Expr:
+        if e.func in _MINMAX:
+            t = self.type(e)
+            return Call(_MINMAX[e.func], tuple(self.cast(a, t) for a in e.args))
+        if e.func == "abs":                  # OpenCL abs(int) is uint; C's is int
+            return Cast("int", Call("abs", tuple(self.cast(a, "int") for a in e.args)))
+        t = self.type(e)
+        name = e.func[:-1] if e.func.endswith("f") and e.func[:-1] in _MATH else e.func
+        return Call(name, tuple(self.cast(a, t) for a in e.args))
+
+# }}}
+
+# {{{ access macros (Figure 9)
+
+
+def _access_macros(a: str, ndim: int, slots: int, split_all: bool) -> list[str]:
+    xs = [f"x{d}" for d in range(ndim)]
+    xl = ", ".join(xs)
+    off = " + ".join([f"(long)({x}) * {a}_st##s##_{d}" for d, x in enumerate(xs[:-1])]
+                     + [f"(long)({xs[-1]})"])
+    inside = " && ".join(f"({x}) >= {a}_lo##s##_{d} && ({x}) <= {a}_hi##s##_{d}"
+                         for d, x in enumerate(xs))
+
+    def chain(test, last: int) -> str:
+        out = f"&{a}_AT({last}, {xl})"
+        for s in reversed(range(last)):
+            out = f"{test(s)} ? &{a}_AT({s}, {xl}) : {out}"
+        return f"({out})"
+
+    sel = chain(lambda s: f"(k) == {s}", slots - 1)
+    find = chain(lambda s: f"{a}_IN({s}, {xl})", slots - 1)
+    ref = f"(*{a}_FIND({xl}))" if split_all else \
+        f"(*((k) >= 0 ? {a}_SEL(k, {xl}) : {a}_FIND({xl})))"
+    return [
+        f"/* {a}: element ({xl}) of slot s, 64-bit offsets */",
+        f"#define {a}_AT(s, {xl}) {a}_buf##s[{a}_base##s + {off}]",
+        f"/* {a}: is ({xl}) inside slot s's box? */",
+        f"#define {a}_IN(s, {xl}) ({inside})",
+        f"/* {a}: unsplit access, slot k chosen by its uniform sel value (no bounds test) */",
+        f"#define {a}_SEL(k, {xl}) {sel}",
+        f"/* {a}: split access, the first slot whose box holds the index */",
+        f"#define {a}_FIND({xl}) {find}",
+        "/* " + a + (": every access split (split_all)" if split_all else
+                     ": an lvalue; k is the access's sel (-1: split)") + " */",
+        f"#define {a}_REF(k, {xl}) {ref}",
+    ]
+
+# }}}
+
+# {{{ the kernel
+
+
+class _Emitter:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.level = 0
+
+    def __call__(self, line: str = "") -> None:
+        self.lines.append("  " * self.level + line if line else "")
+
+
+def _comment(text: str) -> str:
+    return "/* " + " ".join(text.replace("*/", "* /").split()) + " */"
+
+
+def _nodes_of(scop: Scop, nest: Nest) -> tuple[Node, ...]:
+    """The nodes a work-item runs: children of the innermost band loop, or for an empty
+    band the nest's statements (and loops) among the innermost host loop's children."""
+    if nest.band:
+        return scop.loop_node(nest.band[-1]).children
+    siblings = scop.loop_node(nest.host_loops[-1]).children if nest.host_loops else scop.tree
+    names = set(nest.statements)
+
+    def ours(n: Node) -> bool:
+        stmts = list(n.statements()) if isinstance(n, LoopNode) else [n]
+        return bool(stmts) and all(s.name in names for s in stmts)
+
+    return tuple(n for n in siblings if ours(n))
+
+
+def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *,
+                    split_all: bool = False, fp64: bool = True) -> KernelSource:
+    """OpenCL C for one kernel nest, parameterised on bounding-box slots (Figure 9).
+
+    :arg slots: kernel slots per array accessed by the nest (at least 1); the host
+        passes ``kernel_args(tb, a, slots[a], ndim)`` for each.
+    :arg split_all: force every access through the split path (the paper's worst case,
+        Figure 10(c)); ``A_sel`` arguments are still taken and ignored.
+    :arg fp64: the device supports doubles; without, doubles become float and a double
+        array is an :class:`UnsupportedProgramError`.
+    """
+    if nest not in plan.nests:
+        raise UsageError(f"nest {nest.id} is not a nest of the given plan")
+    name = f"{scop.function}_nest{nest.id}"
+    stmts = [scop.statement(s) for s in nest.statements]
+    accesses = sorted((a for s in stmts for a in s.accesses), key=lambda a: a.id)
+    arrays = [a for a in scop.arrays if any(acc.array == a.name for acc in accesses)]
+    band = [scop.loop(i) for i in nest.band]
+    host = [scop.loop(i) for i in nest.host_loops]
+    inner = [scop.loop(i) for i in nest.inner_loops]
+    nb = len(band)
+    lower = _Lower(scop, fp64)
+    used = set(scop.int_params) | {n for n, _ in scop.float_params} | \
+        {a.name for a in scop.arrays} | {lp.iterator for lp in scop.loops()}
+    for n in sorted(used & _CL_RESERVED):
+        raise UnsupportedProgramError(f"{scop.filename}: '{n}' is a reserved word of OpenCL C; "
+                                      f"rename it in the C source")
+
+    def fresh(n: str) -> str:
+        return n if n not in used else f"_bbmm_{n}"
+
+    lb, ub = fresh("lb"), fresh("ub")
+    gs = [fresh(f"g{d}") for d in range(nb)]
+    for a in arrays:
+        if a.ctype == "double" and not fp64:
+            raise UnsupportedProgramError(f"array '{a.name}' is double but the device has no "
+                                          f"fp64 support", a.coord)
+        if slots.get(a.name, 0) < 1:
+            raise UsageError(f"{name}: no kernel slots given for array '{a.name}' "
+                             f"(slots={dict(slots)})")
+
+    # {{{ arguments: (comment, lines of (type, name))
+    groups: list[tuple[str, list[list[tuple[str, str]]]]] = []
+    groups.append(("parameters", [[("int", p) for p in scop.int_params]
+                                  + [(lower.real(_ctype(t)), p) for p, t in scop.float_params]]))
+    groups.append(("host (serial) iterators, outermost first",
+                   [[("int", lp.iterator) for lp in host]]))
+    if nb:
+        groups.append((f"tile bounds on band loop '{band[0].iterator}'; iterator of "
+                       f"work-item 0 per band loop", [[("int", lb), ("int", ub)],
+                                                      [("int", g) for g in gs]]))
+    access_ids = []
+    for a in arrays:
+        ns, lines = slots[a.name], []
+        for s in range(ns):
+            lines.append([(f"__global {a.ctype}*", f"{a.name}_buf{s}"),
+                          ("long", f"{a.name}_base{s}")]
+                         + [("int", f"{a.name}_st{s}_{d}") for d in range(a.ndim - 1)])
+            lines.append([("int", f"{a.name}_lo{s}_{d}") for d in range(a.ndim)]
+                         + [("int", f"{a.name}_hi{s}_{d}") for d in range(a.ndim)])
+        ids = tuple(acc.id for acc in accesses if acc.array == a.name)
+        access_ids.append(ids)
+        lines.append([("int", f"{a.name}_sel{k}") for k in ids])
+        groups.append((f"array {a.name}: {ns} slot(s) (buffer, base, strides; box), then "
+                       f"the slot of each access or -1 when split", lines))
+    flat = [arg for _, lines in groups for line in lines for arg in line]
+    # }}}
+
+    uses_double = fp64 and _uses_double(scop, stmts, arrays)
+    out = _Emitter()
+    out(_comment(f"{scop.filename}: {scop.function}, nest {nest.id}; band: "
+                 f"{', '.join(lp.iterator for lp in band) or '(none: one work-item)'}; "
+                 f"host loops: {', '.join(lp.iterator for lp in host) or '(none)'}; "
+                 f"inner loops: {', '.join(lp.iterator for lp in inner) or '(none)'}"))
+    if uses_double:
+        out("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    out()
+    for a in arrays:
+        for line in _access_macros(a.name, a.ndim, slots[a.name], split_all):
+            out(line)
+        out()
+    out(f"__kernel void {name}(")
+    left = len(flat)
+    for g, lines in groups:
+        if any(lines):
+            out(f"    /* {g} */")
+        for line in lines:
+            if line:
+                left -= len(line)
+                out("    " + ", ".join(f"{t} {n}" for t, n in line) + ("," if left else ""))
+    out(")")
+    out("{")
+    out.level = 1
+    cl_dim = {nb - 1 - c: c for c in range(nb)}
+    for d, lp in enumerate(band):
+        out(_comment(f"band loop {d} '{lp.iterator}' (loop {lp.id}): OpenCL dimension "
+                     f"{cl_dim[d]}" + ("; outside the tile or the loop: nothing to do"
+                                       if d == 0 else "; outside the loop: nothing to do")))
+        out(f"const int {lp.iterator} = {gs[d]} + (int)get_global_id({cl_dim[d]});")
+        tests = ([f"{lp.iterator} < {lb}", f"{lp.iterator} > {ub}"] if d == 0 else []) \
+            + [f"{lp.iterator} < {lp.lower}", f"{lp.iterator} > {lp.upper}"]
+        out(f"if ({' || '.join(tests)})")
+        out("  return;")
+    if not nb:
+        out("/* empty band: the nest runs as a single work-item */")
+
+    def ref(r: ArrayRef) -> str:
+        return f"{r.array}_REF({r.array}_sel{r.access}, {', '.join(str(x) for x in r.index)})"
+
+    def emit(nodes: tuple[Node, ...]) -> None:
+        for n in nodes:
+            if isinstance(n, LoopNode):
+                lp = n.loop
+                out(_comment(f"loop {lp.id}: {lp.text or lp.iterator}"))
+                out(f"for (int {lp.iterator} = {lp.lower}; {lp.iterator} <= {lp.upper}; "
+                    f"{lp.iterator}++) {{")
+                out.level += 1
+                emit(n.children)
+                out.level -= 1
+                out("}")
+                continue
+            out(_comment(f"{n.name}: {n.text or to_c(n.rhs)}"))
+            body = f"{ref(n.lhs)} {n.op} {to_c(lower(n.rhs), ref)};"
+            if n.guards:
+                out(f"if ({' && '.join(f'({g})' for g in n.guards)})")
+                out("  " + body)
+            else:
+                out(body)
+
+    emit(_nodes_of(scop, nest))
+    out.level = 0
+    out("}")
+    out()
+    for a in arrays:
+        out(f"#undef {a.name}_AT\n#undef {a.name}_IN\n#undef {a.name}_SEL\n"
+            f"#undef {a.name}_FIND\n#undef {a.name}_REF")
+    return KernelSource(
+        name=name, source="\n".join(out.lines) + "\n",
+        arg_names=tuple(n for _, n in flat), arrays=tuple(a.name for a in arrays),
+        band_ndim=nb, arg_types=tuple(t for t, _ in flat),
+        band_dim_of_cl_dim=tuple(nb - 1 - c for c in range(nb)),
+        slots=tuple(slots[a.name] for a in arrays), access_ids=tuple(access_ids),
+        band_iterators=tuple(lp.iterator for lp in band),
+        host_iterators=tuple(lp.iterator for lp in host), split_all=split_all,
+        fp64=uses_double)
+
+
+def _uses_double(scop: Scop, stmts: list[Statement], arrays: list) -> bool:
+    if any(a.ctype == "double" for a in arrays) or \
+            any(t == "double" for _, t in scop.float_params):
+        return True
+
+    def walk(e: Expr) -> bool:
+        if isinstance(e, (Num, Var)):
+            return e.ctype == "double"
+        if isinstance(e, Cast):
+            return _ctype(e.ctype) == "double" or walk(e.operand)
+        if isinstance(e, Call):
+            return expr_type(e, scop) == "double" or any(walk(a) for a in e.args)
+        if isinstance(e, UnOp):
+            return walk(e.operand)
+        if isinstance(e, BinOp):
+            return walk(e.left) or walk(e.right)
+        if isinstance(e, Ternary):
+            return walk(e.cond) or walk(e.then) or walk(e.else_)
+        return False
+
+    return any(walk(s.rhs) for s in stmts)
+
+# }}}
+
+# vim: foldmethod=marker
