@@ -140,8 +140,9 @@ class Box:
 
     def shift(self, offset: Sequence[int]) -> Box:
         """The box moved by ``offset`` (``lo + offset``, ``hi + offset``)."""
+        offset = _as_bounds("shift offset", offset)  # numpy integers become ints
         if len(offset) != len(self.lo):
-            raise ValueError(f"offset {tuple(offset)} has {len(offset)} dimensions, "
+            raise ValueError(f"offset {offset} has {len(offset)} dimensions, "
                              f"box {self} has {self.ndim}")
         return _box(tuple(l + o for l, o in zip(self.lo, offset)),
                     tuple(h + o for h, o in zip(self.hi, offset)))
@@ -225,7 +226,10 @@ class Box:
         """bb_is_subset: every point of ``self`` lies in ``other`` (the empty box is a subset of all)."""
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "issubset")
-        return _within(self.lo, self.hi, other.lo, other.hi) or self.is_empty
+        for l, h, ol, oh in zip(self.lo, self.hi, other.lo, other.hi):
+            if l < ol or h > oh:
+                return self.is_empty  # outside other's bounds: only an empty box is a subset
+        return True
 
     __le__ = issubset
 
@@ -338,8 +342,8 @@ def _merge_adjacent(boxes: list[Box]) -> list[Box]:
     return boxes
 
 
-def _neg_volume(b: Box) -> int:
-    return -b.volume
+def _first(pair: tuple[int, Box]) -> int:
+    return pair[0]
 
 
 def disjoint(boxes: Iterable[Box], merge: bool = True) -> list[Box]:
@@ -350,14 +354,14 @@ def disjoint(boxes: Iterable[Box], merge: bool = True) -> list[Box]:
     inside ``path[i][j]``) never splits the big one. With ``merge``, touching pieces
     that form one box are fused afterwards.
     """
-    items = [b for b in boxes if not b.is_empty]
+    sized = [(b.volume, b) for b in boxes]
+    items = [b for v, b in sorted(sized, key=_first, reverse=True) if v]  # stable: ties keep order
     if not items:
         return []
     nd = len(items[0].lo)
     for b in items:
         if len(b.lo) != nd:
             raise ValueError(f"disjoint() of boxes of different dimensions: {items[0]} and {b}")
-    items.sort(key=_neg_volume)
     kept: list[Box] = []
     for b in items:  # drop duplicates and subsumed boxes (first level of reuse)
         lo, hi = b.lo, b.hi
