@@ -17,7 +17,7 @@ import logging
 import sys
 from typing import Any, Callable, Sequence
 
-from .diagnostic import BBMMError, UsageError, format_bytes, parse_bytes
+from .diagnostic import BBMMError, CheckError, UsageError, format_bytes, parse_bytes
 
 Command = tuple[str, str, Callable[[argparse.ArgumentParser], None],
                 Callable[[argparse.Namespace], int]]
@@ -122,9 +122,149 @@ def _print_devices(disc: Any, chosen: set[int], logical: list[dict[str, Any]]) -
 # }}}
 
 
+# {{{ bbmm compile / bbmm run
+
+def _add_source(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="C file holding the kernel function")
+    p.add_argument("--function", metavar="NAME", default=None,
+                   help="the kernel function (default: the file's only loop-nest function "
+                        "other than main and init_*)")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="define a preprocessor macro (repeatable)")
+
+
+def _defines(args: argparse.Namespace) -> dict[str, str]:
+    out = {}
+    for d in args.defines:
+        name, _, value = d.partition("=")
+        out[name] = value or "1"
+    return out
+
+
+def _compile(args: argparse.Namespace) -> Any:
+    import os
+
+    from codegen.compile import compile_program
+
+    if not os.path.exists(args.file):
+        raise UsageError(f"{args.file}: no such file")
+    return compile_program(args.file, function=args.function, defines=_defines(args),
+                           split_all=getattr(args, "split_all", False))
+
+
+def _add_compile(p: argparse.ArgumentParser) -> None:
+    _add_source(p)
+    p.add_argument("-o", "--output", metavar="DIR", default=None,
+                   help="write <kernel>.cl and the host driver <kernel>_host.py into DIR")
+    p.add_argument("--split-all", action="store_true",
+                   help="treat every access as split over boxes (worst case, Figure 10(c))")
+    g = p.add_argument_group("debugging")
+    g.add_argument("--dump-scop", action="store_true", help="print domains and accesses")
+    g.add_argument("--dump-deps", action="store_true", help="print the dependences")
+    g.add_argument("--dump-kernels", action="store_true", help="print the OpenCL source")
+    g.add_argument("--dump-host", action="store_true", help="print the host driver")
+    g.add_argument("--explain", action="store_true", help="print everything above")
+
+
+def _run_compile(args: argparse.Namespace) -> int:
+    prog = _compile(args)
+    print(prog.summary())
+    if args.dump_scop or args.explain:
+        for st in prog.scop.statements:
+            print(f"{st.name}: {st.domain}")
+            for a in st.accesses:
+                print(f"  {a.kind:5} {a.text}: {a.relation}")
+    if args.dump_deps or args.explain:
+        from codegen.deps import dependences
+        d = dependences(prog.scop)
+        print(f"flow: {d.flow}")
+        print(f"all:  {d.all}")
+    if args.dump_kernels or args.explain:
+        print(prog.kernel_source)
+    if args.dump_host or args.explain:
+        print(prog.host_source)
+    if args.output:
+        from codegen.compile import write_program
+        cl, py = write_program(prog, args.output)
+        print(f"wrote {cl} and {py}")
+    return 0
+
+
+def make_devices_from_args(args: argparse.Namespace) -> list[Any]:
+    from .devices.opencl import make_devices
+
+    if args.devices is not None and args.devices < 1:
+        raise UsageError(f"--devices must be at least 1, got {args.devices}")
+    return make_devices(args.devices, cap=device_mem(args), platform=platform_arg(args),
+                        kind=args.device_kind)
+
+
+def run_with_errors(fn: Callable[[], int]) -> int:
+    """Call ``fn``; a BBMMError becomes one line on stderr and exit status 1 (2 for usage)."""
+    try:
+        return fn()
+    except UsageError as e:
+        print(f"bbmm: error: {e}", file=sys.stderr)
+        return 2
+    except BBMMError as e:
+        print(f"bbmm: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 1
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    from .run import add_run_options
+
+    _add_source(p)
+    add_device_options(p)
+    add_run_options(p)
+    p.add_argument("--check", action="store_true",
+                   help="compare every array with the sequential C program (system compiler)")
+    p.add_argument("--no-init", action="store_true",
+                   help="ignore init_<kernel> and fill arrays with seeded random data")
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    from codegen.compile import load_driver
+
+    from .reference import init_arrays
+    from .run import check_against_reference, execute, host_arrays, parse_params, report
+
+    prog = _compile(args)
+    scop = prog.scop
+    params, scalars = parse_params(args.param, scop.int_params, scop.float_params)
+    module = load_driver(prog)
+    devices = make_devices_from_args(args)
+    init, scalars = init_arrays(scop, params, seed=args.seed, scalars=scalars,
+                                defines=_defines(args), use_init=not args.no_init)
+    arrays = host_arrays(module, params, devices)
+    for name, a in arrays.items():
+        a[...] = init[name]
+    res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
+                  reuse=not args.no_reuse, coherence=args.coherence,
+                  progress=False if args.no_progress else None)
+    if args.check:
+        check_against_reference(res, args.file, scop, init, _defines(args))
+    print(report(res, scop.function))
+    for m in res.mismatches:
+        print(f"  mismatch: {m}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res.as_json(scop.function), f, indent=1)
+    if res.check == "fail":
+        raise CheckError(f"{scop.function}: result differs from the sequential program "
+                         f"({res.mismatches[0]})")
+    return 0
+
+# }}}
+
+
 COMMANDS: list[Command] = [
     ("devices", "list OpenCL devices and the logical devices bbmm would make",
      _add_devices, _run_devices),
+    ("compile", "compile a C kernel: print its boxes, write kernels and a host driver",
+     _add_compile, _run_compile),
+    ("run", "compile (cached) and run a C kernel on the devices, optionally --check it",
+     _add_run, _run_run),
 ]
 
 
@@ -166,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bbmm: error: {e}", file=sys.stderr)
         return 2
     except BBMMError as e:
-        print(f"bbmm: error: {e}", file=sys.stderr)
+        print(f"bbmm: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("bbmm: interrupted", file=sys.stderr)

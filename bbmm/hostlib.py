@@ -37,6 +37,11 @@ def tiles_covering(lo: int, hi: int, size: int) -> range:
     return range(lo // size, hi // size + 1)
 
 
+def scalars(values: Sequence[Any]) -> list[Any]:
+    """Kernel scalar arguments: Python ints become OpenCL ``int``; numpy floats stay typed."""
+    return [np.int32(v) if isinstance(v, (int, np.integer)) else v for v in values]
+
+
 def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
            grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
            arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None = None) -> Any:

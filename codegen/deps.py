@@ -138,13 +138,26 @@ class Plan:
 
 
 def plan(scop: Scop, parallel: Mapping[int, bool] | None = None, max_band: int = 3) -> Plan:
-    """Walk the loop tree from the root: a non-parallel loop runs on the host, the first
-    parallel loop met on each path starts a kernel nest whose band grows with perfectly
-    nested parallel loops (up to ``max_band``); statements met outside any parallel loop
-    form, per run of consecutive statements, a nest with an empty band."""
+    """Walk the loop tree from the root and decide where each loop runs.
+
+    * A parallel loop met on a path starts a kernel nest whose band grows with perfectly
+      nested parallel loops (up to ``max_band``); the loops below the band are
+      ``inner_loops``.
+    * A non-parallel loop with some parallel loop below it runs on the host
+      (``serial_loops``) and the walk goes on inside it.
+    * A non-parallel loop with *no* parallel loop anywhere below it (Floyd-Warshall without
+      the pragma, a prefix sum) is not worth n^d host iterations of a one-work-item
+      kernel: it and its whole subtree form one empty-band nest whose loops all run
+      sequentially inside a single work-item (``inner_loops``).
+    * Statements met outside any loop of the above kinds form, per run of consecutive
+      statements, a nest with an empty band.
+    """
     par = parallel_loops(scop) if parallel is None else dict(parallel)
     nests: list[Nest] = []
     serial: list[int] = []
+
+    def has_parallel(node: LoopNode) -> bool:
+        return any(par[lp.id] for lp in node.loops())
 
     def walk(nodes: tuple[Node, ...], host: tuple[int, ...]) -> None:
         pending: list[str] = []
@@ -160,8 +173,12 @@ def plan(scop: Scop, parallel: Mapping[int, bool] | None = None, max_band: int =
                 continue
             flush()
             if not par[n.loop.id]:
-                serial.append(n.loop.id)
-                walk(n.children, host + (n.loop.id,))
+                if has_parallel(n):
+                    serial.append(n.loop.id)
+                    walk(n.children, host + (n.loop.id,))
+                else:                      # all-sequential subtree: one work-item kernel
+                    nests.append(Nest(len(nests), (), tuple(s.name for s in n.statements()),
+                                      host, tuple(lp.id for lp in n.loops())))
                 continue
             band, inner = [n.loop.id], n
             while len(band) < max_band and len(inner.children) == 1 \

@@ -1,0 +1,197 @@
+"""Running a compiled program: devices, host arrays, the driver, ``--check``, the report.
+
+Shared by ``bbmm run`` and by generated drivers run on their own
+(``python floyd_host.py --devices 2 --param n=4096``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .diagnostic import BBMMError, CheckError, UsageError, format_bytes, parse_bytes
+from .runtime import COHERENCE, MODES, Runtime
+
+DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32}
+
+
+def parse_params(items: Sequence[str] | None, int_params: Sequence[str],
+                 float_params: Sequence[tuple[str, str]]) -> tuple[dict[str, int],
+                                                                     dict[str, float]]:
+    """``["n=64", "alpha=1.5"]`` -> (ints, floats); every integer parameter must be given."""
+    ints: dict[str, int] = {}
+    floats: dict[str, float] = {}
+    fnames = {n for n, _ in float_params}
+    for item in items or ():
+        name, eq, value = item.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise UsageError(f"--param {item!r}: expected NAME=VALUE, e.g. --param n=1024")
+        if name in int_params:
+            try:
+                ints[name] = int(value, 0)
+            except ValueError:
+                raise UsageError(f"--param {name}={value}: {name} is an integer parameter") from None
+        elif name in fnames:
+            try:
+                floats[name] = float(value)
+            except ValueError:
+                raise UsageError(f"--param {name}={value}: not a number") from None
+        else:
+            known = ", ".join(list(int_params) + sorted(fnames)) or "none"
+            raise UsageError(f"--param {name}: the kernel has no parameter {name!r} "
+                             f"(its parameters: {known})")
+    missing = [p for p in int_params if p not in ints]
+    if missing:
+        raise UsageError("missing " + ", ".join(f"--param {p}=VALUE" for p in missing) +
+                         f" (the kernel's integer parameters: {', '.join(int_params)})")
+    return ints, floats
+
+
+@dataclass
+class RunResult:
+    """What a run produced: the arrays, the runtime's statistics, and the check."""
+
+    arrays: dict[str, np.ndarray]
+    runtime: Runtime
+    params: dict[str, int]
+    scalars: dict[str, float]
+    tile: int
+    wall_s: float
+    check: str = "skipped"
+    mismatches: list[str] = field(default_factory=list)
+
+    def as_json(self, kernel: str) -> dict[str, Any]:
+        rt = self.runtime
+        st = rt.stats.as_json()
+        return {"kernel": kernel, "devices": len(rt.devices), "params": self.params,
+                "scalars": self.scalars, "tile": self.tile, "mode": rt.mode,
+                "reuse": rt.reuse, "coherence": rt.coherence, "check": self.check,
+                "mismatches": self.mismatches, "wall_s": self.wall_s, **st}
+
+
+def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence[Any]
+                ) -> dict[str, np.ndarray]:
+    """Zeroed host arrays for the driver's ARRAYS, page-locked where the platform allows."""
+
+    env = dict(params)
+    out = {}
+    pinned = getattr(devices[0], "pinned_empty", None) if devices else None
+    for name, (ctype, dims) in module.ARRAYS.items():
+        shape = tuple(int(eval(d, {"__builtins__": {}, "min": min, "max": max}, env))
+                      for d in dims)
+        dt = DTYPES[ctype]
+        a = pinned(shape, dt) if pinned is not None else np.empty(shape, dt)
+        a[...] = 0
+        out[name] = a
+    return out
+
+
+def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
+            scalars: dict[str, float], arrays: dict[str, np.ndarray], *, tile: int | None = None,
+            mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
+            progress: bool | None = None) -> RunResult:
+    """Run a driver module on devices and host arrays (which hold the inputs)."""
+    if tile is None:
+        tile = module.default_tile(params, len(devices))
+    if tile < 1:
+        raise UsageError(f"--tile must be at least 1, got {tile}")
+    rt = Runtime(devices, arrays, mode=mode, reuse=reuse, coherence=coherence,
+                 max_pieces=module.SLOTS)
+    t0 = time.perf_counter()
+    module.run(rt, params, scalars, tile, progress)
+    wall = time.perf_counter() - t0
+    return RunResult(arrays, rt, params, scalars, tile, wall)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """Options of ``bbmm run`` that a standalone driver takes too."""
+    g = p.add_argument_group("run")
+    g.add_argument("--param", action="append", metavar="NAME=VALUE", default=[],
+                   help="value of a kernel parameter (repeatable; every integer parameter "
+                        "is required; floating ones default to 1.5)")
+    g.add_argument("--tile", type=int, default=None, metavar="T",
+                   help="tile size of the outermost parallel loop (default: one tile per device)")
+    g.add_argument("--mode", choices=MODES, default="disjoint",
+                   help="box allocation: disjoint boxes (BBMM) or one convex hull per array "
+                        "(Kim et al. 2011)")
+    g.add_argument("--no-reuse", action="store_true",
+                   help="allocate and read in every tile's boxes afresh (no inter-tile reuse)")
+    g.add_argument("--coherence", choices=COHERENCE, default="exact",
+                   help="exact flow-out sets (BBMM) or whole written blocks (block coherence)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the random input data")
+    g.add_argument("--json", metavar="PATH", default=None,
+                   help="write the run's statistics as JSON to PATH")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def report(res: RunResult, kernel: str) -> str:
+    rt = res.runtime
+    st = rt.stats
+    lines = [f"{kernel}: {len(rt.devices)} device(s), tile {res.tile}, {st.tiles} tiles, "
+             f"{res.wall_s:.3f} s; check {res.check}"]
+    for d, ds in zip(rt.devices, st.devices):
+        lines.append(f"  {d.name}: peak {format_bytes(ds.peak_bytes)}, h2d "
+                     f"{format_bytes(ds.h2d_bytes)}, d2h {format_bytes(ds.d2h_bytes)}, d2d "
+                     f"{format_bytes(ds.d2d_bytes)}, {ds.evictions} box-outs")
+    b = st.bytes
+    lines.append(f"  coherence: flow-out {format_bytes(b['flowout'])}, flow-in "
+                 f"{format_bytes(b['flowin'])}, write-out {format_bytes(b['writeout'])}, "
+                 f"read-in {format_bytes(b['readin'])}; memory management "
+                 f"{st.overhead_percent:.2f}% of {st.total_time:.3f} s")
+    return "\n".join(lines)
+
+
+def check_against_reference(res: RunResult, c_path: str, scop: Any, initial: dict[str, np.ndarray],
+                            defines: Mapping[str, str] | None = None) -> None:
+    """``--check``: run the sequential C kernel on the initial data and compare every array."""
+    from .reference import compare, run_reference
+
+    expect = run_reference(c_path, scop, res.params, res.scalars, initial,
+                           defines=dict(defines or {}))
+    bad = []
+    for a in scop.arrays:
+        m = compare(a.name, res.arrays[a.name], expect[a.name], a.ctype)
+        if m is not None:
+            bad.append(str(m))
+    res.check = "fail" if bad else "pass"
+    res.mismatches = bad
+
+
+def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
+    """``python <kernel>_host.py ...``: run a generated driver on its own."""
+    from .cli import add_device_options, make_devices_from_args, run_with_errors
+
+    p = argparse.ArgumentParser(prog=f"{module.FUNCTION}_host.py",
+                                description=f"bbmm driver for {module.FUNCTION} ({module.SOURCE})")
+    add_device_options(p)
+    add_run_options(p)
+    args = p.parse_args(argv)
+
+    def go() -> int:
+        params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS)
+        for name, _ in module.FLOAT_PARAMS:
+            scalars.setdefault(name, 1.5)
+        devices = make_devices_from_args(args)
+        arrays = host_arrays(module, params, devices)
+        rng = np.random.default_rng(args.seed)
+        for a in arrays.values():
+            if a.dtype.kind == "f":
+                a[...] = rng.random(a.shape)
+            else:
+                a[...] = rng.integers(0, 100, a.shape)
+        res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
+                      reuse=not args.no_reuse, coherence=args.coherence,
+                      progress=False if args.no_progress else None)
+        print(report(res, module.FUNCTION))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res.as_json(module.FUNCTION), f, indent=1)
+        return 0
+
+    return run_with_errors(go)

@@ -1,0 +1,140 @@
+"""The whole compiler: C file -> model -> plan -> boxes and flow sets -> kernels -> driver.
+
+:func:`compile_program` runs the stages in the paper's order and returns a
+:class:`Program`; :func:`write_program` puts the OpenCL kernels and the host driver
+in a folder; :func:`load_driver` compiles (cached by content) and imports the driver.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Mapping
+
+from codegen.boxes import extract_initial_bounding_boxes
+from codegen.deps import Plan, dependences, plan as make_plan
+from codegen.flow import plan_flow
+from codegen.frontend import parse_file
+from codegen.host import NestCode, generate_host
+from codegen.opencl import generate_kernel
+from codegen.scop import Scop
+from codegen.tiling import tile_bound_names, tile_nest
+
+MAX_SLOTS = 4
+
+
+@dataclass(frozen=True)
+class Program:
+    """A compiled C kernel: its model, plan, per-nest boxes/flow/kernels, and sources."""
+
+    path: str
+    scop: Scop
+    plan: Plan
+    nests: tuple[NestCode, ...]
+    slots: Mapping[str, int]
+    kernel_source: str
+    host_source: str
+
+    def summary(self) -> str:
+        """What ``bbmm compile`` prints: arrays, serial loops, bands, boxes per access."""
+        s = self.scop
+        out = [f"{self.path}: kernel {s.function}({', '.join(s.args)})"]
+        out.append("  arrays: " + ", ".join(f"{a.ctype} {a.name}[{']['.join(a.dims)}]"
+                                           for a in s.arrays))
+        ser = [s.loop(i).iterator for i in self.plan.serial_loops]
+        out.append(f"  serial loops (host): {', '.join(ser) or 'none'}")
+        for nc in self.nests:
+            t = nc.boxes.tiling
+            band = ", ".join(t.band) or "none (one work-item)"
+            out.append(f"  nest {nc.nest.id} ({', '.join(nc.nest.statements)}): parallel band "
+                       f"[{band}], tiled on {t.band[0] if t.band else '-'}, host loops "
+                       f"[{', '.join(t.host) or '-'}]")
+            for ab in nc.boxes.accesses:
+                box = ", ".join(f"{lo}..{hi}" for lo, hi in zip(ab.lo, ab.hi))
+                flags = [ab.kind] + (["cleanup"] if ab.cleanup else []) + \
+                    ([] if ab.exact else ["not exact"])
+                out.append(f"    {ab.text:<16} [{box}]  ({', '.join(flags)})")
+            for af in nc.flow.arrays:
+                fo = af.flow_out
+                box = ", ".join(f"{lo}..{hi}" for lo, hi in zip(fo.lo, fo.hi))
+                out.append(f"    flow-out {af.array}: [{box}]{'' if fo.exact else ' (bounding box)'}")
+        return "\n".join(out)
+
+
+def compile_program(path: str | os.PathLike, function: str | None = None,
+                    defines: Mapping[str, str] | None = None, *, split_all: bool = False,
+                    fp64: bool = True) -> Program:
+    """Compile one C kernel function (see the module docstring)."""
+    from bbmm import __version__
+
+    path = str(path)
+    scop = parse_file(path, function=function, defines=dict(defines or {}))
+    deps = dependences(scop)
+    plan = make_plan(scop)
+    lb, ub = tile_bound_names(scop)
+    counts: dict[str, int] = {}
+    tilings = [tile_nest(scop, n, lb, ub) for n in plan.nests]
+    boxes = [extract_initial_bounding_boxes(scop, t) for t in tilings]
+    for nb in boxes:
+        for a in nb.arrays:
+            counts[a] = max(counts.get(a, 1), len(nb.of_array(a)))
+    slots = {a.name: min(MAX_SLOTS, counts.get(a.name, 1)) for a in scop.arrays}
+    flows = plan_flow(scop, plan, tuple(tilings), deps)
+    nests = []
+    kernels = []
+    for n, t, nb, fl in zip(plan.nests, tilings, boxes, flows):
+        ks = generate_kernel(scop, plan, n, slots, split_all=split_all, fp64=fp64)
+        for a, ids in zip(ks.arrays, ks.access_ids):
+            # the kernel's A_sel arguments follow the order of the runtime's initial boxes
+            want = tuple(ab.access_id for ab in nb.of_array(a))
+            assert tuple(ids) == want, (a, ids, want)
+        kernels.append(ks.source)
+        nests.append(NestCode(n, nb, fl, ks))
+    kernel_source = "\n".join(kernels)
+    host = generate_host(scop, plan, nests, kernel_source, slots, os.path.basename(path),
+                         __version__)
+    return Program(path, scop, plan, tuple(nests), slots, kernel_source, host)
+
+
+def write_program(prog: Program, out_dir: str | os.PathLike) -> tuple[Path, Path]:
+    """Write ``<function>.cl`` and ``<function>_host.py`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cl = out / f"{prog.scop.function}.cl"
+    py = out / f"{prog.scop.function}_host.py"
+    cl.write_text(prog.kernel_source)
+    py.write_text(prog.host_source)
+    return cl, py
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("BBMM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bbmm")
+    return Path(base) / "drivers"
+
+
+def load_driver(prog: Program) -> ModuleType:
+    """Import the host driver of ``prog`` (written once to the cache, keyed by content)."""
+    h = hashlib.sha256(prog.host_source.encode()).hexdigest()[:16]
+    d = cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / f"{prog.scop.function}_{h}.py"
+    if not p.exists():
+        tmp = p.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(prog.host_source)
+        tmp.replace(p)
+    return load_module(p)
+
+
+def load_module(p: str | os.PathLike) -> ModuleType:
+    name = f"_bbmm_driver_{Path(p).stem}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
