@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["Box", "disjoint", "hull_all", "union_volume", "covers"]
+__all__ = ["Box", "disjoint", "hull_all", "union_volume", "covers", "merge_adjacent"]
 
 
 def _as_bounds(name: str, values: object) -> tuple[int, ...]:
@@ -420,3 +420,8 @@ def covers(boxes: Sequence[Box], target: Box) -> bool:
         if not rem:
             return True
     return not rem
+
+
+def merge_adjacent(boxes: Sequence[Box]) -> list[Box]:
+    """Fuse disjoint boxes that together form one box (same points, fewer boxes)."""
+    return _merge_adjacent(list(boxes))

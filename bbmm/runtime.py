@@ -23,11 +23,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .box import Box, disjoint, hull_all
+from .box import Box, disjoint, hull_all, merge_adjacent
 from .buffers import BufferManager, Copy
 from .coherence import Directory, HostCopy
 from .devices.base import Device
-from .diagnostic import UsageError
+from .diagnostic import TileTooLargeError, UsageError
 from .stats import DeviceStats, Stats
 
 MODES = ("disjoint", "convex")
@@ -190,7 +190,24 @@ class Runtime:
         return True
 
     def _acquire(self, t: Tile) -> TileBuffers:
-        """Lines 4-12 of Algorithm 4: disjoint boxes, present/alloc/readin, usage counts."""
+        """Lines 4-12 of Algorithm 4: disjoint boxes, present/alloc/readin, usage counts.
+
+        Under memory pressure a small box found inside a big resident one can pin too
+        much memory (Floyd's row k inside another tile's rows): if the tile does not fit,
+        its boxes are released and acquired again taking only exactly matching resident
+        boxes, so everything else can be boxed out.
+        """
+        taken: list[Copy] = []
+        try:
+            return self._acquire_once(t, taken, strict=False)
+        except TileTooLargeError:
+            mgr = self.managers[t.device]
+            for c in taken:
+                mgr.release(c, keep=self.reuse)
+            taken.clear()
+            return self._acquire_once(t, taken, strict=True)
+
+    def _acquire_once(self, t: Tile, taken: list[Copy], strict: bool) -> TileBuffers:
         mgr = self.managers[t.device]
         tb = TileBuffers()
         for a, init in t.boxes.items():
@@ -198,22 +215,26 @@ class Runtime:
             if not boxes:
                 continue
             host = self.host.array(a)
-            pieces = [hull_all(boxes)] if self.mode == "convex" else disjoint(boxes)
-            if len(pieces) > self.max_pieces.get(a, len(pieces)):
-                pieces = [hull_all(pieces)]
+            pieces = self._pieces(mgr, a, boxes, strict)
             flags = t.cleanup.get(a, ())
             out = []
-            for p in pieces:
-                c = mgr.present(a, p) if self.reuse else None
+            # present boxes are taken first, so that making room for the new ones below
+            # can never box out a copy this tile is about to use
+            for p, c in pieces:
                 if c is not None:
+                    mgr.acquire(c)
+                    taken.append(c)
                     mgr.stats.boxes_present += 1
+            for p, c in pieces:
+                if c is not None:
                     self.directory.refresh(c, [p], "refresh")
                 else:
                     c = mgr.alloc(a, p, host.itemsize)
                     if flags and all(f for b, f in zip(init, flags) if b.overlaps(p)):
                         c.cleanup_iter = self._serial
+                    mgr.acquire(c)
+                    taken.append(c)
                     mgr.readin(c)
-                mgr.acquire(c)
                 out.append((p, c))
             tb.pieces[a] = out
             acc = []
@@ -224,6 +245,36 @@ class Runtime:
                     self.stats.split_accesses += 1
             tb.access[a] = acc
         return tb
+
+    def _pieces(self, mgr: BufferManager, a: str, boxes: list[Box], strict: bool = False
+                ) -> list[tuple[Box, Copy | None]]:
+        """Algorithm 2 plus the present check: the tile's disjoint boxes of ``a``, each with
+        the resident copy that subsumes it (None: to allocate).
+
+        Pieces are looked up *before* adjacent ones are fused, so a fused box never hides a
+        piece that is already resident (Floyd's row ``k`` next to a tile's rows); fusing
+        then happens among pieces held by the same copy and among new pieces.
+        """
+        if self.mode == "convex":
+            raw = [hull_all(boxes)]
+        else:
+            raw = disjoint(boxes, merge=False)
+        limit = self.max_pieces.get(a, 1 << 30)
+        found = [(p, mgr.present(a, p) if self.reuse else None) for p in raw]
+        if strict:
+            found = [(p, c if c is not None and c.box == p else None) for p, c in found]
+        groups: dict[int, list[Box]] = {}
+        owner: dict[int, Copy | None] = {}
+        for p, c in found:
+            groups.setdefault(id(c), []).append(p)
+            owner[id(c)] = c
+        out = [(p, owner[k]) for k, ps in groups.items() for p in merge_adjacent(ps)]
+        if len(out) > limit:
+            h = hull_all(p for p, _ in out)
+            assert h is not None
+            c = mgr.present(a, h) if self.reuse else None
+            out = [(h, c if not strict or (c is not None and c.box == h) else None)]
+        return out
 
     def _wrote(self, t: Tile, tb: TileBuffers) -> None:
         for a, ws in t.writes.items():

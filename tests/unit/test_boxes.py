@@ -14,7 +14,7 @@ from codegen.boxes import plan_boxes
 from codegen.deps import Nest, plan
 from codegen.frontend import parse_file, parse_source
 from codegen.pyexpr import compile_lambda, pwaff_to_py, set_to_py
-from codegen.tiling import tile_bounds, tile_indices, tile_plan
+from codegen.tiling import tile_bounds, tile_indices
 
 KERNELS = pathlib.Path(__file__).resolve().parents[1] / "kernels"
 

@@ -41,7 +41,7 @@ def test_floyd_tight_cap_forces_boxout(ndev):
     path = floyd_input(n, 1)
     # a tile needs its rows (4x16) and row k (1x16) = 320 B of float32; a device
     # holding all its tiles' boxes would need far more: boxes go out and come back
-    cap = 4 * 16 * 4 + 16 * 4 + 256
+    cap = 4 * 16 * 4 + 16 * 4 + 32
     rt = Runtime(make(ndev, cap=cap, arena=cap), {"path": path.copy()}, verify=True)
     run_floyd(rt, n, tile)
     np.testing.assert_array_equal(rt.host.array("path"), floyd_reference(path))
