@@ -7,11 +7,12 @@ order), the data space of one tile is the image of the tile
 under the access relation; its bounding box comes from ``dim_min``/``dim_max``. The
 runtime turns these initial boxes into disjoint ones (Algorithm 2, :mod:`bbmm.box`).
 
-Floyd-Warshall, tile rows ``lb..ub`` at iteration ``k``::
+Floyd-Warshall, tile rows ``lb..ub`` at iteration ``k`` (``path[k][j]``; ``else 0`` /
+``else -1`` make the box empty for a tile past the last row)::
 
-    path[i][j]  lo = (lb if ..., 0)  hi = (ub if ... else n - 1, n - 1)   cleanup False
-    path[i][k]  lo = (lb if ..., k)  hi = (..., k)                         cleanup False
-    path[k][j]  lo = (k, 0)          hi = (k, n - 1)                       cleanup True
+    lo = ("k if ub >= 0 and n >= lb + 1 else 0", "0")
+    hi = ("k if ub >= 0 and n >= lb + 1 else -1", "n - 1 if ub >= 0 and n >= lb + 1 else -1")
+    cleanup = True           # path[i][j], path[i][k]: False (they move with lb, ub)
 
 Every box is exact as a bounding box (the smallest one); :attr:`ParamBox.exact` says
 whether it also equals the data space (a rectangular copy moves no extra element).

@@ -5,15 +5,21 @@ by an instance in **another tile index**. The tile grid is global (:mod:`codegen
 tile ``t`` holds ``p0`` in ``[lb, ub]`` in every nest at every host iteration and always
 runs on the same device, so a sink needs no flow-out when it lies in a band nest with its
 outermost band iterator in ``[lb, ub]`` (any nest, any later host iteration). A sink in an
-empty-band nest, or any sink of an empty-band source nest outside the source's own
-instance, counts as another tile.
+empty-band nest, or outside any band, counts as another tile.
 
 *Write-out* (``gpu_to_cpu_writeout``): the elements a tile writes that no later write in
 the program overwrites (live-out, recipe 5).
 
 Both are parametric in the nest's :attr:`codegen.tiling.NestTiling.variables`
-(``n, k, lb, ub``) and come as bounding boxes per array, plus one box per write access
-(source statement), each with its exactness.
+(``n, k, lb, ub``) and come per array as :class:`SetBox` es (:class:`codegen.tiling.ParamBox`
+plus the array): the bounding box of the whole set, one box per write access (source
+statement) and, for flow-out, one box per disjunct of the set (Jacobi's halo rows ``lb``
+and ``ub`` are two exact boxes where their hull is not exact);
+:attr:`ArrayFlow.flow_out_boxes` picks an exact covering list when there is one.
+
+An empty-band nest runs as one work-item whose device is not tied to a tile index, so only
+its own instance (same host iteration) counts as "the same tile" for it: the choice that
+never misses a transfer whatever device the runtime picks.
 
 **Parallel semantics.** A band loop asserted parallel by a pragma may still carry a
 sequential dependence (Floyd-Warshall rewrites row k with its own values inside iteration
@@ -24,6 +30,7 @@ loops carry no dependence, and for Floyd-Warshall it makes row ``k + 1`` (writte
 iteration ``k``) the source of the reads of row ``k + 1`` in iteration ``k + 1``, so the
 flow-out of iteration k is row k+1 from the tile that holds it, nothing from the others.
 
+.. autodata:: MAX_PIECES
 .. autoclass:: SetBox
 .. autoclass:: ArrayFlow
 .. autoclass:: NestFlow
@@ -44,8 +51,8 @@ from codegen.deps import Dependences, Plan, dependences
 from codegen.scop import Scop
 from codegen.tiling import NestTiling, ParamBox, param_box, tile_plan
 
-__all__ = ["SetBox", "ArrayFlow", "NestFlow", "MAX_PIECES", "parallel_flow", "last_writer", "same_tile",
-           "unordered", "nest_flow", "plan_flow"]
+__all__ = ["SetBox", "ArrayFlow", "NestFlow", "MAX_PIECES", "parallel_flow", "last_writer",
+           "same_tile", "unordered", "nest_flow", "plan_flow"]
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,7 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
         with g:
             g("return None")
         g("# Algorithm 1: the initial bounding box of every access, per array")
-        g("boxes = {")
+        g("_bbmm_boxes = {")
         with g:
             for a in nb.arrays:
                 g(f"{a!r}: [")
@@ -170,34 +170,32 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
                           f"{', cleanup' if ab.cleanup else ''})")
                 g("],")
         g("}")
-        g("writes = {")
+        g("_bbmm_writes = {")
         with g:
             for a in dict.fromkeys(ab.array for ab in nb.writes):
                 g(f"{a!r}: [{', '.join(box_py(ab) for ab in nb.writes if ab.array == a)}],")
         g("}")
         g("# Table III: flow-out (read later by other tiles) and write-out (final values)")
-        g("flowout = {")
+        g("_bbmm_flowout = {")
         with g:
             for af in fl.arrays:
-                parts = [af.flow_out] if af.flow_out.exact or len(af.flow_out_parts) <= 1 \
-                    else list(af.flow_out_parts)
-                g(f"{af.array!r}: [{', '.join(box_py(p) for p in parts)}],")
+                g(f"{af.array!r}: [{', '.join(box_py(p) for p in af.flow_out_boxes)}],")
         g("}")
-        g("writeout = {")
+        g("_bbmm_writeout = {")
         with g:
             for af in fl.arrays:
                 parts = [af.write_out] if af.write_out.exact or len(af.write_out_parts) <= 1 \
                     else list(af.write_out_parts)
                 g(f"{af.array!r}: [{', '.join(box_py(p) for p in parts)}],")
         g("}")
-        g("cleanup = {%s}" % ", ".join(
+        g("_bbmm_cleanup = {%s}" % ", ".join(
             f"{a!r}: {[ab.cleanup for ab in nb.of_array(a)]!r}" for a in nb.arrays))
         if t.grid is not None:
-            g("grid = (%s,)  # band iterator ranges over the tile (the NDRange)" % ", ".join(
+            g("_bbmm_grid = (%s,)  # band iterator ranges over the tile (the NDRange)" % ", ".join(
                 f"({lo}, {hi})" for lo, hi in zip(t.grid.lo, t.grid.hi)))
         else:
-            g("grid = ()")
-        g("return boxes, writes, flowout, writeout, cleanup, grid")
+            g("_bbmm_grid = ()")
+        g("return _bbmm_boxes, _bbmm_writes, _bbmm_flowout, _bbmm_writeout, _bbmm_cleanup, _bbmm_grid")
     g()
     g()
     arrays = [(a, len(scop.array(a).dims)) for a in ks.arrays]
@@ -205,13 +203,13 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g(f"NEST{nest.id}_CL_BAND = {tuple(ks.band_dim_of_cl_dim)!r}  # band loop of each OpenCL dim")
     g()
     g()
-    g(f"def nest{nest.id}_kernel(scalars, grid):")
+    g(f"def nest{nest.id}_kernel(_bbmm_scalars, _bbmm_grid):")
     with g:
         g(f'"""The compute step of Algorithm 4 (line 13): launch {ks.name} on the tile."""')
-        g("def kernel(dev, tb):")
+        g("def kernel(_bbmm_dev, _bbmm_tb):")
         with g:
-            g(f"return launch(dev, tb, KERNELS, {ks.name!r}, scalars, grid, NEST{nest.id}_CL_BAND,")
-            g(f"              [(a, SLOTS[a], n) for a, n in NEST{nest.id}_ARRAYS])")
+            g(f"return launch(_bbmm_dev, _bbmm_tb, KERNELS, {ks.name!r}, _bbmm_scalars, _bbmm_grid,")
+            g(f"              NEST{nest.id}_CL_BAND, [(a, SLOTS[a], n) for a, n in NEST{nest.id}_ARRAYS])")
         g("return kernel")
     g()
     g("# }}}")
@@ -220,15 +218,15 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
 
 
 def _emit_default_tile(g: Emitter, scop: Scop, nests: list[NestCode]) -> None:
-    g("def default_tile(params, ndev):")
+    g("def default_tile(_bbmm_params, _bbmm_ndev):")
     with g:
         g('"""A tile size giving each device one tile of the global grid (one box per array)."""')
         for p in scop.int_params:
-            g(f"{p} = int(params[{p!r}])")
+            g(f"{p} = int(_bbmm_params[{p!r}])")
         his = [f"({nc.boxes.p0_range.hi[0]})" for nc in nests if nc.boxes.p0_range is not None]
         if his:
-            g(f"hi = max({', '.join(his)}, 0)")
-            g("return max(1, -(-(hi + 1) // ndev))")
+            g(f"_bbmm_hi = max({', '.join(his)}, 0)")
+            g("return max(1, -(-(_bbmm_hi + 1) // _bbmm_ndev))")
         else:
             g("return 1")
     g()
@@ -240,37 +238,37 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
     band_first = {nc.nest.band[0]: nc for nc in nests if nc.nest.band}
     serial = set(plan.serial_loops)
     ftypes = {"float": "np.float32", "double": "np.float64"}
-    g("def run(rt, params, scalars, tile, progress=None):")
+    g("def run(_bbmm_rt, _bbmm_params, _bbmm_scalars, _bbmm_tile, _bbmm_progress=None):")
     with g:
-        g('"""Run the program on the runtime ``rt`` (Algorithm 4); ``tile`` is the tile size."""')
+        g('"""Run the program on a runtime (Algorithm 4) with tile size ``_bbmm_tile``."""')
         for p in scop.int_params:
-            g(f"{p} = int(params[{p!r}])")
+            g(f"{p} = int(_bbmm_params[{p!r}])")
         for p, ct in scop.float_params:
-            g(f"{p} = {ftypes.get(ct, 'np.float64')}(scalars[{p!r}])")
-        g("ndev = len(rt.devices)")
+            g(f"{p} = {ftypes.get(ct, 'np.float64')}(_bbmm_scalars[{p!r}])")
+        g("_bbmm_ndev = len(_bbmm_rt.devices)")
         ranges = [nc for nc in nests if nc.boxes.p0_range is not None]
         if ranges:
             g("# the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest")
             his = [f"({nc.boxes.p0_range.hi[0]})" for nc in ranges]
-            g(f"ntiles = max(1, max({', '.join(his)}, 0) // tile + 1)" if len(his) > 1
-              else f"ntiles = max(1, {his[0]} // tile + 1)")
+            g(f"_bbmm_ntiles = max(1, max({', '.join(his)}, 0) // _bbmm_tile + 1)" if len(his) > 1
+              else f"_bbmm_ntiles = max(1, {his[0]} // _bbmm_tile + 1)")
         else:
-            g("ntiles = 1")
+            g("_bbmm_ntiles = 1")
         top = [n for n in scop.tree]
         outer = next((n for n in top if isinstance(n, LoopNode) and n.loop.id in serial), None)
         if outer is not None:
             lp = outer.loop
-            g(f"bar = Progress(max(0, ({bound_py(lp.upper_expr)}) - ({bound_py(lp.lower_expr)}) + 1),"
-              f" {scop.function!r}, progress)")
+            g(f"_bbmm_bar = Progress(max(0, ({bound_py(lp.upper_expr)}) - ({bound_py(lp.lower_expr)}) + 1),"
+              f" {scop.function!r}, _bbmm_progress)")
         else:
-            g("bar = None")
+            g("_bbmm_bar = None")
         emitted: set[int] = set()
         _emit_nodes(g, scop, top, serial, by_stmt, band_first, emitted, (), outer)
-        g("rt.finish()")
-        g("if bar is not None:")
+        g("_bbmm_rt.finish()")
+        g("if _bbmm_bar is not None:")
         with g:
-            g("bar.close()")
-        g("return rt")
+            g("_bbmm_bar.close()")
+        g("return _bbmm_rt")
 
 
 def _emit_nodes(g, scop, nodes, serial, by_stmt, band_first, emitted, host, outer) -> None:
@@ -283,11 +281,11 @@ def _emit_nodes(g, scop, nodes, serial, by_stmt, band_first, emitted, host, oute
                 _emit_nodes(g, scop, node.children, serial, by_stmt, band_first, emitted,
                             host + (lp.iterator,), outer)
                 key = "(" + "".join(f"{h}, " for h in host + (lp.iterator,)) + ")"
-                g(f"rt.end_serial({key})  # bb_cleanup (Algorithm 4, line 19)")
+                g(f"_bbmm_rt.end_serial({key})  # bb_cleanup (Algorithm 4, line 19)")
                 if node is outer:
-                    g("if bar is not None:")
+                    g("if _bbmm_bar is not None:")
                     with g:
-                        g("bar.step()")
+                        g("_bbmm_bar.step()")
             continue
         nc = None
         if isinstance(node, LoopNode):
@@ -320,28 +318,28 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]) -> 
     # kernel scalars in argument order: int params, float params, host iterators
     sc = ", ".join(list(t.params) + [p for p, _ in scop.float_params] + list(t.host))
     g(f"# nest {nid}: {', '.join(nc.nest.statements)}")
-    g("tiles = []")
+    g("_bbmm_tiles = []")
     if t.lb:
         pr = t.p0_range_at
-        g(f"for t in tiles_covering({pr.lo[0]}, {pr.hi[0]}, tile):")
+        g(f"for _bbmm_t in tiles_covering({pr.lo[0]}, {pr.hi[0]}, _bbmm_tile):")
         with g:
-            g(f"{t.lb}, {t.ub} = t * tile, t * tile + tile - 1")
-            g(f"spec = nest{nid}_tile({', '.join(t.variables)})")
-            g("if spec is None:")
+            g(f"{t.lb}, {t.ub} = _bbmm_t * _bbmm_tile, _bbmm_t * _bbmm_tile + _bbmm_tile - 1")
+            g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
+            g("if _bbmm_spec is None:")
             with g:
                 g("continue  # an empty tile")
-            g("boxes, writes, flowout, writeout, cleanup, grid = spec")
+            g("_bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec")
             args = f"({sc}{', ' if sc else ''}{t.lb}, {t.ub})"
-            g(f"tiles.append(Tile(device_of(t, ntiles, ndev), boxes, nest{nid}_kernel("
-              f"_ints({args}), grid),")
-            g("                  writes, flowout, writeout, cleanup, name=f\"nest%d tile {t}\"))"
+            g(f"_bbmm_tiles.append(Tile(device_of(_bbmm_t, _bbmm_ntiles, _bbmm_ndev), _bbmm_b, nest{nid}_kernel("
+              f"_ints({args}), _bbmm_grid),")
+            g("                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, name=f\"nest%d tile {_bbmm_t}\"))"
               % nid)
     else:
-        g(f"spec = nest{nid}_tile({', '.join(t.variables)})")
-        g("if spec is not None:")
+        g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
+        g("if _bbmm_spec is not None:")
         with g:
-            g("boxes, writes, flowout, writeout, cleanup, grid = spec")
-            g(f"tiles.append(Tile(0, boxes, nest{nid}_kernel(_ints(({sc}{',' if sc else ''})), grid),")
-            g(f"                  writes, flowout, writeout, cleanup, name=\"nest{nid}\"))")
-    g(f"rt.run_phase(tiles, serial={key})")
+            g("_bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec")
+            g(f"_bbmm_tiles.append(Tile(0, _bbmm_b, nest{nid}_kernel(_ints(({sc}{',' if sc else ''})), _bbmm_grid),")
+            g(f"                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, name=\"nest{nid}\"))")
+    g(f"_bbmm_rt.run_phase(_bbmm_tiles, serial={key})")
 
