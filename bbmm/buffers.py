@@ -90,7 +90,7 @@ class BufferManager:
                     in_use = sum(c.nbytes for cs in self.copies.values() for c in cs)
                     raise TileTooLargeError(
                         self.device.name, nbytes, in_use, self.device.cap,
-                        f"{array}{box} ({len(self._in_use())} boxes of the current tile "
+                        f"{array} {box} ({len(self._in_use())} boxes of the current tile "
                         f"hold {format_bytes(in_use)}; raise --device-mem or lower --tile)"
                     ) from None
                 self.evict(next(iter(self.unused)))

@@ -195,17 +195,29 @@ class Runtime:
         Under memory pressure a small box found inside a big resident one can pin too
         much memory (Floyd's row k inside another tile's rows): if the tile does not fit,
         its boxes are released and acquired again taking only exactly matching resident
-        boxes, so everything else can be boxed out.
+        boxes, so everything else can be boxed out; if fragmentation still leaves no room,
+        the device is emptied and the tile's boxes are placed one after the other.
         """
         taken: list[Copy] = []
         try:
             return self._acquire_once(t, taken, strict=False)
         except TileTooLargeError:
-            mgr = self.managers[t.device]
-            for c in taken:
-                mgr.release(c, keep=self.reuse)
-            taken.clear()
+            pass
+        mgr = self.managers[t.device]
+        for c in taken:
+            mgr.release(c, keep=self.reuse)
+        taken.clear()
+        try:
             return self._acquire_once(t, taken, strict=True)
+        except TileTooLargeError:
+            pass
+        # last resort against fragmentation: empty the device, then place the tile's
+        # boxes one after the other; only if that fails does the tile not fit at all
+        for c in taken:
+            mgr.release(c, keep=self.reuse)
+        taken.clear()
+        mgr.free_all()
+        return self._acquire_once(t, taken, strict=True)
 
     def _acquire_once(self, t: Tile, taken: list[Copy], strict: bool) -> TileBuffers:
         mgr = self.managers[t.device]

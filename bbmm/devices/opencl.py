@@ -395,8 +395,11 @@ class OpenCLDevice(Device):
         cap = int(CAP_FRACTION * self.global_mem) if cap is None else parse_bytes(cap)
         if cap <= 0:
             raise UsageError(f"{self.name}: device memory cap must be positive, got {cap}")
-        # the base address alignment is reported in bits
-        align = max(256, int(device.mem_base_addr_align) // 8)
+        # Boxes are addressed as (arena, element offset), never as sub-buffers, so any
+        # element-aligned offset is correct; 256 B keeps GPU loads coalesced, and CPUs
+        # only need a cache line (smaller blocks waste less of a tight --device-mem).
+        gpu = bool(device.type & cl.device_type.GPU)
+        align = 256 if gpu else 64
         self.pool = Pool(cap, self._new_arena, self._free_arena,
                          arena_size=min(arena_size, cap, self.max_alloc),
                          max_arena=self.max_alloc, align=align, name=self.name)

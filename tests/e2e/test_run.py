@@ -1,0 +1,157 @@
+"""End-to-end: ``bbmm run --check`` (compile, run on PoCL logical devices, compare with the
+sequential C program built by the system compiler), and ``bbmm compile`` refusals."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bbmm.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "tests" / "kernels"
+POLYBENCH = ROOT / "polybench"
+
+pytestmark = pytest.mark.e2e
+
+
+def _have_opencl() -> bool:
+    try:
+        import pyopencl as cl
+        return bool(cl.get_platforms())
+    except Exception:
+        return False
+
+
+needs_cl = pytest.mark.skipif(not _have_opencl(), reason="no OpenCL platform (pyopencl sees none)")
+
+# (file, params, tight per-device cap that forces box-out with tile 4)
+PROGRAMS = [
+    (POLYBENCH / "floyd.c", ["n=24"], "1KiB"),
+    (POLYBENCH / "heat2d.c", ["tsteps=2", "n=20"], "2KiB"),
+    (POLYBENCH / "fdtd2d.c", ["tmax=2", "nx=16", "ny=12"], "2KiB"),
+    (POLYBENCH / "heat3d.c", ["tsteps=2", "n=8"], "6KiB"),
+    (POLYBENCH / "lu.c", ["n=20"], "1KiB"),
+    (POLYBENCH / "adi.c", ["tsteps=2", "n=12"], "2KiB"),
+    (POLYBENCH / "mvt.c", ["m=24", "n=16"], "1KiB"),
+    (POLYBENCH / "blackscholes.c", ["n=400"], "1KiB"),
+    (POLYBENCH / "matmul.c", ["ni=16", "nj=12", "nk=8"], "2KiB"),
+    (KERNELS / "growing.c", ["n=12"], "1KiB"),
+    (KERNELS / "triangular.c", ["n=14"], "1KiB"),
+    (KERNELS / "imperfect.c", ["n=14"], "1KiB"),
+    (KERNELS / "alpha_int.c", ["n=10", "m=7", "alpha=0.5", "beta=2.0"], "1KiB"),
+    (KERNELS / "jacobi2d.c", ["tsteps=3", "n=14"], "3KiB"),
+    (KERNELS / "heat3d.c", ["tsteps=2", "n=7"], "4KiB"),
+    (KERNELS / "vec1d.c", ["n=30"], "1KiB"),
+    (KERNELS / "minmax.c", ["n=16", "w=3"], "2KiB"),
+    (KERNELS / "guarded.c", ["n=12"], "2KiB"),
+    (KERNELS / "prefix_sum.c", ["n=20"], "1KiB"),
+    (KERNELS / "floyd_plain.c", ["n=10"], "1KiB"),
+]
+
+
+def run(path, params, *extra, json_path=None):
+    argv = ["run", str(path), "--check", "--no-progress"]
+    for p in params:
+        argv += ["--param", p]
+    argv += [str(e) for e in extra]
+    if json_path:
+        argv += ["--json", str(json_path)]
+    return main(argv)
+
+
+@needs_cl
+@pytest.mark.parametrize("path,params,cap", PROGRAMS, ids=[p[0].stem for p in PROGRAMS])
+@pytest.mark.parametrize("ndev", [1, 2, 3, 4])
+def test_run_check(path, params, cap, ndev, tmp_path):
+    out = tmp_path / "r.json"
+    assert run(path, params, "--devices", ndev, json_path=out) == 0
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass" and doc["devices"] == ndev
+    assert len(doc["per_device"]) == ndev
+
+
+@needs_cl
+@pytest.mark.parametrize("path,params,cap", PROGRAMS, ids=[p[0].stem for p in PROGRAMS])
+@pytest.mark.parametrize("ndev", [1, 3])
+def test_run_check_tight_memory(path, params, cap, ndev, tmp_path):
+    out = tmp_path / "r.json"
+    assert run(path, params, "--devices", ndev, "--tile", 4, "--device-mem", cap,
+               json_path=out) == 0
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass"
+
+
+@needs_cl
+@pytest.mark.parametrize("opts", [["--mode", "convex"], ["--no-reuse"], ["--coherence", "block"]])
+@pytest.mark.parametrize("name", ["floyd", "heat2d", "lu"])
+def test_run_modes(name, opts, tmp_path):
+    path, params, _ = next(p for p in PROGRAMS if p[0].stem == name)
+    out = tmp_path / "r.json"
+    assert run(path, params, "--devices", 2, "--tile", 5, *opts, json_path=out) == 0
+    assert json.loads(out.read_text())["check"] == "pass"
+
+
+@needs_cl
+def test_json_report_fields(tmp_path):
+    out = tmp_path / "r.json"
+    assert run(POLYBENCH / "floyd.c", ["n=16"], "--devices", 2, json_path=out) == 0
+    doc = json.loads(out.read_text())
+    for key in ("kernel", "devices", "params", "tile", "mode", "check", "per_device",
+                "flowout_bytes", "flowin_bytes", "writeout_bytes", "readin_bytes", "time_s"):
+        assert key in doc, key
+    for key in ("name", "peak_bytes", "allocated_bytes", "h2d_bytes", "d2h_bytes",
+                "d2d_bytes", "evictions"):
+        assert key in doc["per_device"][0], key
+    for key in ("total", "memory_mgmt", "compute", "flowout", "flowin", "writeout"):
+        assert key in doc["time_s"], key
+    # floyd's flow-out is one row per serial iteration (except the last): exact, not blocks
+    assert doc["flowout_bytes"] == (16 - 1) * 16 * 4
+
+
+def test_missing_param_is_one_line(capsys):
+    assert main(["run", str(POLYBENCH / "floyd.c")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing --param n=VALUE" in err[0]
+
+
+def test_unknown_param(capsys):
+    assert main(["run", str(POLYBENCH / "floyd.c"), "--param", "m=3"]) == 2
+    assert "no parameter 'm'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", sorted(KERNELS.glob("invalid_*.c")), ids=lambda p: p.stem)
+def test_compile_refusal_is_one_line_with_location(path, capsys):
+    first = path.read_text().splitlines()[0]
+    expect = first.split("expect:", 1)[1].strip()
+    assert main(["compile", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"bbmm: error: {path}:") and expect in err[0]
+
+
+def test_no_traceback_from_the_command_line(tmp_path):
+    bad = KERNELS / "invalid_nonaffine_subscript.c"
+    r = subprocess.run([sys.executable, "-m", "bbmm", "compile", str(bad)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+@needs_cl
+def test_compile_writes_a_standalone_driver(tmp_path):
+    assert main(["compile", str(POLYBENCH / "heat2d.c"), "-o", str(tmp_path)]) == 0
+    driver = tmp_path / "heat2d_host.py"
+    assert driver.exists() and (tmp_path / "heat2d.cl").exists()
+    text = driver.read_text()
+    assert "Algorithm 1" in text and "def run(" in text
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, str(driver), "--devices", "2", "--param", "tsteps=2",
+                        "--param", "n=16", "--no-progress"], capture_output=True, text=True,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    assert "heat2d: 2 device(s)" in r.stdout
