@@ -9,7 +9,8 @@ step and affine bounds (``min``/``max``/``MIN``/``MAX``/ternaries, ``&&`` of upp
 bounds), affine ``if``/``else`` conditions, and assignments (``=``, ``+=``, ``-=``,
 ``*=``, ``/=``, ``A[..]++``) to array elements with affine subscripts. The region is the
 function body, or what lies between ``#pragma scop`` and ``#pragma endscop``.
-``#pragma omp parallel for`` / ``#pragma bbmm parallel`` before a loop asserts it parallel.
+``#pragma omp parallel for`` / ``#pragma bbmm parallel`` before a loop asserts it parallel;
+with ``collapse(n)`` the n perfectly nested loops it starts are all asserted parallel.
 
 Everything else raises :class:`bbmm.diagnostic.UnsupportedProgramError` naming the
 construct and its ``file:line:col`` in the user's file. System ``#include <...>`` lines
@@ -52,6 +53,16 @@ KNOWN_CONSTANTS = {"M_PI": "double", "M_E": "double", "M_SQRT2": "double", "INFI
                    "FLT_MAX": "float", "FLT_MIN": "float", "DBL_MAX": "double",
                    "DBL_MIN": "double"}
 PARALLEL_PRAGMAS = ("omp parallel for", "omp for", "bbmm parallel")
+
+
+def _collapse_count(pragma: c_ast.Pragma, fe: object) -> int:
+    """n of a ``collapse(n)`` clause (1 without one): the next n nested loops are parallel."""
+    m = re.search(r"\bcollapse\s*\(\s*([^)]*)\)", pragma.string or "")
+    if m is None:
+        return 1
+    if not m.group(1).strip().isdigit() or int(m.group(1)) < 1:
+        raise fe.err(f"collapse({m.group(1)}) needs a positive integer", pragma)  # type: ignore[attr-defined]
+    return int(m.group(1))
 ISL_KEYWORDS = frozenset({"exists", "and", "or", "not", "implies", "mod", "min", "max", "floor",
                           "ceil", "floord", "ceild", "true", "false", "infty", "Infty", "NaN",
                           "nan", "rat"})
@@ -372,9 +383,18 @@ class _Builder:
             else:
                 yield it, ctx
 
-    def block(self, items: list[c_ast.Node], ctx: _Ctx) -> tuple[Node, ...]:
+    def block(self, items: list[c_ast.Node], ctx: _Ctx, collapse: int = 0,
+              collapse_from: c_ast.Node | None = None) -> tuple[Node, ...]:
+        """``collapse``: the number of loops a ``collapse(n)`` clause still marks parallel;
+        the block must then be exactly one for loop (perfect nesting)."""
         out: list[Node] = []
         pos, pragma = 0, None
+        if collapse:
+            loops = [it for it, _ in self.flatten(items, ctx)
+                     if not isinstance(it, (c_ast.Pragma, c_ast.EmptyStatement))]
+            if len(loops) != 1 or not isinstance(loops[0], c_ast.For):
+                raise self.err(f"'#pragma {collapse_from.string.strip()}' needs perfectly "
+                               f"nested for loops", collapse_from)
         for it, ictx in self.flatten(items, ctx):
             if isinstance(it, c_ast.Pragma):
                 s = (it.string or "").strip()
@@ -389,7 +409,11 @@ class _Builder:
                                f"loop", pragma)
             sub = replace(ictx, beta=ctx.beta + (pos,))
             if isinstance(it, c_ast.For):
-                out.append(self.loop(it, sub, pragma is not None))
+                if collapse:
+                    pragma, n = collapse_from, collapse
+                else:
+                    n = _collapse_count(pragma, self) if pragma is not None else 0
+                out.append(self.loop(it, sub, pragma is not None, max(0, n - 1), pragma))
             elif isinstance(it, c_ast.Decl):
                 self.local_decl(it)
                 continue
@@ -412,7 +436,8 @@ class _Builder:
         raise self.err(f"local variable '{d.name}' not supported: scalar temporaries are not "
                        f"modelled (write to an array element instead)", d)
 
-    def loop(self, node: c_ast.For, ctx: _Ctx, pragma: bool) -> LoopNode:
+    def loop(self, node: c_ast.For, ctx: _Ctx, pragma: bool, collapse: int = 0,
+             pragma_node: c_ast.Node | None = None) -> LoopNode:
         v, lower, upper = self.loop_header(node, ctx)
         head = [self.text(x) if x is not None else "" for x in (node.init, node.cond, node.next)]
         lp = Loop(self.n_loops, v, bound_c(lower), bound_c(upper), pragma, self.coord(node),
@@ -421,7 +446,7 @@ class _Builder:
         self.seen_iters.add(v)
         cons = (relate_isl(v, ">=", lower), relate_isl(v, "<=", upper))
         body = _Ctx(ctx.loops + (lp,), ctx.cons + cons, ctx.guards, ctx.beta, ctx.iters + (v,))
-        return LoopNode(lp, self.block(_items(node.stmt), body))
+        return LoopNode(lp, self.block(_items(node.stmt), body, collapse, pragma_node))
 
     def loop_header(self, node: c_ast.For, ctx: _Ctx) -> tuple[str, AffExpr, AffExpr]:
         init = node.init

@@ -6,7 +6,7 @@
  * iteration k itself writes too (path[k][j] and path[i][k] are written with their own
  * value because path[k][k] == 0), so dependence analysis alone finds a carried dependence
  * on i; the paper (like every parallel Floyd-Warshall) relies on i being parallel within
- * one k, asserted by the pragma below. k is serial (host loop); j stays inside a work-item.
+ * one k, asserted by the pragma below (collapse(2): i and j form a 2-D band of work-items). k is serial (host loop).
  *
  * Sizes: paper (Table IV, data on 1 GPU) n = 16384 (16384 x 16384); CI n = 64.
  * init_floyd: a graph with integer edge weights 1..17, about a quarter of the pairs
@@ -31,7 +31,7 @@ void init_floyd(int n, float path[n][n]) {
 
 void floyd(int n, float path[n][n]) {
   for (int k = 0; k < n; k++) {
-#pragma omp parallel for
+#pragma omp parallel for collapse(2)
     for (int i = 0; i < n; i++)
       for (int j = 0; j < n; j++)
         path[i][j] = MIN(path[i][j], path[i][k] + path[k][j]);

@@ -35,7 +35,7 @@ SCALARS = {
 
 EXPECTED_PLAN = {
     # program: (iterators of the serial host loops, [band iterators of each nest])
-    "floyd": (["k"], [["i"]]),
+    "floyd": (["k"], [["i", "j"]]),
     "heat2d": (["t"], [["i", "j"], ["i", "j"]]),
     "fdtd2d": (["t"], [["j"], ["i", "j"], ["i", "j"], ["i", "j"]]),
     "heat3d": (["t"], [["i", "j", "k"], ["i", "j", "k"]]),
