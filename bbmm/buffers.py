@@ -36,10 +36,23 @@ class Copy:
     """Tiles using the box now (Figure 7's usage count); 0 means it is on the unused list."""
     cleanup_iter: object = None
     """Serial iteration at whose end the box is freed (cleanup flag), or None."""
+    _kargs: list | None = None
 
     @property
     def nbytes(self) -> int:
         return self.box.volume * self.itemsize
+
+    def kernel_args(self) -> list:
+        """``[buffer, base, strides...]`` of this copy for kernels (computed once)."""
+        if self._kargs is None:
+            import numpy as np
+            shape = self.box.shape
+            strides = [1] * len(shape)
+            for d in range(len(shape) - 2, -1, -1):
+                strides[d] = strides[d + 1] * shape[d + 1]
+            base = self.element_offset() - sum(l * st for l, st in zip(self.box.lo, strides))
+            self._kargs = [self.alloc.buf, np.int64(base)] + [np.int32(st) for st in strides[:-1]]
+        return self._kargs
 
     def element_offset(self) -> int:
         """Offset of the box's first element in its arena, in elements (a kernel argument)."""

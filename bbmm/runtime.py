@@ -333,10 +333,7 @@ def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]
     for s in range(slots):
         if s < len(pieces):
             p, c = pieces[s]
-            shape = c.box.shape
-            strides = [int(np.prod(shape[d + 1:])) for d in range(ndim)]
-            base = c.element_offset() - sum(l * st for l, st in zip(c.box.lo, strides))
-            out += [c.alloc.buf, np.int64(base)] + [np.int32(st) for st in strides[:-1]]
+            out += c.kernel_args()
             out += [np.int32(v) for v in p.lo] + [np.int32(v) for v in p.hi]
         else:
             buf = pieces[0][1].alloc.buf if pieces else None
