@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,44 @@ from codegen.scop import Scop
 from codegen.tiling import tile_bound_names, tile_nest
 
 MAX_SLOTS = 4
+
+# names the generated host driver uses itself (besides Python's keywords and builtins)
+_DRIVER_NAMES = frozenset({
+    "Box", "Tile", "np", "launch", "device_of", "tiles_covering", "Progress", "_ints",
+    "KERNELS", "SLOTS", "ARRAYS", "FUNCTION", "SOURCE", "INT_PARAMS", "FLOAT_PARAMS", "run",
+    "default_tile", "annotations"})
+
+
+def check_host_names(scop: Scop) -> None:
+    """Refuse C names that cannot be Python variables of the generated driver.
+
+    Integer and floating parameters and loop iterators become Python variables in the
+    host driver; a C name such as ``lambda`` or ``np`` would not work there.
+    """
+    import builtins
+    import keyword
+
+    from bbmm.diagnostic import UnsupportedProgramError
+
+    def bad(name: str) -> str | None:
+        if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+            return "a Python keyword"
+        if name in _DRIVER_NAMES or name.startswith("_bbmm_") or \
+                re.fullmatch(r"(nest\d+_(tile|kernel)|NEST\d+_\w+)", name):
+            return "a name of the generated host driver"
+        if hasattr(builtins, name):
+            return "a Python built-in"
+        return None
+
+    names = [(n, scop.coord_of(n) if hasattr(scop, "coord_of") else None)
+             for n in scop.int_params] + [(n, None) for n, _ in scop.float_params]
+    names += [(lp.iterator, lp.coord) for lp in scop.loops()]
+    for n, coord in names:
+        why = bad(n)
+        if why:
+            raise UnsupportedProgramError(
+                f"the name '{n}' is {why}, which bbmm's generated Python host code cannot use "
+                f"as a variable; rename it in the C source", coord)
 
 
 @dataclass(frozen=True)
@@ -73,6 +112,7 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
 
     path = str(path)
     scop = parse_file(path, function=function, defines=dict(defines or {}))
+    check_host_names(scop)
     deps = dependences(scop)
     plan = make_plan(scop)
     lb, ub = tile_bound_names(scop)

@@ -155,3 +155,10 @@ def test_compile_writes_a_standalone_driver(tmp_path):
                        env=env)
     assert r.returncode == 0, r.stderr
     assert "heat2d: 2 device(s)" in r.stdout
+
+
+def test_python_keyword_names_are_refused_cleanly(capsys):
+    path = KERNELS / "reject_python_keyword.c"
+    assert main(["compile", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'lambda' is a Python keyword" in err[0]
