@@ -57,8 +57,22 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     args = list(scalars) + [np.int32(lo) for lo, _ in grid]
     for a, slots, ndim in arrays:
         args += kernel_args(tb, a, slots, ndim)
-    gsize = tuple(max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band) if grid else (1,)
-    return dev.launch(knl, gsize, local, args)
+    if not grid:
+        return dev.launch(knl, (1,), None, args)
+    extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
+    if local is None:
+        local = LOCAL_SIZES[len(extent)]
+    # Pad the NDRange to whole work-groups: the kernel returns early for indices
+    # outside the tile and the loop bounds, so extra work-items are harmless, and a
+    # driver left to pick a work-group size for an awkward extent (12286 = 2 * 6143)
+    # may choose a tiny one.
+    gsize = tuple(-(-e // l) * l for e, l in zip(extent, local))
+    return dev.launch(knl, gsize, tuple(local), args)
+
+
+LOCAL_SIZES = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
+"""Work-group shape per NDRange rank; OpenCL dimension 0 is the innermost band loop
+(consecutive work-items touch consecutive elements: coalesced)."""
 
 
 class Progress:
