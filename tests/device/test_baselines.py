@@ -1,0 +1,187 @@
+"""The hand-written OpenCL baselines (scripts/baselines/) against numpy references.
+
+Each baseline runs on 1, 2 and 3 logical devices (PoCL's CPU in CI) at tiny sizes whose
+row counts do not divide evenly: with a context per device (the CPU fallback: host
+waits order the devices) and with one shared context (the GPU path: events order the
+queues, no host waits in the loop). floyd must match exactly (integer-valued floats),
+heat2d and blackscholes within float tolerance. The byte accounting is checked against
+the minimum the paper's manual codes move and allocate.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from scripts.baselines import blackscholes, floyd, heat2d  # noqa: E402
+from scripts.baselines.common import Team, row_blocks  # noqa: E402
+
+pytestmark = pytest.mark.device
+
+TEAMS = [(1, "separate"), (2, "separate"), (3, "separate"), (2, "shared"), (3, "shared")]
+_teams: dict[tuple[int, str], Team] = {}
+
+
+@pytest.fixture(params=TEAMS, ids=[f"{n}dev-{c}" for n, c in TEAMS])
+def team(request):
+    key = request.param
+    if key not in _teams:  # one team per shape for the whole module: programs build once
+        _teams[key] = Team.create(key[0], contexts=key[1])
+    return _teams[key]
+
+
+def teardown_module(module):
+    for t in _teams.values():
+        t.close()
+    _teams.clear()
+
+
+def _random_graph(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    path = rng.integers(1, 20, size=(n, n)).astype(np.float32)
+    path[rng.random((n, n)) < 0.3] = 1.0e6
+    np.fill_diagonal(path, 0.0)
+    return path
+
+
+# {{{ floyd
+
+@pytest.mark.parametrize("n, iterations, data", [(37, None, "init"), (29, None, "random"),
+                                                 (31, 11, "random")])
+def test_floyd_matches_numpy(team, n, iterations, data):
+    init = floyd.init_floyd(n) if data == "init" else _random_graph(n, n)
+    path = init.copy()
+    res = floyd.run(team, {"n": n}, {"path": path}, iterations)
+    expect = floyd.reference(init.copy(), iterations)
+    np.testing.assert_array_equal(path, expect)
+    iters = n if iterations is None else iterations
+    D = min(len(team), n)
+    row = n * 4
+    assert res["iterations"] == iters and res["devices"] == len(team)
+    # block + one pivot row per device; one row out and D-1 rows in per iteration
+    assert res["alloc_bytes"] == [(b - a) * row + (row if D > 1 else 0)
+                                  for a, b in row_blocks(0, n, D)]
+    assert res["flowout_bytes"] == (iters - 1) * row * (D > 1)
+    assert res["coherence_bytes"] == (iters - 1) * row * D * (D > 1)
+    if team.shared:
+        assert res["host_waits_in_loop"] == 0
+    elif D > 1:  # one per row read, plus any wait for a staging slot still being read
+        assert iters - 1 <= res["host_waits_in_loop"] <= 2 * (iters - 1)
+    assert res["time_s"] > 0 and res["per_iter_s"] == pytest.approx(res["time_s"] / iters)
+
+
+def test_floyd_more_devices_than_rows():
+    t = _teams.setdefault((3, "separate"), Team.create(3, contexts="separate"))
+    init = _random_graph(2, 1)
+    path = init.copy()
+    res = floyd.run(t, {"n": 2}, {"path": path})
+    np.testing.assert_array_equal(path, floyd.reference(init.copy()))
+    assert len(res["alloc_bytes"]) == 2
+
+# }}}
+
+
+# {{{ heat2d
+
+@pytest.mark.parametrize("n, tsteps", [(23, 3), (12, 1), (9, 0)])
+def test_heat2d_matches_numpy(team, n, tsteps):
+    init = heat2d.init_heat2d(n, seed=n)
+    arrays = {k: v.copy() for k, v in init.items()}
+    res = heat2d.run(team, {"tsteps": tsteps, "n": n}, arrays)
+    ref = {k: v.copy() for k, v in init.items()}
+    heat2d.reference(ref["A"], ref["B"], tsteps)
+    for k in "AB":
+        np.testing.assert_allclose(arrays[k], ref[k], rtol=1e-5, atol=1e-6, err_msg=k)
+        # the boundary never changes
+        np.testing.assert_array_equal(arrays[k][[0, -1], :], init[k][[0, -1], :])
+        np.testing.assert_array_equal(arrays[k][:, [0, -1]], init[k][:, [0, -1]])
+    D = min(len(team), n - 2)
+    # A and B: own rows plus one halo row each side
+    assert res["alloc_bytes"] == [2 * (b - a + 2) * n * 4 for a, b in row_blocks(1, n - 1, D)]
+    # one halo row (interior columns) each way per boundary per sweep, but none after the
+    # last sweep
+    sweeps = max(0, 2 * tsteps - 1)
+    assert res["flowout_bytes"] == sweeps * 2 * (D - 1) * (n - 2) * 4
+    assert res["coherence_bytes"] == 2 * res["flowout_bytes"]
+    if team.shared:
+        assert res["host_waits_in_loop"] == 0
+
+# }}}
+
+
+# {{{ blackscholes
+
+@pytest.mark.parametrize("n, iterations", [(1001, None), (7, 2)])
+def test_blackscholes_matches_numpy(team, n, iterations):
+    init = blackscholes.init_blackscholes(n)
+    arrays = {k: v.copy() for k, v in init.items()}
+    res = blackscholes.run(team, {"n": n, "riskfree": 0.02, "volatility": 0.30}, arrays,
+                           iterations)
+    ref = {k: v.copy() for k, v in init.items()}
+    blackscholes.reference(ref, 0.02, 0.30)
+    for k in blackscholes.ARRAYS:
+        np.testing.assert_allclose(arrays[k], ref[k], rtol=1e-4, atol=1e-4, err_msg=k)
+    for k in blackscholes.INPUTS:
+        np.testing.assert_array_equal(arrays[k], init[k])
+    # put-call parity: C - P = S - X exp(-rT)
+    S, X, T = init["stock_price"], init["option_strike"], init["option_years"]
+    parity = S.astype(np.float64) - X * np.exp(-0.02 * T.astype(np.float64))
+    np.testing.assert_allclose(arrays["call_result"] - arrays["put_result"], parity,
+                               atol=2e-3 * np.maximum(1, np.abs(parity)).max())
+    D = min(len(team), n)
+    assert res["alloc_bytes"] == [7 * (b - a) * 4 for a, b in row_blocks(0, n, D)]
+    assert res["h2d_bytes"] == 3 * n * 4 and res["d2h_bytes"] == 4 * n * 4
+    assert res["coherence_bytes"] == 0 and res["host_waits_in_loop"] == 0
+
+# }}}
+
+
+# {{{ inputs, CLI, bbmm devices
+
+def test_numpy_inits_match_the_c_programs():
+    """The baselines' numpy inputs equal bbmm's (init_<kernel> in C, or seeded random)."""
+    from bbmm.reference import init_arrays
+    from codegen.frontend import parse_file
+
+    for prog, params, mine in [
+            ("floyd", {"n": 19}, {"path": floyd.init_floyd(19)}),
+            ("heat2d", {"tsteps": 2, "n": 13}, heat2d.init_heat2d(13, seed=0)),
+            ("blackscholes", {"n": 257}, blackscholes.init_blackscholes(257))]:
+        scop = parse_file(os.path.join(ROOT, "polybench", f"{prog}.c"))
+        init, _ = init_arrays(scop, params, seed=0)
+        assert set(init) == set(mine), prog
+        for k in init:
+            np.testing.assert_array_equal(mine[k], init[k], err_msg=f"{prog}.{k}")
+
+
+def test_runs_on_bbmm_devices(make):
+    devs = make(2)
+    t = Team.from_devices(devs)
+    assert len(t) == 2 and not t.shared
+    init = floyd.init_floyd(21)
+    path = init.copy()
+    floyd.run(devs, {"n": 21}, {"path": path})
+    np.testing.assert_array_equal(path, floyd.reference(init.copy()))
+
+
+@pytest.mark.parametrize("mod, argv", [
+    (floyd, ["--n", "40", "--devices", "3", "--check"]),
+    (heat2d, ["--n", "30", "--tsteps", "2", "--devices", "2", "--check", "--contexts", "shared"]),
+    (blackscholes, ["--n", "999", "--devices", "2", "--check", "--repeat", "2"]),
+])
+def test_cli_check_passes(mod, argv, capsys, tmp_path):
+    out = tmp_path / "r.json"
+    assert mod.main(argv + ["--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "check: pass" in text and "per serial iteration" in text
+    assert out.exists()
+
+# }}}
+
+# vim: foldmethod=marker
