@@ -120,6 +120,21 @@ class BufferManager:
         """bb_readin (Algorithm 3): fill a new copy from resident copies and the host."""
         self.directory.refresh(c, [c.box], "readin")
 
+    def absorb(self, c: Copy) -> int:
+        """Free unused copies whose box lies inside the new copy ``c`` (a box that grew).
+
+        ``c`` was just read in, so it holds the newest value wherever the old copy did;
+        the old copy's dirty records move to ``c`` and it is freed without a write-back.
+        Keeps a device from holding the old and the grown box of the same data.
+        """
+        n = 0
+        for old in list(self.copies.get(c.array, ())):
+            if old is not c and old.uses == 0 and old.box.issubset(c.box):
+                self.directory.transfer(old, c)
+                self.free(old)
+                n += 1
+        return n
+
     def acquire(self, c: Copy) -> None:
         """increment_usage_count: the copy is in use and cannot be boxed out."""
         if c.uses == 0:

@@ -213,6 +213,15 @@ class Directory:
                 continue
             self.refresh(c, [region], "flowin", flush=False)
 
+    def transfer(self, old: Copy, new: Copy) -> None:
+        """Move ``old``'s dirty records to ``new``, which holds the newest value there too."""
+        recs = self.dirty[old.array]
+        for i, (b, h) in enumerate(recs):
+            if h is old:
+                assert b.issubset(new.box) and not R.overlaps(new.stale, b), \
+                    f"transfer of {b} to {new}, which is not newest there"
+                recs[i] = (b, new)
+
     def writeback(self, c: Copy) -> None:
         """Box-out: store the regions ``c`` alone holds newest, before it is freed."""
         for b, h in list(self.dirty[c.array]):

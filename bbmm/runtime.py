@@ -135,6 +135,8 @@ class Runtime:
                     for c in tb.copies():
                         mgr.release(c, keep=self.reuse)
                 self.stats.tiles += len(rnd)
+                for t in rnd:
+                    self.stats.devices[t.device].settle()
             if self.verify:
                 self.directory.verify()
 
@@ -247,6 +249,7 @@ class Runtime:
                     mgr.acquire(c)
                     taken.append(c)
                     mgr.readin(c)
+                    mgr.absorb(c)
                 out.append((p, c))
             tb.pieces[a] = out
             acc = []
@@ -261,32 +264,58 @@ class Runtime:
     def _pieces(self, mgr: BufferManager, a: str, boxes: list[Box], strict: bool = False
                 ) -> list[tuple[Box, Copy | None]]:
         """Algorithm 2 plus the present check: the tile's disjoint boxes of ``a``, each with
-        the resident copy that subsumes it (None: to allocate).
+        the resident copy that holds it (None: to allocate).
 
-        Pieces are looked up *before* adjacent ones are fused, so a fused box never hides a
-        piece that is already resident (Floyd's row ``k`` next to a tile's rows); fusing
-        then happens among pieces held by the same copy and among new pieces.
+        Each disjoint box (Algorithm 2, adjacent pieces fused) is taken from one resident
+        copy that subsumes it (bb_present); failing that, from several resident copies
+        that together cover it (Floyd's tile rows plus row ``k`` held by another tile's
+        box on the same device); failing that, it is allocated. With ``strict`` only
+        copies of exactly that box are reused (see :meth:`_acquire`).
         """
         if self.mode == "convex":
-            raw = [hull_all(boxes)]
+            merged = [hull_all(boxes)]
         else:
-            raw = disjoint(boxes, merge=False)
+            merged = disjoint(boxes)
         limit = self.max_pieces.get(a, 1 << 30)
-        found = [(p, mgr.present(a, p) if self.reuse else None) for p in raw]
-        if strict:
-            found = [(p, c if c is not None and c.box == p else None) for p, c in found]
-        groups: dict[int, list[Box]] = {}
-        owner: dict[int, Copy | None] = {}
-        for p, c in found:
-            groups.setdefault(id(c), []).append(p)
-            owner[id(c)] = c
-        out = [(p, owner[k]) for k, ps in groups.items() for p in merge_adjacent(ps)]
+        out: list[tuple[Box, Copy | None]] = []
+        for p in merged:
+            c = mgr.present(a, p) if self.reuse else None
+            if strict and c is not None and c.box != p:
+                c = None
+            if c is not None or not self.reuse or strict:
+                out.append((p, c))
+                continue
+            cover = self._cover(mgr, a, p)
+            out.extend(cover if cover is not None else [(p, None)])
         if len(out) > limit:
             h = hull_all(p for p, _ in out)
             assert h is not None
             c = mgr.present(a, h) if self.reuse else None
             out = [(h, c if not strict or (c is not None and c.box == h) else None)]
         return out
+
+    @staticmethod
+    def _cover(mgr: BufferManager, a: str, p: Box) -> list[tuple[Box, Copy]] | None:
+        """Split ``p`` over resident copies that together hold all of it, or None."""
+        todo = [p]
+        out: list[tuple[Box, Copy]] = []
+        for c in sorted(mgr.copies.get(a, ()), key=lambda c: -c.box.volume):
+            if not todo:
+                break
+            if not any(t.overlaps(c.box) for t in todo):
+                continue
+            nxt = []
+            mine = []
+            for t in todo:
+                inter = t.intersect(c.box)
+                if inter is None:
+                    nxt.append(t)
+                else:
+                    mine.append(inter)
+                    nxt.extend(t.subtract(c.box))
+            out.extend((q, c) for q in merge_adjacent(mine))
+            todo = nxt
+        return out if not todo else None
 
     def _wrote(self, t: Tile, tb: TileBuffers) -> None:
         for a, ws in t.writes.items():

@@ -28,6 +28,9 @@ class DeviceStats:
     d2h_bytes: int = 0
     d2d_bytes: int = 0
     evictions: int = 0
+    settled_peak_bytes: int = 0
+    """Most box memory resident at the end of a phase (excludes the moment a grown box
+    and the copies it replaces coexist)."""
     boxes_allocated: int = 0
     boxes_present: int = 0
     max_boxes_per_array: int = 0
@@ -42,8 +45,13 @@ class DeviceStats:
     def on_free(self, nbytes: int) -> None:
         self.resident_bytes -= nbytes
 
+    def settle(self) -> None:
+        if self.resident_bytes > self.settled_peak_bytes:
+            self.settled_peak_bytes = self.resident_bytes
+
     def as_json(self) -> dict:
         return {"name": self.name, "peak_bytes": self.peak_bytes,
+                "settled_peak_bytes": self.settled_peak_bytes,
                 "allocated_bytes": self.allocated_bytes, "h2d_bytes": self.h2d_bytes,
                 "d2h_bytes": self.d2h_bytes, "d2d_bytes": self.d2d_bytes,
                 "evictions": self.evictions, "boxes_allocated": self.boxes_allocated,
