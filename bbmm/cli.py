@@ -311,3 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bbmm: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into head & co.
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

@@ -267,10 +267,11 @@ class Runtime:
         the resident copy that holds it (None: to allocate).
 
         Each disjoint box (Algorithm 2, adjacent pieces fused) is taken from one resident
-        copy that subsumes it (bb_present); failing that, from several resident copies
-        that together cover it (Floyd's tile rows plus row ``k`` held by another tile's
-        box on the same device); failing that, it is allocated. With ``strict`` only
-        copies of exactly that box are reused (see :meth:`_acquire`).
+        copy that subsumes it (bb_present); failing that, the parts of it that resident
+        copies hold are taken from them and only the rest is allocated (Floyd's row
+        ``k + 1`` next to a tile's rows: the rows stay, the row is new). If that needs
+        more pieces than the kernel has slots, whole disjoint boxes are allocated. With
+        ``strict`` only copies of exactly that box are reused (see :meth:`_acquire`).
         """
         if self.mode == "convex":
             merged = [hull_all(boxes)]
@@ -278,15 +279,21 @@ class Runtime:
             merged = disjoint(boxes)
         limit = self.max_pieces.get(a, 1 << 30)
         out: list[tuple[Box, Copy | None]] = []
+        whole: list[tuple[Box, Copy | None]] = []
         for p in merged:
             c = mgr.present(a, p) if self.reuse else None
             if strict and c is not None and c.box != p:
                 c = None
+            whole.append((p, c))
             if c is not None or not self.reuse or strict:
                 out.append((p, c))
                 continue
-            cover = self._cover(mgr, a, p)
-            out.extend(cover if cover is not None else [(p, None)])
+            # the parts already resident stay where they are; only the rest is new
+            out.extend(self._cover(mgr, a, p))
+        if len(out) > limit:
+            # too many pieces for the kernel's slots: whole disjoint boxes instead (a new
+            # one absorbs the resident copies it subsumes, see BufferManager.absorb)
+            out = whole
         if len(out) > limit:
             h = hull_all(p for p, _ in out)
             assert h is not None
@@ -295,10 +302,11 @@ class Runtime:
         return out
 
     @staticmethod
-    def _cover(mgr: BufferManager, a: str, p: Box) -> list[tuple[Box, Copy]] | None:
-        """Split ``p`` over resident copies that together hold all of it, or None."""
+    def _cover(mgr: BufferManager, a: str, p: Box) -> list[tuple[Box, Copy | None]]:
+        """Split ``p`` over the resident copies holding parts of it (largest first); the
+        parts no copy holds come back with None (to allocate), fused where adjacent."""
         todo = [p]
-        out: list[tuple[Box, Copy]] = []
+        out: list[tuple[Box, Copy | None]] = []
         for c in sorted(mgr.copies.get(a, ()), key=lambda c: -c.box.volume):
             if not todo:
                 break
@@ -315,7 +323,7 @@ class Runtime:
                     nxt.extend(t.subtract(c.box))
             out.extend((q, c) for q in merge_adjacent(mine))
             todo = nxt
-        return out if not todo else None
+        return out + [(q, None) for q in merge_adjacent(todo)]
 
     def _wrote(self, t: Tile, tb: TileBuffers) -> None:
         for a, ws in t.writes.items():
