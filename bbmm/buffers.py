@@ -54,6 +54,15 @@ class Copy:
             self._kargs = [self.alloc.buf, np.int64(base)] + [np.int32(st) for st in strides[:-1]]
         return self._kargs
 
+    def fits_int(self) -> bool:
+        """Every element offset of this copy in its arena fits a 32-bit int."""
+        ka = self.kernel_args()
+        base = int(ka[1])
+        strides = [int(x) for x in ka[2:]] + [1]
+        # the kernel computes base + sum(x[d] * stride[d]) with each product in BBMM_IDX
+        top = sum(max(abs(l), abs(h)) * st for l, h, st in zip(self.box.lo, self.box.hi, strides))
+        return abs(base) + top < 2**31
+
     def element_offset(self) -> int:
         """Offset of the box's first element in its arena, in elements (a kernel argument)."""
         return self.alloc.offset // self.itemsize

@@ -6,6 +6,7 @@ source. Everything generic lives here so drivers stay short and readable.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, Sequence
@@ -14,6 +15,11 @@ import numpy as np
 
 from .devices.base import Device
 from .runtime import TileBuffers, kernel_args
+
+
+SPECIALIZE = os.environ.get("BBMM_SPECIALIZE", "1") != "0"
+"""Build each kernel for the slot of every access and the index width of the tile (one
+build per distinct combination, cached): every unsplit access becomes one direct load."""
 
 
 def device_of(t: int, ntiles: int, ndev: int) -> int:
@@ -53,10 +59,19 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     band loop mapped to OpenCL dimension ``c``; ``arrays`` are ``(name, slots, ndim)``
     in kernel argument order.
     """
-    knl = dev.kernel(source, name)  # type: ignore[attr-defined]
     args = list(scalars) + [np.int32(lo) for lo, _ in grid]
-    for a, slots, ndim in arrays:
+    opts = []
+    small = True
+    for entry in arrays:
+        a, slots, ndim = entry[0], entry[1], entry[2]
         args += kernel_args(tb, a, slots, ndim)
+        if SPECIALIZE and len(entry) > 3:
+            opts += [f"-D{a}_SEL{k}_IS={s}" for k, s in zip(entry[3], tb.access.get(a, ()))]
+        for _, c in tb.pieces.get(a, ()):
+            small = small and c.fits_int()
+    if SPECIALIZE and small:
+        opts.append("-DBBMM_IDX=int")
+    knl = dev.kernel(source, name, " ".join(opts))  # type: ignore[attr-defined]
     if not grid:
         return dev.launch(knl, (1,), None, args)
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]

@@ -199,7 +199,9 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g()
     g()
     arrays = [(a, len(scop.array(a).dims)) for a in ks.arrays]
-    g(f"NEST{nest.id}_ARRAYS = {tuple((a, n) for a, n in arrays)!r}  # (array, ndim) in kernel order")
+    ids = dict(zip(ks.arrays, ks.access_ids))
+    g(f"NEST{nest.id}_ARRAYS = {tuple((a, n, tuple(ids[a])) for a, n in arrays)!r}"
+      f"  # (array, ndim, access ids) in kernel order")
     g(f"NEST{nest.id}_CL_BAND = {tuple(ks.band_dim_of_cl_dim)!r}  # band loop of each OpenCL dim")
     g()
     g()
@@ -209,7 +211,8 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
         g("def kernel(_bbmm_dev, _bbmm_tb):")
         with g:
             g(f"return launch(_bbmm_dev, _bbmm_tb, KERNELS, {ks.name!r}, _bbmm_scalars, _bbmm_grid,")
-            g(f"              NEST{nest.id}_CL_BAND, [(a, SLOTS[a], n) for a, n in NEST{nest.id}_ARRAYS])")
+            g(f"              NEST{nest.id}_CL_BAND, [(a, SLOTS[a], n, ids) for a, n, ids in "
+              f"NEST{nest.id}_ARRAYS])")
         g("return kernel")
     g()
     g("# }}}")

@@ -229,8 +229,8 @@ class _Lower:
 def _access_macros(a: str, ndim: int, slots: int, split_all: bool) -> list[str]:
     xs = [f"x{d}" for d in range(ndim)]
     xl = ", ".join(xs)
-    off = " + ".join([f"(long)({x}) * {a}_st##s##_{d}" for d, x in enumerate(xs[:-1])]
-                     + [f"(long)({xs[-1]})"])
+    off = " + ".join([f"(BBMM_IDX)({x}) * {a}_st##s##_{d}" for d, x in enumerate(xs[:-1])]
+                     + [f"(BBMM_IDX)({xs[-1]})"])
     inside = " && ".join(f"({x}) >= {a}_lo##s##_{d} && ({x}) <= {a}_hi##s##_{d}"
                          for d, x in enumerate(xs))
 
@@ -245,7 +245,8 @@ def _access_macros(a: str, ndim: int, slots: int, split_all: bool) -> list[str]:
     ref = f"(*{a}_FIND({xl}))" if split_all else \
         f"(*((k) >= 0 ? {a}_SEL(k, {xl}) : {a}_FIND({xl})))"
     return [
-        f"/* {a}: element ({xl}) of slot s, 64-bit offsets */",
+        f"/* {a}: element ({xl}) of slot s (offsets in BBMM_IDX: long, or int when the "
+        f"host knows they fit) */",
         f"#define {a}_AT(s, {xl}) {a}_buf##s[{a}_base##s + {off}]",
         f"/* {a}: is ({xl}) inside slot s's box? */",
         f"#define {a}_IN(s, {xl}) ({inside})",
@@ -367,6 +368,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                  f"inner loops: {', '.join(lp.iterator for lp in inner) or '(none)'}"))
     if uses_double:
         out("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    out("#ifndef BBMM_IDX\n#define BBMM_IDX long  /* the host passes -DBBMM_IDX=int when "
+        "every offset fits */\n#endif")
     out()
     for a in arrays:
         for line in _access_macros(a.name, a.ndim, slots[a.name], split_all):
@@ -398,7 +401,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         out("/* empty band: the nest runs as a single work-item */")
 
     def ref(r: ArrayRef) -> str:
-        return f"{r.array}_REF({r.array}_sel{r.access}, {', '.join(str(x) for x in r.index)})"
+        return f"{r.array}_REF({r.array}_sel{r.access}_v, {', '.join(str(x) for x in r.index)})"
 
     def emit(nodes: tuple[Node, ...]) -> None:
         for n in nodes:
@@ -420,6 +423,15 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             else:
                 out(body)
 
+    # the host may build this kernel with each access's slot known (-DA_SEL<id>_IS=s):
+    # then every access compiles to one direct load (the paper's common unsplit case)
+    sel_names = [(a.name, k) for a, ids in zip(arrays, access_ids) for k in ids]
+    lvl = out.level
+    out.level = 0
+    for an, k in sel_names:
+        out(f"#ifdef {an}_SEL{k}_IS\n#define {an}_sel{k}_v ({an}_SEL{k}_IS)\n#else\n"
+            f"#define {an}_sel{k}_v {an}_sel{k}\n#endif")
+    out.level = lvl
     emit(_nodes_of(scop, nest))
     out.level = 0
     out("}")
@@ -427,6 +439,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     for a in arrays:
         out(f"#undef {a.name}_AT\n#undef {a.name}_IN\n#undef {a.name}_SEL\n"
             f"#undef {a.name}_FIND\n#undef {a.name}_REF")
+    for an, k in sel_names:
+        out(f"#undef {an}_sel{k}_v")
     return KernelSource(
         name=name, source="\n".join(out.lines) + "\n",
         arg_names=tuple(n for _, n in flat), arrays=tuple(a.name for a in arrays),

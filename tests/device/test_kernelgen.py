@@ -374,7 +374,7 @@ def test_floyd_arguments_follow_the_runtime_convention():
     assert ks.access_ids == ((0, 1, 2, 3, 4, 5, 6),)
     assert "__kernel void floyd_nest0(" in ks.source
     assert "/* S0: path[i][j] = " in ks.source and "/* loop 2: for (j = 0" in ks.source
-    assert "path_REF(path_sel6, i, j) = " in ks.source
+    assert "path_REF(path_sel6_v, i, j) = " in ks.source
     assert "cl_khr_fp64" not in ks.source
 
 

@@ -1,0 +1,218 @@
+"""The paper-experiment scripts (``scripts/exp_*.py``) at their tiniest settings.
+
+Each script's ``main`` runs on one or two programs at the CI sizes on 1-2 logical
+OpenCL devices (PoCL's CPU device is enough) into ``tmp_path``; the tests check that
+the CSV, JSON and PNG exist and that the figures are sane (convex >= disjoint >= exact
+footprint, block >= exact >= minimum coherence, ...). They are marked ``device`` and
+skipped, with the reason, only when there is no OpenCL device. The exact-counting
+helpers (``expcommon.Instances``) are checked without OpenCL. The whole file takes
+well under a minute once PoCL has its kernels cached (a first run builds them).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import expcommon as ec  # noqa: E402
+
+NO_CL = ec.no_opencl_reason()
+needs_cl = pytest.mark.skipif(NO_CL is not None,
+                              reason=f"{NO_CL} (the experiments run generated OpenCL kernels)")
+
+COMMON = ["--sizes", "tiny", "--repeat", "1", "--no-progress"]
+
+
+def _outputs(out: Path, exp: str) -> tuple[list[dict[str, str]], dict]:
+    for ext in ("csv", "json", "png"):
+        p = out / f"{exp}.{ext}"
+        assert p.exists() and p.stat().st_size > 0, p
+    assert (out / f"{exp}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with open(out / f"{exp}.csv") as f:
+        rows = list(csv.DictReader(f))
+    doc = json.loads((out / f"{exp}.json").read_text())
+    assert doc["meta"]["experiment"] == exp
+    assert len(doc["rows"]) == len(rows) > 0
+    return rows, doc
+
+
+def _f(x: str) -> float:
+    return float(x)
+
+
+# {{{ exact counting, no OpenCL
+
+
+def test_instances_floyd_footprint_and_min_coherence():
+    n, ndev = 16, 2
+    prog, mod = ec.compiled("floyd")
+    tile = mod.default_tile({"n": n}, ndev)
+    inst = ec.Instances(prog, {"n": n}, ndev, tile)
+    assert inst.n_instances == n ** 3
+    # a device reads its n/2 rows plus row k: (n/2 + 1) rows when k is another's row
+    assert inst.peak_footprint() == [(n // 2 + 1) * n * 4] * ndev
+    mins = inst.min_coherence()
+    assert sorted(mins) == list(range(n))
+    # row k+1 (written in iteration k) is read by the other device in iteration k+1
+    assert all(mins[k] == n * 4 for k in range(n - 1))
+    assert mins[n - 1] == 0
+    one = ec.Instances(prog, {"n": n}, 1, mod.default_tile({"n": n}, 1))
+    assert sum(one.min_coherence().values()) == 0
+    assert one.peak_footprint() == [n * n * 4]
+
+
+def test_instances_heat2d_min_coherence_is_the_halo():
+    n, ndev = 12, 2
+    prog, mod = ec.compiled("heat2d")
+    params = {"tsteps": 3, "n": n}
+    inst = ec.Instances(prog, params, ndev, mod.default_tile(params, ndev))
+    mins = inst.min_coherence()
+    # per time step: the boundary rows of B (nest 0) and of A (nest 1) cross, one
+    # interior row each way: 4 rows of n-2 elements; the last step sends only B's
+    halo = 2 * (n - 2) * 4
+    assert [mins[t] for t in range(3)] == [2 * halo, 2 * halo, halo]
+
+
+def test_scaled_params_and_ntiles():
+    assert ec.scaled_params("floyd", {"n": 100}, 4) == {"n": 200}
+    assert ec.scaled_params("heat3d", {"tsteps": 3, "n": 10}, 8) == {"tsteps": 3, "n": 20}
+    assert ec.scaled_params("mvt", {"m": 80, "n": 48}, 2) == {"m": 160, "n": 48}
+    prog, _ = ec.compiled("floyd")
+    assert ec.ntiles_of(prog, {"n": 64}, 32) == 2
+    assert ec.ntiles_of(prog, {"n": 65}, 32) == 3
+
+# }}}
+
+
+# {{{ the scripts
+
+
+@pytest.mark.device
+@needs_cl
+def test_table4(tmp_path):
+    import exp_table4
+    assert exp_table4.main(["--programs", "floyd,mvt", "--devices", "2", "--check",
+                            "--out", str(tmp_path), *COMMON]) == 0
+    rows, _doc = _outputs(tmp_path, "table4")
+    by = {r["program"]: r for r in rows}
+    assert by["floyd"]["A"] == "1" and by["floyd"]["B"] == "2"
+    assert by["mvt"]["B"] == "2"
+    assert by["floyd"]["E"] == "yes" and by["mvt"]["E"] == "no"
+    for r in rows:
+        assert 0 <= _f(r["F_percent"]) <= 100
+        assert 0 <= _f(r["F_nocopy_percent"]) <= _f(r["F_percent"]) + 1e-9
+        assert int(r["D_resident"]) >= 1 and int(r["D_tile"]) >= 1
+        assert r["check"] == "pass"
+
+
+@pytest.mark.device
+@needs_cl
+def test_datascaling(tmp_path):
+    import exp_datascaling
+    assert exp_datascaling.main(["--programs", "floyd,blackscholes", "--devices", "1,2",
+                                 "--out", str(tmp_path), *COMMON]) == 0
+    rows, doc = _outputs(tmp_path, "datascaling")
+    by = {(r["program"], int(r["ndev"])): r for r in rows}
+    assert by[("floyd", 1)]["params"] == "n=64" and by[("floyd", 2)]["params"] == "n=91"
+    assert by[("blackscholes", 2)]["params"] == "n=8192"
+    assert _f(by[("floyd", 1)]["speedup_per_iter"]) == pytest.approx(1.0)
+    assert by[("floyd", 2)]["per"] == "iteration" and by[("blackscholes", 2)]["per"] == "run"
+    for r in rows:
+        assert _f(r["speedup_per_iter"]) > 0
+    assert "2" in doc["geomean"]
+
+
+@pytest.mark.device
+@needs_cl
+def test_allocation(tmp_path):
+    import exp_allocation
+    assert exp_allocation.main(["--programs", "floyd,heat2d", "--devices", "2", "--check",
+                                "--out", str(tmp_path), "--sizes", "tiny",
+                                "--no-progress"]) == 0
+    rows, _doc = _outputs(tmp_path, "allocation")
+    for r in rows:
+        exact, du, dh = _f(r["exact_pct"]), _f(r["disjoint_union_pct"]), _f(r["disjoint_held_pct"])
+        cu, ch = _f(r["convex_union_pct"]), _f(r["convex_held_pct"])
+        assert 0 < exact <= du + 1e-9
+        assert du <= cu + 1e-9
+        assert cu <= 100 + 1e-9
+        assert dh >= du - 1e-9 and ch >= cu - 1e-9
+        assert r["disjoint_check"] == "pass" and r["convex_check"] == "pass"
+    floyd = next(r for r in rows if r["program"] == "floyd")
+    assert _f(floyd["exact_pct"]) == pytest.approx(100 * 33 / 64)
+    assert _f(floyd["convex_union_pct"]) == pytest.approx(100.0)   # the hull: whole array
+
+
+@pytest.mark.device
+@needs_cl
+def test_split(tmp_path):
+    import exp_split
+    assert exp_split.main(["--programs", "heat2d,floyd", "--devices", "2", "--check",
+                           "--out", str(tmp_path), *COMMON]) == 0
+    rows, _doc = _outputs(tmp_path, "split")
+    by = {r["program"]: r for r in rows}
+    assert by["floyd"]["how"] == "split_all vs normal"
+    assert by["heat2d"]["how"] == "disjoint vs convex"
+    assert int(by["heat2d"]["nosplit_split_accesses"]) == 0      # convex: never split
+    for r in rows:
+        assert _f(r["perf_compute"]) > 0 and _f(r["perf_wall"]) > 0
+        assert r["split_check"] == "pass" and r["nosplit_check"] == "pass"
+
+
+@pytest.mark.device
+@needs_cl
+def test_reuse(tmp_path):
+    import exp_reuse
+    assert exp_reuse.main(["--programs", "heat2d,floyd", "--devices", "2", "--check",
+                           "--out", str(tmp_path), *COMMON]) == 0
+    rows, _doc = _outputs(tmp_path, "reuse")
+    for r in rows:
+        assert _f(r["speedup"]) > 0
+        assert int(r["off_h2d_bytes"]) >= int(r["on_h2d_bytes"])
+        assert int(r["off_boxes_present"]) == 0 and int(r["on_boxes_present"]) > 0
+        assert r["on_check"] == "pass" and r["off_check"] == "pass"
+
+
+@pytest.mark.device
+@needs_cl
+def test_coherence(tmp_path):
+    import exp_coherence
+    assert exp_coherence.main(["--programs", "floyd,heat2d", "--devices", "2", "--check",
+                               "--out", str(tmp_path), "--sizes", "tiny",
+                               "--no-progress"]) == 0
+    rows, doc = _outputs(tmp_path, "coherence")
+    for r in rows:
+        block, exact, mn = (_f(r["block_total_bytes"]), _f(r["exact_total_bytes"]),
+                            _f(r["minimum_bytes"]))
+        assert block >= exact >= mn > 0
+        assert r["exact_check"] == "pass" and r["block_check"] == "pass"
+    floyd = next(r for r in rows if r["program"] == "floyd")
+    assert _f(floyd["minimum_bytes"]) == 63 * 64 * 4               # one row per iteration
+    assert len(doc["per_iteration"]["floyd/2"]["minimum"]) == 64
+
+
+@pytest.mark.device
+@needs_cl
+def test_boxinout(tmp_path):
+    import exp_boxinout
+    assert exp_boxinout.main(["--programs", "blackscholes,mvt", "--devices", "1",
+                              "--device-mem", "64KiB", "--factors", "0.5,3", "--check",
+                              "--out", str(tmp_path), "--repeat", "1", "--no-progress"]) == 0
+    rows, _doc = _outputs(tmp_path, "boxinout")
+    for r in rows:
+        assert not r["error"], r["error"]
+        assert r["check"] == "pass"
+        assert _f(r["throughput"]) > 0
+        if _f(r["size_over_cap"]) > 1.5:
+            assert int(r["evictions"]) > 0
+    bs = [r for r in rows if r["program"] == "blackscholes"]
+    assert int(min(bs, key=lambda r: _f(r["factor"]))["evictions"]) == 0
+
+# }}}
