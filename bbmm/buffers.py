@@ -36,6 +36,8 @@ class Copy:
     """Tiles using the box now (Figure 7's usage count); 0 means it is on the unused list."""
     cleanup_iter: object = None
     """Serial iteration at whose end the box is freed (cleanup flag), or None."""
+    touched: bool = True
+    """Used by a tile since the last end of a serial iteration."""
     _kargs: list | None = None
 
     @property
@@ -149,6 +151,7 @@ class BufferManager:
         if c.uses == 0:
             self.unused.pop(c, None)
         c.uses += 1
+        c.touched = True
 
     def release(self, c: Copy, keep: bool = True) -> None:
         """decrement_usage_count: at zero the copy goes to the unused list (or is freed)."""
@@ -174,11 +177,22 @@ class BufferManager:
         self.device.free(c.alloc)
         self.stats.on_free(c.nbytes)
 
-    def cleanup(self, serial_iter: object) -> int:
-        """bb_cleanup: free unused copies flagged for the end of ``serial_iter``."""
-        doomed = [c for c in self.unused if c.cleanup_iter == serial_iter]
+    def cleanup(self, serial_iter: object, idle: bool = True) -> int:
+        """bb_cleanup: free unused copies flagged for the end of ``serial_iter``; with
+        ``idle``, also those no tile used during the whole serial iteration.
+
+        A box that no tile touched for a whole serial iteration has moved on with the
+        serial loop (LU's row ``k`` segment on a device that does not own row ``k``);
+        keeping it until memory runs short only inflates the resident set. Freeing is
+        always safe: what only it holds is written back first.
+        """
+        doomed = [c for c in self.unused
+                  if c.cleanup_iter == serial_iter or (idle and not c.touched)]
         for c in doomed:
             self.free(c)
+        for cs in self.copies.values():
+            for c in cs:
+                c.touched = False
         return len(doomed)
 
     def free_all(self) -> None:

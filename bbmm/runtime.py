@@ -79,7 +79,8 @@ class Runtime:
 
     def __init__(self, devices: Sequence[Device], arrays: Mapping[str, np.ndarray] | HostCopy,
                  *, mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
-                 max_pieces: Mapping[str, int] | None = None, verify: bool | None = None):
+                 max_pieces: Mapping[str, int] | None = None, verify: bool | None = None,
+                 keep_idle: bool = False):
         if mode not in MODES:
             raise UsageError(f"unknown allocation mode {mode!r}; choose from {', '.join(MODES)}")
         if coherence not in COHERENCE:
@@ -95,6 +96,7 @@ class Runtime:
                          for d, s in zip(self.devices, self.stats.devices)]
         self.verify = bool(int(os.environ.get("BBMM_DEBUG", "0"))) if verify is None else verify
         self._serial: object = None
+        self.keep_idle = keep_idle
         self.max_pieces = dict(max_pieces or {})
         """Kernel slots per array: a tile whose disjoint boxes of an array outnumber them
         falls back to one hull box for that array (correct, only larger)."""
@@ -141,10 +143,12 @@ class Runtime:
                 self.directory.verify()
 
     def end_serial(self, serial: object = None) -> None:
-        """bb_cleanup for every device at the end of a serial iteration."""
+        """bb_cleanup for every device at the end of a serial iteration (and, unless
+        ``keep_idle``, boxes no tile used during it)."""
         with self.stats.timer("memory_mgmt"):
             for m in self.managers:
-                m.cleanup(serial if serial is not None else self._serial)
+                m.cleanup(serial if serial is not None else self._serial,
+                          idle=not self.keep_idle)
 
     def finish(self) -> None:
         """Bring every newest value home; afterwards the host arrays are the result."""

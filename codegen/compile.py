@@ -122,7 +122,10 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
     for nb in boxes:
         for a in nb.arrays:
             counts[a] = max(counts.get(a, 1), len(nb.of_array(a)))
-    slots = {a.name: min(MAX_SLOTS, counts.get(a.name, 1)) for a in scop.arrays}
+    # room for a box split around resident copies (mvt's column block around its row
+    # block: 3 pieces) without falling back to a duplicate whole box
+    slots = {a.name: min(MAX_SLOTS, max(counts.get(a.name, 1), 3 if len(a.dims) > 1 else 2))
+             for a in scop.arrays}
     flows = plan_flow(scop, plan, tuple(tilings), deps)
     nests = []
     kernels = []
