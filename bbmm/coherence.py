@@ -184,16 +184,20 @@ class Directory:
         dst.stale = R.minus_all(dst.stale, done)
         return sum(b.volume for b in done)
 
-    def wrote(self, writer: Copy, region: Box) -> None:
+    def wrote(self, writer: Copy, region: Box, whole: bool = False) -> None:
         """A tile wrote ``region`` through ``writer`` (which was newest on it before).
 
         ``region`` may over-approximate the elements really written: the rest of it
         still holds the newest value in ``writer``, so claiming it is safe. Every
-        other copy of those elements is stale now.
+        other copy of those elements is stale now. With ``whole`` the tile wrote every
+        element of ``region`` (an exact write box of an array it does not read), so the
+        writer is newest there even where it was stale (it was not read in).
         """
         region = region.intersect(writer.box)
         if region is None:
             return
+        if whole:
+            writer.stale = R.minus(writer.stale, region)
         assert not R.overlaps(writer.stale, region), \
             f"write through a stale part of {writer}: {writer.stale} vs {region}"
         for c in self.copies[writer.array]:

@@ -54,6 +54,9 @@ class Tile:
     writeout: Mapping[str, Sequence[Box]] = field(default_factory=dict)
     cleanup: Mapping[str, Sequence[bool]] = field(default_factory=dict)
     """Per initial box: True when it depends on the serial iterators only (Section 7.2)."""
+    fresh: frozenset[str] = frozenset()
+    """Arrays the tile only writes, through exact write boxes: every element of their
+    boxes is overwritten, so new boxes need no read-in."""
     name: str = ""
 
 
@@ -243,17 +246,20 @@ class Runtime:
                     mgr.acquire(c)
                     taken.append(c)
                     mgr.stats.boxes_present += 1
+            fresh = a in t.fresh
             for p, c in pieces:
                 if c is not None:
-                    self.directory.refresh(c, [p], "refresh")
+                    if not fresh:
+                        self.directory.refresh(c, [p], "refresh")
                 else:
                     c = mgr.alloc(a, p, host.itemsize)
                     if flags and all(f for b, f in zip(init, flags) if b.overlaps(p)):
                         c.cleanup_iter = self._serial
                     mgr.acquire(c)
                     taken.append(c)
-                    mgr.readin(c)
-                    mgr.absorb(c)
+                    if not fresh:  # a box the tile overwrites whole needs no read-in
+                        mgr.readin(c)
+                        mgr.absorb(c)
                 out.append((p, c))
             tb.pieces[a] = out
             acc = []
@@ -335,10 +341,11 @@ class Runtime:
                 if w.is_empty:
                     continue
                 covered = 0
+                whole = a in t.fresh
                 for p, c in tb.pieces.get(a, ()):
                     inter = w.intersect(p)
                     if inter is not None:
-                        self.directory.wrote(c, inter)
+                        self.directory.wrote(c, inter, whole)
                         covered += inter.volume
                 if covered != w.volume:
                     raise UsageError(f"tile {t.name}: write box {a}{w} is not inside the "

@@ -199,6 +199,10 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g()
     g()
     arrays = [(a, len(scop.array(a).dims)) for a in ks.arrays]
+    fresh = sorted(a for a in nb.arrays
+                   if all(ab.kind == "write" and ab.exact for ab in nb.of_array(a)))
+    g(f"NEST{nest.id}_FRESH = frozenset({fresh!r})  # only written, through exact boxes: "
+      f"no read-in")
     ids = dict(zip(ks.arrays, ks.access_ids))
     g(f"NEST{nest.id}_ARRAYS = {tuple((a, n, tuple(ids[a])) for a, n in arrays)!r}"
       f"  # (array, ndim, access ids) in kernel order")
@@ -335,14 +339,15 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]) -> 
             args = f"({sc}{', ' if sc else ''}{t.lb}, {t.ub})"
             g(f"_bbmm_tiles.append(Tile(device_of(_bbmm_t, _bbmm_ntiles, _bbmm_ndev), _bbmm_b, nest{nid}_kernel("
               f"_ints({args}), _bbmm_grid),")
-            g("                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, name=f\"nest%d tile {_bbmm_t}\"))"
-              % nid)
+            g("                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST%d_FRESH, "
+              "name=f\"nest%d tile {_bbmm_t}\"))" % (nid, nid))
     else:
         g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
         g("if _bbmm_spec is not None:")
         with g:
             g("_bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec")
             g(f"_bbmm_tiles.append(Tile(0, _bbmm_b, nest{nid}_kernel(_ints(({sc}{',' if sc else ''})), _bbmm_grid),")
-            g(f"                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, name=\"nest{nid}\"))")
+            g(f"                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST{nid}_FRESH, "
+              f"name=\"nest{nid}\"))")
     g(f"_bbmm_rt.run_phase(_bbmm_tiles, serial={key})")
 

@@ -144,3 +144,29 @@ def test_flowout_set_not_a_box(ndev):
                            flowout={"x": [dst]})], serial=s)
     rt.finish()
     np.testing.assert_array_equal(rt.host.array("x"), ref)
+
+
+@pytest.mark.parametrize("ndev", [1, 2, 3])
+def test_fresh_output_needs_no_readin(ndev):
+    """An array a tile only writes, through exact boxes, is not read in; its boxes become
+    newest where written even when they were stale (another device wrote before)."""
+    n, steps = 12, 4
+    x = np.arange(n, dtype=np.int64)
+    devs = [NullDevice(i) for i in range(ndev)]
+    rt = Runtime(devs, {"x": x.copy(), "y": np.full(n, -1, dtype=np.int64)}, verify=True)
+    for s in range(steps):
+        tiles = []
+        for t in range(3):
+            b = Box((4 * t,), (4 * t + 3,))
+
+            def k(d, tb, b=b, s=s):
+                scatter(d, tb, "y", b, gather(d, tb, "x", b, np.int64) * 10 + s)
+            # rotate the devices so each y box is stale on its next owner
+            tiles.append(Tile((t + s) % ndev, {"x": [b], "y": [b]}, k, writes={"y": [b]},
+                              fresh=frozenset({"y"})))
+        rt.run_phase(tiles, serial=s)
+        rt.end_serial(s)
+    rt.finish()
+    np.testing.assert_array_equal(rt.host.array("y"), x * 10 + steps - 1)
+    # y never went host -> device: only x did
+    assert sum(d.h2d_bytes for d in rt.stats.devices) <= steps * x.nbytes
