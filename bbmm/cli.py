@@ -294,10 +294,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warnings() -> None:
+    """Print bbmm's own warnings as ``bbmm: warning: ...``, one line each."""
+    import warnings
+
+    from .diagnostic import BBMMWarning
+
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore
+        if issubclass(category, BBMMWarning):
+            print(f"bbmm: warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+    warnings.showwarning = show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (0 ok, 1 error, 2 usage error)."""
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with argparse's message on bad usage
+    _one_line_warnings()
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="bbmm: %(name)s: %(message)s")
     try:

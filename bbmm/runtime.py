@@ -240,6 +240,10 @@ class Runtime:
         for a, init in t.boxes.items():
             boxes = [b for b in init if not b.is_empty]
             if not boxes:
+                # the tile does not touch the array (an empty inner loop), but its kernel
+                # still takes the array's arguments: no pieces, any slot number
+                tb.pieces[a] = []
+                tb.access[a] = [0] * len(init)
                 continue
             host = self.host.array(a)
             pieces = self._pieces(mgr, a, boxes, strict)

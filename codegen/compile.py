@@ -11,6 +11,7 @@ import importlib.util
 import os
 import re
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +25,7 @@ from codegen.host import NestCode, generate_host
 from codegen.opencl import generate_kernel
 from codegen.scop import Scop
 from codegen.tiling import tile_bound_names, tile_nest
+from bbmm.diagnostic import BBMMWarning
 
 MAX_SLOTS = 4
 
@@ -104,6 +106,36 @@ class Program:
         return "\n".join(out)
 
 
+def out_of_bounds(scop: Scop) -> list[str]:
+    """Accesses that may fall outside their array (the C program's behaviour is then
+    undefined, and so is bbmm's result): one ``file:line:col: ...`` message each.
+
+    ``{ S0[i] -> A[a] }`` restricted to the domain, minus
+    ``[n] -> { A[a] : 0 <= a < extent }``, must be empty for every parameter value of the
+    scop's context.
+    """
+    import islpy as isl
+
+    from bbmm.diagnostic import _format_coord
+
+    params = ", ".join(scop.int_params)
+    bounds = {}
+    for a in scop.arrays:
+        xs = [f"x{d}" for d in range(len(a.extents))]
+        cons = " and ".join(f"0 <= {x} < {e}" for x, e in zip(xs, a.extents))
+        bounds[a.name] = isl.Set(f"[{params}] -> {{ {a.name}[{', '.join(xs)}] : {cons} }}")
+    out = []
+    for acc in scop.accesses():
+        data = acc.relation.range().intersect_params(scop.context)
+        bad = data.subtract(bounds[acc.array])
+        if not bad.is_empty():
+            where = _format_coord(acc.coord)
+            out.append(f"{where + ': ' if where else ''}{acc.text} may be out of the bounds of "
+                       f"{acc.array} (e.g. {bad.sample_point()}); the C program's behaviour, "
+                       f"and bbmm's result, are then undefined")
+    return out
+
+
 def compile_program(path: str | os.PathLike, function: str | None = None,
                     defines: Mapping[str, str] | None = None, *, split_all: bool = False,
                     fp64: bool = True) -> Program:
@@ -113,6 +145,8 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
     path = str(path)
     scop = parse_file(path, function=function, defines=dict(defines or {}))
     check_host_names(scop)
+    for msg in out_of_bounds(scop):
+        warnings.warn(msg, BBMMWarning, stacklevel=2)
     deps = dependences(scop)
     plan = make_plan(scop)
     lb, ub = tile_bound_names(scop)

@@ -368,6 +368,9 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                  f"inner loops: {', '.join(lp.iterator for lp in inner) or '(none)'}"))
     if uses_double:
         out("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    # C semantics: no fused multiply-add unless the source has one (the sequential
+    # reference is built with -ffp-contract=off; OpenCL C may contract by default)
+    out("#pragma OPENCL FP_CONTRACT OFF")
     out("#ifndef BBMM_IDX\n#define BBMM_IDX long  /* the host passes -DBBMM_IDX=int when "
         "every offset fits */\n#endif")
     out()

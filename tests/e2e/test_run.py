@@ -162,3 +162,16 @@ def test_python_keyword_names_are_refused_cleanly(capsys):
     assert main(["compile", str(path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'lambda' is a Python keyword" in err[0]
+
+
+def test_out_of_bounds_access_warns_with_location(capsys):
+    path = KERNELS / "warn_out_of_bounds.c"
+    assert main(["compile", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"bbmm: warning: {path}:4:12: A[i + 1][i + 1] may be out of the bounds of A" in err
+
+
+@pytest.mark.parametrize("path", sorted(POLYBENCH.glob("*.c")), ids=lambda p: p.stem)
+def test_polybench_accesses_in_bounds(path, capsys):
+    assert main(["compile", str(path)]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -1,0 +1,142 @@
+"""Randomized differential testing of the whole pipeline.
+
+For each seed, ``tests/randprog.py`` draws a random valid program in the accepted subset;
+``bbmm run --check`` then runs it on 1-4 logical devices with random options (tile,
+a tight ``--device-mem`` forcing box-out, ``--mode convex``, ``--no-reuse``,
+``--coherence block``) and compares every array with the sequential C program.
+
+``BBMM_RANDOM_KERNELS=150`` raises the number of seeds (default 20);
+``BBMM_RANDOM_SEED0=1000`` shifts them. A failure message carries the program text and
+a command line that reproduces it.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import random
+import shlex
+import traceback
+from pathlib import Path
+
+import pytest
+
+from bbmm.cli import main
+from randprog import generate
+
+pytestmark = pytest.mark.e2e
+
+N_SEEDS = int(os.environ.get("BBMM_RANDOM_KERNELS", "20"))
+SEED0 = int(os.environ.get("BBMM_RANDOM_SEED0", "0"))
+MAX_REDRAWS = 20
+
+
+def _have_opencl() -> bool:
+    try:
+        import pyopencl as cl
+        return bool(cl.get_platforms())
+    except Exception:
+        return False
+
+
+needs_cl = pytest.mark.skipif(not _have_opencl(), reason="no OpenCL platform (pyopencl sees none)")
+
+_SIZEOF = {"float": 4, "double": 8, "int": 4}
+
+
+def _call(argv: list[str]) -> tuple[int | None, str, str | None]:
+    """Run the CLI in-process: (exit status, stderr, traceback of a non-bbmm exception)."""
+    err, out = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            rc = main(argv)
+    except SystemExit as e:  # argparse
+        return int(e.code or 0), err.getvalue(), None
+    except Exception:
+        return None, err.getvalue(), traceback.format_exc()
+    return rc, err.getvalue(), None
+
+
+def _array_bytes(prog, params: dict[str, int]) -> int:
+    """Total bytes of the program's arrays (from the signature's sizes)."""
+    total = 0
+    sig = prog.text.split("(", 1)[1].split(")", 1)[0]
+    for decl in sig.split(", "):
+        if "[" not in decl:
+            continue
+        ctype = decl.split()[0]
+        n = 1
+        for d in decl.split("[")[1:]:
+            n *= eval(d.rstrip("]"), {"__builtins__": {}}, dict(params))
+        total += n * _SIZEOF[ctype]
+    return total
+
+
+def _options(prog, rng: random.Random) -> tuple[list[str], bool]:
+    """Random run options; the flag says whether --device-mem is tight."""
+    opts = ["--devices", str(rng.randint(1, 4))]
+    tight = rng.random() < 0.3
+    if tight or rng.random() < 0.6:
+        opts += ["--tile", str(rng.randint(1, 4) if tight else rng.randint(1, 6))]
+    if tight:
+        total = _array_bytes(prog, prog.params)
+        cap = max(256, int(total * rng.choice([0.15, 0.25, 0.4])))
+        opts += ["--device-mem", str(cap)]
+    r = rng.random()
+    if r < 0.15:
+        opts += ["--mode", "convex"]
+    elif r < 0.3:
+        opts += ["--no-reuse"]
+    elif r < 0.45:
+        opts += ["--coherence", "block"]
+    if rng.random() < 0.2:
+        opts += ["--seed", str(rng.randint(1, 99))]
+    return opts, tight
+
+
+def _report(prog, path: Path, argv: list[str], what: str) -> str:
+    cmd = "bbmm " + " ".join(shlex.quote(a) for a in argv)
+    return (f"seed {prog.seed}: {what}\n--- command ---\n{cmd}\n"
+            f"(write the program below to {path.name})\n--- program ---\n{prog.text}")
+
+
+def check_seed(seed: int, tmp_path: Path) -> None:
+    """Draw a program (redrawing ones the front end refuses cleanly), run it, assert pass."""
+    for redraw in range(MAX_REDRAWS):
+        s = seed + 100_000 * redraw
+        prog = generate(s)
+        path = tmp_path / f"rk{s}.c"
+        path.write_text(prog.text)
+        rc, err, tb = _call(["compile", str(path)])
+        assert tb is None, _report(prog, path, ["compile", str(path)], f"traceback:\n{tb}")
+        if rc == 0:
+            break
+        assert rc == 1 and len(err.strip().splitlines()) == 1, _report(
+            prog, path, ["compile", str(path)], f"compile rc={rc}, stderr:\n{err}")
+    else:
+        pytest.skip(f"seed {seed}: {MAX_REDRAWS} programs refused by the front end")
+
+    rng = random.Random(f"opts-{s}")
+    opts, tight = _options(prog, rng)
+    out = tmp_path / "r.json"
+    argv = ["run", str(path), *prog.param_args(), *opts, "--check", "--no-progress",
+            "--json", str(out)]
+    rc, err, tb = _call(argv)
+    assert tb is None, _report(prog, path, argv, f"traceback:\n{tb}")
+    if rc != 0 and tight and "cannot allocate" in err and "raise --device-mem" in err:
+        return  # the cap is below one tile's boxes: an acceptable refusal
+    detail = err.strip()
+    if out.exists():
+        doc = json.loads(out.read_text())
+        if doc.get("check") != "pass":
+            detail += f"\ncheck: {doc.get('check')}; mismatches: {doc.get('mismatches')}"
+    assert rc == 0, _report(prog, path, argv, f"rc={rc}\n{detail}")
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass", _report(prog, path, argv, detail)
+
+
+@needs_cl
+@pytest.mark.parametrize("seed", range(SEED0, SEED0 + N_SEEDS))
+def test_random_kernel(seed, tmp_path):
+    check_seed(seed, tmp_path)

@@ -1,0 +1,318 @@
+"""Random valid programs in bbmm's accepted C subset, for differential testing.
+
+``generate(seed)`` returns a :class:`Program`: the C text of one kernel function over
+1-3 arrays (float/double/int, 1-3 dimensions sized ``n``, ``n + 2``, ``m``, ``m + 1``),
+an optional outer serial loop (a time loop over ``tsteps`` or a host iterator ``k`` that
+subscripts arrays, floyd-like), and 1-3 loop nests (perfect or imperfect, rectangular,
+triangular or min/max bounds). Every subscript is in bounds by construction: each loop
+iterator carries the interval it ranges over (``lo <= it < CLASS - a``, CLASS being ``n``
+or ``m``), and an access ``X[it + off]`` to a dimension of size ``CLASS + pad`` is only
+drawn with ``-lo <= off <= a + pad``.
+
+Values stay finite and comparable: float statements are convex combinations with
+power-of-two coefficients (exact in binary), min/max ternaries, ``fabs``, ``sqrt`` of a
+positive expression, or small ``+=`` accumulations; int statements use ``+`` and ``%``
+with small constants and only read int arrays.
+
+``#pragma omp parallel for`` asserts a loop parallel, so it is only emitted on a nest's
+outer loop when that is provably true by construction (each written array is written at
+one subscript tuple that has the outer iterator alone in some dimension, and read in the
+nest only at that same tuple).
+
+Run ``python tests/randprog.py SEED`` to print one program and its parameters.
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+from dataclasses import dataclass, field
+
+# BBMM_RANDOM_AVOID_FMA=1: no float `a * a + 1.0f` (which OpenCL contracts into an fma
+# while the reference is built with -ffp-contract=off: visible when stored into a double)
+AVOID_FMA = os.environ.get("BBMM_RANDOM_AVOID_FMA", "") not in ("", "0")
+
+PARAM_RANGE = {"n": (6, 16), "m": (5, 13), "tsteps": (1, 3)}
+
+
+@dataclass
+class Program:
+    seed: int
+    name: str
+    text: str
+    params: dict[str, int]
+    # facts about the program, for the tests' choice of options
+    arrays: list[str] = field(default_factory=list)
+
+    def param_args(self) -> list[str]:
+        out: list[str] = []
+        for k, v in self.params.items():
+            out += ["--param", f"{k}={v}"]
+        return out
+
+
+@dataclass
+class Dim:
+    cls: str   # "n" or "m"
+    pad: int   # size is cls + pad
+
+    def size(self) -> str:
+        return self.cls if self.pad == 0 else f"{self.cls} + {self.pad}"
+
+
+@dataclass
+class Array:
+    name: str
+    ctype: str
+    dims: list[Dim]
+
+
+@dataclass
+class It:
+    name: str
+    cls: str
+    lo: int   # it >= lo
+    a: int    # it < cls - a
+
+
+def _sub(it: It, off: int) -> str:
+    if off == 0:
+        return it.name
+    return f"{it.name} + {off}" if off > 0 else f"{it.name} - {-off}"
+
+
+class _Gen:
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.r = random.Random(seed)
+
+    # ---------------------------------------------------------------- accesses
+    def access(self, arr: Array, scope: list[It], lhs: bool) -> str:
+        r = self.r
+        subs = []
+        for d in arr.dims:
+            cands = [it for it in scope if it.cls == d.cls]
+            if not cands or r.random() < 0.04:
+                subs.append(str(r.choice([0, 1])))  # sizes are >= 5
+                continue
+            # prefer inner iterators (they make the access vary within the nest)
+            weights = [1 + 2 * i for i in range(len(cands))]
+            it = r.choices(cands, weights)[0]
+            lo_off, hi_off = -it.lo, it.a + d.pad
+            lo_off, hi_off = max(lo_off, -3), min(hi_off, 3)
+            if lhs or r.random() < 0.45:
+                off = 0 if lo_off <= 0 <= hi_off else r.randint(lo_off, hi_off)
+            else:
+                off = r.randint(lo_off, hi_off)
+            subs.append(_sub(it, off))
+        return arr.name + "".join(f"[{s}]" for s in subs)
+
+    # ---------------------------------------------------------------- statements
+    def statement(self, scope: list[It], reads: list, writes: list) -> str:
+        r = self.r
+        x = r.choice(self.arrays)
+        lhs = self.access(x, scope, True)
+        writes.append((x.name, lhs))
+
+        def rd(pool=None) -> str:
+            pool = pool or self.arrays
+            y = r.choice(pool)
+            if r.random() < 0.25:
+                y = x
+            a = self.access(y, scope, False)
+            reads.append((y.name, a))
+            return a
+
+        if x.ctype == "int":
+            ints = [a for a in self.arrays if a.ctype == "int"]
+            itn = [it.name for it in scope]
+            kind = r.randrange(4)
+            if kind == 0:
+                terms = [rd(ints) for _ in range(r.randint(1, 3))]
+                if itn and r.random() < 0.6:
+                    terms.append(r.choice(itn))
+                return f"{lhs} = ({' + '.join(terms)} + {r.randint(1, 5)}) % {r.choice([5, 7, 11])};"
+            if kind == 1:
+                a, b = rd(ints), rd(ints)
+                return f"{lhs} = ({a} > {b} ? {a} : {b}) % {r.choice([3, 7, 13])};"
+            if kind == 2:
+                return f"{lhs} += {rd(ints)} % {r.choice([2, 3])};"
+            a = rd(ints)
+            extra = f" + {r.choice(itn)}" if itn else ""
+            return f"{lhs} = {a} % {r.choice([4, 9])}{extra};"
+
+        f = "f"  # float literals: exact powers of two, same value in float and double
+        kind = r.randrange(7)
+        if kind <= 1:  # stencil: convex combination
+            k = r.choice([2, 4])
+            terms = [rd() for _ in range(k)]
+            coef = {2: "0.5", 4: "0.25"}[k]
+            tail = ""
+            if r.random() < 0.3:
+                tail = f" + 0.125{f}"
+            if r.random() < 0.2 and scope:
+                tail += f" + 0.015625{f} * {r.choice(scope).name}"
+            if r.random() < 0.5:
+                return f"{lhs} = {coef}{f} * ({' + '.join(terms)}){tail};"
+            return f"{lhs} = " + " + ".join(f"{coef}{f} * {t}" for t in terms) + tail + ";"
+        if kind == 2:  # accumulation
+            return f"{lhs} += 0.125{f} * {rd()};"
+        if kind == 3:  # min/max ternary
+            a, b = rd(), rd()
+            op = r.choice(["<", ">"])
+            return f"{lhs} = {a} {op} {b} ? {a} : {b};"
+        if kind == 4:
+            a = rd()
+            return f"{lhs} = {a} > 0.5{f} ? 0.5{f} * {a} : {rd()} + 0.25{f};"
+        if kind == 5:
+            return f"{lhs} = 0.5{f} * fabs({rd()} - {rd()});"
+        a = rd()
+        # float a * a + 1.0f may be contracted into an fma by OpenCL (see AVOID_FMA)
+        one = "1.0" if AVOID_FMA else f"1.0{f}"
+        return f"{lhs} = 0.5{f} * sqrt({a} * {a} + {one});"
+
+    # ---------------------------------------------------------------- loops
+    def loop_header(self, name: str, scope: list[It], host: It | None) -> tuple[str, It]:
+        r = self.r
+        cls = r.choice(self.classes)
+        same = [it for it in scope if it.cls == cls]
+        if host is not None and host.cls == cls and r.random() < 0.2:
+            kind = r.randrange(3)
+            if kind == 0:
+                return (f"for (int {name} = 0; {name} <= {host.name}; {name}++)",
+                        It(name, cls, 0, host.a))
+            if kind == 1:
+                return (f"for (int {name} = {host.name}; {name} < {cls}; {name}++)",
+                        It(name, cls, host.lo, 0))
+            return (f"for (int {name} = {host.name} + 1; {name} < {cls}; {name}++)",
+                    It(name, cls, host.lo + 1, 0))
+        if same and r.random() < 0.5:
+            p = r.choice(same)
+            kind = r.randrange(6)
+            if kind == 0:
+                lo = r.choice([0, 1])
+                lo = min(lo, p.lo) if False else lo
+                return f"for (int {name} = {lo}; {name} <= {p.name}; {name}++)", It(name, cls, lo, p.a)
+            if kind == 1:
+                lo = r.choice([0, 1])
+                return (f"for (int {name} = {lo}; {name} < {p.name} + 1; {name}++)",
+                        It(name, cls, lo, p.a))
+            a = r.choice([0, 1, 2])
+            hi = cls if a == 0 else f"{cls} - {a}"
+            if kind == 2:
+                return (f"for (int {name} = {p.name} + 1; {name} < {hi}; {name}++)",
+                        It(name, cls, p.lo + 1, a))
+            if kind == 3:
+                return f"for (int {name} = {p.name}; {name} < {hi}; {name}++)", It(name, cls, p.lo, a)
+            if kind == 4:
+                w = r.randint(1, 3)
+                mn = r.choice(["min", "MIN"])
+                lo = r.choice([0, 1])
+                return (f"for (int {name} = {lo}; {name} < {mn}({hi}, {p.name} + {w}); {name}++)",
+                        It(name, cls, lo, a))
+            lo = r.choice([0, 1, 2])
+            w = r.randint(1, 3)
+            mx = r.choice(["max", "MAX"])
+            return (f"for (int {name} = {mx}({lo}, {p.name} - {w}); {name} < {hi}; {name}++)",
+                    It(name, cls, lo, a))
+        lo, a = r.choice([0, 0, 1, 2]), r.choice([0, 0, 1, 2])
+        hi = cls if a == 0 else f"{cls} - {a}"
+        if r.random() < 0.2:
+            hi2 = f"{cls} - {a + 1}" if a + 1 else cls
+            return f"for (int {name} = {lo}; {name} <= {hi2}; {name}++)", It(name, cls, lo, a)
+        return f"for (int {name} = {lo}; {name} < {hi}; {name}++)", It(name, cls, lo, a)
+
+    def nest(self, names: list[str], scope: list[It], host: It | None, ind: str,
+             reads: list, writes: list, imperfect: bool) -> list[str]:
+        head, it = self.loop_header(names[0], scope, host)
+        inner = scope + [it]
+        body: list[str] = []
+        if len(names) == 1:
+            for _ in range(self.r.choice([1, 1, 2])):
+                body.append(ind + "  " + self.statement(inner, reads, writes))
+        else:
+            if imperfect and self.r.random() < 0.5:
+                body.append(ind + "  " + self.statement(inner, reads, writes))
+            body += self.nest(names[1:], inner, host, ind + "  ", reads, writes, imperfect)
+            if imperfect and (self.r.random() < 0.5 or len(body) == 1):
+                body.append(ind + "  " + self.statement(inner, reads, writes))
+        if len(body) == 1:
+            return [ind + head] + body
+        return [ind + head + " {"] + body + [ind + "}"]
+
+    # ---------------------------------------------------------------- program
+    def program(self) -> Program:
+        r = self.r
+        self.classes = ["n"] if r.random() < 0.6 else ["n", "m"]
+        types = ["float", "float", "double", "int"]
+        self.arrays = []
+        for name in ["A", "B", "C"][: r.choice([1, 2, 2, 3, 3])]:
+            nd = r.choices([1, 2, 3], [3, 6, 1])[0]
+            dims = [Dim(r.choice(self.classes), r.choice([0, 0, 1, 2])) for _ in range(nd)]
+            self.arrays.append(Array(name, r.choice(types), dims))
+        params = {c: r.randint(*PARAM_RANGE[c]) for c in self.classes}
+        outer = r.choice(["none", "none", "time", "host"])
+        host = None
+        lines: list[str] = []
+        ind = "  "
+        if outer == "time":
+            params["tsteps"] = r.randint(*PARAM_RANGE["tsteps"])
+            lines.append(f"  for (int t = 0; t < tsteps; t++) {{")
+            ind = "    "
+        elif outer == "host":
+            hc = r.choice(self.classes)
+            klo, ka = r.choice([(0, 0), (0, 0), (1, 0), (1, 1), (2, 1)])
+            host = It("k", hc, klo, ka)
+            khi = hc if ka == 0 else f"{hc} - {ka}"
+            lines.append(f"  for (int k = {klo}; k < {khi}; k++) {{")
+            ind = "    "
+            # host loops make many launches: keep them short
+            for c in params:
+                params[c] = min(params[c], 8)
+        base = [host] if host else []
+        for _ in range(r.choice([1, 1, 2, 2, 3])):
+            depth = r.choices([1, 2, 3], [2, 5, 2])[0]
+            reads: list = []
+            writes: list = []
+            nest = self.nest(["i", "j", "l"][:depth], base, host, ind, reads, writes,
+                             imperfect=r.random() < 0.35)
+            if self._pragma_safe(nest, reads, writes, "i") and r.random() < 0.5:
+                nest.insert(0, "#pragma omp parallel for")
+            lines += nest
+        if outer != "none":
+            lines.append("  }")
+        sig = [f"int {p}" for p in params]
+        if r.random() < 0.2:
+            sig.append("float alpha")  # unused scalar (defaults to 1.5)
+        for a in self.arrays:
+            sig.append(f"{a.ctype} {a.name}" + "".join(f"[{d.size()}]" for d in a.dims))
+        name = f"rk{self.seed}"
+        text = f"void {name}({', '.join(sig)}) {{\n" + "\n".join(lines) + "\n}\n"
+        return Program(self.seed, name, text, params, [a.name for a in self.arrays])
+
+    @staticmethod
+    def _pragma_safe(nest: list[str], reads: list, writes: list, outer: str) -> bool:
+        written: dict[str, set[str]] = {}
+        for arr, acc in writes:
+            written.setdefault(arr, set()).add(acc)
+        for arr, accs in written.items():
+            if len(accs) != 1:
+                return False
+            acc = next(iter(accs))
+            if f"[{outer}]" not in acc:
+                return False
+        for arr, acc in reads:
+            if arr in written and acc not in written[arr]:
+                return False
+        return True
+
+
+def generate(seed: int) -> Program:
+    return _Gen(seed).program()
+
+
+if __name__ == "__main__":
+    for s in sys.argv[1:] or ["0"]:
+        p = generate(int(s))
+        print(f"// seed {s}: " + " ".join(p.param_args()))
+        print(p.text)
