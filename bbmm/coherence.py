@@ -24,7 +24,7 @@ copy" can later become "the ranks that need it" (MPI).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
@@ -206,14 +206,14 @@ class Directory:
         self._clean(writer.array, region)
         self.dirty[writer.array].append((region, writer))
 
-    def flowin(self, array: str, region: Box, exclude: Sequence[Copy] = ()) -> None:
+    def flowin(self, array: str, region: Box) -> None:
         """cpu_to_gpu_flowin: refresh every copy stale on ``region`` from its newest holder.
 
         Copies on the writer's device are refreshed device-to-device; others from the
         host. Elements still dirty elsewhere are left stale (no forced flush here).
         """
         for c in self.copies[array]:
-            if c in exclude or not R.overlaps(c.stale, region):
+            if not R.overlaps(c.stale, region):
                 continue
             self.refresh(c, [region], "flowin", flush=False)
 

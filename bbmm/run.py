@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .diagnostic import BBMMError, CheckError, UsageError, format_bytes, parse_bytes
+from .diagnostic import UsageError, format_bytes
 from .runtime import COHERENCE, MODES, Runtime
 
 DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32}

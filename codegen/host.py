@@ -16,7 +16,7 @@ from codegen.deps import Nest, Plan
 from codegen.flow import NestFlow
 from codegen.opencl import KernelSource
 from codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Cmp,
-                          LoopNode, Scop, Statement)
+                          LoopNode, Scop)
 from codegen.tiling import ParamBox
 
 
@@ -29,9 +29,6 @@ class Emitter:
 
     def __call__(self, line: str = "") -> None:
         self.lines.append(("    " * self.level + line) if line else "")
-
-    def indent(self) -> "Emitter":
-        return self
 
     def __enter__(self) -> None:
         self.level += 1
@@ -78,10 +75,6 @@ class NestCode:
     boxes: NestBoxes
     flow: NestFlow
     kernel: KernelSource
-
-
-def _slots_comment(scop: Scop, st: Statement) -> str:
-    return f"{st.name}: {st.text.strip()}"
 
 
 def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: str,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 
 import islpy as isl
 
+from bbmm.hostlib import tile_range, tiles_covering
 from codegen.deps import Nest, Plan
 from codegen.pyexpr import compile_lambda, pwaff_to_py, set_to_py
 from codegen.scop import Scop, Statement, relate_isl
@@ -344,16 +345,12 @@ def tile_plan(scop: Scop, plan: Plan) -> tuple[NestTiling, ...]:
 # {{{ the global tile grid
 
 
-def tile_bounds(t: int, T: int) -> tuple[int, int]:
-    """``(lb, ub)`` of tile ``t`` for tile size ``T``: ``p0`` in ``[T*t, T*t + T - 1]``."""
-    return T * t, T * t + T - 1
-
-
-def tile_indices(p0_lo: int, p0_hi: int, T: int) -> range:
-    """Indices of the tiles that meet ``p0_lo..p0_hi`` (empty when ``p0_lo > p0_hi``)."""
-    if p0_lo > p0_hi:
-        return range(0)
-    return range(p0_lo // T, p0_hi // T + 1)
+# The grid is the runtime's: generated drivers call bbmm.hostlib, so there is one
+# implementation of it.
+tile_bounds = tile_range
+"""``(lb, ub)`` of tile ``t`` for tile size ``T``: ``p0`` in ``[T*t, T*t + T - 1]``."""
+tile_indices = tiles_covering
+"""Indices of the tiles that meet ``p0_lo..p0_hi`` (empty when ``p0_lo > p0_hi``)."""
 
 # }}}
 

@@ -196,7 +196,3 @@ class NullDevice(Device):
 
     def finish(self) -> None:
         pass
-
-    def transferred(self, kind: str) -> int:
-        """Bytes moved so far by transfers of ``kind`` (h2d, d2h, d2d)."""
-        return sum(n for k, _, n in self.log if k == kind)
