@@ -66,52 +66,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     ndevs = ec.device_counts(args)
     outdir = ec.out_dir(args)
     rows: list[dict[str, Any]] = []
-    bar = ec.Bar(len(names) * len(ndevs), EXP, False if args.no_progress else None)
-    note = ""
-    with ec.DeviceSet(ec.device_mem(args), args.platform) as ds:
-        for nd in ndevs:
-            devs = ds.get(nd)
-            note = ec.device_note(devs)
-            for name in names:
-                bar.show(f"{name} x{nd}")
-                bench = ec.load_bench(name, ec.program_params(args, name))
-                tile = args.tile or bench.module.default_tile(bench.params, nd)
-                total = bench.array_bytes
-                items = {a.name: bench.init[a.name].itemsize for a in bench.prog.scop.arrays}
-                row: dict[str, Any] = {"program": name, "ndev": nd, "params": bench.param_text,
-                                       "tile": tile, "array_bytes": total}
-                per_dev: dict[str, list[int]] = {}
-                for mode in ("disjoint", "convex"):
-                    m = ec.measure(bench, devs, tile=tile, mode=mode, repeat=args.repeat,
-                                   warmup=args.warmup, record_boxes=True, check=args.check)
-                    if m.error:
-                        row[f"{mode}_error"] = m.error
-                        continue
-                    held = per_device_peak(ec.live_bytes(m.rt), nd)
-                    union = per_device_peak(ec.live_bytes(m.rt, items, union=True), nd)
-                    resident = [d.peak_bytes for d in m.rt.stats.devices]
-                    per_dev[f"{mode}_held"] = held
-                    per_dev[f"{mode}_union"] = union
-                    per_dev[f"{mode}_resident"] = resident
-                    if all(hasattr(d, "settled_peak_bytes") for d in m.rt.stats.devices):
-                        per_dev[f"{mode}_settled"] = [d.settled_peak_bytes
-                                                      for d in m.rt.stats.devices]
-                    row[f"{mode}_check"] = m.fig.get("check")
-                inst = ec.Instances(bench.prog, bench.params, nd, tile)
-                per_dev["exact"] = inst.peak_footprint()
-                for k, v in per_dev.items():
-                    row[f"{k}_pct"] = 100.0 * max(v) / total
-                    row[f"{k}_mean_pct"] = 100.0 * sum(v) / len(v) / total
-                    row[f"{k}_bytes"] = v
-                row["disjoint_over_exact"] = (row.get("disjoint_held_pct", 0) / row["exact_pct"]
-                                              if row.get("exact_pct") else None)
-                row["convex_over_disjoint"] = (row.get("convex_held_pct", 0)
-                                               / row["disjoint_held_pct"]
-                                               if row.get("disjoint_held_pct") else None)
-                row["instances"] = inst.n_instances
-                rows.append(row)
-                bar.step(f"{name} x{nd}")
-    bar.close()
+    sweep = ec.Sweep(args, EXP, names, ndevs)
+    for nd, devs, name in sweep:
+        bench = ec.load_bench(name, ec.program_params(args, name))
+        tile = args.tile or bench.module.default_tile(bench.params, nd)
+        total = bench.array_bytes
+        items = {a.name: bench.init[a.name].itemsize for a in bench.prog.scop.arrays}
+        row: dict[str, Any] = {"program": name, "ndev": nd, "params": bench.param_text,
+                               "tile": tile, "array_bytes": total}
+        per_dev: dict[str, list[int]] = {}
+        for mode in ("disjoint", "convex"):
+            m = ec.measure(bench, devs, tile=tile, mode=mode, repeat=args.repeat,
+                           warmup=args.warmup, record_boxes=True, check=args.check)
+            if m.error:
+                row[f"{mode}_error"] = m.error
+                continue
+            held = per_device_peak(ec.live_bytes(m.rt), nd)
+            union = per_device_peak(ec.live_bytes(m.rt, items, union=True), nd)
+            resident = [d.peak_bytes for d in m.rt.stats.devices]
+            per_dev[f"{mode}_held"] = held
+            per_dev[f"{mode}_union"] = union
+            per_dev[f"{mode}_resident"] = resident
+            if all(hasattr(d, "settled_peak_bytes") for d in m.rt.stats.devices):
+                per_dev[f"{mode}_settled"] = [d.settled_peak_bytes
+                                              for d in m.rt.stats.devices]
+            row[f"{mode}_check"] = m.fig.get("check")
+        inst = ec.Instances(bench.prog, bench.params, nd, tile)
+        per_dev["exact"] = inst.peak_footprint()
+        for k, v in per_dev.items():
+            row[f"{k}_pct"] = 100.0 * max(v) / total
+            row[f"{k}_mean_pct"] = 100.0 * sum(v) / len(v) / total
+            row[f"{k}_bytes"] = v
+        row["disjoint_over_exact"] = (row.get("disjoint_held_pct", 0) / row["exact_pct"]
+                                      if row.get("exact_pct") else None)
+        row["convex_over_disjoint"] = (row.get("convex_held_pct", 0)
+                                       / row["disjoint_held_pct"]
+                                       if row.get("disjoint_held_pct") else None)
+        row["instances"] = inst.n_instances
+        rows.append(row)
+    note = sweep.note
 
     cols = [("program", "program", ""), ("ndev", "dev", ""), ("params", "size", ""),
             ("exact_pct", "exact %", ".1f"), ("disjoint_union_pct", "disj union %", ".1f"),

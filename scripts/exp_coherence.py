@@ -55,53 +55,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     outdir = ec.out_dir(args)
     rows: list[dict[str, Any]] = []
     series: dict[str, Any] = {}
-    bar = ec.Bar(len(names) * len(ndevs), EXP, False if args.no_progress else None)
-    note = ""
-    with ec.DeviceSet(ec.device_mem(args), args.platform) as ds:
-        for nd in ndevs:
-            devs = ds.get(nd)
-            note = ec.device_note(devs)
-            for name in names:
-                bar.show(f"{name} x{nd}")
-                bench = ec.load_bench(name, ec.program_params(args, name))
-                tile = args.tile or bench.module.default_tile(bench.params, nd)
-                row: dict[str, Any] = {"program": name, "ndev": nd, "params": bench.param_text,
-                                       "tile": tile, "array_bytes": bench.array_bytes}
-                per_iter: dict[str, list[int]] = {}
-                for coh in ("exact", "block"):
-                    m = ec.measure(bench, devs, tile=tile, coherence=coh, repeat=args.repeat,
-                                   warmup=args.warmup, check=args.check)
-                    if m.error:
-                        row[f"{coh}_error"] = m.error
-                        continue
-                    f = m.fig
-                    pull = f.get("x_d2h_refresh_bytes", 0)
-                    row[f"{coh}_flowout_bytes"] = f["flowout_bytes"]
-                    row[f"{coh}_pull_bytes"] = pull
-                    row[f"{coh}_total_bytes"] = f["flowout_bytes"] + pull
-                    row[f"{coh}_flowin_bytes"] = f["flowin_bytes"]
-                    row[f"{coh}_wall_s"] = f["wall_s"]
-                    row[f"{coh}_check"] = f.get("check")
-                    row["serial_iters"] = f["serial_iters"]
-                    per_iter[coh] = [b.get("flowout", 0) + b.get("d2h_refresh", 0)
-                                     for b in m.iter_bytes]
-                inst = ec.Instances(bench.prog, bench.params, nd, tile)
-                mins = inst.min_coherence()
-                per_iter["minimum"] = [v for s, v in sorted(mins.items())]
-                row["minimum_bytes"] = sum(mins.values())
-                it = max(1, row.get("serial_iters", len(mins)))
-                for k in ("block_total", "exact_total", "exact_flowout", "block_flowout"):
-                    if f"{k}_bytes" in row:
-                        row[f"{k}_per_iter"] = row[f"{k}_bytes"] / it
-                row["minimum_per_iter"] = row["minimum_bytes"] / it
-                if row.get("exact_total_bytes") is not None and row["minimum_bytes"]:
-                    row["exact_over_min"] = row["exact_total_bytes"] / row["minimum_bytes"]
-                if row.get("block_total_bytes") is not None and row.get("exact_total_bytes"):
-                    row["block_over_exact"] = row["block_total_bytes"] / row["exact_total_bytes"]
-                rows.append(row)
-                series[f"{name}/{nd}"] = per_iter
-                bar.step(f"{name} x{nd}")
-    bar.close()
+    sweep = ec.Sweep(args, EXP, names, ndevs)
+    for nd, devs, name in sweep:
+        bench = ec.load_bench(name, ec.program_params(args, name))
+        tile = args.tile or bench.module.default_tile(bench.params, nd)
+        row: dict[str, Any] = {"program": name, "ndev": nd, "params": bench.param_text,
+                               "tile": tile, "array_bytes": bench.array_bytes}
+        per_iter: dict[str, list[int]] = {}
+        for coh in ("exact", "block"):
+            m = ec.measure(bench, devs, tile=tile, coherence=coh, repeat=args.repeat,
+                           warmup=args.warmup, check=args.check)
+            if m.error:
+                row[f"{coh}_error"] = m.error
+                continue
+            f = m.fig
+            pull = f.get("x_d2h_refresh_bytes", 0)
+            row[f"{coh}_flowout_bytes"] = f["flowout_bytes"]
+            row[f"{coh}_pull_bytes"] = pull
+            row[f"{coh}_total_bytes"] = f["flowout_bytes"] + pull
+            row[f"{coh}_flowin_bytes"] = f["flowin_bytes"]
+            row[f"{coh}_wall_s"] = f["wall_s"]
+            row[f"{coh}_check"] = f.get("check")
+            row["serial_iters"] = f["serial_iters"]
+            per_iter[coh] = [b.get("flowout", 0) + b.get("d2h_refresh", 0)
+                             for b in m.iter_bytes]
+        inst = ec.Instances(bench.prog, bench.params, nd, tile)
+        mins = inst.min_coherence()
+        per_iter["minimum"] = [v for s, v in sorted(mins.items())]
+        row["minimum_bytes"] = sum(mins.values())
+        it = max(1, row.get("serial_iters", len(mins)))
+        for k in ("block_total", "exact_total", "exact_flowout", "block_flowout"):
+            if f"{k}_bytes" in row:
+                row[f"{k}_per_iter"] = row[f"{k}_bytes"] / it
+        row["minimum_per_iter"] = row["minimum_bytes"] / it
+        if row.get("exact_total_bytes") is not None and row["minimum_bytes"]:
+            row["exact_over_min"] = row["exact_total_bytes"] / row["minimum_bytes"]
+        if row.get("block_total_bytes") is not None and row.get("exact_total_bytes"):
+            row["block_over_exact"] = row["block_total_bytes"] / row["exact_total_bytes"]
+        rows.append(row)
+        series[f"{name}/{nd}"] = per_iter
+    note = sweep.note
 
     cols = [("program", "program", ""), ("ndev", "dev", ""), ("params", "size", ""),
             ("block_total_per_iter", "block B/iter", ".0f"),

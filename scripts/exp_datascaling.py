@@ -52,21 +52,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         ndevs = [1] + ndevs
     outdir = ec.out_dir(args)
     res: dict[tuple[str, int], dict[str, Any]] = {}
-    bar = ec.Bar(len(names) * len(ndevs), EXP, False if args.no_progress else None)
-    note = ""
-    with ec.DeviceSet(ec.device_mem(args), args.platform) as ds:
-        for nd in ndevs:
-            devs = ds.get(nd)
-            note = ec.device_note(devs)
-            for name in names:
-                bar.show(f"{name} x{nd}")
-                params = ec.scaled_params(name, ec.program_params(args, name), nd)
-                bench = ec.load_bench(name, params)
-                m = ec.measure(bench, devs, tile=args.tile, repeat=args.repeat,
-                               warmup=args.warmup, check=args.check)
-                res[(name, nd)] = m.fig
-                bar.step(f"{name} x{nd}")
-    bar.close()
+    sweep = ec.Sweep(args, EXP, names, ndevs)
+    for nd, devs, name in sweep:
+        params = ec.scaled_params(name, ec.program_params(args, name), nd)
+        bench = ec.load_bench(name, params)
+        m = ec.measure(bench, devs, tile=args.tile, repeat=args.repeat,
+                       warmup=args.warmup, check=args.check)
+        res[(name, nd)] = m.fig
+    note = sweep.note
 
     rows = []
     for name in names:

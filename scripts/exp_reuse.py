@@ -39,32 +39,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ndevs = ec.device_counts(args)
     outdir = ec.out_dir(args)
     rows: list[dict[str, Any]] = []
-    bar = ec.Bar(len(names) * len(ndevs), EXP, False if args.no_progress else None)
-    note = ""
-    with ec.DeviceSet(ec.device_mem(args), args.platform) as ds:
-        for nd in ndevs:
-            devs = ds.get(nd)
-            note = ec.device_note(devs)
-            for name in names:
-                bar.show(f"{name} x{nd}")
-                b = ec.load_bench(name, ec.program_params(args, name))
-                kw = dict(tile=args.tile, repeat=args.repeat, warmup=args.warmup,
-                          check=args.check)
-                on = ec.measure(b, devs, reuse=True, **kw).fig
-                off = ec.measure(b, devs, reuse=False, **kw).fig
-                row: dict[str, Any] = {"program": name, "ndev": nd, "params": b.param_text,
-                                       "error": on.get("error") or off.get("error")}
-                for tag, f in (("on", on), ("off", off)):
-                    for k in ("wall_s", "t_memory_mgmt_s", "t_compute_s", "t_flowin_s",
-                              "readin_bytes", "flowin_bytes", "flowout_bytes", "refresh_bytes",
-                              "h2d_bytes", "d2h_bytes", "d2d_bytes", "boxes_allocated",
-                              "boxes_present", "check"):
-                        row[f"{tag}_{k}"] = f.get(k)
-                if on.get("wall_s") and off.get("wall_s"):
-                    row["speedup"] = off["wall_s"] / on["wall_s"]
-                rows.append(row)
-                bar.step(f"{name} x{nd}")
-    bar.close()
+    sweep = ec.Sweep(args, EXP, names, ndevs)
+    for nd, devs, name in sweep:
+        b = ec.load_bench(name, ec.program_params(args, name))
+        kw = dict(tile=args.tile, repeat=args.repeat, warmup=args.warmup,
+                  check=args.check)
+        on = ec.measure(b, devs, reuse=True, **kw).fig
+        off = ec.measure(b, devs, reuse=False, **kw).fig
+        row: dict[str, Any] = {"program": name, "ndev": nd, "params": b.param_text,
+                               "error": on.get("error") or off.get("error")}
+        for tag, f in (("on", on), ("off", off)):
+            for k in ("wall_s", "t_memory_mgmt_s", "t_compute_s", "t_flowin_s",
+                      "readin_bytes", "flowin_bytes", "flowout_bytes", "refresh_bytes",
+                      "h2d_bytes", "d2h_bytes", "d2d_bytes", "boxes_allocated",
+                      "boxes_present", "check"):
+                row[f"{tag}_{k}"] = f.get(k)
+        if on.get("wall_s") and off.get("wall_s"):
+            row["speedup"] = off["wall_s"] / on["wall_s"]
+        rows.append(row)
+    note = sweep.note
     gm = {nd: ec.geomean(r.get("speedup") for r in rows if r["ndev"] == nd) for nd in ndevs}
     cols = [("program", "program", ""), ("ndev", "dev", ""), ("params", "size", ""),
             ("on_wall_s", "reuse on s", ".4f"), ("off_wall_s", "reuse off s", ".4f"),

@@ -48,41 +48,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     ndevs = ec.device_counts(args)
     outdir = ec.out_dir(args)
     rows: list[dict[str, Any]] = []
-    bar = ec.Bar(len(names) * len(ndevs), EXP, False if args.no_progress else None)
-    note = ""
-    with ec.DeviceSet(ec.device_mem(args), args.platform) as ds:
-        for nd in ndevs:
-            devs = ds.get(nd)
-            note = ec.device_note(devs)
-            for name in names:
-                bar.show(f"{name} x{nd}")
-                params = ec.program_params(args, name)
-                kw = dict(tile=args.tile, repeat=args.repeat, warmup=args.warmup,
-                          check=args.check)
-                if name in ec.STENCILS:
-                    how = "disjoint vs convex"
-                    b = ec.load_bench(name, params)
-                    split = ec.measure(b, devs, mode="disjoint", **kw).fig
-                    nosplit = ec.measure(b, devs, mode="convex", **kw).fig
-                else:
-                    how = "split_all vs normal"
-                    split = ec.measure(ec.load_bench(name, params, split_all=True), devs, **kw).fig
-                    nosplit = ec.measure(ec.load_bench(name, params), devs, **kw).fig
-                row = {"program": name, "ndev": nd, "params": split["params"], "how": how,
-                       "split_accesses": split.get("split_accesses"),
-                       "nosplit_split_accesses": nosplit.get("split_accesses"),
-                       "split_compute_s": split.get("t_compute_s"),
-                       "nosplit_compute_s": nosplit.get("t_compute_s"),
-                       "split_wall_s": split.get("wall_s"), "nosplit_wall_s": nosplit.get("wall_s"),
-                       "split_check": split.get("check"), "nosplit_check": nosplit.get("check"),
-                       "error": split.get("error") or nosplit.get("error")}
-                if row["split_compute_s"] and row["nosplit_compute_s"]:
-                    row["perf_compute"] = row["nosplit_compute_s"] / row["split_compute_s"]
-                if row["split_wall_s"] and row["nosplit_wall_s"]:
-                    row["perf_wall"] = row["nosplit_wall_s"] / row["split_wall_s"]
-                rows.append(row)
-                bar.step(f"{name} x{nd}")
-    bar.close()
+    sweep = ec.Sweep(args, EXP, names, ndevs)
+    for nd, devs, name in sweep:
+        params = ec.program_params(args, name)
+        kw = dict(tile=args.tile, repeat=args.repeat, warmup=args.warmup,
+                  check=args.check)
+        if name in ec.STENCILS:
+            how = "disjoint vs convex"
+            b = ec.load_bench(name, params)
+            split = ec.measure(b, devs, mode="disjoint", **kw).fig
+            nosplit = ec.measure(b, devs, mode="convex", **kw).fig
+        else:
+            how = "split_all vs normal"
+            split = ec.measure(ec.load_bench(name, params, split_all=True), devs, **kw).fig
+            nosplit = ec.measure(ec.load_bench(name, params), devs, **kw).fig
+        row = {"program": name, "ndev": nd, "params": split["params"], "how": how,
+               "split_accesses": split.get("split_accesses"),
+               "nosplit_split_accesses": nosplit.get("split_accesses"),
+               "split_compute_s": split.get("t_compute_s"),
+               "nosplit_compute_s": nosplit.get("t_compute_s"),
+               "split_wall_s": split.get("wall_s"), "nosplit_wall_s": nosplit.get("wall_s"),
+               "split_check": split.get("check"), "nosplit_check": nosplit.get("check"),
+               "error": split.get("error") or nosplit.get("error")}
+        if row["split_compute_s"] and row["nosplit_compute_s"]:
+            row["perf_compute"] = row["nosplit_compute_s"] / row["split_compute_s"]
+        if row["split_wall_s"] and row["nosplit_wall_s"]:
+            row["perf_wall"] = row["nosplit_wall_s"] / row["split_wall_s"]
+        rows.append(row)
+    note = sweep.note
 
     cols = [("program", "program", ""), ("ndev", "dev", ""), ("params", "size", ""),
             ("how", "split vs no split", ""), ("split_accesses", "split accesses", ""),

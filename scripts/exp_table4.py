@@ -47,44 +47,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     ndevs = ec.device_counts(args)
     outdir = ec.out_dir(args)
     rows: list[dict[str, Any]] = []
-    bar = ec.Bar(len(names) * len(ndevs), EXP, False if args.no_progress else None)
-    note = ""
-    with ec.DeviceSet(ec.device_mem(args), args.platform) as ds:
-        for nd in ndevs:
-            devs = ds.get(nd)
-            note = ec.device_note(devs)
-            for name in names:
-                bar.show(f"{name} x{nd}")
-                info = ec.PROGRAMS[name]
-                bench = ec.load_bench(name, ec.program_params(args, name))
-                scop = bench.prog.scop
-                m = ec.measure(bench, devs, tile=args.tile, repeat=args.repeat,
-                               warmup=args.warmup, check=args.check)
-                f = m.fig
-                pap = info.paper
-                row = {"program": name, "source": info.source, "pattern": info.pattern,
-                       "ndev": nd, "params": bench.param_text,
-                       "A": len(scop.arrays), "A_paper": pap.get("A"),
-                       "B": max(a.ndim for a in scop.arrays), "B_paper": pap.get("B"),
-                       "array_bytes": bench.array_bytes,
-                       "size_gb_paper": pap.get("size_gb"),
-                       "D_resident": f.get("max_boxes_per_array"),
-                       "D_tile": f.get("max_pieces_per_tile"), "D_paper": pap.get("D"),
-                       "E": None if "error" in f else ("yes" if f["boxes_present"] > 0 else "no"),
-                       "E_paper": pap.get("E"),
-                       "F_percent": f.get("overhead_percent"),
-                       "F_nocopy_percent": f.get("overhead_nocopy_percent"),
-                       "F_paper_percent": pap.get("F"),
-                       "boxes_present": f.get("boxes_present"),
-                       "wall_s": f.get("wall_s"), "t_memory_mgmt_s": f.get("t_memory_mgmt_s"),
-                       "t_mm_transfer_s": f.get("t_mm_transfer_s"),
-                       "t_compute_s": f.get("t_compute_s"), "t_flowout_s": f.get("t_flowout_s"),
-                       "t_flowin_s": f.get("t_flowin_s"), "t_writeout_s": f.get("t_writeout_s"),
-                       "t_total_s": f.get("t_total_s"), "tiles": f.get("tiles"),
-                       "check": f.get("check"), "error": f.get("error")}
-                rows.append(row)
-                bar.step(f"{name} x{nd}")
-    bar.close()
+    sweep = ec.Sweep(args, EXP, names, ndevs)
+    for nd, devs, name in sweep:
+        info = ec.PROGRAMS[name]
+        bench = ec.load_bench(name, ec.program_params(args, name))
+        scop = bench.prog.scop
+        m = ec.measure(bench, devs, tile=args.tile, repeat=args.repeat,
+                       warmup=args.warmup, check=args.check)
+        f = m.fig
+        pap = info.paper
+        row = {"program": name, "source": info.source, "pattern": info.pattern,
+               "ndev": nd, "params": bench.param_text,
+               "A": len(scop.arrays), "A_paper": pap.get("A"),
+               "B": max(a.ndim for a in scop.arrays), "B_paper": pap.get("B"),
+               "array_bytes": bench.array_bytes,
+               "size_gb_paper": pap.get("size_gb"),
+               "D_resident": f.get("max_boxes_per_array"),
+               "D_tile": f.get("max_pieces_per_tile"), "D_paper": pap.get("D"),
+               "E": None if "error" in f else ("yes" if f["boxes_present"] > 0 else "no"),
+               "E_paper": pap.get("E"),
+               "F_percent": f.get("overhead_percent"),
+               "F_nocopy_percent": f.get("overhead_nocopy_percent"),
+               "F_paper_percent": pap.get("F"),
+               "boxes_present": f.get("boxes_present"),
+               "wall_s": f.get("wall_s"), "t_memory_mgmt_s": f.get("t_memory_mgmt_s"),
+               "t_mm_transfer_s": f.get("t_mm_transfer_s"),
+               "t_compute_s": f.get("t_compute_s"), "t_flowout_s": f.get("t_flowout_s"),
+               "t_flowin_s": f.get("t_flowin_s"), "t_writeout_s": f.get("t_writeout_s"),
+               "t_total_s": f.get("t_total_s"), "tiles": f.get("tiles"),
+               "check": f.get("check"), "error": f.get("error")}
+        rows.append(row)
+    note = sweep.note
 
     cols = [("program", "program", ""), ("pattern", "pattern", ""), ("ndev", "dev", ""),
             ("params", "size", ""), ("A", "A", ""), ("A_paper", "A*", ""),

@@ -300,6 +300,31 @@ class Bar:
             sys.stderr.flush()
 
 
+class Sweep:
+    """Every ``(device count, devices, program)`` of an experiment, in order, with its
+    progress bar and one live device set at a time; :attr:`note` describes the devices
+    of the count being run (the last one after the loop)."""
+
+    def __init__(self, args: argparse.Namespace, exp: str, names: Sequence[str],
+                 ndevs: Sequence[int]):
+        self.args, self.exp, self.names, self.ndevs = args, exp, list(names), list(ndevs)
+        self.note = ""
+
+    def __iter__(self) -> Iterator[tuple[int, list[Any], str]]:
+        a = self.args
+        bar = Bar(len(self.names) * len(self.ndevs), self.exp,
+                  False if a.no_progress else None)
+        with DeviceSet(device_mem(a), a.platform) as ds:
+            for nd in self.ndevs:
+                devs = ds.get(nd)
+                self.note = device_note(devs)
+                for name in self.names:
+                    bar.show(f"{name} x{nd}")
+                    yield nd, devs, name
+                    bar.step(f"{name} x{nd}")
+        bar.close()
+
+
 class DeviceSet:
     """Logical devices made on demand; only one set of a given count is alive at a time
     (GPU memory: each set has its own contexts and pools)."""
