@@ -24,7 +24,7 @@ copy" can later become "the ranks that need it" (MPI).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
@@ -59,6 +59,60 @@ class HostCopy:
         """Hook: ``box`` of ``name`` is about to be loaded into a device from the host."""
 
 
+class HostOrder:
+    """Pending copies through the host arrays, so devices never wait on the host.
+
+    Host-device copies are enqueued without waiting; a copy *into* host memory (a
+    store) and a copy *out of* it (a load) on two devices must still happen in program
+    order where their regions overlap. Each pending copy is kept as ``(region, event,
+    device, stores)``; a new copy waits for the overlapping pending stores (a load) or
+    the overlapping pending loads and stores (a store) of other devices. Copies of one
+    device need no events: its queue is in order. Events of a device of another domain
+    (context) are waited for on the host.
+
+    A store that waited for everything overlapping it (or follows it in its queue)
+    stands for the records it covers, which are dropped: whatever later waits for it
+    waits for them too.
+    """
+
+    PRUNE_AT = 64
+
+    def __init__(self) -> None:
+        self.pending: dict[str, list[tuple[Box, Any, Any, bool]]] = {}
+
+    def before(self, array: str, region: Box, device: Any, stores: bool) -> list[Any]:
+        """Events the copy of ``region`` of ``array`` on ``device`` must wait for."""
+        recs = self.pending.get(array)
+        if not recs:
+            return []
+        out = []
+        dom = device.domain
+        for b, e, d, st in recs:
+            if d is device or not (st or stores) or not b.overlaps(region):
+                continue
+            if dom is not None and d.domain is dom:
+                out.append(e)
+            else:
+                e.wait()  # another context: only the host can order the two
+        return out
+
+    def after(self, array: str, region: Box, device: Any, stores: bool, event: Any) -> None:
+        """Record the copy just enqueued (None: it is complete already)."""
+        if event is None:
+            return
+        recs = self.pending.setdefault(array, [])
+        if stores:
+            recs[:] = [r for r in recs if not r[0].issubset(region)]
+        recs.append((region, event, device, stores))
+        if len(recs) > self.PRUNE_AT:
+            done = 0  # CL_COMPLETE
+            recs[:] = [r for r in recs if r[1].command_execution_status != done]
+
+    def clear(self) -> None:
+        """Every device has finished: nothing is pending."""
+        self.pending.clear()
+
+
 class Directory:
     """All resident copies of all arrays on all devices, their stale parts, and dirty records."""
 
@@ -68,6 +122,12 @@ class Directory:
         self.reuse = reuse
         self.copies: dict[str, list[Copy]] = {name: [] for name in host.arrays}
         self.dirty: dict[str, list[tuple[Box, Copy]]] = {name: [] for name in host.arrays}
+        self.order = HostOrder()
+        # Host copies are asynchronous unless the host copy must see each stored region
+        # at once (a subclass with its own stored/loading hooks, e.g. MPI).
+        cls = type(host)
+        self.blocking = (cls.stored is not HostCopy.stored or cls.loading is not HostCopy.loading
+                         or getattr(host, "blocking", False))
 
     # ---- membership ------------------------------------------------------------
 
@@ -86,14 +146,24 @@ class Directory:
     def _h2d(self, dst: Copy, region: Box, what: str) -> None:
         host = self.host.array(dst.array)
         self.host.loading(dst.array, region)
-        dst.device.write_rect(dst.alloc, dst.box, region, host)
+        dev = dst.device
+        waits = self.order.before(dst.array, region, dev, False)
+        e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
+                           blocking=self.blocking)
+        if not self.blocking:
+            self.order.after(dst.array, region, dev, False, e)
         n = region.volume * host.itemsize
         self.stats.devices[dst.device.index].h2d_bytes += n
         self.stats.bytes[what] += n
 
     def _d2h(self, src: Copy, region: Box, what: str) -> None:
         host = self.host.array(src.array)
-        src.device.read_rect(src.alloc, src.box, region, host)
+        dev = src.device
+        waits = self.order.before(src.array, region, dev, True)
+        e = dev.read_rect(src.alloc, src.box, region, host, wait_for=waits,
+                          blocking=self.blocking)
+        if not self.blocking:
+            self.order.after(src.array, region, dev, True, e)
         self.host.stored(src.array, region)
         n = region.volume * host.itemsize
         self.stats.devices[src.device.index].d2h_bytes += n

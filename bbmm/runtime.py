@@ -165,6 +165,7 @@ class Runtime:
             self.directory.flush_all()
             for d in self.devices:
                 d.finish()
+            self.directory.order.clear()
 
     def release_all(self) -> None:
         """Free every resident box (after :meth:`finish`)."""

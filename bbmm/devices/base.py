@@ -98,6 +98,9 @@ class Device(ABC):
     name: str
     index: int
     pool: Pool
+    domain: Any = None
+    """Devices of one domain (an OpenCL context) order each other's commands with events;
+    None: the device completes every command before returning (nothing to order)."""
 
     @property
     def cap(self) -> int:
@@ -114,18 +117,25 @@ class Device(ABC):
 
     @abstractmethod
     def write_rect(self, dst: Allocation, dst_box: Box, region: Box, host: np.ndarray,
-                   host_origin: Sequence[int] | None = None) -> Any:
+                   host_origin: Sequence[int] | None = None, *, wait_for: Sequence[Any] = (),
+                   blocking: bool = True) -> Any:
         """Copy ``region`` (array coordinates) from ``host`` into ``dst`` (holding ``dst_box``).
 
         ``host`` is C-contiguous; its element 0 has array coordinates ``host_origin``
         (all zeros, the default, for a whole host array; ``box.lo`` for a staging
-        buffer of one box).
+        buffer of one box). The copy starts after the events ``wait_for`` (of any
+        device) and after everything enqueued on this device before it; with
+        ``blocking=False`` the call returns at once and ``host`` must not change until
+        the returned event (None: already done) completes.
         """
 
     @abstractmethod
     def read_rect(self, src: Allocation, src_box: Box, region: Box, host: np.ndarray,
-                  host_origin: Sequence[int] | None = None) -> Any:
-        """Copy ``region`` from ``src`` (holding ``src_box``) into ``host``; returns when done."""
+                  host_origin: Sequence[int] | None = None, *, wait_for: Sequence[Any] = (),
+                  blocking: bool = True) -> Any:
+        """Copy ``region`` from ``src`` (holding ``src_box``) into ``host``; returns when done,
+        or at once with ``blocking=False`` (``host`` holds the data once the returned event
+        completes). ``wait_for`` as for :meth:`write_rect`."""
 
     @abstractmethod
     def copy_rect(self, dst: Allocation, dst_box: Box, src: Allocation, src_box: Box,
@@ -174,12 +184,14 @@ class NullDevice(Device):
         n = box.volume * dtype.itemsize
         return a.buf[a.offset:a.offset + n].view(dtype).reshape(box.shape)
 
-    def write_rect(self, dst, dst_box, region, host, host_origin=None):
+    def write_rect(self, dst, dst_box, region, host, host_origin=None, *, wait_for=(),
+                   blocking=True):
         v = self.view(dst, dst_box, host.dtype)
         v[region.slices(dst_box.lo)] = host[region.slices(host_origin)]
         self.log.append(("h2d", region, region.volume * host.itemsize))
 
-    def read_rect(self, src, src_box, region, host, host_origin=None):
+    def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
+                  blocking=True):
         v = self.view(src, src_box, host.dtype)
         host[region.slices(host_origin)] = v[region.slices(src_box.lo)]
         self.log.append(("d2h", region, region.volume * host.itemsize))

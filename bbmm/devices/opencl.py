@@ -9,9 +9,13 @@
 .. autofunction:: nvidia_opencl_library
 .. autofunction:: register_nvidia_icd
 
-Each logical device owns its own context and in-order queue, even when several
+Each logical device owns an in-order queue and a memory pool, even when several
 share one physical device: their buffers are then really separate memory and data
-moves between them through the host, exactly as between separate GPUs. Box
+moves between them through the host, exactly as between separate GPUs. All logical
+devices share one context (:func:`make_devices`), so a copy on one device can wait
+for an event of another without the host waiting (on NVIDIA, copies *between* two
+GPUs' buffers of one context crawl; bbmm never makes them: data moves through the
+host copy). Box
 memory comes from a :class:`~bbmm.pool.Pool` whose arenas are plain
 ``cl.Buffer``\\ s; a box is an ``(arena, byte offset)`` pair and the offset is
 folded into each copy's origin (and passed to kernels as an element offset).
@@ -383,8 +387,11 @@ class OpenCLDevice(Device):
 
     def __init__(self, context: Any, queue: Any, device: Any, *, index: int = 0,
                  cap: int | str | None = None, name: str | None = None,
-                 arena_size: int = DEFAULT_ARENA):
+                 arena_size: int = DEFAULT_ARENA, programs: dict | None = None):
         self.context = context
+        self.domain = context
+        """Devices with the same domain order each other's commands by events (one context)."""
+        self._context_ptr = context.int_ptr
         self.queue = queue
         self.cl_device = device
         self.index = index
@@ -403,23 +410,27 @@ class OpenCLDevice(Device):
         self.pool = Pool(cap, self._new_arena, self._free_arena,
                          arena_size=min(arena_size, cap, self.max_alloc),
                          max_arena=self.max_alloc, align=align, name=self.name)
-        self._programs: dict[tuple[str, str], Any] = {}
+        # programs are per context: logical devices sharing one share their builds
+        self._programs: dict[tuple[str, str], Any] = {} if programs is None else programs
         self._last_args: dict[int, list[Any]] = {}
         self._kernels: dict[tuple[str, str, str], Any] = {}
         self._copy_kernels: dict[int, Any] | None = None
 
     @classmethod
     def create(cls, device: Any, *, index: int = 0, cap: int | str | None = None,
-               name: str | None = None, arena_size: int = DEFAULT_ARENA) -> OpenCLDevice:
-        """A device with a context and queue of its own on the ``cl.Device`` ``device``."""
+               name: str | None = None, arena_size: int = DEFAULT_ARENA,
+               context: Any = None, programs: dict | None = None) -> OpenCLDevice:
+        """A device with a queue of its own on the ``cl.Device`` ``device``, in ``context``
+        (which must include ``device``; default: a new context of its own)."""
         label = name or f"cl{index}"
         try:
-            ctx = cl.Context([device])
+            ctx = context if context is not None else cl.Context([device])
             queue = cl.CommandQueue(ctx, device)
         except cl.Error as e:
             raise _device_error(e, f"{label} ({device.name.strip()})",
                                 "creating a context") from None
-        return cls(ctx, queue, device, index=index, cap=cap, name=name, arena_size=arena_size)
+        return cls(ctx, queue, device, index=index, cap=cap, name=name, arena_size=arena_size,
+                   programs=programs)
 
     def __repr__(self) -> str:
         return (f"<OpenCLDevice {self.index}: {self.name} on {self.physical_name}, "
@@ -475,29 +486,36 @@ class OpenCLDevice(Device):
 
     # {{{ copies
 
-    def write_rect(self, dst, dst_box, region, host, host_origin=None):
+    def write_rect(self, dst, dst_box, region, host, host_origin=None, *, wait_for=(),
+                   blocking=True):
         hbox = _host_box(host, host_origin, region)
         if region.is_empty:
             return None
         item = host.itemsize
         _check_inside(region, dst_box, dst, item, "destination")
+        waits = self._waits(wait_for)
         try:
             hs = contiguous_run(region, hbox)
             ds = contiguous_run(region, dst_box) if hs is not None else None
             if ds is not None:
                 flat = host.reshape(-1)[hs:hs + region.volume]
                 return cl.enqueue_copy(self.queue, dst.buf, flat,
-                                       dst_offset=dst.offset + ds * item, is_blocking=True)
+                                       dst_offset=dst.offset + ds * item, is_blocking=blocking,
+                                       wait_for=waits)
             plan = rect_plan(region, dst_box, dst.offset, hbox, 0, item)
             for i, (ao, bo, ext, ap, bp) in enumerate(plan):
+                # the in-order queue runs the pieces one after the other: the last
+                # one's event (or blocking wait) stands for all
                 evt = cl.enqueue_copy(self.queue, dst.buf, host, buffer_origin=ao,
                                       host_origin=bo, region=ext, buffer_pitches=ap,
-                                      host_pitches=bp, is_blocking=i == len(plan) - 1)
+                                      host_pitches=bp, is_blocking=blocking and i == len(plan) - 1,
+                                      wait_for=waits if i == 0 else None)
             return evt
         except cl.Error as e:
             raise _device_error(e, self.name, f"writing {region} to the device") from None
 
-    def read_rect(self, src, src_box, region, host, host_origin=None):
+    def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
+                  blocking=True):
         hbox = _host_box(host, host_origin, region)
         if region.is_empty:
             return None
@@ -505,21 +523,39 @@ class OpenCLDevice(Device):
             raise ValueError("read_rect needs a writeable host array")
         item = host.itemsize
         _check_inside(region, src_box, src, item, "source")
+        waits = self._waits(wait_for)
         try:
             hs = contiguous_run(region, hbox)
             ss = contiguous_run(region, src_box) if hs is not None else None
             if ss is not None:
                 flat = host.reshape(-1)[hs:hs + region.volume]
                 return cl.enqueue_copy(self.queue, flat, src.buf,
-                                       src_offset=src.offset + ss * item, is_blocking=True)
+                                       src_offset=src.offset + ss * item, is_blocking=blocking,
+                                       wait_for=waits)
             plan = rect_plan(region, src_box, src.offset, hbox, 0, item)
             for i, (ao, bo, ext, ap, bp) in enumerate(plan):
                 evt = cl.enqueue_copy(self.queue, host, src.buf, buffer_origin=ao,
                                       host_origin=bo, region=ext, buffer_pitches=ap,
-                                      host_pitches=bp, is_blocking=i == len(plan) - 1)
+                                      host_pitches=bp, is_blocking=blocking and i == len(plan) - 1,
+                                      wait_for=waits if i == 0 else None)
             return evt
         except cl.Error as e:
             raise _device_error(e, self.name, f"reading {region} from the device") from None
+
+    def _waits(self, events: Sequence[Any]) -> list[Any] | None:
+        """The events this queue can wait for; those of another context (which OpenCL
+        cannot put in a wait list) are waited for here, on the host."""
+        if not events:
+            return None
+        out = []
+        for e in events:
+            if e is None:
+                continue
+            if e.context.int_ptr == self._context_ptr:
+                out.append(e)
+            else:
+                e.wait()
+        return out or None
 
     def copy_rect(self, dst, dst_box, src, src_box, region, itemsize):
         if region.is_empty:
@@ -549,7 +585,7 @@ class OpenCLDevice(Device):
         """Strided copies between two blocks of one buffer, by kernel (see module doc)."""
         if self._copy_kernels is None:
             prg = self.build(_COPY_KERNELS)
-            self._copy_kernels = {u: getattr(prg, f"_bbmm_copy_{u}") for u in (1, 2, 4, 8, 16)}
+            self._copy_kernels = {u: cl.Kernel(prg, f"_bbmm_copy_{u}") for u in (1, 2, 4, 8, 16)}
         evt = None
         for ao, bo, ext, ap, bp in plan:
             # linear byte offsets and pitches of both sides (a pitch of 0 is only ever
@@ -667,8 +703,8 @@ def plan_logical(n: int | None, disc: Discovery) -> list[tuple[int, PhysicalDevi
 
 def make_devices(n: int | None = None, cap: int | str | None = None,
                  platform: str | int | None = None, kind: str = "auto",
-                 arena_size: int = DEFAULT_ARENA) -> list[Device]:
-    """``n`` logical OpenCL devices, each with its own context, queue and pool.
+                 arena_size: int = DEFAULT_ARENA, contexts: str = "shared") -> list[Device]:
+    """``n`` logical OpenCL devices, each with its own queue and pool.
 
     :arg n: number of logical devices; None: every GPU, or 1 CPU device. With fewer
         physical devices than ``n`` the logical ones are spread round-robin.
@@ -676,15 +712,35 @@ def make_devices(n: int | None = None, cap: int | str | None = None,
         :data:`CAP_FRACTION` of the physical device's memory, divided among the
         logical devices sharing it.
     :arg platform, kind: as for :func:`discover`.
+    :arg contexts: ``shared`` (default): one context over the physical devices, so
+        commands of different devices are ordered by events and the host never waits
+        for one device on behalf of another; ``separate``: a context per logical device
+        (cross-device order then costs a host wait).
     """
+    if contexts not in ("shared", "separate"):
+        raise UsageError(f"contexts must be shared or separate, not {contexts!r}")
     cap_bytes = None if cap is None else parse_bytes(cap)
     if cap_bytes is not None and cap_bytes <= 0:
         raise UsageError(f"device memory cap must be positive, got {cap!r}")
     plan = plan_logical(n, discover(platform, kind))
+    ctx = None
+    programs: dict | None = None
+    if contexts == "shared":
+        phys: list[Any] = []
+        for _, p, _ in plan:
+            if all(p.cl_device.int_ptr != q.int_ptr for q in phys):
+                phys.append(p.cl_device)
+        try:
+            ctx = cl.Context(phys)
+        except cl.Error as e:
+            raise _device_error(e, ", ".join(d.name.strip() for d in phys),
+                                "creating a context") from None
+        programs = {}
     devs: list[Device] = []
     for i, p, sharers in plan:
         c = cap_bytes if cap_bytes is not None else int(CAP_FRACTION * p.global_mem) // sharers
-        devs.append(OpenCLDevice.create(p.cl_device, index=i, cap=c, arena_size=arena_size))
+        devs.append(OpenCLDevice.create(p.cl_device, index=i, cap=c, arena_size=arena_size,
+                                        context=ctx, programs=programs))
     return devs
 
 # }}}

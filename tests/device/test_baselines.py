@@ -163,7 +163,7 @@ def test_numpy_inits_match_the_c_programs():
 def test_runs_on_bbmm_devices(make):
     devs = make(2)
     t = Team.from_devices(devs)
-    assert len(t) == 2 and not t.shared
+    assert len(t) == 2 and t.shared  # make_devices: one context, a queue each
     init = floyd.init_floyd(21)
     path = init.copy()
     floyd.run(devs, {"n": 21}, {"path": path})

@@ -96,9 +96,10 @@ def test_logical_devices_round_robin_with_shared_cap():
         assert sharers == sum(1 for j in range(5) if j % nphys == i % nphys)
 
 
-def test_logical_devices_have_separate_contexts_and_memory(make):
-    devs = make(4, cap="8MiB", arena_size=1 << 20)
-    assert len({d.context.int_ptr for d in devs}) == 4
+@pytest.mark.parametrize("contexts", ["shared", "separate"])
+def test_logical_devices_have_separate_queues_and_memory(make, contexts):
+    devs = make(4, cap="8MiB", arena_size=1 << 20, contexts=contexts)
+    assert len({d.context.int_ptr for d in devs}) == (1 if contexts == "shared" else 4)
     assert len({d.queue.int_ptr for d in devs}) == 4
     assert all(d.cap == 8 << 20 for d in devs)
     box = Box((0,), (999,))
@@ -109,9 +110,10 @@ def test_logical_devices_have_separate_contexts_and_memory(make):
         out = np.empty(1000, np.int32)
         d.read_rect(a, box, box, out)
         assert (out == k).all(), "writing one logical device changed another"
-    # a buffer of one logical device is not usable on another: a typed error
-    with pytest.raises(DeviceError, match=r"cl1: .* failed: CL_"):
-        devs[1].copy_rect(allocs[1], box, allocs[0], box, Box((0,), (9,)), 4)
+    if contexts == "separate":
+        # a buffer of one context is not usable in another: a typed error
+        with pytest.raises(DeviceError, match=r"cl1: .* failed: CL_"):
+            devs[1].copy_rect(allocs[1], box, allocs[0], box, Box((0,), (9,)), 4)
 
 
 def test_register_nvidia_icd(tmp_path, monkeypatch):
@@ -343,7 +345,7 @@ __kernel void scale(__global float *out, long out_off, __global const float *a, 
 
 def test_launch_reads_a_box_through_buffer_and_offset(make):
     rng = np.random.default_rng(42)
-    devs = make(2, cap="8MiB", arena_size=1 << 20)
+    devs = make(2, cap="8MiB", arena_size=1 << 20, contexts="separate")
     for dev in devs:
         prg = dev.build(SCALE)
         assert dev.build(SCALE) is prg  # cached per source
@@ -455,3 +457,25 @@ def test_python_m_bbmm():
     assert "Traceback" not in r.stderr
 
 # }}}
+
+
+@pytest.mark.parametrize("contexts", ["shared", "separate"])
+def test_asynchronous_copies_through_the_host_wait_for_each_other(make, contexts):
+    """A non-blocking store from device 0 into host memory, then a load of the same
+    host memory into device 1 that waits for the store's event (in one context through
+    the wait list, across contexts on the host): device 1 sees device 0's data."""
+    devs = make(2, cap="8MiB", arena_size=1 << 20, contexts=contexts)
+    box = Box((0, 0), (63, 127))
+    n = box.volume
+    src = np.arange(n, dtype=np.float32).reshape(box.shape)
+    a = devs[0].alloc(4 * n)
+    b = devs[1].alloc(4 * n)
+    devs[0].write_rect(a, box, box, src)
+    host = np.zeros(box.shape, np.float32)
+    row = Box((5, 3), (40, 99))  # a strided region: a rect copy
+    e = devs[0].read_rect(a, box, row, host, blocking=False)
+    f = devs[1].write_rect(b, box, row, host, wait_for=[e], blocking=False)
+    assert f is not None
+    out = np.full(box.shape, -1, np.float32)
+    devs[1].read_rect(b, box, row, out)
+    np.testing.assert_array_equal(out[row.slices()], src[row.slices()])

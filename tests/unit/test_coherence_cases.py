@@ -170,3 +170,61 @@ def test_fresh_output_needs_no_readin(ndev):
     np.testing.assert_array_equal(rt.host.array("y"), x * 10 + steps - 1)
     # y never went host -> device: only x did
     assert sum(d.h2d_bytes for d in rt.stats.devices) <= steps * x.nbytes
+
+
+# {{{ ordering of asynchronous copies through the host (HostOrder)
+
+class _Event:
+    def __init__(self, name):
+        self.name, self.waited, self.command_execution_status = name, 0, 1
+
+    def wait(self):
+        self.waited += 1
+
+    def __repr__(self):
+        return self.name
+
+
+class _Dev:
+    def __init__(self, domain):
+        self.domain = domain
+
+
+def test_host_order_waits_only_where_regions_overlap_across_devices():
+    from bbmm.coherence import HostOrder
+    ctx = object()
+    d0, d1, d2 = _Dev(ctx), _Dev(ctx), _Dev(object())
+    o = HostOrder()
+    rows = Box((0, 0), (9, 99))
+    row5 = Box((5, 0), (5, 99))
+    other = Box((20, 0), (29, 99))
+    s0 = _Event("store0")
+    assert o.before("A", rows, d0, True) == []
+    o.after("A", rows, d0, True, s0)
+    # loads of a stored region wait for the store on another device, not on its own queue
+    assert o.before("A", row5, d1, False) == [s0]
+    assert o.before("A", row5, d0, False) == []
+    assert o.before("A", other, d1, False) == []
+    assert o.before("B", row5, d1, False) == []
+    l1 = _Event("load1")
+    o.after("A", row5, d1, False, l1)
+    # a store over a pending load of another device waits for it (write after read)
+    assert o.before("A", row5, d0, True) == [s0, l1][1:]
+    # two loads never wait for each other
+    assert o.before("A", row5, d0, False) == []
+    # another context: the host waits instead
+    assert o.before("A", row5, d2, False) == []
+    assert s0.waited == 1
+    # a store covering earlier records stands for them
+    s1 = _Event("store1")
+    o.after("A", Box((0, 0), (19, 99)), d1, True, s1)
+    assert o.pending["A"] == [(Box((0, 0), (19, 99)), s1, d1, True)]
+    # completed records are pruned once the list grows
+    for i in range(HostOrder.PRUNE_AT + 1):
+        e = _Event(f"l{i}")
+        e.command_execution_status = 0
+        o.after("A", Box((100 + i, 0), (100 + i, 9)), d0, False, e)
+    recs = o.pending["A"]
+    assert len(recs) <= 2 and recs[0][1] is s1  # the pending store stays
+
+# }}}
