@@ -82,6 +82,15 @@ class Box:
         return b
 
     @classmethod
+    def unchecked(cls, lo: tuple[int, ...], hi: tuple[int, ...]) -> Box:
+        """A box from tuples of plain ints of one length, without validation (generated
+        drivers: their bounds are integer expressions of integer parameters)."""
+        b = object.__new__(cls)
+        _set_lo(b, lo)
+        _set_hi(b, hi)
+        return b
+
+    @classmethod
     def from_shape(cls, shape: Sequence[int]) -> Box:
         """The box of a whole array of this shape: ``[0, s-1]`` per dimension."""
         return cls(tuple(0 for _ in shape), tuple(int(s) - 1 for s in shape))

@@ -39,6 +39,8 @@ class Copy:
     touched: bool = True
     """Used by a tile since the last end of a serial iteration."""
     _kargs: list | None = None
+    _bargs: tuple | None = None
+    _fits: bool | None = None
 
     @property
     def nbytes(self) -> int:
@@ -56,8 +58,24 @@ class Copy:
             self._kargs = [self.alloc.buf, np.int64(base)] + [np.int32(st) for st in strides[:-1]]
         return self._kargs
 
+    def bound_args(self, piece: Box) -> list:
+        """``[lo..., hi...]`` of a piece of this copy as int32 kernel arguments (the last
+        piece's are kept: a tile takes the same piece of a copy again and again)."""
+        last = self._bargs
+        if last is not None and last[0] == piece:
+            return last[1]
+        import numpy as np
+        args = [np.int32(v) for v in piece.lo] + [np.int32(v) for v in piece.hi]
+        self._bargs = (piece, args)
+        return args
+
     def fits_int(self) -> bool:
         """Every element offset of this copy in its arena fits a 32-bit int."""
+        if self._fits is None:
+            self._fits = self._offsets_fit()
+        return self._fits
+
+    def _offsets_fit(self) -> bool:
         ka = self.kernel_args()
         base = int(ka[1])
         strides = [int(x) for x in ka[2:]] + [1]

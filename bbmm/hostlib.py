@@ -60,18 +60,27 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     in kernel argument order.
     """
     args = list(scalars) + [np.int32(lo) for lo, _ in grid]
-    opts = []
+    sels = []
     small = True
     for entry in arrays:
-        a, slots, ndim = entry[0], entry[1], entry[2]
-        args += kernel_args(tb, a, slots, ndim)
+        a = entry[0]
+        args += kernel_args(tb, a, entry[1], entry[2])
         if SPECIALIZE and len(entry) > 3:
-            opts += [f"-D{a}_SEL{k}_IS={s}" for k, s in zip(entry[3], tb.access.get(a, ()))]
+            sels.append(tuple(tb.access.get(a, ())))
         for _, c in tb.pieces.get(a, ()):
             small = small and c.fits_int()
-    if SPECIALIZE and small:
-        opts.append("-DBBMM_IDX=int")
-    knl = dev.kernel(source, name, " ".join(opts))  # type: ignore[attr-defined]
+    # one kernel object per (kernel, slot of every access, index width) and device
+    cache = dev.__dict__.setdefault("_bbmm_kernels", {})
+    key = (source, name, tuple(sels), small)
+    knl = cache.get(key)
+    if knl is None:
+        opts = []
+        if SPECIALIZE:
+            for entry, sel in zip((e for e in arrays if len(e) > 3), sels):
+                opts += [f"-D{entry[0]}_SEL{k}_IS={s}" for k, s in zip(entry[3], sel)]
+            if small:
+                opts.append("-DBBMM_IDX=int")
+        knl = cache[key] = dev.kernel(source, name, " ".join(opts))  # type: ignore[attr-defined]
     if not grid:
         return dev.launch(knl, (1,), None, args)
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]

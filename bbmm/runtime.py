@@ -18,6 +18,7 @@ different devices at once; a device runs its own tiles one after the other.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -105,6 +106,7 @@ class Runtime:
         goes on at once and only waits where it needs a result (a blocking copy), so the
         devices keep computing while the host works: 'compute' then counts launches and
         the waits show up in the step that needed the data."""
+        self._disjoint: dict[tuple[Box, ...], list[Box]] = {}
         self.max_pieces = dict(max_pieces or {})
         """Kernel slots per array: a tile whose disjoint boxes of an array outnumber them
         falls back to one hull box for that array (correct, only larger)."""
@@ -114,42 +116,53 @@ class Runtime:
     def run_phase(self, tiles: Sequence[Tile], serial: object = None) -> None:
         """Run the tiles of one parallel loop instance (one serial iteration of one nest)."""
         self._serial = serial
+        times = self.stats.times
+        clock = time.perf_counter
+        directory = self.directory
         for rnd in self._rounds(tiles):
-            with self.stats.timer("memory_mgmt"):
-                bufs = [self._acquire(t) for t in rnd]
-            with self.stats.timer("compute"):
-                for t, tb in zip(rnd, bufs):
-                    t.kernel(self.devices[t.device], tb)
-                if self.sync:
-                    for t in rnd:
-                        self.devices[t.device].finish()
-            with self.stats.timer("memory_mgmt"):
-                for t, tb in zip(rnd, bufs):
-                    self._wrote(t, tb)
-            with self.stats.timer("flowout"):
-                for t, tb in zip(rnd, bufs):
-                    for a, boxes in self._flowout_boxes(t).items():
-                        self._store(tb, a, boxes, "flowout")
-            with self.stats.timer("flowin"):
+            t0 = clock()
+            bufs = [self._acquire(t) for t in rnd]
+            t1 = clock()
+            for t, tb in zip(rnd, bufs):
+                t.kernel(self.devices[t.device], tb)
+            if self.sync:
                 for t in rnd:
-                    for a, boxes in self._flowout_boxes(t).items():
-                        for f in boxes:
-                            if not f.is_empty:
-                                self.directory.flowin(a, f)
-            with self.stats.timer("writeout"):
-                for t, tb in zip(rnd, bufs):
-                    for a, boxes in t.writeout.items():
-                        self._store(tb, a, boxes, "writeout")
-            with self.stats.timer("memory_mgmt"):
-                for t, tb in zip(rnd, bufs):
-                    mgr = self.managers[t.device]
-                    for c in tb.copies():
-                        mgr.release(c, keep=self.reuse)
-                self.stats.tiles += len(rnd)
-                for t in rnd:
-                    self.stats.devices[t.device].settle()
+                    self.devices[t.device].finish()
+            t2 = clock()
+            for t, tb in zip(rnd, bufs):
+                self._wrote(t, tb)
+            t3 = clock()
+            flows = [self._flowout_boxes(t) for t in rnd]
+            for tb, fl in zip(bufs, flows):
+                for a, boxes in fl.items():
+                    self._store(tb, a, boxes, "flowout")
+            t4 = clock()
+            for fl in flows:
+                for a, boxes in fl.items():
+                    for f in boxes:
+                        if not f.is_empty:
+                            directory.flowin(a, f)
+            t5 = clock()
+            for t, tb in zip(rnd, bufs):
+                for a, boxes in t.writeout.items():
+                    self._store(tb, a, boxes, "writeout")
+            t6 = clock()
+            for t, tb in zip(rnd, bufs):
+                release = self.managers[t.device].release
+                for ps in tb.pieces.values():
+                    for _, c in ps:
+                        release(c, keep=self.reuse)
+            self.stats.tiles += len(rnd)
+            for t in rnd:
+                self.stats.devices[t.device].settle()
+            t7 = clock()
+            times["memory_mgmt"] += (t1 - t0) + (t3 - t2) + (t7 - t6)
+            times["compute"] += t2 - t1
+            times["flowout"] += t4 - t3
+            times["flowin"] += t5 - t4
+            times["writeout"] += t6 - t5
             if self.verify:
-                self.directory.verify()
+                directory.verify()
 
     def end_serial(self, serial: object = None) -> None:
         """bb_cleanup for every device at the end of a serial iteration (and, unless
@@ -239,7 +252,8 @@ class Runtime:
         mgr = self.managers[t.device]
         tb = TileBuffers()
         for a, init in t.boxes.items():
-            boxes = [b for b in init if not b.is_empty]
+            # one disjoint-box computation per distinct box (Floyd's 7 accesses have 3)
+            boxes = [b for b in dict.fromkeys(init) if not b.is_empty]
             if not boxes:
                 # the tile does not touch the array (an empty inner loop), but its kernel
                 # still takes the array's arguments: no pieces, any slot number
@@ -273,12 +287,12 @@ class Runtime:
                         mgr.absorb(c)
                 out.append((p, c))
             tb.pieces[a] = out
-            acc = []
-            for b in init:
+            slot: dict[Box, int] = {}
+            for b in boxes:
                 hits = [i for i, (p, _) in enumerate(out) if p.overlaps(b)]
-                acc.append(hits[0] if len(hits) == 1 else -1)
-                if len(hits) > 1:
-                    self.stats.split_accesses += 1
+                slot[b] = hits[0] if len(hits) == 1 else -1
+            acc = [slot.get(b, 0) for b in init]  # an empty access: any slot
+            self.stats.split_accesses += acc.count(-1)
             tb.access[a] = acc
         return tb
 
@@ -297,7 +311,14 @@ class Runtime:
         if self.mode == "convex":
             merged = [hull_all(boxes)]
         else:
-            merged = disjoint(boxes)
+            # Algorithm 2 is a pure function of the boxes, which repeat from one serial
+            # iteration to the next in stencils: computed once per distinct list
+            key = tuple(boxes)
+            merged = self._disjoint.get(key)
+            if merged is None:
+                if len(self._disjoint) >= 4096:
+                    self._disjoint.clear()
+                merged = self._disjoint[key] = disjoint(boxes)
         limit = self.max_pieces.get(a, 1 << 30)
         out: list[tuple[Box, Copy | None]] = []
         whole: list[tuple[Box, Copy | None]] = []
@@ -393,7 +414,7 @@ def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]
         if s < len(pieces):
             p, c = pieces[s]
             out += c.kernel_args()
-            out += [np.int32(v) for v in p.lo] + [np.int32(v) for v in p.hi]
+            out += c.bound_args(p)
         else:
             buf = pieces[0][1].alloc.buf if pieces else None
             out += [buf, np.int64(0)] + [np.int32(0)] * (ndim - 1)

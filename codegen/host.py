@@ -64,7 +64,7 @@ def bound_py(e: object) -> str:
 
 
 def box_py(b: ParamBox) -> str:
-    return f"Box(({', '.join(b.lo)},), ({', '.join(b.hi)},))"
+    return f"Box.unchecked(({', '.join(b.lo)},), ({', '.join(b.hi)},))"
 
 
 @dataclass(frozen=True)
