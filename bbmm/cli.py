@@ -224,6 +224,9 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run_run(args: argparse.Namespace) -> int:
+    if args.mpi:  # every rank of mpiexec -n R runs this (bbmm/mpirun.py)
+        from .mpirun import run_cli
+        return run_cli(args)
     from codegen.compile import load_driver
 
     from .reference import init_arrays

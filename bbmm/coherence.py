@@ -287,6 +287,20 @@ class Directory:
                 continue
             self.refresh(c, [region], "flowin", flush=False)
 
+    def host_newer(self, array: str, region: Box) -> None:
+        """The host copy of ``region`` was just replaced by newer values from elsewhere
+        (another MPI rank, :mod:`bbmm.distributed`).
+
+        Every resident copy becomes stale there, and dirty records over it are dropped
+        without a store: they hold values older than the ones received (the sender wrote
+        the region after this process's devices did), so storing them would clobber the
+        newest value.
+        """
+        for c in self.copies[array]:
+            if c.box.overlaps(region):
+                c.stale = R.add(c.stale, region.intersect(c.box))
+        self._clean(array, region)
+
     def transfer(self, old: Copy, new: Copy) -> None:
         """Move ``old``'s dirty records to ``new``, which holds the newest value there too."""
         recs = self.dirty[old.array]

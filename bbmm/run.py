@@ -128,6 +128,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--json", metavar="PATH", default=None,
                    help="write the run's statistics as JSON to PATH")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--mpi", action="store_true",
+                   help="run over MPI ranks (launch with mpiexec -n R ...): tiles spread over "
+                        "the devices of every rank, data sent only to the ranks that read it "
+                        "(docs/mpi.md)")
+    g.add_argument("--mpi-result", choices=("gather", "distributed"), default="gather",
+                   help="with --mpi: gather the result on rank 0 (default) or leave each part "
+                        "on the rank that computed it")
 
 
 def report(res: RunResult, kernel: str) -> str:
@@ -172,6 +179,9 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
     add_device_options(p)
     add_run_options(p)
     args = p.parse_args(argv)
+    if args.mpi:
+        from .mpirun import driver_mpi
+        return run_with_errors(lambda: driver_mpi(module, args))
 
     def go() -> int:
         params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS)

@@ -1,0 +1,494 @@
+"""Several processes (MPI ranks), each driving its own devices, running one program.
+
+The paper's multi-GPU machine is one node of a cluster. Here every rank runs the same
+host driver: it evaluates every tile of every phase (the closed-form boxes cost a few
+microseconds), so every rank knows, with no communication, which device of which rank
+runs each tile (the static block distribution over *all* devices of all ranks) and
+which boxes each tile reads and writes. Each rank runs only its own tiles, on its own
+devices, with the single-node :class:`~bbmm.runtime.Runtime` (its host copy, box
+buffers and device coherence unchanged).
+
+Between ranks, "the host copy" becomes "the ranks that need it", in the spirit of
+flow-out partitioning (Dathathri et al., PACT 2013): data moves from the rank that last
+wrote it only to the ranks whose tiles read it, in one point-to-point message per pair
+of ranks, sized by the exact region needed. What each rank needs follows from the
+bookkeeping every rank keeps identically (:class:`Ownership`):
+
+- ``records[a]``: disjoint boxes of array ``a``, each with the rank whose tile wrote it
+  last (the *owner*) and the ranks that hold that newest value (*holders*: the owner,
+  and those it was sent to). Elements in no record still hold their initial value,
+  which every rank has (each rank fills its host arrays with the same inputs).
+- before a phase runs (:func:`plan_exchange`), every rank that is not a holder of an
+  element its tiles' boxes cover receives it from the owner, and becomes a holder;
+  after it, every tile's write boxes make its rank the owner and only holder there.
+
+A phase whose tiles on different ranks have overlapping write boxes (possible only when
+boxes over-approximate the written elements) runs in *stages* (:func:`stages`): a tile
+never runs concurrently with an overlapping writer of another rank, so that the later
+one starts from the earlier one's values, as the single-node runtime's rounds ensure.
+At the end, :meth:`DistributedRuntime.finish` gathers on rank 0 the elements it does
+not hold (from their owners only), or leaves the result distributed.
+
+Correctness does not rest on the compile-time flow-out sets: a rank receives exactly
+the elements its tiles' boxes cover and that another rank wrote since it last had
+them. On Floyd-Warshall that is row ``k`` from its owner at iteration ``k``: one row
+per serial iteration to each other rank (``tests/e2e/test_mpi.py`` checks the bytes).
+
+.. autoclass:: Ownership
+.. autofunction:: stages
+.. autofunction:: plan_exchange
+.. autofunction:: plan_gather
+.. autoclass:: DistributedRuntime
+.. autoclass:: MPIComm
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from .box import Box, disjoint, hull_all, merge_adjacent
+from .coherence import HostCopy
+from .devices.base import Device
+from .runtime import Runtime, Tile
+
+Messages = dict[tuple[int, int], list[tuple[str, Box]]]
+"""``(src, dst) -> [(array, box), ...]``: what rank ``src`` sends to rank ``dst``, in the
+order both pack and unpack it (both ranks compute the same list)."""
+
+
+# {{{ bookkeeping: who holds the newest value of each element
+
+Record = tuple[Box, int, frozenset[int]]
+
+
+class Ownership:
+    """Per array, the rank that wrote each region last and the ranks holding that value.
+
+    ``records[a]`` is a list of pairwise disjoint ``(box, owner, holders)``; ``owner``
+    is always among ``holders``. An element in no record holds its initial value on
+    every rank. Every rank keeps an identical copy (it is updated from the global tile
+    list only).
+    """
+
+    def __init__(self, arrays: Sequence[str]):
+        self.records: dict[str, list[Record]] = {a: [] for a in arrays}
+
+    def wrote(self, array: str, box: Box, rank: int) -> None:
+        """A tile of ``rank`` wrote ``box``: that rank alone holds the newest value there."""
+        if box.is_empty:
+            return
+        out: list[Record] = []
+        for r in self.records[array]:
+            b = r[0]
+            if b.overlaps(box):
+                out.extend((p, r[1], r[2]) for p in b.subtract(box))
+            else:
+                out.append(r)
+        out.append((box, rank, frozenset((rank,))))
+        self.records[array] = out
+
+    def received(self, array: str, box: Box, rank: int) -> None:
+        """``rank`` received the newest value of ``box`` (it becomes a holder)."""
+        out: list[Record] = []
+        for r in self.records[array]:
+            b, owner, holders = r
+            inter = b.intersect(box)
+            if inter is None or rank in holders:
+                out.append(r)
+                continue
+            out.extend((p, owner, holders) for p in b.subtract(box))
+            out.append((inter, owner, holders | {rank}))
+        self.records[array] = out
+
+    def missing(self, array: str, rank: int, region: Sequence[Box]) -> list[tuple[int, Box]]:
+        """``(owner, box)`` for the parts of the disjoint ``region`` whose newest value
+        ``rank`` does not hold (disjoint boxes, adjacent pieces of one record fused)."""
+        out: list[tuple[int, Box]] = []
+        for b, owner, holders in self.records[array]:
+            if rank in holders:
+                continue
+            pieces = []
+            for n in region:
+                inter = b.intersect(n)
+                if inter is not None:
+                    pieces.append(inter)
+            if pieces:
+                out.extend((owner, p) for p in merge_adjacent(pieces))
+        return out
+
+    def held(self, array: str, rank: int, full: Box) -> list[Box]:
+        """The part of ``full`` (the whole array) where ``rank`` holds the newest value."""
+        out = [full]
+        for b, _, holders in self.records[array]:
+            if rank not in holders:
+                nxt: list[Box] = []
+                for r in out:
+                    nxt.extend(r.subtract(b) if r.overlaps(b) else (r,))
+                out = nxt
+        return out
+
+# }}}
+
+
+# {{{ planning (pure: the same on every rank)
+
+def stages(tiles: Sequence[Tile], rank_of: Sequence[int]) -> list[list[Tile]]:
+    """Split a phase's tiles, in order, so that no stage holds two tiles of different
+    ranks whose write boxes overlap (they then run one after the other, with an
+    exchange between them). Usually one stage: ranks write disjoint blocks."""
+    hulls: dict[tuple[str, int], Box] = {}
+    for t in tiles:
+        r = rank_of[t.device]
+        for a, ws in t.writes.items():
+            h = hull_all([*ws, *((hulls[(a, r)],) if (a, r) in hulls else ())])
+            if h is not None:
+                hulls[(a, r)] = h
+    clash = any(a1 == a2 and r1 != r2 and h1.overlaps(h2)
+                for (a1, r1), h1 in hulls.items() for (a2, r2), h2 in hulls.items())
+    if not clash:
+        return [list(tiles)] if tiles else []
+    out: list[list[Tile]] = []
+    cur: list[Tile] = []
+    written: list[tuple[int, str, Box]] = []
+    for t in tiles:
+        r = rank_of[t.device]
+        mine = [(a, w) for a, ws in t.writes.items() for w in ws if not w.is_empty]
+        if any(r2 != r and a2 == a and w2.overlaps(w)
+               for a, w in mine for r2, a2, w2 in written):
+            out.append(cur)
+            cur, written = [], []
+        cur.append(t)
+        written.extend((r, a, w) for a, w in mine)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def plan_exchange(own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]) -> Messages:
+    """Messages that give every rank the newest value of everything its tiles' boxes
+    cover, before the tiles run; ``own`` records the receivers as holders.
+
+    Arrays a tile only writes through exact boxes (``Tile.fresh``) need nothing: every
+    element of their boxes is overwritten.
+    """
+    need: dict[int, dict[str, list[Box]]] = {}
+    for t in tiles:
+        per = need.setdefault(rank_of[t.device], {})
+        for a, bs in t.boxes.items():
+            if a in t.fresh:
+                continue
+            lst = per.setdefault(a, [])
+            for b in bs:
+                if not b.is_empty:
+                    lst.append(b)
+    msgs: Messages = {}
+    for r, per in need.items():
+        for a, bs in per.items():
+            if not bs or not own.records[a]:
+                continue
+            region = disjoint(dict.fromkeys(bs))
+            for owner, piece in own.missing(a, r, region):
+                msgs.setdefault((owner, r), []).append((a, piece))
+    for (_, dst), items in msgs.items():
+        for a, b in items:
+            own.received(a, b, dst)
+    return msgs
+
+
+def plan_gather(own: Ownership, root: int = 0) -> Messages:
+    """Messages that give ``root`` the newest value of every element (from owners only)."""
+    msgs: Messages = {}
+    for a, recs in own.records.items():
+        for b, owner, holders in recs:
+            if root not in holders:
+                msgs.setdefault((owner, root), []).append((a, b))
+    for (_, dst), items in msgs.items():
+        for a, b in items:
+            own.received(a, b, dst)
+    return msgs
+
+# }}}
+
+
+# {{{ communication
+
+class Comm(Protocol):
+    """What :class:`DistributedRuntime` needs of a communicator."""
+
+    rank: int
+    size: int
+
+    def allgather(self, obj: Any) -> list[Any]: ...
+
+    def exchange(self, sends: Mapping[int, np.ndarray], recvs: Mapping[int, int]
+                 ) -> dict[int, np.ndarray]:
+        """Send each ``sends[dst]`` (uint8) to ``dst`` and receive ``recvs[src]`` bytes from
+        each ``src``, all at once; returns the received buffers."""
+        ...
+
+
+class MPIComm:
+    """:class:`Comm` over an mpi4py communicator (default ``MPI.COMM_WORLD``): nonblocking
+    point-to-point messages of raw bytes (no pickling), then one wait for all."""
+
+    TAG = 0xBB
+
+    def __init__(self, comm: Any = None):
+        from mpi4py import MPI
+
+        self.MPI = MPI
+        self.comm = comm if comm is not None else MPI.COMM_WORLD
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+
+    def allgather(self, obj: Any) -> list[Any]:
+        return self.comm.allgather(obj)
+
+    def gather(self, obj: Any, root: int = 0) -> list[Any] | None:
+        return self.comm.gather(obj, root=root)
+
+    def bcast(self, obj: Any, root: int = 0) -> Any:
+        return self.comm.bcast(obj, root=root)
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+    def abort(self, code: int = 1) -> None:
+        self.comm.Abort(code)
+
+    def exchange(self, sends: Mapping[int, np.ndarray], recvs: Mapping[int, int]
+                 ) -> dict[int, np.ndarray]:
+        out = {src: np.empty(n, np.uint8) for src, n in recvs.items()}
+        reqs = [self.comm.Irecv(buf, source=src, tag=self.TAG) for src, buf in out.items()]
+        reqs += [self.comm.Isend(buf, dest=dst, tag=self.TAG) for dst, buf in sends.items()]
+        self.MPI.Request.Waitall(reqs)
+        return out
+
+
+def pack(host: HostCopy, items: Sequence[tuple[str, Box]]) -> np.ndarray:
+    """The boxes of the host arrays, one after the other, C order, as bytes."""
+    buf = np.empty(nbytes(host, items), np.uint8)
+    off = 0
+    for a, b in items:
+        src = host.array(a)
+        k = b.volume * src.itemsize
+        buf[off:off + k].view(src.dtype).reshape(b.shape)[...] = src[b.slices()]
+        off += k
+    return buf
+
+
+def unpack(host: HostCopy, items: Sequence[tuple[str, Box]], buf: np.ndarray) -> None:
+    """Inverse of :func:`pack`: write the boxes into the host arrays."""
+    off = 0
+    for a, b in items:
+        dst = host.array(a)
+        k = b.volume * dst.itemsize
+        dst[b.slices()] = buf[off:off + k].view(dst.dtype).reshape(b.shape)
+        off += k
+
+
+def nbytes(host: HostCopy, items: Sequence[tuple[str, Box]]) -> int:
+    return sum(b.volume * host.array(a).itemsize for a, b in items)
+
+# }}}
+
+
+# {{{ the runtime over ranks
+
+@dataclass
+class RankStats:
+    """Inter-rank traffic of one rank. ``exchange`` is the coherence between phases,
+    ``gather`` the final collection on rank 0."""
+
+    rank: int
+    devices: int
+    sent_bytes: dict[str, int] = field(default_factory=lambda: {"exchange": 0, "gather": 0})
+    received_bytes: dict[str, int] = field(default_factory=lambda: {"exchange": 0, "gather": 0})
+    messages_sent: int = 0
+    messages_received: int = 0
+    sent_to: dict[int, int] = field(default_factory=dict)
+    """Exchange bytes sent to each other rank."""
+    received_from: dict[int, int] = field(default_factory=dict)
+    stages: int = 0
+    plan_s: float = 0.0
+    exchange_s: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "devices": self.devices,
+                "sent_bytes": sum(self.sent_bytes.values()),
+                "received_bytes": sum(self.received_bytes.values()),
+                "exchange_sent_bytes": self.sent_bytes["exchange"],
+                "exchange_received_bytes": self.received_bytes["exchange"],
+                "gather_sent_bytes": self.sent_bytes["gather"],
+                "gather_received_bytes": self.received_bytes["gather"],
+                "messages_sent": self.messages_sent,
+                "messages_received": self.messages_received,
+                "sent_to": {str(k): v for k, v in sorted(self.sent_to.items())},
+                "received_from": {str(k): v for k, v in sorted(self.received_from.items())},
+                "stages": self.stages,
+                "time_s": {"plan": self.plan_s, "exchange": self.exchange_s}}
+
+
+class RemoteDevice:
+    """A device of another rank in the global device list (only counted, never used)."""
+
+    def __init__(self, rank: int, index: int):
+        self.rank = rank
+        self.index = index
+        self.name = f"rank{rank}:{index}"
+
+    def __repr__(self) -> str:
+        return f"<RemoteDevice {self.name}>"
+
+
+class DistributedRuntime:
+    """The runtime as a generated driver sees it, over the devices of every rank.
+
+    ``devices`` lists all devices of all ranks (this rank's own, and
+    :class:`RemoteDevice` placeholders), so the driver's static block distribution
+    spreads tiles over all of them; :meth:`run_phase` runs this rank's tiles on its
+    local :class:`~bbmm.runtime.Runtime` after the exchange that brings their data.
+
+    :arg devices: this rank's devices (ranks may have different numbers).
+    :arg gather: at :meth:`finish`, collect the result on rank ``root``; otherwise
+        each rank keeps what it holds (:meth:`held`).
+    """
+
+    def __init__(self, devices: Sequence[Device], arrays: Mapping[str, np.ndarray] | HostCopy,
+                 comm: Comm, *, gather: bool = True, root: int = 0, **runtime: Any):
+        self.comm = comm
+        self.rank = comm.rank
+        self.gather_result = gather
+        self.root = root
+        self.local = Runtime(devices, arrays, **runtime)
+        counts = comm.allgather(len(devices))
+        self.counts = list(counts)
+        self.first = sum(counts[:self.rank])
+        self.rank_of = [r for r, c in enumerate(counts) for _ in range(c)]
+        self.devices: list[Any] = []
+        for r, c in enumerate(counts):
+            if r == self.rank:
+                self.devices.extend(self.local.devices)
+            else:
+                self.devices.extend(RemoteDevice(r, i) for i in range(c))
+        self.own = Ownership(list(self.local.host.arrays))
+        self.rank_stats = RankStats(self.rank, len(devices))
+
+    # the runtime's attributes that reports and drivers read
+    @property
+    def stats(self) -> Any:
+        return self.local.stats
+
+    @property
+    def host(self) -> HostCopy:
+        return self.local.host
+
+    @property
+    def mode(self) -> str:
+        return self.local.mode
+
+    @property
+    def reuse(self) -> bool:
+        return self.local.reuse
+
+    @property
+    def coherence(self) -> str:
+        return self.local.coherence
+
+    def run_phase(self, tiles: Sequence[Tile], serial: object = None) -> None:
+        """Run one parallel loop instance: per stage, exchange, then this rank's tiles,
+        then record every tile's writes."""
+        lo, hi = self.first, self.first + len(self.local.devices)
+        rank_of = self.rank_of
+        own = self.own
+        st = self.rank_stats
+        for stage in stages(tiles, rank_of):
+            st.stages += 1
+            t0 = time.perf_counter()
+            msgs = plan_exchange(own, stage, rank_of)
+            st.plan_s += time.perf_counter() - t0
+            self._exchange(msgs, "exchange")
+            mine = [replace(t, device=t.device - lo) for t in stage if lo <= t.device < hi]
+            self.local.run_phase(mine, serial)
+            for t in stage:
+                r = rank_of[t.device]
+                for a, ws in t.writes.items():
+                    for w in ws:
+                        own.wrote(a, w, r)
+
+    def end_serial(self, serial: object = None) -> None:
+        self.local.end_serial(serial)
+
+    def finish(self) -> None:
+        """Bring every newest value to this rank's host copy of what it holds; with
+        ``gather``, rank ``root`` then receives everything it does not hold."""
+        self.local.finish()
+        if self.gather_result:
+            self._exchange(plan_gather(self.own, self.root), "gather")
+
+    def release_all(self) -> None:
+        self.local.release_all()
+
+    def held(self, array: str) -> list[Box]:
+        """Disjoint boxes of ``array`` whose newest value this rank's host copy holds
+        (after :meth:`finish`)."""
+        shape = self.local.host.array(array).shape
+        return self.own.held(array, self.rank, Box.from_shape(shape))
+
+    # ---- moving bytes ----------------------------------------------------------------
+
+    def _exchange(self, msgs: Messages, kind: str) -> None:
+        me = self.rank
+        sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
+        recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
+        if not sends and not recvs:
+            return
+        t0 = time.perf_counter()
+        host = self.local.host
+        directory = self.local.directory
+        for _, items in sends:
+            for a, b in items:
+                # newest values still on a device (not flowed out: block coherence, or
+                # sets that missed them) go to the host copy first
+                for rb, holder in list(directory.dirty[a]):
+                    inter = rb.intersect(b)
+                    if inter is not None:
+                        directory.store(holder, inter, "refresh")
+                self._settle(a, b, loads=False)
+        for _, items in recvs:
+            for a, b in items:
+                self._settle(a, b, loads=True)
+        bufs = {dst: pack(host, items) for dst, items in sends}
+        sizes = {src: nbytes(host, items) for src, items in recvs}
+        got = self.comm.exchange(bufs, sizes)
+        for src, items in recvs:
+            unpack(host, items, got[src])
+            for a, b in items:
+                directory.host_newer(a, b)
+        st = self.rank_stats
+        for dst, buf in bufs.items():
+            st.sent_bytes[kind] += buf.nbytes
+            st.messages_sent += 1
+            if kind == "exchange":
+                st.sent_to[dst] = st.sent_to.get(dst, 0) + buf.nbytes
+        for src, n in sizes.items():
+            st.received_bytes[kind] += n
+            st.messages_received += 1
+            if kind == "exchange":
+                st.received_from[src] = st.received_from.get(src, 0) + n
+        st.exchange_s += time.perf_counter() - t0
+
+    def _settle(self, array: str, region: Box, loads: bool) -> None:
+        """Wait for the asynchronous host copies that touch ``region`` of the host array:
+        stores into it (before its bytes are sent or overwritten) and, with ``loads``,
+        loads from it (before it is overwritten)."""
+        for b, e, _, stores in self.local.directory.order.pending.get(array, ()):
+            if (stores or loads) and b.overlaps(region):
+                e.wait()
+
+# }}}
+
+# vim: foldmethod=marker

@@ -1,0 +1,293 @@
+"""``bbmm run kernel.c --mpi`` and ``<kernel>_host.py --mpi``: one program over MPI ranks.
+
+Launched as ``mpiexec -n R bbmm run kernel.c --mpi --devices N ...``: every rank
+compiles the program (cached), fills the same inputs, makes its own ``--devices N``
+logical devices and runs the host driver on a
+:class:`~bbmm.distributed.DistributedRuntime`, which spreads the tiles over all devices
+of all ranks. Rank 0 prints the report, runs ``--check`` on the gathered result (with
+``--mpi-result distributed`` every rank checks the part it holds) and writes ``--json``
+with per-rank statistics.
+
+Errors: one that every rank meets before the run (a bad parameter, no device) is
+printed once by rank 0 and every rank exits with the usual status; one during the run
+is printed by its rank, which then aborts the job (the others would wait for it
+forever).
+
+.. autofunction:: world
+.. autofunction:: execute_mpi
+.. autofunction:: run_cli
+.. autofunction:: driver_mpi
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .diagnostic import BBMMError, UsageError, format_bytes
+from .distributed import DistributedRuntime, MPIComm
+
+RESULTS = ("gather", "distributed")
+
+
+def world() -> MPIComm:
+    """``MPI.COMM_WORLD`` as a :class:`~bbmm.distributed.MPIComm` (a clear error when
+    mpi4py is missing)."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        raise UsageError("--mpi needs mpi4py and an MPI library: pip install 'bbmm[mpi]' "
+                         "(mpi4py and mpich), then launch with mpiexec -n R bbmm run ... "
+                         "--mpi") from None
+    return MPIComm()
+
+
+@dataclass
+class MPIResult:
+    """What an MPI run produced on this rank (``per_rank`` and ``check`` on rank 0)."""
+
+    arrays: dict[str, np.ndarray]
+    runtime: DistributedRuntime
+    params: dict[str, int]
+    scalars: dict[str, float]
+    tile: int
+    wall_s: float
+    check: str = "skipped"
+    mismatches: list[str] = field(default_factory=list)
+    per_rank: list[dict[str, Any]] = field(default_factory=list)
+
+    def rank_json(self) -> dict[str, Any]:
+        rt = self.runtime
+        return {**rt.rank_stats.as_json(), "host": socket.gethostname(), "wall_s": self.wall_s,
+                "device_names": [d.name for d in rt.local.devices],
+                "tiles": rt.local.stats.tiles, "runtime": rt.local.stats.as_json()}
+
+    def as_json(self, kernel: str) -> dict[str, Any]:
+        rt = self.runtime
+        pr = self.per_rank
+        return {"kernel": kernel, "ranks": len(rt.counts), "devices": sum(rt.counts),
+                "devices_per_rank": rt.counts, "params": self.params, "scalars": self.scalars,
+                "tile": self.tile, "mode": rt.mode, "reuse": rt.reuse,
+                "coherence": rt.coherence,
+                "result": "gather" if rt.gather_result else "distributed",
+                "check": self.check, "mismatches": self.mismatches,
+                "wall_s": max((p["wall_s"] for p in pr), default=self.wall_s),
+                "tiles": sum(p["tiles"] for p in pr),
+                "exchange_bytes": sum(p["exchange_sent_bytes"] for p in pr),
+                "gather_bytes": sum(p["gather_sent_bytes"] for p in pr),
+                "messages": sum(p["messages_sent"] for p in pr),
+                "per_rank": pr}
+
+
+def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
+                scalars: dict[str, float], arrays: dict[str, np.ndarray], comm: Any, *,
+                tile: int | None = None, mode: str = "disjoint", reuse: bool = True,
+                coherence: str = "exact", gather: bool = True,
+                progress: bool | None = None) -> MPIResult:
+    """Run a driver module over the ranks of ``comm``; every rank calls it."""
+    rt = DistributedRuntime(devices, arrays, comm, gather=gather, mode=mode, reuse=reuse,
+                            coherence=coherence, max_pieces=module.SLOTS)
+    if tile is None:
+        tile = module.default_tile(params, len(rt.devices))
+    if tile < 1:
+        raise UsageError(f"--tile must be at least 1, got {tile}")
+    comm.barrier()
+    t0 = time.perf_counter()
+    module.run(rt, params, scalars, tile, progress if comm.rank == 0 else False)
+    wall = time.perf_counter() - t0
+    res = MPIResult(arrays, rt, params, scalars, tile, wall)
+    res.per_rank = comm.gather(res.rank_json(), root=0) or []
+    return res
+
+
+def check_mpi(res: MPIResult, comm: Any, c_path: str, scop: Any,
+              initial: dict[str, np.ndarray], defines: dict[str, str]) -> None:
+    """``--check``: rank 0 compares the gathered arrays with the sequential program; with a
+    distributed result every rank compares the elements it holds. Sets ``res.check`` on
+    rank 0."""
+    from .reference import compare, run_reference
+    from .run import check_against_reference
+
+    rt = res.runtime
+    if rt.gather_result:
+        if comm.rank == 0:
+            check_against_reference(res, c_path, scop, initial, defines)  # type: ignore[arg-type]
+        return
+    expect = run_reference(c_path, scop, res.params, res.scalars, initial, defines=defines)
+    bad = []
+    for a in scop.arrays:
+        got = expect[a.name].copy()
+        for b in rt.held(a.name):
+            got[b.slices()] = res.arrays[a.name][b.slices()]
+        m = compare(a.name, got, expect[a.name], a.ctype)
+        if m is not None:
+            bad.append(f"rank {comm.rank}: {m}")
+    every = comm.gather(bad, root=0)
+    if comm.rank == 0:
+        res.mismatches = [m for ms in every for m in ms]
+        res.check = "fail" if res.mismatches else "pass"
+
+
+def report_mpi(res: MPIResult, kernel: str) -> str:
+    """Rank 0's report: the run, then one line per rank."""
+    rt = res.runtime
+    doc = res.as_json(kernel)
+    lines = [f"{kernel}: {doc['ranks']} rank(s) x {rt.counts} device(s), tile {res.tile}, "
+             f"{doc['tiles']} tiles, {doc['wall_s']:.3f} s; check {res.check}"]
+    for p in res.per_rank:
+        lines.append(
+            f"  rank {p['rank']} ({p['host']}, {p['devices']} device(s), {p['tiles']} tiles): "
+            f"sent {format_bytes(p['exchange_sent_bytes'])}, received "
+            f"{format_bytes(p['exchange_received_bytes'])} in "
+            f"{p['messages_sent']}/{p['messages_received']} messages; gather sent "
+            f"{format_bytes(p['gather_sent_bytes'])}, received "
+            f"{format_bytes(p['gather_received_bytes'])}; exchange "
+            f"{p['time_s']['exchange']:.3f} s of {p['wall_s']:.3f} s")
+    lines.append(f"  between ranks: {format_bytes(doc['exchange_bytes'])} exchanged, "
+                 f"{format_bytes(doc['gather_bytes'])} gathered, {doc['messages']} messages"
+                 + ("" if rt.gather_result else "; result left distributed"))
+    return "\n".join(lines)
+
+
+# {{{ error handling across ranks
+
+class _Exit(Exception):
+    def __init__(self, code: int):
+        self.code = code
+
+
+def _error_code(e: BBMMError) -> int:
+    return 2 if isinstance(e, UsageError) else 1
+
+
+def _one_line(e: BBMMError) -> str:
+    return str(e) if isinstance(e, UsageError) else str(e).splitlines()[0]
+
+
+def setup_all(comm: Any, fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` on every rank; if it fails on any, rank 0 prints the first error and
+    every rank raises :class:`_Exit` with its status (no rank is left waiting)."""
+    try:
+        val, err = fn(), None
+    except BBMMError as e:
+        val, err = None, (_error_code(e), _one_line(e))
+    errs = comm.allgather(err)
+    bad = [(r, e) for r, e in enumerate(errs) if e is not None]
+    if bad:
+        r, (code, msg) = bad[0]
+        if comm.rank == 0:
+            print(f"bbmm: error: {msg}" + (f" (on rank {r})" if r else ""), file=sys.stderr)
+        raise _Exit(code)
+    return val
+
+
+def guarded(comm: Any, fn: Callable[[], int]) -> int:
+    """Run a rank's part; an error during the run is printed with the rank and aborts the
+    job when there are other ranks (they would wait for this one forever)."""
+    try:
+        return fn()
+    except _Exit as e:
+        return e.code
+    except BBMMError as e:
+        print(f"bbmm: error: rank {comm.rank}: {_one_line(e)}", file=sys.stderr)
+        if comm.size > 1:
+            sys.stderr.flush()
+            comm.abort(_error_code(e))
+        return _error_code(e)
+
+# }}}
+
+
+def _finish(res: MPIResult, comm: Any, kernel: str, json_path: str | None) -> int:
+    if comm.rank != 0:
+        return 0
+    print(report_mpi(res, kernel))
+    for m in res.mismatches:
+        print(f"  mismatch: {m}")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(res.as_json(kernel), f, indent=1)
+    if res.check == "fail":  # the other ranks are done: no abort, just the status
+        print(f"bbmm: error: {kernel}: result differs from the sequential program "
+              f"({res.mismatches[0]})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """``bbmm run kernel.c --mpi ...`` on every rank."""
+    comm = world()
+
+    def setup() -> tuple[Any, ...]:
+        from codegen.compile import load_driver
+
+        from .cli import _compile, _defines, make_devices_from_args
+        from .reference import init_arrays
+        from .run import host_arrays, parse_params
+
+        prog = _compile(args)
+        scop = prog.scop
+        params, scalars = parse_params(args.param, scop.int_params, scop.float_params)
+        module = load_driver(prog)
+        devices = make_devices_from_args(args)
+        init, scalars = init_arrays(scop, params, seed=args.seed, scalars=scalars,
+                                    defines=_defines(args), use_init=not args.no_init)
+        arrays = host_arrays(module, params, devices)
+        for name, a in arrays.items():
+            a[...] = init[name]
+        return scop, params, scalars, module, devices, init, arrays
+
+    def go() -> int:
+        from .cli import _defines
+
+        scop, params, scalars, module, devices, init, arrays = setup_all(comm, setup)
+        res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
+                          mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
+                          gather=args.mpi_result == "gather",
+                          progress=False if args.no_progress else None)
+        if args.check:
+            check_mpi(res, comm, args.file, scop, init, _defines(args))
+        return _finish(res, comm, scop.function, args.json)
+
+    return guarded(comm, go)
+
+
+def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
+    """``python <kernel>_host.py --mpi ...`` on every rank (random inputs, no check)."""
+    comm = world()
+
+    def setup() -> tuple[Any, ...]:
+        from .cli import make_devices_from_args
+        from .run import host_arrays, parse_params
+
+        params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS)
+        for name, _ in module.FLOAT_PARAMS:
+            scalars.setdefault(name, 1.5)
+        devices = make_devices_from_args(args)
+        arrays = host_arrays(module, params, devices)
+        rng = np.random.default_rng(args.seed)
+        for a in arrays.values():
+            if a.dtype.kind == "f":
+                a[...] = rng.random(a.shape)
+            else:
+                a[...] = rng.integers(0, 100, a.shape)
+        return params, scalars, devices, arrays
+
+    def go() -> int:
+        params, scalars, devices, arrays = setup_all(comm, setup)
+        res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
+                          mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
+                          gather=args.mpi_result == "gather",
+                          progress=False if args.no_progress else None)
+        return _finish(res, comm, module.FUNCTION, args.json)
+
+    return guarded(comm, go)
+
+# vim: foldmethod=marker

@@ -1,0 +1,79 @@
+"""End-to-end over MPI: ``mpiexec -n R bbmm run kernel.c --mpi --check`` on every PolyBench
+kernel with 2 and 4 ranks (1 or 2 logical PoCL devices each), and the inter-rank volume of
+Floyd-Warshall. mpiexec is the one of the ``mpich`` wheel (the ``test`` extra installs it)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+POLYBENCH = ROOT / "polybench"
+BATCH = Path(__file__).with_name("mpi_batch.py")
+
+pytestmark = pytest.mark.e2e
+
+
+def mpiexec() -> str:
+    """The mpiexec beside this Python (the venv's, from the mpich wheel), else on PATH."""
+    here = Path(sys.executable).parent / "mpiexec"
+    found = str(here) if here.exists() else shutil.which("mpiexec")
+    assert found, "no mpiexec: pip install -e '.[test]' installs mpi4py and mpich"
+    return found
+
+
+def ci_params(path: Path) -> list[str]:
+    """The CI sizes a PolyBench file's header states (``CI n = 64.``, ``CI tsteps = 4, n = 64.``)."""
+    head = path.read_text().split("*/", 1)[0]
+    one = r"\w+ = \d+(?:,\d{3})*"
+    m = re.search(rf"\bCI ({one}(?:, {one})*)", " ".join(head.split()).replace(" * ", " "))
+    assert m, f"{path.name}: no 'CI name = value' sizes in the header comment"
+    return [f"{k}={v.replace(',', '')}" for k, v in re.findall(r"(\w+) = ([\d,]+)", m.group(1))]
+
+
+KERNELS = sorted(POLYBENCH.glob("*.c"))
+
+
+def launch(ranks: list[int], runs: list[list[str]], timeout: float = 300) -> subprocess.CompletedProcess:
+    """``mpiexec`` with one rank per entry of ``ranks`` (its ``--devices``), every rank
+    running the ``bbmm`` command lines ``runs`` one after the other."""
+    cmd = [mpiexec()]
+    for i, ndev in enumerate(ranks):
+        per = [argv + ["--devices", str(ndev)] for argv in runs]
+        cmd += ([":"] if i else []) + ["-n", "1", sys.executable, str(BATCH), json.dumps(per)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+
+
+def test_every_polybench_file_states_ci_sizes():
+    assert len(KERNELS) >= 9
+    for k in KERNELS:
+        assert ci_params(k)
+
+
+@pytest.mark.parametrize("ranks", [[2, 2], [2, 1, 1, 2]], ids=["2ranks", "4ranks"])
+def test_polybench_check_over_ranks(ranks, tmp_path):
+    runs = []
+    for k in KERNELS:
+        argv = ["run", str(k), "--mpi", "--check", "--no-progress", "--json",
+                str(tmp_path / f"{k.stem}.json")]
+        for p in ci_params(k):
+            argv += ["--param", p]
+        runs.append(argv)
+    r = launch(ranks, runs)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for k in KERNELS:
+        doc = json.loads((tmp_path / f"{k.stem}.json").read_text())
+        assert doc["check"] == "pass", (k.stem, doc["mismatches"])
+        assert doc["ranks"] == len(ranks) and doc["devices_per_rank"] == ranks
+        assert len(doc["per_rank"]) == len(ranks)
+        # every rank ran tiles of its own: the tiles are spread over all ranks
+        assert all(p["tiles"] > 0 for p in doc["per_rank"]), (k.stem, doc["per_rank"])
+        sent = sum(p["sent_bytes"] for p in doc["per_rank"])
+        assert sent == sum(p["received_bytes"] for p in doc["per_rank"])
