@@ -1,8 +1,8 @@
 """``bbmm run kernel.c --mpi`` and ``<kernel>_host.py --mpi``: one program over MPI ranks.
 
-Launched as ``mpiexec -n R bbmm run kernel.c --mpi --devices N ...``: every rank
-compiles the program (cached), fills the same inputs, makes its own ``--devices N``
-logical devices and runs the host driver on a
+Launched as ``mpiexec -n R bbmm run kernel.c --mpi --devices N ...``: rank 0
+compiles the program and hands it to the others; every rank fills the same inputs,
+makes its own ``--devices N`` logical devices and runs the host driver on a
 :class:`~bbmm.distributed.DistributedRuntime`, which spreads the tiles over all devices
 of all ranks. Rank 0 prints the report, runs ``--check`` on the gathered result (with
 ``--mpi-result distributed`` every rank checks the part it holds) and writes ``--json``
@@ -188,6 +188,22 @@ def setup_all(comm: Any, fn: Callable[[], Any]) -> Any:
     return val
 
 
+def on_root(comm: Any, fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` on rank 0 only and hand its result (pickled) to every rank; an error is
+    printed by rank 0 and every rank raises :class:`_Exit`."""
+    val, err = None, None
+    if comm.rank == 0:
+        try:
+            val = fn()
+        except BBMMError as e:
+            err = (_error_code(e), _one_line(e))
+            print(f"bbmm: error: {err[1]}", file=sys.stderr)
+    val, err = comm.bcast((val, err), root=0)
+    if err is not None:
+        raise _Exit(err[0])
+    return val
+
+
 def guarded(comm: Any, fn: Callable[[], int]) -> int:
     """Run a rank's part; an error during the run is printed with the rank and aborts the
     job when there are other ranks (they would wait for this one forever)."""
@@ -225,14 +241,17 @@ def run_cli(args: argparse.Namespace) -> int:
     """``bbmm run kernel.c --mpi ...`` on every rank."""
     comm = world()
 
-    def setup() -> tuple[Any, ...]:
+    def build() -> Any:
+        from .cli import _compile
+        return _compile(args)
+
+    def setup(prog: Any) -> tuple[Any, ...]:
         from codegen.compile import load_driver
 
-        from .cli import _compile, _defines, make_devices_from_args
+        from .cli import _defines, make_devices_from_args
         from .reference import init_arrays
         from .run import host_arrays, parse_params
 
-        prog = _compile(args)
         scop = prog.scop
         params, scalars = parse_params(args.param, scop.int_params, scop.float_params)
         module = load_driver(prog)
@@ -247,7 +266,9 @@ def run_cli(args: argparse.Namespace) -> int:
     def go() -> int:
         from .cli import _defines
 
-        scop, params, scalars, module, devices, init, arrays = setup_all(comm, setup)
+        prog = on_root(comm, build)  # one compilation, not one per rank
+        scop, params, scalars, module, devices, init, arrays = setup_all(
+            comm, lambda: setup(prog))
         res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
                           mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
                           gather=args.mpi_result == "gather",

@@ -57,9 +57,34 @@ def test_every_polybench_file_states_ci_sizes():
         assert ci_params(k)
 
 
+def floyd_sent_to(n: int, ranks: list[int]) -> list[dict[str, int]]:
+    """Exchange bytes each rank sends each other rank on Floyd-Warshall (float, default tile:
+    one tile per device, the driver's static block distribution): at iteration k >= 1
+    every rank reads row k, which the owner of row k wrote at iteration k - 1 and sends
+    to each other rank; nothing else (the rows a rank updates are its own)."""
+    ndev = sum(ranks)
+    tile = -(-n // ndev)
+    ntiles = -(-n // tile)
+    rank_of = [r for r, c in enumerate(ranks) for _ in range(c)]
+    out: list[dict[str, int]] = [{} for _ in ranks]
+    for k in range(1, n):
+        owner = rank_of[min(ndev - 1, (k // tile) * ndev // ntiles)]
+        for r in range(len(ranks)):
+            if r != owner:
+                out[owner][str(r)] = out[owner].get(str(r), 0) + n * 4
+    return out
+
+
+def test_floyd_sent_to_formula():
+    # n = 24 on 2 ranks of 2 devices: rank 0 owns rows 0-11 and sends rows 1-11, rank 1
+    # sends rows 12-23, 96 bytes each
+    assert floyd_sent_to(24, [2, 2]) == [{"1": 11 * 96}, {"0": 12 * 96}]
+
+
 @pytest.mark.parametrize("ranks", [[2, 2], [2, 1, 1, 2]], ids=["2ranks", "4ranks"])
 def test_polybench_check_over_ranks(ranks, tmp_path):
-    runs = []
+    runs = [["run", str(POLYBENCH / "floyd.c"), "--param", "n=24", "--mpi", "--check",
+             "--no-progress", "--json", str(tmp_path / "floyd24.json")]]
     for k in KERNELS:
         argv = ["run", str(k), "--mpi", "--check", "--no-progress", "--json",
                 str(tmp_path / f"{k.stem}.json")]
@@ -77,3 +102,16 @@ def test_polybench_check_over_ranks(ranks, tmp_path):
         assert all(p["tiles"] > 0 for p in doc["per_rank"]), (k.stem, doc["per_rank"])
         sent = sum(p["sent_bytes"] for p in doc["per_rank"])
         assert sent == sum(p["received_bytes"] for p in doc["per_rank"])
+
+    # Floyd-Warshall: one row per serial iteration to each other rank, never blocks; the
+    # gather brings rank 0 the rows of the others once
+    for name, n in [("floyd24", 24), ("floyd", int(ci_params(POLYBENCH / "floyd.c")[0][2:]))]:
+        doc = json.loads((tmp_path / f"{name}.json").read_text())
+        assert doc["check"] == "pass"
+        want = floyd_sent_to(n, ranks)
+        for p, w in zip(doc["per_rank"], want):
+            assert p["sent_to"] == w, (name, p["rank"])
+            assert p["exchange_sent_bytes"] == sum(w.values())
+            assert p["messages_sent"] == sum(v // (n * 4) for v in w.values()) + (p["rank"] > 0)
+        tile = -(-n // sum(ranks))
+        assert doc["gather_bytes"] == (n - doc["per_rank"][0]["devices"] * tile) * n * 4

@@ -1,0 +1,371 @@
+"""The runtime over ranks (bbmm/distributed.py) without MPI: the bookkeeping against a
+per-element model, the readers and message sizes it plans, and whole programs on null
+devices with every rank in a thread of this process (a queue-based communicator)."""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+
+import numpy as np
+import pytest
+
+from bbmm.box import Box
+from bbmm.devices import NullDevice
+from bbmm.distributed import (DistributedRuntime, Ownership, pack, plan_exchange, plan_gather,
+                              stages, unpack)
+from bbmm.coherence import HostCopy
+from bbmm.runtime import Tile
+
+from drivers import (floyd_reference, gather, jacobi_reference, run_floyd, run_jacobi,
+                     scatter, tiles_of)
+from test_random_programs import MOD, make_program, random_box, reference
+
+
+# {{{ an in-process communicator: one thread per rank
+
+class Group:
+    def __init__(self, size: int):
+        self.size = size
+        self.barrier = threading.Barrier(size, timeout=60)
+        self.slots: list = [None] * size
+        self.queues = {(s, d): queue.Queue() for s in range(size) for d in range(size)}
+
+
+class ThreadComm:
+    """The :class:`bbmm.distributed.Comm` interface between threads (copies every buffer)."""
+
+    def __init__(self, group: Group, rank: int):
+        self.g, self.rank, self.size = group, rank, group.size
+
+    def allgather(self, obj):
+        self.g.slots[self.rank] = obj
+        self.g.barrier.wait()
+        out = list(self.g.slots)
+        self.g.barrier.wait()
+        return out
+
+    def exchange(self, sends, recvs):
+        for dst, buf in sends.items():
+            assert dst != self.rank and buf.dtype == np.uint8
+            self.g.queues[(self.rank, dst)].put(buf.copy())
+        out = {}
+        for src, n in recvs.items():
+            out[src] = self.g.queues[(src, self.rank)].get(timeout=60)
+            assert out[src].nbytes == n, "sender and receiver planned different sizes"
+        return out
+
+
+def on_ranks(nranks: int, fn):
+    """Run ``fn(comm)`` on ``nranks`` threads; returns the results in rank order."""
+    g = Group(nranks)
+    out: list = [None] * nranks
+    errors: list = []
+
+    def body(r):
+        try:
+            out[r] = fn(ThreadComm(g, r))
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+            g.barrier.abort()
+
+    ts = [threading.Thread(target=body, args=(r,)) for r in range(nranks)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]
+    return out
+
+# }}}
+
+
+# {{{ Ownership against a per-element model
+
+def test_ownership_matches_per_element_model():
+    rng = np.random.default_rng(7)
+    shape, nranks = (9, 7), 4
+    for _ in range(40):
+        own = Ownership(["x"])
+        owner = np.full(shape, -1)                      # -1: the initial value
+        holds = np.ones(shape + (nranks,), dtype=bool)  # every rank holds the inputs
+        for _ in range(25):
+            b = random_box(rng, shape)
+            r = int(rng.integers(0, nranks))
+            if rng.integers(0, 2):
+                own.wrote("x", b, r)
+                owner[b.slices()] = r
+                holds[b.slices()] = False
+                holds[b.slices() + (r,)] = True
+            else:
+                own.received("x", b, r)
+                holds[b.slices() + (r,)] = True
+            got_owner = np.full(shape, -1)
+            got_holds = np.ones(shape + (nranks,), dtype=bool)
+            seen = np.zeros(shape, dtype=int)
+            for rb, o, hs in own.records["x"]:
+                seen[rb.slices()] += 1
+                got_owner[rb.slices()] = o
+                got_holds[rb.slices()] = False
+                for h in hs:
+                    got_holds[rb.slices() + (h,)] = True
+                assert o in hs
+            assert seen.max() <= 1, "records overlap"
+            np.testing.assert_array_equal(got_owner, owner)
+            np.testing.assert_array_equal(got_holds, holds)
+            q = int(rng.integers(0, nranks))
+            region = [random_box(rng, shape)]
+            miss = np.zeros(shape, dtype=int)
+            for o, mb in own.missing("x", q, region):
+                assert (owner[mb.slices()] == o).all()
+                miss[mb.slices()] += 1
+            want = np.zeros(shape, dtype=int)
+            want[region[0].slices()] = ~holds[region[0].slices() + (q,)]
+            np.testing.assert_array_equal(miss, want)
+            held = np.zeros(shape, dtype=int)
+            for hb in own.held("x", q, Box.from_shape(shape)):
+                held[hb.slices()] += 1
+            np.testing.assert_array_equal(held, holds[..., q].astype(int))
+
+# }}}
+
+
+# {{{ planning: readers, message sizes, stages
+
+def _noop(dev, tb):
+    return None
+
+
+def floyd_tiles(n, k, ndev, tile):
+    """Floyd's tiles at iteration ``k`` as the generated driver describes them (no kernel)."""
+    out = []
+    ntiles = -(-n // tile)
+    for t in range(ntiles):
+        lb, ub = t * tile, min(n - 1, t * tile + tile - 1)
+        rows = Box((lb, 0), (ub, n - 1))
+        out.append(Tile(min(ndev - 1, t * ndev // ntiles),
+                        {"path": [rows, Box((lb, k), (ub, k)), Box((k, 0), (k, n - 1)), rows]},
+                        _noop, writes={"path": [rows]}))
+    return out
+
+
+@pytest.mark.parametrize("nranks,per_rank", [(2, 1), (2, 2), (3, 1), (4, 2)])
+def test_floyd_plan_sends_row_k_to_each_other_rank(nranks, per_rank):
+    n = 24
+    ndev = nranks * per_rank
+    rank_of = [d // per_rank for d in range(ndev)]
+    own = Ownership(["path"])
+    row_owner = {}
+    for k in range(n):
+        tiles = floyd_tiles(n, k, ndev, -(-n // ndev))
+        msgs = plan_exchange(own, tiles, rank_of)
+        if k == 0:
+            assert msgs == {}  # every rank holds the inputs
+        else:
+            o = row_owner[k]
+            assert set(msgs) == {(o, r) for r in range(nranks) if r != o}
+            for items in msgs.values():
+                assert items == [("path", Box((k, 0), (k, n - 1)))]
+        for t in tiles:
+            for w in t.writes["path"]:
+                own.wrote("path", w, rank_of[t.device])
+                for i in range(w.lo[0], w.hi[0] + 1):
+                    row_owner[i] = rank_of[t.device]
+
+
+def test_fresh_arrays_need_no_data():
+    own = Ownership(["a"])
+    own.wrote("a", Box((0,), (9,)), 1)
+    t = Tile(0, {"a": [Box((0,), (4,))]}, _noop, writes={"a": [Box((0,), (4,))]},
+             fresh=frozenset({"a"}))
+    assert plan_exchange(own, [t], [0, 1]) == {}
+    t2 = Tile(0, {"a": [Box((0,), (4,))]}, _noop, writes={"a": [Box((0,), (4,))]})
+    assert plan_exchange(own, [t2], [0, 1]) == {(1, 0): [("a", Box((0,), (4,)))]}
+
+
+def test_overlapping_writes_of_two_ranks_run_in_stages():
+    a, b, c = Box((0,), (5,)), Box((4,), (9,)), Box((10,), (12,))
+    tiles = [Tile(d, {"x": [w]}, _noop, writes={"x": [w]}) for d, w in [(0, a), (1, b), (1, c)]]
+    assert [len(s) for s in stages(tiles, [0, 1])] == [1, 2]
+    assert [len(s) for s in stages(tiles, [0, 0])] == [3]  # one rank: its rounds order them
+    disjoint_tiles = [tiles[0], tiles[2]]
+    assert [len(s) for s in stages(disjoint_tiles, [0, 1])] == [2]
+
+
+def test_gather_takes_each_region_from_its_owner_only():
+    own = Ownership(["x"])
+    own.wrote("x", Box((0,), (3,)), 0)
+    own.wrote("x", Box((4,), (7,)), 1)
+    own.wrote("x", Box((8,), (9,)), 2)
+    own.received("x", Box((8,), (9,)), 0)  # rank 0 holds it already
+    assert plan_gather(own, 0) == {(1, 0): [("x", Box((4,), (7,)))]}
+    assert plan_gather(own, 0) == {}
+
+
+def test_pack_unpack_round_trip_mixed_dtypes():
+    rng = np.random.default_rng(0)
+    src = HostCopy({"a": rng.random((5, 6)), "b": rng.integers(0, 9, (7,)).astype(np.int32)})
+    dst = HostCopy({"a": np.zeros((5, 6)), "b": np.zeros(7, np.int32)})
+    items = [("a", Box((1, 2), (3, 4))), ("b", Box((2,), (5,))), ("a", Box((4, 0), (4, 5)))]
+    buf = pack(src, items)
+    assert buf.nbytes == 9 * 8 + 4 * 4 + 6 * 8
+    unpack(dst, items, buf)
+    for name, b in items:
+        np.testing.assert_array_equal(dst.array(name)[b.slices()], src.array(name)[b.slices()])
+    assert dst.array("a")[0].sum() == 0
+
+# }}}
+
+
+# {{{ whole programs over ranks (threads) on null devices
+
+def floyd_input(n, seed=0):
+    rng = np.random.default_rng(seed)
+    p = rng.integers(1, 100, size=(n, n)).astype(np.float32)
+    np.fill_diagonal(p, 0)
+    return p
+
+
+def make(ndev, cap=1 << 24):
+    return [NullDevice(i, cap=cap, arena_size=min(1 << 16, cap)) for i in range(ndev)]
+
+
+@pytest.mark.parametrize("nranks,per_rank,tile,flowout,coherence", [
+    (1, 2, 4, True, "exact"), (2, 1, 8, True, "exact"), (2, 2, 3, True, "exact"),
+    (3, 1, 4, False, "exact"), (4, 1, 4, True, "block"), (2, 3, 2, False, "block")])
+def test_floyd_over_ranks(nranks, per_rank, tile, flowout, coherence):
+    n = 16
+    path = floyd_input(n)
+
+    def rank(comm):
+        rt = DistributedRuntime(make(per_rank), {"path": path.copy()}, comm,
+                                coherence=coherence, verify=True)
+        run_floyd(rt, n, tile, flowout=flowout)
+        return rt.host.array("path").copy(), rt.rank_stats
+
+    out = on_ranks(nranks, rank)
+    np.testing.assert_array_equal(out[0][0], floyd_reference(path))
+    sent = sum(s.sent_bytes["exchange"] for _, s in out)
+    assert sent == sum(s.received_bytes["exchange"] for _, s in out)
+    # row k (k >= 1) from its owner to every other rank that runs tiles, nothing else
+    active = {dev // per_rank for _, _, dev in tiles_of(n, tile, nranks * per_rank)}
+    assert sent == (n - 1) * (len(active) - 1) * n * 4
+
+
+def test_tight_cap_forces_boxout_over_ranks():
+    n, tile = 16, 4
+    path = floyd_input(n, 1)
+    cap = 4 * 16 * 4 + 16 * 4 + 32
+
+    def rank(comm):
+        rt = DistributedRuntime(make(1, cap), {"path": path.copy()}, comm, verify=True)
+        run_floyd(rt, n, tile)
+        return rt.host.array("path").copy(), sum(d.evictions for d in rt.stats.devices)
+
+    out = on_ranks(2, rank)
+    np.testing.assert_array_equal(out[0][0], floyd_reference(path))
+    assert sum(e for _, e in out) > 0
+
+
+@pytest.mark.parametrize("nranks,per_rank", [(2, 1), (3, 2)])
+def test_jacobi_halo_rows_only(nranks, per_rank):
+    n, steps = 14, 3
+    rng = np.random.default_rng(3)
+    A, B = rng.random((n, n)), np.zeros((n, n))
+
+    def rank(comm):
+        rt = DistributedRuntime(make(per_rank), {"A": A.copy(), "B": B.copy()}, comm,
+                                verify=True)
+        run_jacobi(rt, n, steps, tile=3)
+        return rt.host.array("A").copy(), rt.host.array("B").copy(), rt.rank_stats
+
+    out = on_ranks(nranks, rank)
+    ra, rb = jacobi_reference(A, B, steps)
+    np.testing.assert_array_equal(out[0][0], ra)
+    np.testing.assert_array_equal(out[0][1], rb)
+    # only halo rows of A move between steps: never more than 2 rows per neighbour pair
+    for *_, st in out:
+        for peer, nb in st.sent_to.items():
+            assert nb <= (steps - 1) * 2 * (n - 2) * 8
+
+
+def test_distributed_result_stays_on_owners():
+    n = 12
+    path = floyd_input(n, 2)
+
+    def rank(comm):
+        rt = DistributedRuntime(make(1), {"path": path.copy()}, comm, gather=False)
+        run_floyd(rt, n, 6)
+        held = rt.held("path")
+        return rt.host.array("path").copy(), held, rt.rank_stats
+
+    out = on_ranks(2, rank)
+    want = floyd_reference(path)
+    cover = np.zeros((n, n), dtype=int)
+    for arr, held, st in out:
+        assert st.sent_bytes["gather"] == 0 and st.received_bytes["gather"] == 0
+        for b in held:
+            np.testing.assert_array_equal(arr[b.slices()], want[b.slices()])
+            cover[b.slices()] += 1
+    assert cover.min() >= 1
+    # rank 0 does not hold rank 1's rows at the end: they were not gathered
+    assert not np.array_equal(out[0][0], want)
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("BBMM_RANDOM_SEEDS", "40"))))
+def test_random_program_over_ranks(seed):
+    """tests/unit/test_random_programs.py's programs, over 1-3 ranks of 1-3 devices, with
+    random flow-out sets, and write boxes that may over-approximate into another tile's
+    rows (the phase then runs in stages)."""
+    rng = np.random.default_rng(1000 + seed)
+    shape = (int(rng.integers(4, 14)), int(rng.integers(3, 10)))
+    program = make_program(rng, shape)
+    x = rng.integers(0, 1000, size=shape).astype(np.int64)
+    nranks, per_rank = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    ndev = nranks * per_rank
+    reuse = bool(rng.integers(0, 2))
+    coh = ["exact", "block"][int(rng.integers(0, 2))]
+    specs = []  # drawn once: every rank builds the same tiles
+    for phases in program:
+        for tiles in phases:
+            row = []
+            for i, (w, reads) in enumerate(tiles):
+                claim = w
+                if len(tiles) > 1 and rng.integers(0, 3) == 0:
+                    claim = w.hull(tiles[int(rng.integers(0, len(tiles)))][0])
+                choice = int(rng.integers(0, 3))
+                fo = [] if choice == 0 else [w] if choice == 1 else [random_box(rng, shape)]
+                row.append((i * ndev // len(tiles), claim, fo, bool(rng.integers(0, 2))))
+            specs.append(row)
+
+    def rank(comm):
+        devs = [NullDevice(i, cap=1 << 20, arena_size=1 << 16, align=8) for i in range(per_rank)]
+        rt = DistributedRuntime(devs, {"x": x.copy()}, comm, reuse=reuse, coherence=coh,
+                                verify=True)
+        it = iter(specs)
+        for s, phases in enumerate(program):
+            for tiles in phases:
+                spec = next(it)
+                out = []
+                for (w, reads), (dev, claim, fo, wo) in zip(tiles, spec):
+                    def k(d, tb, w=w, reads=reads, s=s):
+                        add = sum(int(gather(d, tb, "x", r, np.int64).sum()) for r in reads[1:])
+                        scatter(d, tb, "x", w,
+                                (gather(d, tb, "x", w, np.int64) * 3 + add + s) % MOD)
+                    boxes = reads + ([claim] if claim != w else [])
+                    out.append(Tile(dev, {"x": boxes}, k, writes={"x": [claim]},
+                                    flowout={"x": [b for b in fo if b.intersect(claim)]},
+                                    writeout={"x": [claim] if wo else []}))
+                rt.run_phase(out, serial=s)
+            rt.end_serial(s)
+        rt.finish()
+        return rt.host.array("x").copy()
+
+    got = on_ranks(nranks, rank)[0]
+    np.testing.assert_array_equal(got, reference(x, program),
+                                  err_msg=f"ranks={nranks}x{per_rank} reuse={reuse} coh={coh}")
+
+# }}}
+
+# vim: foldmethod=marker
