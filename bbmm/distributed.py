@@ -335,6 +335,8 @@ class RankStats:
     """Exchange bytes sent to each other rank."""
     received_from: dict[int, int] = field(default_factory=dict)
     stages: int = 0
+    serial_iterations: int = 0
+    """Iterations of the outermost serial loop run (for per-iteration times)."""
     plan_s: float = 0.0
     exchange_s: float = 0.0
 
@@ -350,7 +352,7 @@ class RankStats:
                 "messages_received": self.messages_received,
                 "sent_to": {str(k): v for k, v in sorted(self.sent_to.items())},
                 "received_from": {str(k): v for k, v in sorted(self.received_from.items())},
-                "stages": self.stages,
+                "stages": self.stages, "serial_iterations": self.serial_iterations,
                 "time_s": {"plan": self.plan_s, "exchange": self.exchange_s}}
 
 
@@ -443,6 +445,8 @@ class DistributedRuntime:
 
     def end_serial(self, serial: object = None) -> None:
         self.local.end_serial(serial)
+        if isinstance(serial, tuple) and len(serial) == 1:
+            self.rank_stats.serial_iterations += 1
 
     def finish(self) -> None:
         """Bring every newest value to this rank's host copy of what it holds; with

@@ -115,3 +115,24 @@ def test_polybench_check_over_ranks(ranks, tmp_path):
             assert p["messages_sent"] == sum(v // (n * 4) for v in w.values()) + (p["rank"] > 0)
         tile = -(-n // sum(ranks))
         assert doc["gather_bytes"] == (n - doc["per_rank"][0]["devices"] * tile) * n * 4
+
+
+def test_weakscaling_script(tmp_path):
+    """scripts/exp_weakscaling.py at its tiniest: floyd on 1 and 2 ranks, checked."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import exp_weakscaling
+
+    assert exp_weakscaling.main(["--programs", "floyd", "--ranks", "2", "--sizes", "tiny",
+                                 "--param", "n=16", "--repeat", "1", "--warmup", "0",
+                                 "--check", "--no-progress", "--out", str(tmp_path)]) == 0
+    for ext in ("csv", "json", "png"):
+        assert (tmp_path / f"weakscaling.{ext}").stat().st_size > 0
+    rows = json.loads((tmp_path / "weakscaling.json").read_text())["rows"]
+    assert [(r["ranks"], r["params"], r["check"]) for r in rows] == [(1, "n=16", "pass"),
+                                                                     (2, "n=23", "pass")]
+    one, two = rows
+    assert one["efficiency"] == 1.0 and one["exchange_bytes"] == 0
+    # data per device constant: 16x16 floats on 1 device, 23x23 on 2
+    assert one["bytes_per_device"] == 16 * 16 * 4 and two["bytes_per_device"] == 23 * 23 * 4 / 2
+    assert two["exchange_bytes"] == sum(sum(w.values()) for w in floyd_sent_to(23, [1, 1]))
+    assert two["serial_iters"] == 23 and two["efficiency"] > 0
