@@ -127,10 +127,12 @@ def _print_devices(disc: Any, chosen: set[int], logical: list[dict[str, Any]]) -
 def _add_source(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="C file holding the kernel function")
     p.add_argument("--function", metavar="NAME", default=None,
-                   help="the kernel function (default: the file's only loop-nest function "
-                        "other than main and init_*)")
+                   help="the kernel function (default: the one holding '#pragma scop', else "
+                        "the file's only loop-nest function other than main and init_*)")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                    help="define a preprocessor macro (repeatable)")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                   help="add DIR to the include search path (repeatable)")
 
 
 def _defines(args: argparse.Namespace) -> dict[str, str]:
@@ -149,7 +151,8 @@ def _compile(args: argparse.Namespace) -> Any:
     if not os.path.exists(args.file):
         raise UsageError(f"{args.file}: no such file")
     return compile_program(args.file, function=args.function, defines=_defines(args),
-                           split_all=getattr(args, "split_all", False))
+                           split_all=getattr(args, "split_all", False),
+                           include_dirs=args.include_dirs)
 
 
 def _add_compile(p: argparse.ArgumentParser) -> None:
@@ -221,24 +224,42 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                    help="compare every array with the sequential C program (system compiler)")
     p.add_argument("--no-init", action="store_true",
                    help="ignore init_<kernel> and fill arrays with seeded random data")
+    p.add_argument("--init", metavar="FUNC", default=None,
+                   help="fill the arrays by calling the file's function FUNC (e.g. "
+                        "PolyBench's init_array), its parameters matched to the kernel's by "
+                        "name; scalars it returns through pointers become the kernel's")
 
 
 def _run_run(args: argparse.Namespace) -> int:
     if args.mpi:  # every rank of mpiexec -n R runs this (bbmm/mpirun.py)
         from .mpirun import run_cli
         return run_cli(args)
-    from codegen.compile import load_driver
+    import warnings
 
-    from .reference import init_arrays
+    from codegen.compile import load_driver, out_of_bounds
+
+    from .diagnostic import BBMMWarning
+    from .reference import init_arrays, init_function, reference_library
     from .run import check_against_reference, execute, host_arrays, parse_params, report
 
+    if args.init and args.no_init:
+        raise UsageError("--init and --no-init exclude each other")
     prog = _compile(args)
     scop = prog.scop
-    params, scalars = parse_params(args.param, scop.int_params, scop.float_params)
+    defaults = dict(scop.param_defaults)
+    params, scalars = parse_params(args.param, scop.int_params, scop.float_params, defaults)
+    if defaults and any(params[p] != v for p, v in defaults.items()):
+        for msg in out_of_bounds(scop, params):
+            warnings.warn(msg, BBMMWarning, stacklevel=1)
+    init_name = args.init or (None if args.no_init else init_function(scop))
+    lib = None
+    if init_name or args.check:          # one library for the init function and --check
+        lib = reference_library(scop, _defines(args), args.include_dirs, init=init_name)
     module = load_driver(prog)
     devices = make_devices_from_args(args)
     init, scalars = init_arrays(scop, params, seed=args.seed, scalars=scalars,
-                                defines=_defines(args), use_init=not args.no_init)
+                                defines=_defines(args), use_init=not args.no_init,
+                                init=init_name, lib=lib, include_dirs=args.include_dirs)
     arrays = host_arrays(module, params, devices)
     for name, a in arrays.items():
         a[...] = init[name]
@@ -246,7 +267,7 @@ def _run_run(args: argparse.Namespace) -> int:
                   reuse=not args.no_reuse, coherence=args.coherence,
                   progress=False if args.no_progress else None)
     if args.check:
-        check_against_reference(res, args.file, scop, init, _defines(args))
+        check_against_reference(res, args.file, scop, init, _defines(args), lib=lib)
     print(report(res, scop.function))
     for m in res.mismatches:
         print(f"  mismatch: {m}")

@@ -108,7 +108,8 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
 
 
 def check_mpi(res: MPIResult, comm: Any, c_path: str, scop: Any,
-              initial: dict[str, np.ndarray], defines: dict[str, str]) -> None:
+              initial: dict[str, np.ndarray], defines: dict[str, str],
+              include_dirs: Any = ()) -> None:
     """``--check``: rank 0 compares the gathered arrays with the sequential program; with a
     distributed result every rank compares the elements it holds. Sets ``res.check`` on
     rank 0."""
@@ -118,9 +119,11 @@ def check_mpi(res: MPIResult, comm: Any, c_path: str, scop: Any,
     rt = res.runtime
     if rt.gather_result:
         if comm.rank == 0:
-            check_against_reference(res, c_path, scop, initial, defines)  # type: ignore[arg-type]
+            check_against_reference(res, c_path, scop, initial, defines,  # type: ignore[arg-type]
+                                    include_dirs=include_dirs)
         return
-    expect = run_reference(c_path, scop, res.params, res.scalars, initial, defines=defines)
+    expect = run_reference(c_path, scop, res.params, res.scalars, initial, defines=defines,
+                           include_dirs=include_dirs)
     bad = []
     for a in scop.arrays:
         got = expect[a.name].copy()
@@ -253,11 +256,13 @@ def run_cli(args: argparse.Namespace) -> int:
         from .run import host_arrays, parse_params
 
         scop = prog.scop
-        params, scalars = parse_params(args.param, scop.int_params, scop.float_params)
+        params, scalars = parse_params(args.param, scop.int_params, scop.float_params,
+                                       dict(scop.param_defaults))
         module = load_driver(prog)
         devices = make_devices_from_args(args)
         init, scalars = init_arrays(scop, params, seed=args.seed, scalars=scalars,
-                                    defines=_defines(args), use_init=not args.no_init)
+                                    defines=_defines(args), use_init=not args.no_init,
+                                    init=args.init, include_dirs=args.include_dirs)
         arrays = host_arrays(module, params, devices)
         for name, a in arrays.items():
             a[...] = init[name]
@@ -274,7 +279,7 @@ def run_cli(args: argparse.Namespace) -> int:
                           gather=args.mpi_result == "gather",
                           progress=False if args.no_progress else None)
         if args.check:
-            check_mpi(res, comm, args.file, scop, init, _defines(args))
+            check_mpi(res, comm, args.file, scop, init, _defines(args), args.include_dirs)
         return _finish(res, comm, scop.function, args.json)
 
     return guarded(comm, go)
@@ -288,7 +293,8 @@ def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
         from .cli import make_devices_from_args
         from .run import host_arrays, parse_params
 
-        params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS)
+        params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,
+                                       getattr(module, "PARAM_DEFAULTS", None))
         for name, _ in module.FLOAT_PARAMS:
             scalars.setdefault(name, 1.5)
         devices = make_devices_from_args(args)

@@ -4,7 +4,9 @@
 the same inputs, and compares every array.
 
 .. autofunction:: build_library
+.. autofunction:: reference_library
 .. autofunction:: call_kernel
+.. autofunction:: call_init
 .. autofunction:: init_arrays
 .. autofunction:: compare
 .. autofunction:: run_reference
@@ -16,6 +18,13 @@ and no reassociation, so results follow the source order like OpenCL without
 ``<stdlib.h>`` (so ``exp``, ``sqrt``, ``M_PI``, ``FLT_MAX`` need no ``#include``) and the
 OpenCL built-ins the front end accepts but C lacks (``min``, ``max``, ``MIN``, ``MAX``,
 ``rsqrt``, ``rsqrtf``), each left out when the file defines that name itself.
+
+A kernel or initialisation function may be ``static`` (PolyBench's are): the library is
+then built from a small translation unit that includes the user's file and adds one
+exported trampoline ``_bbmm_<function>`` per function bbmm calls; everything else is
+hidden and unreferenced code is dropped (``-fvisibility=hidden``, ``--gc-sections``), so a
+``main`` that calls ``polybench_alloc_data`` from an unlinked ``polybench.c`` does no
+harm. The same flags compile the user's code either way.
 
 Libraries are cached by content hash (the file and the local headers it includes, the
 ``-D`` defines, the compiler and its version, the flags) in ``<cache>/reference/``, where
@@ -45,8 +54,9 @@ from bbmm.diagnostic import BBMMError, BBMMWarning, UsageError
 
 __all__ = [
     "CompileError", "DEFAULT_SCALAR", "Mismatch", "TOLERANCES", "build_library",
-    "call_kernel", "compare", "default_cache_dir", "dtype_of", "find_compiler",
-    "init_arrays", "init_function", "load_library", "run_reference",
+    "call_init", "call_kernel", "compare", "default_cache_dir", "dtype_of", "find_compiler",
+    "init_arrays", "init_function", "init_signature", "load_library", "reference_library",
+    "run_reference", "trampoline",
 ]
 
 DEFAULT_SCALAR = 1.5
@@ -63,6 +73,8 @@ the same room for sums of ~1e5-1e6 terms. int: exact. ``compare(..., rtol=)`` ov
 
 CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c99", "-fno-fast-math", "-ffp-contract=off")
 _LINUX_LDFLAGS = ("-Wl,-Bsymbolic", "-Wl,-z,defs")   # bind locally; undefined symbol = error
+_ENTRY_FLAGS = ("-fvisibility=hidden", "-ffunction-sections", "-fdata-sections")
+_LINUX_ENTRY_LDFLAGS = ("-Wl,--gc-sections",)  # main & co. go, with their undefined symbols
 _COMPILER_CANDIDATES = ("cc", "gcc", "clang")
 _COMPILE_TIMEOUT_S = 300
 
@@ -156,20 +168,24 @@ def _prelude(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _local_includes(path: Path, seen: set[Path] | None = None) -> list[Path]:
-    """Files named by ``#include "..."`` (recursively), for the cache key."""
+def _local_includes(path: Path, include_dirs: tuple[Path, ...] = (),
+                    seen: set[Path] | None = None) -> list[Path]:
+    """Files named by ``#include "..."`` beside the including file or in ``include_dirs``,
+    and by ``#include <...>`` in ``include_dirs`` (recursively), for the cache key."""
     seen = set() if seen is None else seen
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
     found = []
-    for m in re.finditer(r'^\s*#\s*include\s*"([^"]+)"', text, re.M):
-        p = (path.parent / m.group(1)).resolve()
-        if p not in seen and p.is_file():
+    for m in re.finditer(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', text, re.M):
+        dirs = ((path.parent,) if m.group(1) else ()) + include_dirs
+        name = m.group(1) or m.group(2)
+        p = next((c for c in ((d / name).resolve() for d in dirs) if c.is_file()), None)
+        if p is not None and p not in seen:
             seen.add(p)
             found.append(p)
-            found += _local_includes(p, seen)
+            found += _local_includes(p, include_dirs, seen)
     return found
 
 
@@ -191,12 +207,19 @@ def _first_error_lines(output: str, limit: int = 12) -> tuple[str, str]:
 
 
 def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | None = None,
-                  cache_dir: str | os.PathLike | None = None) -> Path:
+                  cache_dir: str | os.PathLike | None = None, *,
+                  include_dirs: tuple[str, ...] | list[str] = (),
+                  entry_points: tuple[str, ...] = ()) -> Path:
     """Compile the C file into a shared library and return its path (cached).
 
-    The cache key hashes the file's bytes and local headers, ``defines``, the compiler
-    command and version, the flags and the prelude; a hit runs no compiler at all.
-    Raises :class:`CompileError` (a :class:`BBMMError`) with the compiler's first errors.
+    :arg include_dirs: ``-I`` folders.
+    :arg entry_points: C definitions (:func:`trampoline`) compiled after the file in the
+        same translation unit; when given, they are the library's only exported symbols.
+
+    The cache key hashes the file's bytes and local headers, ``defines``, the include
+    folders, the entry points, the compiler command and version, the flags and the
+    prelude; a hit runs no compiler at all. Raises :class:`CompileError` (a
+    :class:`BBMMError`) with the compiler's first errors.
     """
     src = Path(c_path)
     try:
@@ -206,16 +229,25 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
     text = data.decode("utf-8", errors="replace")
     cc = find_compiler()
     dflags = _define_flags(defines)
-    ldflags = list(_LINUX_LDFLAGS) if sys.platform.startswith("linux") else []
+    linux = sys.platform.startswith("linux")
+    ldflags = list(_LINUX_LDFLAGS) if linux else []
+    if entry_points:
+        ldflags = list(_ENTRY_FLAGS) + ldflags + (list(_LINUX_ENTRY_LDFLAGS) if linux else [])
+    idirs = tuple(Path(d).resolve() for d in include_dirs)
+    iflags = [f"-I{d}" for d in idirs]
     prelude = _prelude(text)
+    unit = ""
+    if entry_points:
+        quoted = str(src.resolve()).replace("\\", "\\\\").replace('"', '\\"')
+        unit = f'#include "{quoted}"\n' + "\n".join(entry_points) + "\n"
 
     h = hashlib.sha256()
-    for part in (data, "\0".join(dflags).encode(), "\0".join(cc).encode(),
+    for part in (data, "\0".join(dflags + iflags).encode(), "\0".join(cc).encode(),
                  _compiler_version(cc).encode(), "\0".join(CFLAGS + tuple(ldflags)).encode(),
-                 prelude.encode()):
+                 prelude.encode(), unit.encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
-    for inc in _local_includes(src.resolve()):
+    for inc in _local_includes(src.resolve(), idirs):
         h.update(str(inc).encode() + b"\0" + inc.read_bytes())
     key = h.hexdigest()[:24]
 
@@ -232,10 +264,13 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
     fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=".so.tmp", dir=out_dir)
     os.close(fd)
     pre_path = Path(tmp[:-len(".so.tmp")] + "-prelude.h")
+    unit_path = Path(tmp[:-len(".so.tmp")] + "-entry.c")
     try:
         pre_path.write_text(prelude, encoding="utf-8")
-        cmd = (*cc, *CFLAGS, *dflags, "-include", str(pre_path), "-o", tmp, os.fspath(src),
-               "-lm", *ldflags)
+        if unit:
+            unit_path.write_text(unit, encoding="utf-8")
+        cmd = (*cc, *CFLAGS, *dflags, *iflags, "-include", str(pre_path), "-o", tmp,
+               str(unit_path) if unit else os.fspath(src), "-lm", *ldflags)
         try:
             p = subprocess.run(cmd, capture_output=True, text=True,
                                timeout=_COMPILE_TIMEOUT_S,
@@ -252,12 +287,68 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
             raise CompileError(summary, details, cmd, p.returncode)
         os.replace(tmp, lib)                 # atomic: concurrent builders agree
     finally:
-        for f in (tmp, pre_path):
+        for f in (tmp, pre_path, unit_path):
             try:
                 os.unlink(f)
             except OSError:
                 pass
     return lib
+
+
+def trampoline(function: str, types: list[str] | tuple[str, ...]) -> str:
+    """C text of the exported entry point ``_bbmm_<function>``: it takes arguments of
+    the given C ``types`` (``void *`` for arrays and pointers) and calls ``function``."""
+    args = ", ".join(f"{t} _bbmm_a{i}" for i, t in enumerate(types)) or "void"
+    call = ", ".join(f"_bbmm_a{i}" for i in range(len(types)))
+    return (f'__attribute__((visibility("default"))) void _bbmm_{function}({args}) '
+            f'{{ (void) {function}({call}); }}')
+
+
+def _kernel_trampoline(scop) -> str:
+    ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
+    floats = dict(scop.float_params)
+    return trampoline(scop.function, [ints.get(a) or floats.get(a) or "void *"
+                                      for a in scop.args])
+
+
+def init_signature(scop, name: str, defines: Mapping[str, object] | None = None,
+                   include_dirs: tuple[str, ...] | list[str] = ()):
+    """Parameters (:class:`codegen.csource.CParam`) of the C file's function ``name``."""
+    from codegen import csource
+
+    src = csource.read_file(scop.filename, defines, include_dirs)
+    f = csource.function_def(src.ast, name)
+    if f is None:
+        found = [e.decl.name for e in src.ast.ext if type(e).__name__ == "FuncDef"]
+        raise UsageError(f"--init {name}: {scop.filename} defines no function {name} "
+                         f"(its functions: {', '.join(found) or 'none'})")
+    return csource.signature(f)
+
+
+def reference_library(scop, defines: Mapping[str, object] | None = None,
+                      include_dirs: tuple[str, ...] | list[str] = (), init: str | None = None,
+                      cache_dir: str | os.PathLike | None = None) -> Path:
+    """:func:`build_library` of the scop's file with entry points for the kernel and, if
+    given, the initialisation function ``init`` (either may be ``static``)."""
+    entries = [_kernel_trampoline(scop)]
+    if init is not None:
+        sig = init_signature(scop, init, defines, include_dirs)
+        entries.append(trampoline(init, [p.ctype if p.kind in ("int", "float") else "void *"
+                                         for p in sig]))
+    return build_library(scop.filename, defines, cache_dir, include_dirs=include_dirs,
+                         entry_points=tuple(entries))
+
+
+def _entry(lib: str | os.PathLike | ctypes.CDLL, fname: str):
+    """The library's ``_bbmm_<fname>`` trampoline, else its exported ``fname``."""
+    dll = load_library(lib)
+    for name in (f"_bbmm_{fname}", fname):
+        try:
+            return getattr(dll, name)
+        except AttributeError:
+            pass
+    raise UsageError(f"function {fname} not found in the reference library {lib} "
+                     f"(is it static?)")
 
 
 @functools.lru_cache(maxsize=64)
@@ -350,12 +441,7 @@ def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
     shape of the scop's extents at ``params``. Raises :class:`UsageError` otherwise.
     """
     fname = function or scop.function
-    dll = load_library(lib)
-    try:
-        fn = getattr(dll, fname)
-    except AttributeError:
-        raise UsageError(f"function {fname} not found in the reference library {lib} "
-                         f"(is it static?)") from None
+    fn = _entry(lib, fname)
     missing = [p for p in scop.int_params if p not in params]
     if missing:
         raise UsageError(f"missing value for integer parameter(s) {', '.join(missing)}")
@@ -393,6 +479,71 @@ def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
     fn.argtypes = argtypes
     fn(*argv)
     del keep
+
+
+def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
+              params: Mapping[str, int], scalars: Mapping[str, float],
+              arrays: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """Call the C file's initialisation function ``name`` (parameters ``sig``, from
+    :func:`init_signature`) on ``arrays`` in place; return ``scalars`` updated with the
+    values it stores through pointers (PolyBench's ``DATA_TYPE *alpha``).
+
+    Its parameters are matched to the kernel's by name: integers get ``params``, scalars
+    by value get ``scalars``, pointers to a scalar must name a floating parameter of the
+    kernel, arrays an array of the same element type and shape. Anything else is a
+    :class:`UsageError` naming the parameter.
+    """
+    from codegen.csource import const_int
+
+    fn = _entry(lib, name)
+    kernel = scop.function
+    ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
+    floats = dict(scop.float_params)
+    arrays_of = {a.name: a for a in scop.arrays}
+    out = dict(scalars)
+    argtypes, argv, keep, outs = [], [], [], {}
+    for p in sig:
+        what = f"--init {name}: parameter '{p.name}'"
+        if p.kind == "int" and p.name in ints:
+            ct = _int_ctype(p.ctype)
+            argtypes.append(ct)
+            argv.append(_int_value(p.name, params[p.name], ct))
+        elif p.kind == "float" and p.name in floats:
+            argtypes.append(_CTYPES_ELEM[p.ctype])
+            argv.append(float(out[p.name]))
+        elif p.kind == "out" and p.name in floats:
+            if p.ctype != floats[p.name]:
+                raise UsageError(f"{what} is a {p.ctype} * but {kernel}'s {p.name} is a "
+                                 f"{floats[p.name]}")
+            cell = _CTYPES_ELEM[p.ctype](float(out[p.name]))
+            outs[p.name] = cell
+            argtypes.append(ctypes.c_void_p)
+            argv.append(ctypes.addressof(cell))
+        elif p.kind == "array" and p.name in arrays_of:
+            arr = arrays_of[p.name]
+            a = _check_array(scop, p.name, arrays[p.name], params)
+            dims = [None if d is None else const_int(d, params) for d in p.dims]
+            if p.ctype != arr.ctype or len(dims) != arr.ndim or any(
+                    d is not None and d != s for d, s in zip(dims, a.shape)):
+                shape = " x ".join("?" if d is None else str(d) for d in dims)
+                raise UsageError(f"{what} is {p.ctype} [{shape}] but {kernel}'s {p.name} is "
+                                 f"{arr.ctype} [{' x '.join(map(str, a.shape))}] for "
+                                 f"{_fmt_params(params)}")
+            keep.append(a)
+            argtypes.append(ctypes.c_void_p)
+            argv.append(a.ctypes.data)
+        elif p.kind == "other":
+            raise UsageError(f"{what} has a type bbmm cannot pass (integers, float/double "
+                             f"scalars or pointers to them, and arrays)")
+        else:
+            raise UsageError(f"{what} ({p.kind}) matches no {p.kind} parameter of {kernel} "
+                             f"by name (its parameters: {', '.join(scop.args) or 'none'})")
+    fn.restype = None
+    fn.argtypes = argtypes
+    fn(*argv)
+    del keep
+    out.update({n: float(c.value) for n, c in outs.items()})
+    return out
 
 # }}}
 
@@ -443,7 +594,9 @@ def init_arrays(scop, params: Mapping[str, int], seed: int = 0,
                 lib: str | os.PathLike | ctypes.CDLL | None = None, *,
                 scalars: Mapping[str, float] | None = None,
                 defines: Mapping[str, object] | None = None,
-                use_init: bool = True) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+                use_init: bool = True, init: str | None = None,
+                include_dirs: tuple[str, ...] | list[str] = ()
+                ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """Host inputs for the kernel: ``(arrays, scalars)``.
 
     Every array (in declaration order) is first filled from ``numpy.random.default_rng
@@ -451,8 +604,10 @@ def init_arrays(scop, params: Mapping[str, int], seed: int = 0,
     if ``use_init`` and the C file defines ``init_<kernel>`` with the same parameter list,
     it is called on those arrays (from ``lib``, or from a library built from
     ``scop.filename`` with ``defines`` when ``lib`` is None), so its writes replace the
-    random values. Scalars are ``scalars`` where given, else :data:`DEFAULT_SCALAR`
-    (1.5) for every float/double parameter.
+    random values. ``init`` names another initialisation function (``--init``: PolyBench's
+    ``init_array``), called through :func:`call_init`, so that scalars it returns through
+    pointers replace the defaults. Scalars are ``scalars`` where given, else the init
+    function's, else :data:`DEFAULT_SCALAR` (1.5) for every float/double parameter.
     """
     for p in scop.int_params:
         if p not in params:
@@ -469,14 +624,16 @@ def init_arrays(scop, params: Mapping[str, int], seed: int = 0,
             arrays[arr.name] = rng.integers(0, 100, size=shape, dtype=dt)
         else:
             arrays[arr.name] = rng.random(size=shape, dtype=dt)
-    given = dict(scalars or {})
-    out_scalars = {name: float(given.get(name, DEFAULT_SCALAR)) for name, _ in scop.float_params}
-    if use_init:
+    given = {k: float(v) for k, v in (scalars or {}).items()}
+    out_scalars = {name: given.get(name, DEFAULT_SCALAR) for name, _ in scop.float_params}
+    if init is None and use_init:
         init = init_function(scop)
-        if init is not None:
-            if lib is None:
-                lib = build_library(scop.filename, defines)
-            call_kernel(lib, scop, params, out_scalars, arrays, function=init)
+    if init is not None:
+        if lib is None:
+            lib = reference_library(scop, defines, include_dirs, init=init)
+        sig = init_signature(scop, init, defines, include_dirs)
+        out_scalars = call_init(lib, scop, init, sig, params, out_scalars, arrays)
+        out_scalars.update({k: v for k, v in given.items() if k in out_scalars})
     return arrays, out_scalars
 
 # }}}
@@ -551,10 +708,15 @@ def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
 def run_reference(c_path: str | os.PathLike, scop, params: Mapping[str, int],
                   scalars: Mapping[str, float], arrays: Mapping[str, np.ndarray], *,
                   defines: Mapping[str, object] | None = None,
-                  cache_dir: str | os.PathLike | None = None) -> dict[str, np.ndarray]:
+                  cache_dir: str | os.PathLike | None = None,
+                  include_dirs: tuple[str, ...] | list[str] = (),
+                  lib: str | os.PathLike | ctypes.CDLL | None = None) -> dict[str, np.ndarray]:
     """Run the sequential C kernel on copies of ``arrays``; return the copies afterwards
-    (every array of the scop). The inputs are not modified."""
-    lib = build_library(c_path, defines, cache_dir)
+    (every array of the scop). The inputs are not modified. ``lib``: a library from
+    :func:`reference_library` (default: built from ``c_path``)."""
+    if lib is None:
+        lib = build_library(c_path, defines, cache_dir, include_dirs=include_dirs,
+                            entry_points=(_kernel_trampoline(scop),))
     work = {}
     for arr in scop.arrays:
         if arr.name not in arrays:

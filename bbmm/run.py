@@ -21,9 +21,11 @@ DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32}
 
 
 def parse_params(items: Sequence[str] | None, int_params: Sequence[str],
-                 float_params: Sequence[tuple[str, str]]) -> tuple[dict[str, int],
+                 float_params: Sequence[tuple[str, str]],
+                 defaults: Mapping[str, int] | None = None) -> tuple[dict[str, int],
                                                                      dict[str, float]]:
-    """``["n=64", "alpha=1.5"]`` -> (ints, floats); every integer parameter must be given."""
+    """``["n=64", "alpha=1.5"]`` -> (ints, floats); every integer parameter must be given,
+    unless ``defaults`` (the sizes the C program's ``main`` passes) has it."""
     ints: dict[str, int] = {}
     floats: dict[str, float] = {}
     fnames = {n for n, _ in float_params}
@@ -46,6 +48,8 @@ def parse_params(items: Sequence[str] | None, int_params: Sequence[str],
             known = ", ".join(list(int_params) + sorted(fnames)) or "none"
             raise UsageError(f"--param {name}: the kernel has no parameter {name!r} "
                              f"(its parameters: {known})")
+    for name, value in (defaults or {}).items():
+        ints.setdefault(name, int(value))
     missing = [p for p in int_params if p not in ints]
     if missing:
         raise UsageError("missing " + ", ".join(f"--param {p}=VALUE" for p in missing) +
@@ -155,12 +159,14 @@ def report(res: RunResult, kernel: str) -> str:
 
 
 def check_against_reference(res: RunResult, c_path: str, scop: Any, initial: dict[str, np.ndarray],
-                            defines: Mapping[str, str] | None = None) -> None:
-    """``--check``: run the sequential C kernel on the initial data and compare every array."""
+                            defines: Mapping[str, str] | None = None, lib: Any = None,
+                            include_dirs: Sequence[str] = ()) -> None:
+    """``--check``: run the sequential C kernel on the initial data and compare every array
+    (``lib``: the reference library, if already built)."""
     from .reference import compare, run_reference
 
     expect = run_reference(c_path, scop, res.params, res.scalars, initial,
-                           defines=dict(defines or {}))
+                           defines=dict(defines or {}), lib=lib, include_dirs=include_dirs)
     bad = []
     for a in scop.arrays:
         m = compare(a.name, res.arrays[a.name], expect[a.name], a.ctype)
@@ -184,7 +190,8 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
         return run_with_errors(lambda: driver_mpi(module, args))
 
     def go() -> int:
-        params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS)
+        params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,
+                                       getattr(module, "PARAM_DEFAULTS", None))
         for name, _ in module.FLOAT_PARAMS:
             scalars.setdefault(name, 1.5)
         devices = make_devices_from_args(args)

@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from codegen.boxes import extract_initial_bounding_boxes
 from codegen.deps import Plan, dependences, plan as make_plan
@@ -33,7 +33,7 @@ MAX_SLOTS = 4
 _DRIVER_NAMES = frozenset({
     "Box", "Tile", "np", "launch", "device_of", "tiles_covering", "Progress", "_ints",
     "KERNELS", "SLOTS", "ARRAYS", "FUNCTION", "SOURCE", "INT_PARAMS", "FLOAT_PARAMS", "run",
-    "default_tile", "annotations"})
+    "default_tile", "annotations", "PARAM_DEFAULTS"})
 
 
 def check_host_names(scop: Scop) -> None:
@@ -106,13 +106,14 @@ class Program:
         return "\n".join(out)
 
 
-def out_of_bounds(scop: Scop) -> list[str]:
+def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
     """Accesses that may fall outside their array (the C program's behaviour is then
     undefined, and so is bbmm's result): one ``file:line:col: ...`` message each.
 
     ``{ S0[i] -> A[a] }`` restricted to the domain, minus
     ``[n] -> { A[a] : 0 <= a < extent }``, must be empty for every parameter value of the
-    scop's context.
+    scop's context, or only for the values ``at`` (PolyBench's loops to ``n`` in arrays of
+    the constant size ``N`` are in bounds for the ``n`` that ``main`` passes, not for all).
     """
     import islpy as isl
 
@@ -124,9 +125,10 @@ def out_of_bounds(scop: Scop) -> list[str]:
         xs = [f"x{d}" for d in range(len(a.extents))]
         cons = " and ".join(f"0 <= {x} < {e}" for x, e in zip(xs, a.extents))
         bounds[a.name] = isl.Set(f"[{params}] -> {{ {a.name}[{', '.join(xs)}] : {cons} }}")
+    context = scop.context if not at else scop.context.intersect(scop.params_set(at))
     out = []
     for acc in scop.accesses():
-        data = acc.relation.range().intersect_params(scop.context)
+        data = acc.relation.range().intersect_params(context)
         bad = data.subtract(bounds[acc.array])
         if not bad.is_empty():
             where = _format_coord(acc.coord)
@@ -136,19 +138,32 @@ def out_of_bounds(scop: Scop) -> list[str]:
     return out
 
 
+def no_parallel_loop(scop: Scop) -> str:
+    """The warning for a kernel none of whose loops is parallel: it still runs, honestly
+    but uselessly for BBMM, as a single work-item on one device."""
+    from bbmm.diagnostic import _format_coord
+
+    where = _format_coord(scop.loops()[0].coord)
+    return (f"{where + ': ' if where else ''}no loop of {scop.function} is parallel: it runs "
+            f"as a single work-item on one device (BBMM has no tiles to distribute)")
+
+
 def compile_program(path: str | os.PathLike, function: str | None = None,
                     defines: Mapping[str, str] | None = None, *, split_all: bool = False,
-                    fp64: bool = True) -> Program:
+                    fp64: bool = True, include_dirs: Sequence[str] = ()) -> Program:
     """Compile one C kernel function (see the module docstring)."""
     from bbmm import __version__
 
     path = str(path)
-    scop = parse_file(path, function=function, defines=dict(defines or {}))
+    scop = parse_file(path, function=function, defines=dict(defines or {}),
+                      include_dirs=include_dirs)
     check_host_names(scop)
-    for msg in out_of_bounds(scop):
+    for msg in out_of_bounds(scop, dict(scop.param_defaults)):
         warnings.warn(msg, BBMMWarning, stacklevel=2)
     deps = dependences(scop)
     plan = make_plan(scop)
+    if scop.loops() and not plan.parallel:
+        warnings.warn(no_parallel_loop(scop), BBMMWarning, stacklevel=2)
     lb, ub = tile_bound_names(scop)
     counts: dict[str, int] = {}
     tilings = [tile_nest(scop, n, lb, ub) for n in plan.nests]

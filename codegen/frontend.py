@@ -13,26 +13,22 @@ function body, or what lies between ``#pragma scop`` and ``#pragma endscop``.
 with ``collapse(n)`` the n perfectly nested loops it starts are all asserted parallel.
 
 Everything else raises :class:`bbmm.diagnostic.UnsupportedProgramError` naming the
-construct and its ``file:line:col`` in the user's file. System ``#include <...>`` lines
-are dropped; if other directives remain, ``cpp`` runs with line markers kept, and
-columns are mapped back through macro expansion by aligning each preprocessed line with
-the original one.
+construct and its ``file:line:col`` in the user's file. Preprocessing, finding the
+kernel in a whole program and the sizes ``main`` passes it are :mod:`codegen.csource`'s.
 """
 from __future__ import annotations
 
-import difflib
 import os
 import re
-import shutil
-import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import islpy as isl
-from pycparser import c_ast, c_generator, c_parser
+from pycparser import c_ast, c_generator
 from pycparser.c_parser import Coord
 
-from bbmm.diagnostic import BBMMError, UnsupportedProgramError
+from bbmm.diagnostic import UnsupportedProgramError, _format_coord
+from codegen.csource import INT_WORDS, ColumnMap, find_kernel, main_sizes, read_source
 from codegen.scop import (
     Access, AffAnd, AffExpr, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
     ArrayRef, BinOp, Call, Cast, Cmp, Expr, Loop, LoopNode, Node, Num, Scop, Statement,
@@ -66,10 +62,7 @@ def _collapse_count(pragma: c_ast.Pragma, fe: object) -> int:
 ISL_KEYWORDS = frozenset({"exists", "and", "or", "not", "implies", "mod", "min", "max", "floor",
                           "ceil", "floord", "ceild", "true", "false", "infty", "Infty", "NaN",
                           "nan", "rat"})
-_INT_WORDS = {"int", "long", "short", "unsigned", "signed", "size_t", "ptrdiff_t", "int32_t",
-              "int64_t", "uint32_t", "uint64_t"}
-_PRELUDE = {"size_t": "unsigned long", "ptrdiff_t": "long", "int32_t": "int",
-            "int64_t": "long", "uint32_t": "unsigned int", "uint64_t": "unsigned long"}
+_INT_WORDS = INT_WORDS
 _ELEM_TYPES = ("float", "double", "int")
 _ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=")
 _RHS_BINOPS = {"+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "&", "|",
@@ -78,153 +71,30 @@ _CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
 
 
 def parse_file(path: str | os.PathLike, function: str | None = None,
-               defines: Mapping[str, object] | None = None) -> Scop:
-    """Parse the kernel ``function`` of a C file (default: the only function with a loop
-    nest not named ``main``/``init_*``/``print_*``); ``defines`` are extra ``-D`` macros."""
+               defines: Mapping[str, object] | None = None,
+               include_dirs: Sequence[str] = ()) -> Scop:
+    """Parse the kernel ``function`` of a C file (default: the function holding
+    ``#pragma scop``, else the only function with a loop nest not named ``main``/
+    ``init_*``/``print_*``); ``defines`` are extra ``-D`` macros, ``include_dirs`` the
+    ``-I`` folders."""
     path = os.fspath(path)
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    return parse_source(text, path, function, defines, (os.path.dirname(path) or ".",))
+    return parse_source(text, path, function, defines, include_dirs,
+                        base_dir=os.path.dirname(path) or ".")
 
 
 def parse_source(text: str, filename: str = "<input>", function: str | None = None,
                  defines: Mapping[str, object] | None = None,
-                 include_dirs: tuple[str, ...] = ()) -> Scop:
-    """Same as :func:`parse_file` for C text; ``filename`` is used in coordinates."""
-    text = _strip_comments(text)
-    cmap = _ColumnMap(filename, text)
-    src = _preprocess(text, filename, defines, include_dirs, cmap)
-    parser = c_parser.CParser()
-    try:
-        ast = parser.parse(src, filename)
-    except c_parser.ParseError as e:
-        m = re.match(r"^(.*?):(\d+):(\d+): (.*)$", str(e), re.S)
-        if m:
-            coord, msg = Coord(m.group(1), int(m.group(2)), int(m.group(3))), m.group(4)
-        else:                           # some pycparser errors carry no position
-            tok = _next_token(parser)
-            coord = Coord(tok.filename, tok.lineno, tok.column) if tok is not None else None
-            msg = str(e).split(": ", 1)[-1]
-        raise UnsupportedProgramError(f"C syntax error: {msg}", cmap.fix(coord)) from None
-    return _Builder(filename, cmap).build(_pick_function(ast, function, filename))
-
-# {{{ preprocessing and source coordinates
-
-
-class _ColumnMap:
-    """Maps coordinates in the preprocessed text back to columns of the user's file."""
-
-    def __init__(self, filename: str, text: str):
-        self.filename = filename
-        self.orig = text.splitlines()
-        self.pp: dict[int, str] = {}          # user line -> preprocessed line text
-        self._cache: dict[int, list[int]] = {}
-
-    def record(self, pp_text: str) -> None:
-        file, line = None, 0
-        for ln in pp_text.splitlines():
-            m = re.match(r'^#\s*(?:line\s+)?(\d+)(?:\s+"((?:[^"\\]|\\.)*)")?', ln)
-            if m and not ln.lstrip("# \t").startswith("pragma"):
-                line = int(m.group(1))
-                file = m.group(2).replace("\\\\", "\\") if m.group(2) is not None else file
-                continue
-            if file == self.filename:
-                self.pp.setdefault(line, ln)
-            line += 1
-
-    def fix(self, coord: Coord | None) -> Coord | None:
-        if coord is None or coord.file != self.filename or coord.line not in self.pp:
-            return coord
-        cols = self._cache.get(coord.line)
-        if cols is None:
-            cols = self._cache[coord.line] = self._columns(coord.line)
-        col = coord.column or 1
-        return Coord(coord.file, coord.line, cols[col - 1] + 1 if col - 1 < len(cols) else col)
-
-    def _columns(self, line: int) -> list[int]:
-        pp = self.pp[line]
-        orig = self.orig[line - 1] if line - 1 < len(self.orig) else pp
-        out = list(range(len(pp)))
-        sm = difflib.SequenceMatcher(None, pp, orig, autojunk=False)
-        for tag, i1, i2, j1, j2 in sm.get_opcodes():
-            for i in range(i1, i2):
-                out[i] = j1 + (i - i1) if tag == "equal" else j1
-        return out
-
-
-def _preprocess(text: str, filename: str, defines: Mapping[str, object] | None,
-                include_dirs: tuple[str, ...], cmap: _ColumnMap) -> str:
-    """System ``#include <...>`` lines become blank lines; if any other directive (or a
-    ``defines`` entry) remains, run the C preprocessor keeping line markers and pragmas."""
-    lines = [("" if re.match(r"\s*#\s*include\s*<", ln) else ln) for ln in text.splitlines()]
-    body = "\n".join(lines) + "\n"
-    marker = '#line 1 "' + filename.replace("\\", "\\\\").replace('"', '\\"') + '"\n'
-    prelude = "".join(f"typedef {t} {n};\n" for n, t in _PRELUDE.items()
-                      if re.search(rf"\b{n}\b", body)
-                      and not re.search(rf"typedef[^;]*\b{n}\s*;", body))
-    needs_cpp = defines or any(re.match(r"\s*#\s*(?!pragma\b)\w", ln) for ln in lines)
-    if not needs_cpp:
-        return prelude + marker + body
-    cpp = shutil.which("cpp")
-    cmd = [cpp] if cpp else [shutil.which("gcc") or "gcc", "-E", "-x", "c"]
-    cmd += ["-undef", "-nostdinc"] + [f"-I{d}" for d in include_dirs]
-    cmd += [f"-D{k}={v}" for k, v in (defines or {}).items()] + ["-"]
-    try:
-        res = subprocess.run(cmd, input=marker + body, capture_output=True, text=True)
-    except OSError as e:
-        raise BBMMError(f"cannot run the C preprocessor ({cmd[0]}): {e}") from None
-    if res.returncode != 0:
-        first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip())
-        m = re.match(r"^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$", first)
-        if m:
-            raise UnsupportedProgramError(f"preprocessor: {m.group(4)}",
-                                          Coord(m.group(1), int(m.group(2)), int(m.group(3))))
-        raise UnsupportedProgramError(f"preprocessor failed: {first}")
-    cmap.record(res.stdout)
-    return prelude + res.stdout
-
-
-_COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', re.S)
-
-
-def _strip_comments(text: str) -> str:
-    """Blank out comments (pycparser has no comment support), keeping every other
-    character, and newlines, where they are so that coordinates stay exact."""
-    def blank(m: re.Match) -> str:
-        s = m.group(0)
-        return s if s[0] in "\"'" else re.sub(r"[^\n]", " ", s)
-    return _COMMENT.sub(blank, text)
-
-
-def _pick_function(ast: c_ast.FileAST, name: str | None, filename: str) -> c_ast.FuncDef:
-    funcs = [f for f in ast.ext if isinstance(f, c_ast.FuncDef)]
-    if name is not None:
-        for f in funcs:
-            if f.decl.name == name:
-                return f
-        raise UnsupportedProgramError(f"no function named '{name}' (found: "
-                                      f"{', '.join(f.decl.name for f in funcs) or 'none'})")
-    cands = [f for f in funcs if _has_loop(f.body) and f.decl.name != "main"
-             and not f.decl.name.startswith(("init_", "print_", "check_"))]
-    if len(cands) != 1:
-        what = "no function with a loop nest" if not cands else \
-            "several kernel candidates: " + ", ".join(f.decl.name for f in cands)
-        raise UnsupportedProgramError(f"{filename}: {what}; choose one with function=")
-    return cands[0]
-
-
-def _next_token(parser: c_parser.CParser):
-    try:                                # private API, used only to locate an error
-        return parser._tokens.peek()
-    except Exception:                   # noqa: BLE001
-        return None
-
-
-def _has_loop(node: c_ast.Node) -> bool:
-    return isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)) \
-        or any(_has_loop(c) for _, c in node.children())
-
-# }}}
+                 include_dirs: Sequence[str] = (), base_dir: str | None = None) -> Scop:
+    """Same as :func:`parse_file` for C text; ``filename`` is used in coordinates and
+    quoted includes are looked up in ``base_dir`` (default: the current directory)."""
+    src = read_source(text, filename, defines, include_dirs, base_dir)
+    func = find_kernel(src.ast, function, filename)
+    scop = _Builder(filename, src.cmap).build(func)
+    sizes = main_sizes(src.ast, func)
+    return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
+                                          if p in sizes))
 
 # {{{ the builder
 
@@ -247,7 +117,7 @@ class _Ctx:
 
 
 class _Builder:
-    def __init__(self, filename: str, cmap: _ColumnMap):
+    def __init__(self, filename: str, cmap: ColumnMap):
         self.filename, self.cmap = filename, cmap
         self.gen = c_generator.CGenerator()
         self.int_params: dict[str, str] = {}
@@ -259,6 +129,7 @@ class _Builder:
         self.stmts: dict[str, Statement] = {}       # schedules are set in finish()
         self.seen_iters: set[str] = set()
         self.betas: dict[str, tuple[int, ...]] = {}
+        self.outer_locals: dict[str, c_ast.Decl] = {}  # declared outside the scop
 
     # {{{ helpers
 
@@ -353,7 +224,11 @@ class _Builder:
             start = prag.index("scop")
             if "endscop" not in prag[start:]:
                 raise self.err("'#pragma scop' without '#pragma endscop'", items[start])
-            return items[start + 1: prag.index("endscop", start)]
+            end = prag.index("endscop", start)
+            for d in items[:start] + items[end + 1:]:      # locals the scop cannot see
+                if isinstance(d, c_ast.Decl) and d.name:
+                    self.outer_locals[d.name] = d
+            return items[start + 1: end]
         if items and isinstance(items[-1], c_ast.Return) and items[-1].expr is None:
             items.pop()                  # a final 'return;' of a void function is a no-op
         return items
@@ -536,9 +411,12 @@ class _Builder:
             if n in self.int_params or n in self.float_params or n in self.arrays:
                 raise self.err(f"write to parameter '{n}' (only array elements may be written)",
                                lv)
+            if n in self.outer_locals and n not in self.seen_iters:
+                raise self.err(self.scalar_temp(n), lv)
             raise self.err(f"write to scalar '{n}' (only array elements may be written)", lv)
         if isinstance(lv, c_ast.UnaryOp) and lv.op == "*":
-            raise self.err("pointer dereference not supported", lv)
+            raise self.err(f"pointer dereference '{self.text(lv)}' not supported (a pointer walk "
+                           f"is not an affine array access; subscript the array instead)", lv)
         raise self.err(f"unsupported assignment target '{self.text(lv)}'", lv)
 
     def finish(self, fname: str, tree: tuple[Node, ...]) -> Scop:
@@ -609,7 +487,17 @@ class _Builder:
             return f"'{n}' is an array"
         if n in self.seen_iters:
             return f"iterator '{n}' used outside its loop"
+        if n in self.outer_locals:
+            return self.scalar_temp(n)
         return f"unknown identifier '{n}'"
+
+    def scalar_temp(self, n: str) -> str:
+        """Message for a local variable of the kernel declared outside the scop (symm's
+        ``temp2``)."""
+        where = _format_coord(self.coord(self.outer_locals[n]))
+        return (f"local variable '{n}' (declared at {where}) is a scalar temporary: bbmm models "
+                f"array elements only and does no scalar expansion; keep the value in an "
+                f"array element instead (e.g. {n}[i])")
 
     def bound(self, node: c_ast.Node, ctx: _Ctx, which: str) -> AffExpr:
         try:

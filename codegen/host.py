@@ -103,6 +103,7 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g(f"FUNCTION = {fn!r}")
     g(f"SOURCE = {c_path!r}")
     g(f"INT_PARAMS = {tuple(scop.int_params)!r}")
+    g(f"PARAM_DEFAULTS = {dict(scop.param_defaults)!r}  # sizes main passes the kernel")
     g(f"FLOAT_PARAMS = {tuple(scop.float_params)!r}")
     g("ARRAYS = {%s}  # name: (C type, C extents)" % ", ".join(
         f"{a.name!r}: ({a.ctype!r}, {tuple(a.dims)!r})" for a in scop.arrays))

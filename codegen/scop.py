@@ -486,6 +486,10 @@ class Scop:
     """All parameter names of the function, in declaration order."""
     int_param_types: tuple[str, ...] = ()
     """C type of each integer parameter (``int``, ``long``...), parallel to ``int_params``."""
+    param_defaults: tuple[tuple[str, int], ...] = ()
+    """(name, value) of the integer parameters whose value the C program's ``main`` passes
+    the kernel as a compile-time constant (PolyBench's ``int n = N;``): ``--param`` may
+    leave them out."""
 
     copy = replace
 

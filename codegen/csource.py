@@ -1,0 +1,410 @@
+"""C source files as a C compiler sees them: preprocessing, the kernel, and the rest.
+
+.. autofunction:: read_source
+.. autofunction:: find_kernel
+.. autofunction:: main_sizes
+.. autofunction:: signature
+.. autofunction:: function_def
+.. autofunction:: const_int
+.. autoclass:: CSource
+.. autoclass:: CParam
+
+A whole program (PolyBench/C's ``main``, ``init_array``, ``print_array``, timers and a
+``static void kernel_gemm(...)`` whose loop nest sits between ``#pragma scop`` and
+``#pragma endscop``) is preprocessed like a C compiler would: the user's ``-I``/``-D``,
+system headers (``stdio.h``, ``math.h``...) from the stand-in headers of
+``pycparser-fake-libc`` (pycparser cannot read glibc's), ``#pragma`` lines kept, line
+markers kept so that a front-end error points at the user's ``file:line:col``. The kernel
+is the function holding ``#pragma scop`` (or the one named); everything else is parsed and
+otherwise ignored, except for two facts read from it: the integer sizes ``main`` passes to
+the kernel (:func:`main_sizes`, so PolyBench's ``int n = N;`` makes ``--param`` optional)
+and the parameter list of an initialisation function (:func:`signature`, for ``--init``).
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pycparser import c_ast, c_generator, c_parser
+from pycparser.c_parser import Coord
+
+from bbmm.diagnostic import BBMMError, UnsupportedProgramError
+
+INT_WORDS = frozenset({"int", "long", "short", "unsigned", "signed", "size_t", "ptrdiff_t",
+                       "int32_t", "int64_t", "uint32_t", "uint64_t"})
+FLOAT_WORDS = frozenset({"float", "double"})
+_PRELUDE = {"size_t": "unsigned long", "ptrdiff_t": "long", "int32_t": "int",
+            "int64_t": "long", "uint32_t": "unsigned int", "uint64_t": "unsigned long"}
+_NON_KERNEL_PREFIXES = ("init_", "print_", "check_")
+
+
+def fake_libc_dir() -> str | None:
+    """The stand-in system headers of ``pycparser-fake-libc`` (None if not installed)."""
+    try:
+        import pycparser_fake_libc
+    except ImportError:
+        return None
+    return pycparser_fake_libc.directory
+
+
+# {{{ source coordinates
+
+
+class ColumnMap:
+    """Maps coordinates in the preprocessed text back to columns of the user's file.
+
+    Line numbers come from the preprocessor's line markers; columns are recovered by
+    aligning each preprocessed line with the original one (macro expansion shifts them).
+    """
+
+    def __init__(self, filename: str, text: str):
+        self.filename = filename
+        self.orig = text.splitlines()
+        self.pp: dict[int, str] = {}          # user line -> preprocessed line text
+        self._cache: dict[int, list[int]] = {}
+
+    def record(self, pp_text: str) -> None:
+        file, line = None, 0
+        for ln in pp_text.splitlines():
+            m = re.match(r'^#\s*(?:line\s+)?(\d+)(?:\s+"((?:[^"\\]|\\.)*)")?', ln)
+            if m and not ln.lstrip("# \t").startswith("pragma"):
+                line = int(m.group(1))
+                file = m.group(2).replace("\\\\", "\\") if m.group(2) is not None else file
+                continue
+            if file == self.filename:
+                self.pp.setdefault(line, ln)
+            line += 1
+
+    def fix(self, coord: Coord | None) -> Coord | None:
+        if coord is None or coord.file != self.filename or coord.line not in self.pp:
+            return coord
+        cols = self._cache.get(coord.line)
+        if cols is None:
+            cols = self._cache[coord.line] = self._columns(coord.line)
+        col = coord.column or 1
+        return Coord(coord.file, coord.line, cols[col - 1] + 1 if col - 1 < len(cols) else col)
+
+    def _columns(self, line: int) -> list[int]:
+        pp = self.pp[line]
+        orig = self.orig[line - 1] if line - 1 < len(self.orig) else pp
+        out = list(range(len(pp)))
+        sm = difflib.SequenceMatcher(None, pp, orig, autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            for i in range(i1, i2):
+                out[i] = j1 + (i - i1) if tag == "equal" else j1
+        return out
+
+# }}}
+
+
+# {{{ preprocessing and parsing
+
+
+@dataclass(frozen=True)
+class CSource:
+    """A preprocessed and parsed C file."""
+
+    filename: str
+    ast: c_ast.FileAST
+    cmap: ColumnMap
+    """Coordinates of ``ast`` -> columns of the user's file (:meth:`ColumnMap.fix`)."""
+
+
+_COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', re.S)
+
+
+def strip_comments(text: str) -> str:
+    """Blank out comments (pycparser has no comment support), keeping every other
+    character, and newlines, where they are so that coordinates stay exact."""
+    def blank(m: re.Match) -> str:
+        s = m.group(0)
+        return s if s[0] in "\"'" else re.sub(r"[^\n]", " ", s)
+    return _COMMENT.sub(blank, text)
+
+
+def read_source(text: str, filename: str = "<input>",
+                defines: Mapping[str, object] | None = None,
+                include_dirs: Sequence[str] = (), base_dir: str | None = None) -> CSource:
+    """Preprocess (when the text has directives or ``defines``) and parse C text.
+
+    :arg include_dirs: the user's ``-I`` folders (relative to the current directory).
+    :arg base_dir: the folder of the file: quoted includes are looked up there first.
+    Raises :class:`UnsupportedProgramError` at ``file:line:col`` for preprocessor and
+    syntax errors.
+    """
+    text = strip_comments(text)
+    cmap = ColumnMap(filename, text)
+    src = _preprocess(text, filename, defines, include_dirs, base_dir, cmap)
+    parser = c_parser.CParser()
+    try:
+        ast = parser.parse(src, filename)
+    except c_parser.ParseError as e:
+        m = re.match(r"^(.*?):(\d+):(\d+): (.*)$", str(e), re.S)
+        if m:
+            coord, msg = Coord(m.group(1), int(m.group(2)), int(m.group(3))), m.group(4)
+        else:                           # some pycparser errors carry no position
+            tok = _next_token(parser)
+            coord = Coord(tok.filename, tok.lineno, tok.column) if tok is not None else None
+            msg = str(e).split(": ", 1)[-1]
+        raise UnsupportedProgramError(f"C syntax error: {msg}", cmap.fix(coord)) from None
+    return CSource(filename, ast, cmap)
+
+
+def read_file(path: str | os.PathLike, defines: Mapping[str, object] | None = None,
+              include_dirs: Sequence[str] = ()) -> CSource:
+    """:func:`read_source` of a file."""
+    path = os.fspath(path)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return read_source(text, path, defines, include_dirs, os.path.dirname(path) or ".")
+
+
+def _preprocess(text: str, filename: str, defines: Mapping[str, object] | None,
+                include_dirs: Sequence[str], base_dir: str | None, cmap: ColumnMap) -> str:
+    """Run the C preprocessor, keeping line markers and pragmas, if the text has any
+    directive other than ``#pragma`` or there are ``defines``/``include_dirs``.
+
+    The preprocessor runs in ``base_dir`` on the text read from stdin, behind a line
+    marker naming ``filename``: quoted includes resolve beside the file, then in
+    ``include_dirs``; ``<...>`` includes in ``include_dirs``, then in the stand-in system
+    headers (no real system header: ``-nostdinc``, and ``-undef`` so that no compiler-
+    specific branch of a header is taken).
+    """
+    marker = '#line 1 "' + filename.replace("\\", "\\\\").replace('"', '\\"') + '"\n'
+    lines = text.splitlines()
+    needs_cpp = defines or include_dirs or any(re.match(r"\s*#\s*(?!pragma\b)\w", ln)
+                                               for ln in lines)
+    if not needs_cpp:
+        return _typedef_prelude(text) + marker + text
+    fake = fake_libc_dir()
+    cpp = shutil.which("cpp")
+    cmd = [cpp] if cpp else [shutil.which("gcc") or "gcc", "-E", "-x", "c"]
+    cmd += ["-undef", "-nostdinc"] + [f"-I{os.path.abspath(d)}" for d in include_dirs]
+    if fake is not None:
+        cmd += ["-isystem", fake]
+    cmd += [f"-D{k}={v}" for k, v in (defines or {}).items()] + ["-"]
+    try:
+        res = subprocess.run(cmd, input=marker + text, capture_output=True, text=True,
+                             cwd=base_dir or None)
+    except OSError as e:
+        raise BBMMError(f"cannot run the C preprocessor ({cmd[0]}): {e}") from None
+    if res.returncode != 0:
+        first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip())
+        m = re.match(r"^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$", first)
+        if m:
+            msg = m.group(4)
+            if fake is None and re.search(r"No such file", msg) and "<" in \
+                    (lines[int(m.group(2)) - 1] if m.group(1) == filename else ""):
+                msg += " (install pycparser-fake-libc for stand-in system headers)"
+            raise UnsupportedProgramError(f"preprocessor: {msg}",
+                                          Coord(m.group(1), int(m.group(2)), int(m.group(3))))
+        raise UnsupportedProgramError(f"preprocessor failed: {first}")
+    cmap.record(res.stdout)
+    return _typedef_prelude(res.stdout) + res.stdout
+
+
+def _typedef_prelude(src: str) -> str:
+    """typedefs of ``size_t`` & co. that the text uses but no header declared."""
+    return "".join(f"typedef {t} {n};\n" for n, t in _PRELUDE.items()
+                   if re.search(rf"\b{n}\b", src)
+                   and not re.search(rf"typedef[^;]*\b{n}\s*;", src))
+
+
+def _next_token(parser: c_parser.CParser):
+    try:                                # private API, used only to locate an error
+        return parser._tokens.peek()
+    except Exception:                   # noqa: BLE001
+        return None
+
+# }}}
+
+
+# {{{ finding functions
+
+
+def function_def(ast: c_ast.FileAST, name: str) -> c_ast.FuncDef | None:
+    """The definition of function ``name`` (None if the file has none)."""
+    return next((f for f in ast.ext if isinstance(f, c_ast.FuncDef) and f.decl.name == name),
+                None)
+
+
+def _pragmas(node: c_ast.Node):
+    if isinstance(node, c_ast.Pragma):
+        yield node
+    for _, c in node.children():
+        yield from _pragmas(c)
+
+
+def holds_scop(func: c_ast.FuncDef) -> bool:
+    """Whether the function body has a ``#pragma scop`` (at any depth)."""
+    return any((p.string or "").strip() == "scop" for p in _pragmas(func.body))
+
+
+def find_kernel(ast: c_ast.FileAST, name: str | None, filename: str) -> c_ast.FuncDef:
+    """The kernel function: ``name`` if given, else the one holding ``#pragma scop``,
+    else the only function with a loop nest not named ``main``/``init_*``/``print_*``/
+    ``check_*``."""
+    funcs = [f for f in ast.ext if isinstance(f, c_ast.FuncDef)]
+    if name is not None:
+        f = function_def(ast, name)
+        if f is None:
+            raise UnsupportedProgramError(f"no function named '{name}' (found: "
+                                          f"{', '.join(f.decl.name for f in funcs) or 'none'})")
+        return f
+    scops = [f for f in funcs if holds_scop(f)]
+    if len(scops) == 1:
+        return scops[0]
+    if scops:
+        raise UnsupportedProgramError(
+            f"{filename}: several functions hold '#pragma scop' ("
+            f"{', '.join(f.decl.name for f in scops)}); choose one with --function")
+    cands = [f for f in funcs if _has_loop(f.body) and f.decl.name != "main"
+             and not f.decl.name.startswith(_NON_KERNEL_PREFIXES)]
+    if len(cands) != 1:
+        what = "no function with a loop nest" if not cands else \
+            "several kernel candidates: " + ", ".join(f.decl.name for f in cands)
+        raise UnsupportedProgramError(f"{filename}: {what}; choose one with --function "
+                                      f"or mark its loop nest with '#pragma scop'")
+    return cands[0]
+
+
+def _has_loop(node: c_ast.Node) -> bool:
+    return isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)) \
+        or any(_has_loop(c) for _, c in node.children())
+
+# }}}
+
+
+# {{{ facts from the rest of the program
+
+
+def const_int(node: c_ast.Node | None, env: Mapping[str, int] | None = None) -> int | None:
+    """Value of an integer constant expression (literals, names bound in ``env``, ``+ - *
+    / %``, unary minus, integer casts); None if it is not one."""
+    env = env or {}
+    if isinstance(node, c_ast.Constant) and node.type in ("int", "long int", "unsigned int",
+                                                          "long long int"):
+        t = node.value.rstrip("uUlL")
+        try:
+            return int(t, 8) if len(t) > 1 and t[0] == "0" and t[1].isdigit() else int(t, 0)
+        except ValueError:
+            return None
+    if isinstance(node, c_ast.ID):
+        return env.get(node.name)
+    if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+        v = const_int(node.expr, env)
+        return None if v is None else (-v if node.op == "-" else v)
+    if isinstance(node, c_ast.Cast) and isinstance(node.to_type.type, c_ast.TypeDecl) \
+            and set(getattr(node.to_type.type.type, "names", ["?"])) <= INT_WORDS:
+        return const_int(node.expr, env)
+    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/", "%"):
+        a, b = const_int(node.left, env), const_int(node.right, env)
+        if a is None or b is None or (node.op in ("/", "%") and b == 0):
+            return None
+        if node.op == "/":                       # C truncates toward zero
+            q = abs(a) // abs(b)
+            return q if (a >= 0) == (b >= 0) else -q
+        if node.op == "%":
+            return a - b * (abs(a) // abs(b) if (a >= 0) == (b >= 0) else -(abs(a) // abs(b)))
+        return a + b if node.op == "+" else a - b if node.op == "-" else a * b
+    return None
+
+
+def _calls(node: c_ast.Node, name: str):
+    if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) \
+            and node.name.name == name:
+        yield node
+    for _, c in node.children():
+        yield from _calls(c, name)
+
+
+def main_sizes(ast: c_ast.FileAST, kernel: c_ast.FuncDef) -> dict[str, int]:
+    """The integer sizes ``main`` gives the kernel: ``{"ni": 20, ...}``.
+
+    ``main``'s top-level ``int ni = NI;`` declarations (integer constant expressions after
+    preprocessing, so the dataset macros pick them) are matched to the kernel's integer
+    parameters through the arguments of ``main``'s call to the kernel, or by name when
+    ``main`` does not call it. Parameters with no constant value are left out.
+    """
+    main = function_def(ast, "main")
+    if main is None:
+        return {}
+    consts: dict[str, int] = {}
+    for it in main.body.block_items or []:
+        if isinstance(it, c_ast.Decl) and isinstance(it.type, c_ast.TypeDecl) \
+                and set(getattr(it.type.type, "names", ["?"])) <= INT_WORDS:
+            v = const_int(it.init, consts)
+            if v is not None:
+                consts[it.name] = v
+    ints = [p.name for p in signature(kernel) if p.kind == "int"]
+    call = next(_calls(main.body, kernel.decl.name), None)
+    if call is None:
+        return {n: consts[n] for n in ints if n in consts}
+    out = {}
+    params = [p.name for p in signature(kernel)]
+    args = call.args.exprs if call.args is not None else []
+    for name, arg in zip(params, args):
+        if name in ints:
+            v = const_int(arg, consts)
+            if v is not None:
+                out[name] = v
+    return out
+
+
+@dataclass(frozen=True)
+class CParam:
+    """One parameter of a C function, as bbmm can pass it."""
+
+    name: str
+    kind: str
+    """``int`` and ``float`` (scalars by value), ``array`` (``double A[n][m]`` or
+    ``double (*A)[m]``), ``out`` (pointer to a scalar: PolyBench's ``DATA_TYPE *alpha``),
+    or ``other`` (anything else)."""
+    ctype: str
+    """C type of the scalar or of the array elements (``int``, ``double``...)."""
+    dims: tuple[c_ast.Node | None, ...] = ()
+    """Array extents (the first is None for ``(*A)[m]``)."""
+    coord: object = None
+
+
+def signature(func: c_ast.FuncDef) -> tuple[CParam, ...]:
+    """The parameters of a function definition."""
+    params = func.decl.type.args.params if func.decl.type.args else []
+    gen = c_generator.CGenerator()
+    out = []
+    for p in params:
+        if isinstance(p, c_ast.Typename) and gen.visit(p) == "void":
+            continue
+        name = getattr(p, "name", None) or "?"
+        t, dims = p.type, []
+        if isinstance(t, c_ast.PtrDecl) and isinstance(t.type, c_ast.ArrayDecl):
+            dims.append(None)                       # double (*A)[m]
+            t = t.type
+        while isinstance(t, c_ast.ArrayDecl):
+            dims.append(t.dim)
+            t = t.type
+        pointer = False
+        if not dims and isinstance(t, c_ast.PtrDecl):
+            pointer, t = True, t.type
+        names = getattr(getattr(t, "type", None), "names", None) \
+            if isinstance(t, c_ast.TypeDecl) else None
+        ctype = " ".join(names or ["?"])
+        if names is None or not (set(names) <= INT_WORDS or names in (["float"], ["double"])):
+            kind = "other"
+        elif dims:
+            kind = "array"
+        elif pointer:
+            kind = "out"
+        else:
+            kind = "int" if set(names) <= INT_WORDS else "float"
+        out.append(CParam(name, kind, ctype, tuple(dims), p.coord))
+    return tuple(out)
+
+# }}}
+
+# vim: foldmethod=marker
