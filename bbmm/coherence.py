@@ -19,8 +19,9 @@ holder of the newest value (the host off the records, or a non-stale copy).
 :meth:`Directory.refresh` is the single routine that fills a copy (read-in,
 flow-in, and the pull before a tile that finds part of its box stale).
 
-:class:`HostCopy` is the host side behind a small interface, so that "the host
-copy" can later become "the ranks that need it" (MPI).
+:class:`HostCopy` is the host side behind a small interface. Over MPI
+(:mod:`bbmm.distributed`) each rank keeps its own directory and host copy, and
+:meth:`Directory.host_newer` takes in the newer values another rank sent.
 """
 from __future__ import annotations
 

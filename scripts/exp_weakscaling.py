@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import expcommon as ec  # noqa: E402
 
 EXP = "weakscaling"
-DEFAULT_PROGRAMS = ("floyd", "heat2d", "fdtd2d", "lu", "mvt", "blackscholes")
+DEFAULT_PROGRAMS = ec.TABLE4
 
 
 # {{{ worker: one configuration, every rank (under mpiexec)

@@ -136,3 +136,29 @@ def test_weakscaling_script(tmp_path):
     assert one["bytes_per_device"] == 16 * 16 * 4 and two["bytes_per_device"] == 23 * 23 * 4 / 2
     assert two["exchange_bytes"] == sum(sum(w.values()) for w in floyd_sent_to(23, [1, 1]))
     assert two["serial_iters"] == 23 and two["efficiency"] > 0
+
+
+def test_generated_driver_over_ranks(tmp_path):
+    """``bbmm compile -o DIR`` then ``mpiexec -n 2 python DIR/floyd_host.py --mpi``: the
+    standalone driver runs over ranks too (random inputs; its statistics in --json)."""
+    from bbmm.cli import main
+
+    assert main(["compile", str(POLYBENCH / "floyd.c"), "-o", str(tmp_path)]) == 0
+    out = tmp_path / "r.json"
+    cmd = [mpiexec(), "-n", "2", sys.executable, str(tmp_path / "floyd_host.py"), "--mpi",
+           "--devices", "1", "--param", "n=20", "--no-progress", "--json", str(out)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "floyd: 2 rank(s)" in r.stdout and "rank 1" in r.stdout
+    doc = json.loads(out.read_text())
+    assert [p["sent_to"] for p in doc["per_rank"]] == floyd_sent_to(20, [1, 1])
+    assert doc["gather_bytes"] == 10 * 20 * 4
+
+
+def test_errors_before_the_run_are_printed_once():
+    r = launch([1, 1], [["run", str(POLYBENCH / "floyd.c"), "--mpi", "--param", "m=3"]],
+               timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.count("bbmm: error:") == 1, r.stderr
+    assert "--param m" in r.stderr

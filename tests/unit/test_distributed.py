@@ -12,10 +12,10 @@ import pytest
 
 from bbmm.box import Box
 from bbmm.devices import NullDevice
+from bbmm.coherence import HostCopy
 from bbmm.distributed import (DistributedRuntime, Ownership, pack, plan_exchange, plan_gather,
                               stages, unpack)
-from bbmm.coherence import HostCopy
-from bbmm.runtime import Tile
+from bbmm.runtime import Runtime, Tile
 
 from drivers import (floyd_reference, gather, jacobi_reference, run_floyd, run_jacobi,
                      scatter, tiles_of)
@@ -129,6 +129,29 @@ def test_ownership_matches_per_element_model():
             np.testing.assert_array_equal(held, holds[..., q].astype(int))
 
 # }}}
+
+
+def test_host_newer_drops_older_dirty_values_and_stales_copies():
+    """A rank's device holds x dirty (written, not flowed out); another rank's newer
+    values arrive in the host copy: a later read takes them, and the flush at the end
+    must not write the older device values over them."""
+    n = 8
+    rt_x = np.zeros(n, dtype=np.int64)
+    dev = NullDevice(0, cap=1 << 16, arena_size=1 << 12, align=8)
+    rt = Runtime([dev], {"x": rt_x}, verify=True)
+    whole = Box((0,), (n - 1,))
+
+    def add(d, tb):
+        scatter(d, tb, "x", whole, gather(d, tb, "x", whole, np.int64) + 1)
+    rt.run_phase([Tile(0, {"x": [whole]}, add, writes={"x": [whole]})])
+    assert rt.directory.dirty["x"] and rt_x.sum() == 0
+    part = Box((2,), (5,))
+    rt_x[2:6] = 100  # what another rank sent
+    rt.directory.host_newer("x", part)
+    assert not any(r[0].overlaps(part) for r in rt.directory.dirty["x"])
+    rt.run_phase([Tile(0, {"x": [whole]}, add, writes={"x": [whole]})])
+    rt.finish()
+    np.testing.assert_array_equal(rt_x, [2, 2, 101, 101, 101, 101, 2, 2])
 
 
 # {{{ planning: readers, message sizes, stages
