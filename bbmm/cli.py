@@ -31,7 +31,7 @@ def add_device_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--devices", type=int, metavar="N", default=None,
                    help="number of logical devices (default: every GPU, or 1 CPU device); "
                         "more than the physical devices share them round-robin, each with "
-                        "its own context and memory")
+                        "its own queue and memory")
     g.add_argument("--device-mem", metavar="SIZE", default=None,
                    help="memory cap per logical device, e.g. 256MiB or 2GiB (default: 90%% "
                         "of the physical device's memory, shared among its logical devices)")
@@ -109,8 +109,8 @@ def _print_devices(disc: Any, chosen: set[int], logical: list[dict[str, Any]]) -
     for p in disc.problems:
         print(f"warning: {p}")
     if logical:
-        print(f"bbmm would use {len(logical)} logical device(s), each with its own context "
-              f"and memory:")
+        print(f"bbmm would use {len(logical)} logical device(s), one context over their "
+              f"devices, each with its own queue and memory cap:")
         for lg in logical:
             shared = (f", shares its device with {lg['shares_physical_with']} other(s)"
                       if lg["shares_physical_with"] else "")

@@ -4,7 +4,7 @@ Transfers are checked against numpy slicing with a seeded ``default_rng(42)``:
 every box lives at a non-zero offset of a pool arena, regions are random
 sub-boxes, and host arrays are either whole arrays (``host_origin`` zero) or
 staging arrays of one box (``host_origin = box.lo``). Up to four logical devices
-share the one CPU device, each with its own context, queue and pool.
+share the one CPU device, each with its own queue and pool (one shared context by default).
 """
 from __future__ import annotations
 

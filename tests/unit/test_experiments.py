@@ -217,3 +217,24 @@ def test_boxinout(tmp_path):
     assert int(min(bs, key=lambda r: _f(r["factor"]))["evictions"]) == 0
 
 # }}}
+
+
+def test_plot_results_redraws_gpu_results(tmp_path):
+    """The committed GPU result files (made with --no-plot) plot here, one PNG each."""
+    import shutil
+
+    import plot_results
+    src = ROOT / "results" / "h200x2"
+    for name in ("compare_paper.json", "datascaling.json", "boxinout.json", "reuse.json",
+                 "split.json"):
+        shutil.copy(src / name, tmp_path / name)
+    (tmp_path / "pool.json").write_text("{}")  # not a plotted kind: ignored
+    assert plot_results.main([str(tmp_path)]) == 0
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert pngs == ["boxinout.png", "compare_paper.png", "datascaling.png", "reuse.png",
+                    "split.png"]
+    for p in tmp_path.glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert plot_results.main([str(empty)]) == 1
