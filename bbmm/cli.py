@@ -230,21 +230,23 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                         "name; scalars it returns through pointers become the kernel's")
 
 
-def _run_run(args: argparse.Namespace) -> int:
-    if args.mpi:  # every rank of mpiexec -n R runs this (bbmm/mpirun.py)
-        from .mpirun import run_cli
-        return run_cli(args)
+def check_init_flags(args: argparse.Namespace) -> None:
+    if args.init and args.no_init:
+        raise UsageError("--init and --no-init exclude each other")
+
+
+def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
+    """What ``bbmm run`` needs after compiling (``--mpi`` too, on every rank): ``(params,
+    scalars, module, devices, init, arrays, lib)``; ``arrays`` are the host arrays filled
+    with the inputs ``init``, ``lib`` the reference library (None when unused)."""
     import warnings
 
     from codegen.compile import load_driver, out_of_bounds
 
     from .diagnostic import BBMMWarning
     from .reference import init_arrays, init_function, reference_library
-    from .run import check_against_reference, execute, host_arrays, parse_params, report
+    from .run import host_arrays, parse_params
 
-    if args.init and args.no_init:
-        raise UsageError("--init and --no-init exclude each other")
-    prog = _compile(args)
     scop = prog.scop
     defaults = dict(scop.param_defaults)
     params, scalars = parse_params(args.param, scop.int_params, scop.float_params, defaults)
@@ -263,6 +265,19 @@ def _run_run(args: argparse.Namespace) -> int:
     arrays = host_arrays(module, params, devices)
     for name, a in arrays.items():
         a[...] = init[name]
+    return params, scalars, module, devices, init, arrays, lib
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    if args.mpi:  # every rank of mpiexec -n R runs this (bbmm/mpirun.py)
+        from .mpirun import run_cli
+        return run_cli(args)
+    from .run import check_against_reference, execute, report
+
+    check_init_flags(args)
+    prog = _compile(args)
+    scop = prog.scop
+    params, scalars, module, devices, init, arrays, lib = prepare_run(args, prog)
     res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
                   reuse=not args.no_reuse, coherence=args.coherence,
                   progress=False if args.no_progress else None)

@@ -25,6 +25,7 @@ import json
 import socket
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Sequence
@@ -109,7 +110,7 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
 
 def check_mpi(res: MPIResult, comm: Any, c_path: str, scop: Any,
               initial: dict[str, np.ndarray], defines: dict[str, str],
-              include_dirs: Any = ()) -> None:
+              include_dirs: Any = (), lib: Any = None) -> None:
     """``--check``: rank 0 compares the gathered arrays with the sequential program; with a
     distributed result every rank compares the elements it holds. Sets ``res.check`` on
     rank 0."""
@@ -120,10 +121,10 @@ def check_mpi(res: MPIResult, comm: Any, c_path: str, scop: Any,
     if rt.gather_result:
         if comm.rank == 0:
             check_against_reference(res, c_path, scop, initial, defines,  # type: ignore[arg-type]
-                                    include_dirs=include_dirs)
+                                    lib=lib, include_dirs=include_dirs)
         return
     expect = run_reference(c_path, scop, res.params, res.scalars, initial, defines=defines,
-                           include_dirs=include_dirs)
+                           lib=lib, include_dirs=include_dirs)
     bad = []
     for a in scop.arrays:
         got = expect[a.name].copy()
@@ -245,41 +246,27 @@ def run_cli(args: argparse.Namespace) -> int:
     comm = world()
 
     def build() -> Any:
-        from .cli import _compile
+        from .cli import _compile, check_init_flags
+        check_init_flags(args)
         return _compile(args)
 
-    def setup(prog: Any) -> tuple[Any, ...]:
-        from codegen.compile import load_driver
-
-        from .cli import _defines, make_devices_from_args
-        from .reference import init_arrays
-        from .run import host_arrays, parse_params
-
-        scop = prog.scop
-        params, scalars = parse_params(args.param, scop.int_params, scop.float_params,
-                                       dict(scop.param_defaults))
-        module = load_driver(prog)
-        devices = make_devices_from_args(args)
-        init, scalars = init_arrays(scop, params, seed=args.seed, scalars=scalars,
-                                    defines=_defines(args), use_init=not args.no_init,
-                                    init=args.init, include_dirs=args.include_dirs)
-        arrays = host_arrays(module, params, devices)
-        for name, a in arrays.items():
-            a[...] = init[name]
-        return scop, params, scalars, module, devices, init, arrays
-
     def go() -> int:
-        from .cli import _defines
+        from .cli import _defines, prepare_run
 
         prog = on_root(comm, build)  # one compilation, not one per rank
-        scop, params, scalars, module, devices, init, arrays = setup_all(
-            comm, lambda: setup(prog))
+        scop = prog.scop
+        with warnings.catch_warnings():
+            if comm.rank != 0:  # rank 0 says it once
+                warnings.simplefilter("ignore")
+            params, scalars, module, devices, init, arrays, lib = setup_all(
+                comm, lambda: prepare_run(args, prog))
         res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
                           mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
                           gather=args.mpi_result == "gather",
                           progress=False if args.no_progress else None)
         if args.check:
-            check_mpi(res, comm, args.file, scop, init, _defines(args), args.include_dirs)
+            check_mpi(res, comm, args.file, scop, init, _defines(args), args.include_dirs,
+                      lib=lib)
         return _finish(res, comm, scop.function, args.json)
 
     return guarded(comm, go)
