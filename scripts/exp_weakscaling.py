@@ -19,9 +19,10 @@ On one machine all ranks share its cores (and PoCL's CPU devices share them agai
 R ranks get the same compute for R times the work, so expect about cores / R at best
 here; the figure means something with one rank per node (docs/mpi.md).
 
-CPU (tiny sizes, ranks 1-4, one device per rank)::
+CPU (small sizes on one device, ranks 1-4, one device per rank; ``--sizes tiny`` for a
+quick try)::
 
-    python scripts/exp_weakscaling.py
+    python scripts/exp_weakscaling.py --check
 
 A cluster (one rank per node, 4 GPUs each; paper sizes on one GPU)::
 
@@ -160,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--worker"]:
         return worker(json.loads(argv[1]))
-    p = ec.make_parser(EXP, __doc__, programs=DEFAULT_PROGRAMS, devices="1", sizes="tiny",
+    p = ec.make_parser(EXP, __doc__, programs=DEFAULT_PROGRAMS, devices="1", sizes="small",
                        repeat=3)
     p.add_argument("--ranks", default="1,2,3,4", metavar="R[,R...]",
                    help="MPI rank counts (default: %(default)s); 1 is always run (the base)")
