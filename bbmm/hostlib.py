@@ -94,9 +94,24 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     return dev.launch(knl, gsize, tuple(local), args)
 
 
-LOCAL_SIZES = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
-"""Work-group shape per NDRange rank; OpenCL dimension 0 is the innermost band loop
-(consecutive work-items touch consecutive elements: coalesced)."""
+def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
+    """Work-group shape per NDRange rank, with ``spec`` (``$BBMM_LOCAL``, e.g.
+    ``"128x2,64x2x2"``: each item overrides the rank of its number of factors) applied
+    to the defaults; OpenCL dimension 0 is the innermost band loop (consecutive
+    work-items touch consecutive elements: coalesced)."""
+    sizes = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
+    for item in filter(None, (spec or "").replace(" ", "").split(",")):
+        try:
+            shape = tuple(int(f) for f in item.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"BBMM_LOCAL: {item!r} is not a shape such as 128x2") from None
+        if not 1 <= len(shape) <= 3 or min(shape) < 1:
+            raise ValueError(f"BBMM_LOCAL: {item!r} needs 1 to 3 positive factors")
+        sizes[len(shape)] = shape
+    return sizes
+
+
+LOCAL_SIZES = local_sizes(os.environ.get("BBMM_LOCAL"))
 
 
 class Progress:

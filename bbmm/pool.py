@@ -17,6 +17,14 @@ every box is an ``(arena, offset)`` pair:
 
 A request that cannot be met within the cap raises :class:`DeviceMemoryError`;
 the buffer manager turns that into box-out (eviction) and retries.
+
+In front of the best-fit layer sits an exact-size cache (Futhark's free list, seed
+000): a freed block is parked under its size and handed out again to the next
+request of that size without touching the index; the first request that misses
+returns every parked block to the best-fit layer (coalescing them) before it
+searches, so parking never makes a request fail or fragments memory for longer
+than until the next miss. Boxes of the same shape come and go every serial
+iteration, so most allocations are hits.
 """
 from __future__ import annotations
 
@@ -35,6 +43,7 @@ class _Arena:
     free_by_addr: dict[int, int]  # offset -> size of each free block
     free_by_end: dict[int, int]   # end offset -> offset of each free block (coalescing)
     used: dict[int, int]          # offset -> size of each allocated block
+    parked: dict[int, int]        # offset -> size of each freed block held by the cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +71,8 @@ class Pool:
     def __init__(self, cap: int, new_arena: Callable[[int], Any],
                  free_arena: Callable[[Any], None], *, arena_size: int = 64 << 20,
                  max_arena: int | None = None, align: int = 256,
-                 release_threshold: int | None = None, name: str = "device"):
+                 release_threshold: int | None = None, name: str = "device",
+                 cache: bool = True):
         if cap <= 0:
             raise ValueError(f"pool cap must be positive, got {cap}")
         self.cap = cap
@@ -83,6 +93,10 @@ class Pool:
         self.in_use = 0
         self.allocs = 0
         self.arena_allocs = 0
+        # exact-size cache: size -> [(arena, offset)] of parked blocks (see the module doc)
+        self.cache = cache
+        self._parked: dict[int, list[tuple[_Arena, int]]] = {}
+        self._parked_bytes = 0
 
     # ---- public -----------------------------------------------------------------
 
@@ -91,6 +105,17 @@ class Pool:
         if nbytes <= 0:
             raise ValueError(f"allocation of {nbytes} bytes")
         size = -(-nbytes // self.align) * self.align
+        parked = self._parked.get(size)
+        if parked:  # exact-size hit: the block was freed by an earlier box of this size
+            arena, off = parked.pop()
+            del arena.parked[off]
+            arena.used[off] = size
+            self._parked_bytes -= size
+            self.in_use += size
+            self.allocs += 1
+            return arena.buf, off
+        if self._parked_bytes:
+            self.unpark()
         hit = self._best_fit(size)
         if hit is None:
             self._grow(size, nbytes)
@@ -109,6 +134,24 @@ class Pool:
             raise ValueError(f"{self.name}: free of a block not allocated here (offset {offset})")
         size = arena.used.pop(offset)
         self.in_use -= size
+        if self.cache and self.reserved <= self.release_threshold:
+            # park it: safe, because any request that cannot be served from the parked
+            # blocks of its size unparks them all before it looks for room
+            arena.parked[offset] = size
+            self._parked.setdefault(size, []).append((arena, offset))
+            self._parked_bytes += size
+            return
+        self._coalesce(arena, offset, size)
+
+    def unpark(self) -> None:
+        """Return every parked block to the best-fit layer, coalescing each."""
+        parked, self._parked, self._parked_bytes = self._parked, {}, 0
+        for size, blocks in parked.items():
+            for arena, off in blocks:
+                del arena.parked[off]
+                self._coalesce(arena, off, size)
+
+    def _coalesce(self, arena: _Arena, offset: int, size: int) -> None:
         no = arena.no
         # coalesce with the free block that starts where this one ends, and the one
         # that ends where this one starts (both found in O(1) through the two maps)
@@ -132,6 +175,9 @@ class Pool:
     def can_fit(self, nbytes: int) -> bool:
         """Whether ``alloc(nbytes)`` would succeed now without raising."""
         size = -(-nbytes // self.align) * self.align
+        if self._parked.get(size):
+            return True
+        self.unpark()
         if self._best_fit(size, peek=True) is not None:
             return True
         empty = sum(a.size for a in self._arenas if not a.used)
@@ -140,6 +186,7 @@ class Pool:
 
     def trim(self) -> int:
         """Release every entirely free arena; returns the bytes given back."""
+        self.unpark()
         freed = 0
         for a in [a for a in self._arenas if not a.used]:
             freed += a.size
@@ -147,12 +194,15 @@ class Pool:
         return freed
 
     def stats(self) -> PoolStats:
+        """The pool's state, parked blocks counted as free (they are unparked first)."""
+        self.unpark()
         largest = self._free_sorted[-1][0] if self._free_sorted else 0
         return PoolStats(self.cap, self.reserved, self.in_use, self.reserved - self.in_use,
                          largest, len(self._arenas), self.allocs, self.arena_allocs)
 
     def close(self) -> None:
         """Release every arena, live blocks included (the pool is empty afterwards)."""
+        self.unpark()
         for a in list(self._arenas):
             self.in_use -= sum(a.used.values())
             self._release(a, force=True)
@@ -199,7 +249,7 @@ class Pool:
         buf = self._new_arena(want)  # may raise (driver out of memory): nothing changed yet
         no = self._next_no
         self._next_no += 1
-        arena = _Arena(buf, want, no, {0: want}, {want: 0}, {})
+        arena = _Arena(buf, want, no, {0: want}, {want: 0}, {}, {})
         self._arenas.append(arena)
         self._by_buf[id(buf)] = arena
         self._by_no[no] = arena

@@ -238,3 +238,26 @@ def test_plot_results_redraws_gpu_results(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert plot_results.main([str(empty)]) == 1
+
+
+def test_floor_bytes_are_the_exact_minimum():
+    """bench_floor's per-device bytes: floyd reads and writes its row block and moves row
+    k; heat2d's two nests each read one array and write the other, with halo rows."""
+    sys.path.insert(0, str(ROOT / "scripts" / "baselines"))
+    import bench_floor as bf
+    assert bf.floor_bytes("floyd", 100, 1) == (2 * 4 * 100 * 100, 0)
+    assert bf.floor_bytes("floyd", 100, 3) == (2 * 4 * 100 * 34, 400)
+    assert bf.floor_bytes("heat2d", 64, 2) == (4 * 4 * 64 * 32, 4 * 4 * 64)
+    assert bf.floor_bytes("heat2d", 64, 4)[1] == 2 * 4 * 4 * 64
+
+
+@needs_cl
+def test_bench_floor(tmp_path, capsys):
+    import bench_floor as bf
+    assert bf.main(["--floyd", "32", "--heat2d", "32:2", "--devices", "1,2",
+                    "--bw-bytes", str(1 << 20), "--json", str(tmp_path / "f.json")]) == 0
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert {(r["program"], r["devices"]) for r in doc["rows"]} == {
+        (p, d) for p in ("floyd", "heat2d") for d in (1, 2)}
+    assert all(r["floor_s"] > 0 and r["baseline_loop_s_per_iter"] > 0 for r in doc["rows"])
+    assert doc["bandwidth"]["d2d"] > 0 and "bbmm/floor" in capsys.readouterr().out

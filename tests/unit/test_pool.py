@@ -1,5 +1,10 @@
 """The best-fit coalescing pool (:mod:`bbmm.pool`) against a brute-force byte-map model.
 
+The model tests run with the exact-size cache off (``cache=False``): they pin the
+best-fit layer's contract. The cache is tested at the end, differentially: a pool
+with it serves every request the same pool without it serves, with blocks that never
+overlap, and reaches the same coalesced state once unparked.
+
 The model keeps, per arena, one owner id per byte (0: free). Every step checks
 that the pool's answer is the one the model predicts exactly: the block best fit
 must choose (smallest maximal free run that is large enough, then oldest arena,
@@ -174,7 +179,7 @@ class PoolMachine(RuleBasedStateMachine):
         self.m = Model(cap, arena_size, max_arena, align, release)
         self.pool = Pool(cap, self.m.new_arena, self.m.free_arena, arena_size=arena_size,
                          max_arena=max_arena, align=align, release_threshold=release,
-                         name="fake0")
+                         name="fake0", cache=False)
         self.handles: dict[int, tuple[FakeArena, int]] = {}
 
     @rule(data=st.data())
@@ -260,7 +265,8 @@ def test_random_sequence_against_model(seed):
     rng = np.random.default_rng(seed)
     m = Model(cap=1 << 20, arena_size=256 << 10, max_arena=None, align=256,
               release_threshold=None)
-    pool = Pool(m.cap, m.new_arena, m.free_arena, arena_size=256 << 10, align=256)
+    pool = Pool(m.cap, m.new_arena, m.free_arena, arena_size=256 << 10, align=256,
+                cache=False)
     live: dict[int, tuple[FakeArena, int]] = {}
     for step in range(600):
         if live and (rng.random() < 0.45 or m.in_use > 0.8 * m.cap):
@@ -302,6 +308,7 @@ def test_random_sequence_against_model(seed):
 def make(cap=1 << 16, arena_size=1 << 14, **kw):
     m = Model(cap, arena_size, kw.get("max_arena"), kw.get("align", 256),
               kw.get("release_threshold"))
+    kw.setdefault("cache", False)  # the best-fit layer's exact contract
     return Pool(cap, m.new_arena, m.free_arena, arena_size=arena_size, **kw), m
 
 
@@ -418,5 +425,80 @@ def test_close_releases_everything():
     pool.alloc(1 << 15)
     pool.close()
     assert pool.reserved == 0 and pool.in_use == 0 and all(a.released for a in m.created)
+
+# }}}
+
+
+# {{{ the exact-size cache in front of best fit
+
+def test_cache_hands_back_the_freed_block_of_the_same_size():
+    pool, m = make(align=256, cache=True)
+    a = pool.alloc(1000)
+    b = pool.alloc(3000)
+    pool.free(*a)
+    assert pool.in_use == 3072 and pool.stats().in_use == 3072
+    a2 = pool.alloc(900)  # rounds to 1024: the parked block of that size
+    assert a2 == a
+    with pytest.raises(ValueError, match="not allocated here"):
+        pool.free(*b), pool.free(*b)  # double free of a parked block is caught
+    pool.free(*a2)
+    s = pool.stats()  # unparks: one coalesced free block per arena
+    assert s.in_use == 0 and [len(x.free_by_addr) for x in pool._arenas] == [1]
+
+
+def test_cache_miss_unparks_so_nothing_fails_for_it():
+    pool, m = make(cap=1 << 14, arena_size=1 << 14, align=256, cache=True)
+    blocks = [pool.alloc(1024) for _ in range(16)]  # the whole cap
+    for b in blocks:
+        pool.free(*b)
+    # every byte is parked in 1 KiB pieces; 16 KiB must still be found, in one piece
+    buf, off = pool.alloc(1 << 14)
+    assert off == 0 and pool.reserved == 1 << 14 and pool._parked_bytes == 0
+
+
+def test_cache_releases_arenas_when_over_the_threshold():
+    pool, m = make(release_threshold=0, cache=True)
+    a = pool.alloc(100)
+    pool.free(*a)
+    assert pool.reserved == 0 and len(m.released) == 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cache_random_sequence_invariants(seed):
+    """Random alloc/free at box-like sizes with the cache on: blocks never overlap,
+    ``in_use`` is the live bytes, a request fails only once nothing is parked and the
+    best-fit layer has no room, and freeing everything leaves one block per arena."""
+    rng = np.random.default_rng(100 + seed)
+    cap = 1 << 18
+    m = Model(cap, 1 << 16, None, 256, None)
+    pool = Pool(cap, m.new_arena, m.free_arena, arena_size=1 << 16, cache=True)
+    live: list[tuple[object, int, int]] = []
+    sizes = [256, 1024, 4096, 3000, 20_000, 70_000]
+    hits = fails = 0
+    for step in range(800):
+        if live and rng.random() < 0.5:
+            buf, off, _ = live.pop(int(rng.integers(len(live))))
+            pool.free(buf, off)
+        else:
+            n = int(rng.choice(sizes))
+            parked = bool(pool._parked.get(-(-n // 256) * 256))
+            try:
+                buf, off = pool.alloc(n)
+            except DeviceMemoryError:
+                fails += 1
+                assert pool._parked_bytes == 0 and not pool.can_fit(n), f"step {step}"
+                continue
+            hits += parked
+            live.append((buf, off, -(-n // 256) * 256))
+        spans = sorted((id(b), o, o + sz) for b, o, sz in live)
+        for (b1, _, e1), (b2, o2, _) in zip(spans, spans[1:]):
+            assert b1 != b2 or e1 <= o2, f"step {step}: overlapping blocks"
+        assert pool.in_use == sum(sz for _, _, sz in live)
+        assert pool.in_use + pool._parked_bytes <= pool.reserved <= cap
+    assert hits > 50 and fails > 0  # the sequence exercised both paths
+    for buf, off, _ in live:
+        pool.free(buf, off)
+    st_ = pool.stats()
+    assert st_.in_use == 0 and all(len(x.free_by_addr) == 1 for x in pool._arenas)
 
 # }}}

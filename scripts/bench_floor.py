@@ -1,0 +1,182 @@
+"""How far bbmm and the hand-written baselines are from the hardware floor (performance
+issue, target 1), per serial iteration, measured side by side in one run.
+
+The floor of one serial iteration on ``d`` devices is the time the busiest device needs
+to move its bytes: those its kernels must read and write in device memory over the
+device's measured device-to-device bandwidth, plus its exact coherence bytes (flow-out
+and flow-in) over the measured pinned host-device bandwidth::
+
+    floyd   (n, rows split in d blocks):    memory 2 * 4 * n * ceil(n/d)   (read + write its rows)
+                                            coherence 4 * n                (row k out, or in)
+    heat2d  (n, two nests per time step):   memory 2 * 2 * 4 * n * ceil(n/d)
+                                            coherence 2 * 2 * 4 * n * (2 if d > 2 else 1)
+                                            (a halo row out and in per neighbour and nest)
+
+Bandwidths are measured here, on device 0: ``clEnqueueCopyBuffer`` of a 1 GiB buffer
+(bytes read + bytes written over the time), and a 256 MiB pinned host array written to
+and read from a buffer.
+
+bbmm's time per iteration is *steady*: two runs with different numbers of serial
+iterations (heat2d: ``tsteps`` and ``2 * tsteps``), their difference over the extra
+iterations, so read-in, write-back, kernel builds and context creation drop out. Floyd's
+iteration count is its size, so its time is the whole run over ``n`` (read-in of the
+matrix included: about 1% at n=16384). The baseline's is its loop time (``loop_s``).
+
+Usage (the GPU machine, see docs/performance.md)::
+
+    python3 scripts/bench_floor.py --devices 1,2 --json $OUT/floor.json
+    python3 scripts/bench_floor.py --floyd 2048 --heat2d 1024:10 --devices 1,2   # CPU, small
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(_HERE)
+sys.path[:0] = [p for p in (_ROOT, os.path.join(_HERE, "baselines")) if p not in sys.path]
+
+import pyopencl as cl  # noqa: E402
+
+import compare  # noqa: E402  (scripts/baselines/compare.py)
+from common import Team  # noqa: E402
+
+F = 4  # bytes per float
+
+
+def bandwidths(team: Team, nbytes: int, reps: int = 5) -> dict[str, float]:
+    """Measured ``d2d`` (read + write bytes per second of a buffer copy) and pinned
+    ``h2d``/``d2h`` bytes per second on the team's first device (medians of ``reps``)."""
+    ln = team.lanes[0]
+    a, b = team.buffer(ln, nbytes), team.buffer(ln, nbytes)
+    host_n = min(nbytes, 256 << 20)
+    host = team.pinned(host_n // F)
+
+    def timed(fn) -> float:
+        fn()
+        ln.queue.finish()
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            ln.queue.finish()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts)
+
+    d2d = 2 * nbytes / timed(lambda: cl.enqueue_copy(ln.queue, b, a, byte_count=nbytes))
+    h2d = host_n / timed(lambda: cl.enqueue_copy(ln.queue, a, host, is_blocking=False))
+    d2h = host_n / timed(lambda: cl.enqueue_copy(ln.queue, host, a, is_blocking=False))
+    a.release()
+    b.release()
+    return {"d2d": d2d, "h2d": h2d, "d2h": d2h}
+
+
+def floor_bytes(prog: str, n: int, d: int) -> tuple[int, int]:
+    """(device-memory bytes, coherence bytes) of the busiest device per serial iteration."""
+    rows = math.ceil(n / d)
+    if prog == "floyd":
+        return 2 * F * n * rows, (F * n if d > 1 else 0)
+    halo = 0 if d == 1 else (2 if d > 2 else 1)
+    return 2 * 2 * F * n * rows, 2 * 2 * F * n * halo
+
+
+def steady_bbmm(prog: str, params: dict[str, int], d: int, args: argparse.Namespace
+                ) -> dict[str, Any]:
+    """bbmm's steady time per serial iteration (see the module docstring), after one
+    warm-up run (kernel builds, the reference caches)."""
+    compare.bbmm_once(prog, params, d, args)
+    if prog == "floyd":
+        runs = [compare.bbmm_once(prog, params, d, args) for _ in range(args.repeat)]
+        wall = statistics.median(r["wall_s"] for r in runs)
+        return {"s_per_iter": wall / params["n"], "runs_s": [r["wall_s"] for r in runs],
+                "flowout_bytes": runs[-1]["flowout_bytes"]}
+    t1 = params["tsteps"]
+    long = {**params, "tsteps": 2 * t1}
+    w1 = [compare.bbmm_once(prog, params, d, args)["wall_s"] for _ in range(args.repeat)]
+    runs2 = [compare.bbmm_once(prog, long, d, args) for _ in range(args.repeat)]
+    w2 = [r["wall_s"] for r in runs2]
+    return {"s_per_iter": (statistics.median(w2) - statistics.median(w1)) / t1,
+            "runs_s": {"tsteps": t1, "short": w1, "long": w2},
+            "flowout_bytes": runs2[-1]["flowout_bytes"]}
+
+
+def baseline_loop(prog: str, params: dict[str, int], team: Team, reps: int) -> float:
+    init, work = compare.baseline_arrays(prog, params, team)
+    mod = compare.MODULES[prog]
+    loops = []
+    for _ in range(reps + 1):  # the first run warms up
+        for k, v in init.items():
+            work[k][...] = v
+        loops.append(mod.run(team, params, work)["loop_s"])
+    return statistics.median(loops[1:]) / compare.iterations_of(prog, params)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--floyd", type=int, default=16384, metavar="N", help="floyd's n (0: skip)")
+    p.add_argument("--heat2d", default="12288:50", metavar="N:TSTEPS",
+                   help="heat2d's n and the shorter run's time steps (empty: skip)")
+    p.add_argument("--devices", default="1,2", help="comma-separated device counts")
+    p.add_argument("--repeat", type=int, default=1, help="runs per measurement (median)")
+    p.add_argument("--bw-bytes", type=int, default=1 << 30, help="buffer size of the copy test")
+    p.add_argument("--platform", default=None)
+    p.add_argument("--device-kind", choices=("auto", "gpu", "cpu"), default="auto")
+    p.add_argument("--json", default=None, metavar="PATH")
+    args = p.parse_args(argv)
+    args.check = False
+    progs: list[tuple[str, dict[str, int]]] = []
+    if args.floyd:
+        progs.append(("floyd", {"n": args.floyd}))
+    if args.heat2d:
+        n, _, t = args.heat2d.partition(":")
+        progs.append(("heat2d", {"tsteps": int(t or 50), "n": int(n)}))
+    counts = [int(c) for c in args.devices.split(",")]
+    platform = int(args.platform) if args.platform and args.platform.isdigit() else args.platform
+
+    rows, bw = [], None
+    for d in counts:
+        team = Team.create(d, kind=args.device_kind, platform=platform, contexts="auto")
+        if bw is None:
+            bw = bandwidths(team, args.bw_bytes)
+            print(f"# device 0 ({team.lanes[0].device.name.strip()}): copy "
+                  f"{bw['d2d'] / 1e12:.2f} TB/s (read + write), pinned h2d "
+                  f"{bw['h2d'] / 1e9:.1f} GB/s, d2h {bw['d2h'] / 1e9:.1f} GB/s", flush=True)
+        for prog, params in progs:
+            mem, coh = floor_bytes(prog, params["n"], d)
+            floor = mem / bw["d2d"] + coh / min(bw["h2d"], bw["d2h"])
+            base = baseline_loop(prog, params, team, args.repeat)
+            bb = steady_bbmm(prog, params, d, args)
+            rows.append({"program": prog, "params": params, "devices": d, "floor_s": floor,
+                         "memory_bytes": mem, "coherence_bytes": coh,
+                         "bbmm_s_per_iter": bb["s_per_iter"], "baseline_loop_s_per_iter": base,
+                         "bbmm_over_floor": bb["s_per_iter"] / floor,
+                         "baseline_over_floor": base / floor, "bbmm_runs": bb["runs_s"],
+                         "bbmm_flowout_bytes": bb["flowout_bytes"],
+                         "local": os.environ.get("BBMM_LOCAL", "")})
+            print(f"# {prog} {params} on {d}: floor {floor * 1e3:.3f} ms, bbmm "
+                  f"{bb['s_per_iter'] * 1e3:.3f} ms, baseline {base * 1e3:.3f} ms", flush=True)
+        team.close()
+    print(f"\n{'program':8} {'size':>16} {'dev':>3} {'floor ms':>9} {'bbmm ms':>9} "
+          f"{'base ms':>9} {'bbmm/floor':>10} {'base/floor':>10}")
+    for r in rows:
+        size = ",".join(f"{k}={v}" for k, v in r["params"].items())
+        print(f"{r['program']:8} {size:>16} {r['devices']:>3} {r['floor_s'] * 1e3:>9.3f} "
+              f"{r['bbmm_s_per_iter'] * 1e3:>9.3f} {r['baseline_loop_s_per_iter'] * 1e3:>9.3f} "
+              f"{r['bbmm_over_floor']:>10.2f} {r['baseline_over_floor']:>10.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"bandwidth": bw, "rows": rows, "argv": sys.argv[1:]}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
