@@ -199,7 +199,7 @@ def make_devices_from_args(args: argparse.Namespace) -> list[Any]:
     if args.devices is not None and args.devices < 1:
         raise UsageError(f"--devices must be at least 1, got {args.devices}")
     return make_devices(args.devices, cap=device_mem(args), platform=platform_arg(args),
-                        kind=args.device_kind)
+                        kind=args.device_kind, node=getattr(args, "node", None))
 
 
 def run_with_errors(fn: Callable[[], int]) -> int:

@@ -251,6 +251,15 @@ class MPIComm:
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
 
+    def node_slot(self) -> tuple[int, int]:
+        """``(rank among the ranks of this node, their number)``: ranks sharing a node
+        split its GPUs (:func:`bbmm.devices.opencl.plan_logical`)."""
+        local = self.comm.Split_type(self.MPI.COMM_TYPE_SHARED)
+        try:
+            return local.Get_rank(), local.Get_size()
+        finally:
+            local.Free()
+
     def wait(self, reqs: list[Any]) -> None:
         """Wait for every request, yielding the core when the wait is long."""
         test = self.MPI.Request.Testall

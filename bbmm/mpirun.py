@@ -244,6 +244,7 @@ def _finish(res: MPIResult, comm: Any, kernel: str, json_path: str | None) -> in
 def run_cli(args: argparse.Namespace) -> int:
     """``bbmm run kernel.c --mpi ...`` on every rank."""
     comm = world()
+    args.node = comm.node_slot()  # ranks of one machine split its GPUs
 
     def build() -> Any:
         from .cli import _compile, check_init_flags
@@ -275,6 +276,7 @@ def run_cli(args: argparse.Namespace) -> int:
 def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
     """``python <kernel>_host.py --mpi ...`` on every rank (random inputs, no check)."""
     comm = world()
+    args.node = comm.node_slot()
 
     def setup() -> tuple[Any, ...]:
         from .cli import make_devices_from_args

@@ -62,6 +62,7 @@ def worker(cfg: dict[str, Any]) -> int:
     from bbmm.run import host_arrays
 
     comm = world()
+    node = comm.node_slot()  # ranks of one machine split its GPUs
     name = cfg["program"]
     path = str(ec.PROGRAMS[name].path)
     params = {k: int(v) for k, v in cfg["params"].items()}
@@ -73,7 +74,8 @@ def worker(cfg: dict[str, Any]) -> int:
             module = load_driver(prog)
             init, scalars = init_arrays(prog.scop, params,
                                         scalars=dict(ec.PROGRAMS[name].scalars))
-            devices = make_devices(cfg["devices"], cap=cfg["cap"], platform=cfg["platform"])
+            devices = make_devices(cfg["devices"], cap=cfg["cap"], platform=cfg["platform"],
+                                   node=node)
             return module, init, scalars, devices
 
         module, init, scalars, devices = setup_all(comm, setup)

@@ -680,9 +680,25 @@ def _iter_logical(n: int, phys: Sequence[PhysicalDevice]) -> Iterator[tuple[int,
         yield i, phys[i % len(phys)]
 
 
-def plan_logical(n: int | None, disc: Discovery) -> list[tuple[int, PhysicalDevice, int]]:
-    """``(logical index, physical device, sharers)`` for :func:`make_devices`."""
-    phys = disc.chosen
+def node_share(phys: Sequence[PhysicalDevice], node: tuple[int, int] | None
+               ) -> tuple[PhysicalDevice, ...]:
+    """The GPUs of ``phys`` that rank ``node[0]`` of the ``node[1]`` ranks on one machine
+    drives: a block each when there are enough, else one GPU each, round-robin. CPU
+    devices are not split (every rank uses the machine's one CPU device)."""
+    phys = tuple(phys)
+    if node is None or node[1] <= 1 or not phys or phys[0].type != "GPU":
+        return phys
+    r, s = node
+    if len(phys) >= s:
+        return phys[r * len(phys) // s:(r + 1) * len(phys) // s]
+    return (phys[r % len(phys)],)
+
+
+def plan_logical(n: int | None, disc: Discovery, node: tuple[int, int] | None = None
+                 ) -> list[tuple[int, PhysicalDevice, int]]:
+    """``(logical index, physical device, sharers)`` for :func:`make_devices`; ``node``
+    as for :func:`node_share`."""
+    phys = node_share(disc.chosen, node)
     if not phys:
         msg = "no OpenCL device found"
         if disc.devices:
@@ -703,7 +719,8 @@ def plan_logical(n: int | None, disc: Discovery) -> list[tuple[int, PhysicalDevi
 
 def make_devices(n: int | None = None, cap: int | str | None = None,
                  platform: str | int | None = None, kind: str = "auto",
-                 arena_size: int = DEFAULT_ARENA, contexts: str = "shared") -> list[Device]:
+                 arena_size: int = DEFAULT_ARENA, contexts: str = "shared",
+                 node: tuple[int, int] | None = None) -> list[Device]:
     """``n`` logical OpenCL devices, each with its own queue and pool.
 
     :arg n: number of logical devices; None: every GPU, or 1 CPU device. With fewer
@@ -716,13 +733,16 @@ def make_devices(n: int | None = None, cap: int | str | None = None,
         commands of different devices are ordered by events and the host never waits
         for one device on behalf of another; ``separate``: a context per logical device
         (cross-device order then costs a host wait).
+    :arg node: ``(rank on this machine, ranks on this machine)`` under MPI: the ranks
+        of one machine split its GPUs (:func:`node_share`), so ``mpiexec -n 2`` on a
+        two-GPU machine gives each rank its own GPU.
     """
     if contexts not in ("shared", "separate"):
         raise UsageError(f"contexts must be shared or separate, not {contexts!r}")
     cap_bytes = None if cap is None else parse_bytes(cap)
     if cap_bytes is not None and cap_bytes <= 0:
         raise UsageError(f"device memory cap must be positive, got {cap!r}")
-    plan = plan_logical(n, discover(platform, kind))
+    plan = plan_logical(n, discover(platform, kind), node)
     ctx = None
     programs: dict | None = None
     if contexts == "shared":

@@ -392,3 +392,19 @@ def test_random_program_over_ranks(seed):
 # }}}
 
 # vim: foldmethod=marker
+
+
+def test_ranks_of_one_machine_split_its_gpus():
+    """node_share: a block of GPUs per rank when there are enough, else one each round-robin;
+    CPU devices are shared by every rank."""
+    from types import SimpleNamespace as NS
+
+    from bbmm.devices.opencl import node_share
+    gpus = [NS(type="GPU", name=f"g{i}") for i in range(4)]
+    names = lambda ds: [d.name for d in ds]  # noqa: E731
+    assert names(node_share(gpus, None)) == ["g0", "g1", "g2", "g3"]
+    assert names(node_share(gpus, (1, 2))) == ["g2", "g3"]
+    assert [names(node_share(gpus, (r, 3))) for r in range(3)] == [["g0"], ["g1"], ["g2", "g3"]]
+    assert [names(node_share(gpus[:2], (r, 4))) for r in range(4)] == [["g0"], ["g1"], ["g0"], ["g1"]]
+    cpu = [NS(type="CPU", name="c")]
+    assert names(node_share(cpu, (1, 2))) == ["c"]
