@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import sys
 import time
@@ -38,16 +39,41 @@ from .distributed import DistributedRuntime, MPIComm
 RESULTS = ("gather", "distributed")
 
 
+LAUNCHER_SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
+"""Environment variables through which launchers (MPICH's Hydra, Open MPI, PMIx) tell
+a process how many ranks they started."""
+
+
+def launched_size(environ: Any = None) -> int | None:
+    """How many ranks the launcher says it started, if it says."""
+    env = os.environ if environ is None else environ
+    for var in LAUNCHER_SIZE:
+        if env.get(var, "").isdigit():
+            return int(env[var])
+    return None
+
+
 def world() -> MPIComm:
     """``MPI.COMM_WORLD`` as a :class:`~bbmm.distributed.MPIComm` (a clear error when
-    mpi4py is missing)."""
+    mpi4py is missing, or when the launcher is not of mpi4py's MPI library: every
+    process would then be a rank 0 of its own, all computing everything)."""
     try:
         import mpi4py  # noqa: F401
     except ImportError:
         raise UsageError("--mpi needs mpi4py and an MPI library: pip install 'bbmm[mpi]' "
                          "(mpi4py and mpich), then launch with mpiexec -n R bbmm run ... "
                          "--mpi") from None
-    return MPIComm()
+    comm = MPIComm()
+    started = launched_size()
+    if comm.size == 1 and started is not None and started > 1:
+        from mpi4py import MPI
+        lib = MPI.Get_library_version().strip().splitlines()[0]
+        here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+        raise UsageError(f"the launcher started {started} processes but MPI sees one rank "
+                         f"in each: that mpiexec is not of mpi4py's MPI library ({lib}); "
+                         f"use the mpiexec installed with it"
+                         + (f" ({here})" if os.path.exists(here) else ""))
+    return comm
 
 
 @dataclass

@@ -62,6 +62,9 @@ def worker(cfg: dict[str, Any]) -> int:
     from bbmm.run import host_arrays
 
     comm = world()
+    if comm.size != cfg["ranks"]:  # a launcher of another MPI starts singletons
+        raise SystemExit(f"mpiexec started {cfg['ranks']} ranks but MPI sees {comm.size}: "
+                         f"use the mpiexec of mpi4py's MPI library (--mpiexec)")
     node = comm.node_slot()  # ranks of one machine split its GPUs
     name = cfg["program"]
     path = str(ec.PROGRAMS[name].path)
@@ -114,7 +117,7 @@ def run_config(args: Any, name: str, ranks: int, params: dict[str, int]) -> dict
     """One ``mpiexec -n ranks`` launch of the worker; its rank 0's figures."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
-        cfg = {"program": name, "params": params, "devices": args.per_rank,
+        cfg = {"program": name, "params": params, "devices": args.per_rank, "ranks": ranks,
                "cap": ec.device_mem(args), "platform": args.platform, "tile": args.tile,
                "warmup": args.warmup, "repeat": max(1, args.repeat), "check": args.check,
                "out": str(out)}

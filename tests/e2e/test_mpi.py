@@ -162,3 +162,22 @@ def test_errors_before_the_run_are_printed_once():
     assert r.returncode == 2
     assert r.stderr.count("bbmm: error:") == 1, r.stderr
     assert "--param m" in r.stderr
+
+
+def test_foreign_launcher_is_refused():
+    """A launcher of another MPI (here Open MPI's variable, read by no MPICH) starts
+    singletons that would each compute everything: bbmm says so instead."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMPI_COMM_WORLD_SIZE="2")
+    r = subprocess.run([sys.executable, "-m", "bbmm", "run", str(POLYBENCH / "floyd.c"),
+                        "--param", "n=8", "--mpi"], capture_output=True, text=True,
+                       timeout=120, env=env, cwd=ROOT)
+    assert r.returncode == 2, r.stderr
+    assert "started 2 processes but MPI sees one rank" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_launched_size():
+    from bbmm.mpirun import launched_size
+    assert launched_size({}) is None
+    assert launched_size({"PMI_SIZE": "4"}) == 4
+    assert launched_size({"OMPI_COMM_WORLD_SIZE": "3", "PMI_SIZE": "x"}) == 3

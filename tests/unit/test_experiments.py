@@ -255,7 +255,7 @@ def test_floor_bytes_are_the_exact_minimum():
 def test_bench_floor(tmp_path, capsys):
     import bench_floor as bf
     assert bf.main(["--floyd", "32", "--heat2d", "32:2", "--devices", "1,2",
-                    "--bw-bytes", str(1 << 20), "--json", str(tmp_path / "f.json")]) == 0
+                    "--bw-bytes", str(1 << 20), "--extra-steps", "2", "--repeat", "1", "--json", str(tmp_path / "f.json")]) == 0
     doc = json.loads((tmp_path / "f.json").read_text())
     assert {(r["program"], r["devices"]) for r in doc["rows"]} == {
         (p, d) for p in ("floyd", "heat2d") for d in (1, 2)}
