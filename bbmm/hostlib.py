@@ -99,7 +99,7 @@ def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
     ``"128x2,64x2x2"``: each item overrides the rank of its number of factors) applied
     to the defaults; OpenCL dimension 0 is the innermost band loop (consecutive
     work-items touch consecutive elements: coalesced)."""
-    sizes = {1: (256,), 2: (64, 4), 3: (32, 4, 2)}
+    sizes = {1: (256,), 2: (64, 4), 3: (64, 4, 1)}
     for item in filter(None, (spec or "").replace(" ", "").split(",")):
         try:
             shape = tuple(int(f) for f in item.lower().split("x"))
