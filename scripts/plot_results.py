@@ -7,7 +7,7 @@ this script draws the figures here from the JSON they wrote::
     python scripts/plot_results.py results/h200x2 results/h200x4
 
 For every ``compare*.json`` (``scripts/baselines/compare.py``), ``datascaling*.json``,
-``boxinout.json``, ``reuse.json`` and ``split.json`` in the given folders it writes a PNG
+``boxinout.json``, ``reuse.json``, ``split.json`` and ``weakscaling*.json`` in the given folders it writes a PNG
 of the same name beside it and says which it wrote.
 """
 from __future__ import annotations
@@ -106,7 +106,20 @@ def plot_pair(key: str, title: str, ylabel: str) -> Callable[[Path, dict, Path],
     return plot
 
 
+def plot_weakscaling(path: Path, doc: dict[str, Any], out: Path) -> None:
+    rows = [r for r in doc["rows"] if r.get("ranks", 1) > 1 and r.get("efficiency")]
+    names, series = _by_program(rows, "ranks", lambda r: r.get("efficiency"))
+    plt = ec.plt()
+    fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(names) + 3), 4.6))
+    ec.bar_groups(ax, names, {k.replace("device", "rank"): v for k, v in series.items()},
+                  ylabel="weak-scaling efficiency t(1 rank) / t(R ranks)",
+                  title="Weak scaling over MPI ranks (data per device constant)",
+                  hline=1.0, annotate="{:.2f}")
+    ec.save_fig(fig, out, note=f"{_machine(path, doc.get('meta', {}))}; ideal 1.0")
+
+
 PLOTS: dict[str, Callable[[Path, dict, Path], None]] = {
+    "weakscaling": plot_weakscaling,
     "compare": plot_compare,
     "datascaling": plot_datascaling,
     "boxinout": plot_boxinout,
