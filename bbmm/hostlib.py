@@ -98,8 +98,14 @@ def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
     """Work-group shape per NDRange rank, with ``spec`` (``$BBMM_LOCAL``, e.g.
     ``"128x2,64x2x2"``: each item overrides the rank of its number of factors) applied
     to the defaults; OpenCL dimension 0 is the innermost band loop (consecutive
-    work-items touch consecutive elements: coalesced)."""
-    sizes = {1: (256,), 2: (64, 4), 3: (64, 4, 1)}
+    work-items touch consecutive elements: coalesced).
+
+    The defaults keep a work-group within one or two rows: groups spanning several rows
+    whose pitch is a multiple of a large power of two hit the same memory partitions
+    (H200: 32x8 took 4.7x the kernel time of 256x1 on heat2d 8192^2, 64x4 11x on
+    fdtd2d 10240^2; results/h200x2/local_sweep_*.txt), and one-row groups were never slower
+    by more than a few percent."""
+    sizes = {1: (256,), 2: (256, 1), 3: (128, 2, 1)}
     for item in filter(None, (spec or "").replace(" ", "").split(",")):
         try:
             shape = tuple(int(f) for f in item.lower().split("x"))

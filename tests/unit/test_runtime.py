@@ -143,8 +143,8 @@ def test_read_only_array_has_no_coherence_traffic():
 def test_local_sizes_override():
     """$BBMM_LOCAL overrides the work-group shape of the ranks it names, only those."""
     from bbmm.hostlib import local_sizes
-    assert local_sizes(None) == {1: (256,), 2: (64, 4), 3: (64, 4, 1)}
-    assert local_sizes("128x2, 64") == {1: (64,), 2: (128, 2), 3: (64, 4, 1)}
+    assert local_sizes(None) == {1: (256,), 2: (256, 1), 3: (128, 2, 1)}
+    assert local_sizes("128x2, 64") == {1: (64,), 2: (128, 2), 3: (128, 2, 1)}
     assert local_sizes("16X4X4")[3] == (16, 4, 4)
     for bad in ("32x", "0x8", "1x2x3x4", "big"):
         with pytest.raises(ValueError, match="BBMM_LOCAL"):
