@@ -100,11 +100,12 @@ def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
     to the defaults; OpenCL dimension 0 is the innermost band loop (consecutive
     work-items touch consecutive elements: coalesced).
 
-    The defaults keep a work-group within one or two rows: groups spanning several rows
-    whose pitch is a multiple of a large power of two hit the same memory partitions
-    (H200: 32x8 took 4.7x the kernel time of 256x1 on heat2d 8192^2, 64x4 11x on
-    fdtd2d 10240^2; results/h200x2/local_sweep_*.txt), and one-row groups were never slower
-    by more than a few percent."""
+    The shape hardly matters on the H200 once kernels are built: warm sweeps of heat2d,
+    fdtd2d and heat3d put every shape tried (32x8 to 256x1, 32x4x2 to 256x1x1) within
+    8% of each other (results/h200x2/local_sweep_warm.txt). The defaults are the
+    hand-written baselines' one-row groups. (Earlier sweeps that ran each program's
+    first, cold-compiling run with 32x8 showed 5-14x differences that were the build.)
+    """
     sizes = {1: (256,), 2: (256, 1), 3: (128, 2, 1)}
     for item in filter(None, (spec or "").replace(" ", "").split(",")):
         try:
