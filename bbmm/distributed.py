@@ -43,6 +43,7 @@ per serial iteration to each other rank (``tests/e2e/test_mpi.py`` checks the by
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Protocol, Sequence
@@ -234,14 +235,21 @@ class MPIComm:
     """:class:`Comm` over an mpi4py communicator (default ``MPI.COMM_WORLD``): nonblocking
     point-to-point messages of raw bytes (no pickling), then one wait for all.
 
-    Waits poll: they spin for :attr:`SPIN_S`, then sleep between tests (20 us doubling up
-    to 1 ms). MPI's own blocking waits spin for as long as they wait, which on a machine
-    with fewer cores than ranks (the tests, a laptop) takes the cores from the ranks that
-    have work; collectives first meet in such a polled barrier for the same reason.
+    Waits poll. When a machine has at least as many cores as ranks (known once
+    :meth:`node_slot` ran), they poll without pause, yielding the core between tests:
+    a message of the rendezvous protocol needs the library entered on both sides several
+    times, and every pause adds to each of those steps (2 ranks on a 2-core machine, 3
+    runs each: floyd's median 0.54 -> 0.43 ms per iteration, heat2d unchanged within the
+    noise; not yet measured where it matters, on GPUs, see docs/mpi.md).
+    Otherwise (more ranks than cores: the tests, a laptop) they spin for :attr:`SPIN_S`,
+    then sleep between tests (20 us doubling up to 1 ms), so that waiting ranks leave the
+    cores to the ranks that have work; MPI's own blocking waits would spin, which is why
+    collectives first meet in such a polled barrier.
     """
 
     TAG = 0xBB
-    SPIN_S = 2e-3
+    SPIN_S = float(os.environ.get("BBMM_MPI_SPIN_S", "2e-3"))
+    MAX_SLEEP_S = 1e-3
 
     def __init__(self, comm: Any = None):
         from mpi4py import MPI
@@ -250,15 +258,19 @@ class MPIComm:
         self.comm = comm if comm is not None else MPI.COMM_WORLD
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
+        self.max_sleep = self.MAX_SLEEP_S
 
     def node_slot(self) -> tuple[int, int]:
         """``(rank among the ranks of this node, their number)``: ranks sharing a node
         split its GPUs (:func:`bbmm.devices.opencl.plan_logical`)."""
         local = self.comm.Split_type(self.MPI.COMM_TYPE_SHARED)
         try:
-            return local.Get_rank(), local.Get_size()
+            slot = local.Get_rank(), local.Get_size()
         finally:
             local.Free()
+        if slot[1] <= (os.cpu_count() or 1):
+            self.max_sleep = 0.0  # a core per rank: poll without pausing (see the class doc)
+        return slot
 
     def wait(self, reqs: list[Any]) -> None:
         """Wait for every request, yielding the core when the wait is long."""
@@ -269,8 +281,8 @@ class MPIComm:
         delay = 0.0
         while not test(reqs):
             if time.perf_counter() - t0 > self.SPIN_S:
-                time.sleep(delay)
-                delay = min(1e-3, 2 * delay or 2e-5)
+                time.sleep(delay)  # sleep(0) yields the core
+                delay = min(self.max_sleep, 2 * delay or 2e-5)
 
     def barrier(self) -> None:
         self.wait([self.comm.Ibarrier()])

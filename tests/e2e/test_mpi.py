@@ -181,3 +181,13 @@ def test_launched_size():
     assert launched_size({}) is None
     assert launched_size({"PMI_SIZE": "4"}) == 4
     assert launched_size({"OMPI_COMM_WORLD_SIZE": "3", "PMI_SIZE": "x"}) == 3
+
+
+def test_waits_pause_only_with_more_ranks_than_cores():
+    """MPIComm polls without pausing once node_slot found a core per rank (here one rank)."""
+    code = ("from bbmm.distributed import MPIComm; c = MPIComm(); a = c.max_sleep; "
+            "print(a, c.node_slot(), c.max_sleep)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0.001", "(0,", "1)", "0.0"]
