@@ -18,9 +18,10 @@ and read from a buffer.
 
 bbmm's time per iteration is *steady*: two runs with different numbers of serial
 iterations (heat2d: ``tsteps`` and ``tsteps + --extra-steps``), the difference of
-their best (shortest) runs over the extra iterations, so read-in, write-back, kernel builds and
-context creation drop out. Floyd's iteration count is its size, so its time is the
-whole run over ``n`` (read-in of the matrix included: about 1% at n=16384). The baseline's is its shortest loop time (``loop_s``).
+their best (shortest) runs over the extra iterations, so read-in, write-back, kernel
+builds and context creation drop out. Floyd's iteration count is its size, so its time
+is the whole run over ``n`` (read-in of the matrix included: about 1% at n=16384). The
+baseline's is its shortest loop time (``loop_s``).
 
 Usage (the GPU machine, see docs/performance.md)::
 
@@ -38,7 +39,6 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(_HERE)

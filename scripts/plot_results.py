@@ -7,8 +7,8 @@ this script draws the figures here from the JSON they wrote::
     python scripts/plot_results.py results/h200x2 results/h200x4
 
 For every ``compare*.json`` (``scripts/baselines/compare.py``), ``datascaling*.json``,
-``boxinout.json``, ``reuse.json``, ``split.json`` and ``weakscaling*.json`` in the given folders it writes a PNG
-of the same name beside it and says which it wrote.
+``boxinout.json``, ``reuse.json``, ``split.json`` and ``weakscaling*.json`` in the given
+folders it writes a PNG of the same name beside it and says which it wrote.
 """
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ def _machine(path: Path, meta: dict[str, Any]) -> str:
     return f"{path.parent.name}" + (f" ({dev})" if isinstance(dev, str) and dev else "")
 
 
-def _by_program(rows: Sequence[dict[str, Any]], key_dev: str, value: Callable[[dict], Any]
-                ) -> tuple[list[str], dict[str, list[Any]]]:
-    """Programs in first-seen order and one series per device count."""
+def _by_program(rows: Sequence[dict[str, Any]], key_dev: str, value: Callable[[dict], Any],
+                unit: str = "device") -> tuple[list[str], dict[str, list[Any]]]:
+    """Programs in first-seen order and one series per device (or ``unit``) count."""
     names = list(dict.fromkeys(r["program"] for r in rows))
     ndevs = sorted({r[key_dev] for r in rows})
     series = {}
@@ -40,7 +40,7 @@ def _by_program(rows: Sequence[dict[str, Any]], key_dev: str, value: Callable[[d
         for n in names:
             r = next((r for r in rows if r["program"] == n and r[key_dev] == nd), None)
             vals.append(None if r is None else value(r))
-        series[f"{nd} device{'s' if nd > 1 else ''}"] = vals
+        series[f"{nd} {unit}{'s' if nd > 1 else ''}"] = vals
     return names, series
 
 
@@ -108,10 +108,10 @@ def plot_pair(key: str, title: str, ylabel: str) -> Callable[[Path, dict, Path],
 
 def plot_weakscaling(path: Path, doc: dict[str, Any], out: Path) -> None:
     rows = [r for r in doc["rows"] if r.get("ranks", 1) > 1 and r.get("efficiency")]
-    names, series = _by_program(rows, "ranks", lambda r: r.get("efficiency"))
+    names, series = _by_program(rows, "ranks", lambda r: r.get("efficiency"), unit="rank")
     plt = ec.plt()
     fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(names) + 3), 4.6))
-    ec.bar_groups(ax, names, {k.replace("device", "rank"): v for k, v in series.items()},
+    ec.bar_groups(ax, names, series,
                   ylabel="weak-scaling efficiency t(1 rank) / t(R ranks)",
                   title="Weak scaling over MPI ranks (data per device constant)",
                   hline=1.0, annotate="{:.2f}")

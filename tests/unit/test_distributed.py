@@ -389,10 +389,6 @@ def test_random_program_over_ranks(seed):
     np.testing.assert_array_equal(got, reference(x, program),
                                   err_msg=f"ranks={nranks}x{per_rank} reuse={reuse} coh={coh}")
 
-# }}}
-
-# vim: foldmethod=marker
-
 
 def test_ranks_of_one_machine_split_its_gpus():
     """node_share: a block of GPUs per rank when there are enough, else one each round-robin;
@@ -408,3 +404,8 @@ def test_ranks_of_one_machine_split_its_gpus():
     assert [names(node_share(gpus[:2], (r, 4))) for r in range(4)] == [["g0"], ["g1"], ["g0"], ["g1"]]
     cpu = [NS(type="CPU", name="c")]
     assert names(node_share(cpu, (1, 2))) == ["c"]
+
+
+# }}}
+
+# vim: foldmethod=marker
