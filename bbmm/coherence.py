@@ -124,6 +124,9 @@ class Directory:
         self.copies: dict[str, list[Copy]] = {name: [] for name in host.arrays}
         self.dirty: dict[str, list[tuple[Box, Copy]]] = {name: [] for name in host.arrays}
         self.order = HostOrder()
+        self.tape: Any = None
+        """A :class:`bbmm.replay.Tape` recording every transfer and every copy added or
+        removed, or None."""
         # Host copies are asynchronous unless the host copy must see each stored region
         # at once (a subclass with its own stored/loading hooks, e.g. MPI).
         cls = type(host)
@@ -136,11 +139,15 @@ class Directory:
         """A newly allocated copy: stale everywhere until read in."""
         c.stale = [c.box]
         self.copies[c.array].append(c)
+        if self.tape is not None:
+            self.tape.mutated = True
 
     def remove(self, c: Copy) -> None:
         """Forget a copy that is about to be freed; it must hold no dirty record."""
         assert not any(h is c for _, h in self.dirty[c.array]), "free of a dirty copy"
         self.copies[c.array].remove(c)
+        if self.tape is not None:
+            self.tape.mutated = True
 
     # ---- transfers (the only places bytes move) --------------------------------
 
@@ -153,6 +160,8 @@ class Directory:
                            blocking=self.blocking)
         if not self.blocking:
             self.order.after(dst.array, region, dev, False, e)
+        if self.tape is not None:
+            self.tape.add("h2d", (dst, region, what))
         n = region.volume * host.itemsize
         self.stats.devices[dst.device.index].h2d_bytes += n
         self.stats.bytes[what] += n
@@ -165,6 +174,8 @@ class Directory:
                           blocking=self.blocking)
         if not self.blocking:
             self.order.after(src.array, region, dev, True, e)
+        if self.tape is not None:
+            self.tape.add("d2h", (src, region, what))
         self.host.stored(src.array, region)
         n = region.volume * host.itemsize
         self.stats.devices[src.device.index].d2h_bytes += n
@@ -173,6 +184,8 @@ class Directory:
     def _d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
         item = self.host.array(dst.array).itemsize
         dst.device.copy_rect(dst.alloc, dst.box, src.alloc, src.box, region, item)
+        if self.tape is not None:
+            self.tape.add("d2d", (dst, src, region, what))
         n = region.volume * item
         self.stats.devices[dst.device.index].d2d_bytes += n
         self.stats.bytes[what] += n

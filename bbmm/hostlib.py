@@ -59,7 +59,29 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     band loop mapped to OpenCL dimension ``c``; ``arrays`` are ``(name, slots, ndim)``
     in kernel argument order.
     """
+    prep = tb.launches.get((id(dev), name, source))
+    if prep is None:
+        prep = tb.launches[(id(dev), name, source)] = _prepare(dev, tb, source, name, arrays)
+    knl, array_args = prep
     args = list(scalars) + [np.int32(lo) for lo, _ in grid]
+    args += array_args
+    if not grid:
+        return dev.launch(knl, (1,), None, args)
+    extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
+    if local is None:
+        local = LOCAL_SIZES[len(extent)]
+    # Pad the NDRange to whole work-groups: the kernel returns early for indices
+    # outside the tile and the loop bounds, so extra work-items are harmless, and a
+    # driver left to pick a work-group size for an awkward extent (12286 = 2 * 6143)
+    # may choose a tiny one.
+    gsize = tuple(-(-e // l) * l for e, l in zip(extent, local))
+    return dev.launch(knl, gsize, tuple(local), args)
+
+
+def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
+             arrays: Sequence[tuple[str, int, int]]) -> tuple[Any, list[Any]]:
+    """The kernel object and the array arguments of one tile's launch on ``dev``."""
+    args: list[Any] = []
     sels = []
     small = True
     for entry in arrays:
@@ -81,17 +103,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
             if small:
                 opts.append("-DBBMM_IDX=int")
         knl = cache[key] = dev.kernel(source, name, " ".join(opts))  # type: ignore[attr-defined]
-    if not grid:
-        return dev.launch(knl, (1,), None, args)
-    extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
-    if local is None:
-        local = LOCAL_SIZES[len(extent)]
-    # Pad the NDRange to whole work-groups: the kernel returns early for indices
-    # outside the tile and the loop bounds, so extra work-items are harmless, and a
-    # driver left to pick a work-group size for an awkward extent (12286 = 2 * 6143)
-    # may choose a tiny one.
-    gsize = tuple(-(-e // l) * l for e, l in zip(extent, local))
-    return dev.launch(knl, gsize, tuple(local), args)
+    return knl, args
 
 
 def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:

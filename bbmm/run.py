@@ -75,7 +75,8 @@ class RunResult:
         st = rt.stats.as_json()
         return {"kernel": kernel, "devices": len(rt.devices), "params": self.params,
                 "scalars": self.scalars, "tile": self.tile, "mode": rt.mode,
-                "reuse": rt.reuse, "coherence": rt.coherence, "check": self.check,
+                "reuse": rt.reuse, "replay": rt.replay, "coherence": rt.coherence,
+                "check": self.check,
                 "mismatches": self.mismatches, "wall_s": self.wall_s, **st}
 
 
@@ -99,14 +100,14 @@ def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence
 def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
             scalars: dict[str, float], arrays: dict[str, np.ndarray], *, tile: int | None = None,
             mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
-            progress: bool | None = None) -> RunResult:
+            progress: bool | None = None, replay: bool | None = None) -> RunResult:
     """Run a driver module on devices and host arrays (which hold the inputs)."""
     if tile is None:
         tile = module.default_tile(params, len(devices))
     if tile < 1:
         raise UsageError(f"--tile must be at least 1, got {tile}")
     rt = Runtime(devices, arrays, mode=mode, reuse=reuse, coherence=coherence,
-                 max_pieces=module.SLOTS)
+                 max_pieces=module.SLOTS, replay=replay)
     t0 = time.perf_counter()
     module.run(rt, params, scalars, tile, progress)
     wall = time.perf_counter() - t0
@@ -126,6 +127,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "(Kim et al. 2011)")
     g.add_argument("--no-reuse", action="store_true",
                    help="allocate and read in every tile's boxes afresh (no inter-tile reuse)")
+    g.add_argument("--no-replay", action="store_true",
+                   help="redo the memory management of every serial iteration (default: a "
+                        "time step that leaves the device state as it found it is replayed; "
+                        "also $BBMM_REPLAY=0)")
     g.add_argument("--coherence", choices=COHERENCE, default="exact",
                    help="exact flow-out sets (BBMM) or whole written blocks (block coherence)")
     g.add_argument("--seed", type=int, default=0, help="seed of the random input data")
@@ -204,7 +209,8 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
                 a[...] = rng.integers(0, 100, a.shape)
         res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
                       reuse=not args.no_reuse, coherence=args.coherence,
-                      progress=False if args.no_progress else None)
+                      progress=False if args.no_progress else None,
+                      replay=False if args.no_replay else None)
         print(report(res, module.FUNCTION))
         if args.json:
             with open(args.json, "w") as f:

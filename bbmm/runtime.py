@@ -14,6 +14,11 @@ its device, lines 4-18 of Algorithm 4::
 
 and :meth:`Runtime.end_serial` is line 19 (bb_cleanup). Tiles of one phase run on
 different devices at once; a device runs its own tiles one after the other.
+
+A serial iteration that leaves the runtime's state as it found it (a stencil's time
+step) is recorded, and the following iterations with the same boxes are replayed:
+their phases are held back until ``end_serial`` and then only their copies and
+launches are issued again (:mod:`bbmm.replay`).
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from .buffers import BufferManager, Copy
 from .coherence import Directory, HostCopy
 from .devices.base import Device
 from .diagnostic import TileTooLargeError, UsageError
+from .replay import Tape, phase_key, replay, signature
 from .stats import DeviceStats, Stats
 
 MODES = ("disjoint", "convex")
@@ -73,6 +79,9 @@ class TileBuffers:
 
     pieces: dict[str, list[tuple[Box, Copy]]] = field(default_factory=dict)
     access: dict[str, list[int]] = field(default_factory=dict)
+    launches: dict[Any, Any] = field(default_factory=dict)
+    """Launch preparations derived from the pieces (kernel object, array arguments), per
+    device and kernel: the pieces never change, and a replayed tile launches again."""
 
     def copies(self) -> list[Copy]:
         return [c for ps in self.pieces.values() for _, c in ps]
@@ -84,7 +93,7 @@ class Runtime:
     def __init__(self, devices: Sequence[Device], arrays: Mapping[str, np.ndarray] | HostCopy,
                  *, mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
                  max_pieces: Mapping[str, int] | None = None, verify: bool | None = None,
-                 keep_idle: bool = False):
+                 keep_idle: bool = False, replay: bool | None = None):
         if mode not in MODES:
             raise UsageError(f"unknown allocation mode {mode!r}; choose from {', '.join(MODES)}")
         if coherence not in COHERENCE:
@@ -110,20 +119,65 @@ class Runtime:
         self.max_pieces = dict(max_pieces or {})
         """Kernel slots per array: a tile whose disjoint boxes of an array outnumber them
         falls back to one hull box for that array (correct, only larger)."""
+        if replay is None:
+            replay = os.environ.get("BBMM_REPLAY", "1") != "0"
+        # Replay needs asynchronous host copies in program order (a blocking host copy
+        # with hooks, as over MPI, has side effects beyond the device operations) and
+        # no per-round waits (BBMM_SYNC measures exact kernel times).
+        self.replay = replay and not self.directory.blocking and not self.sync
+        """Record serial iterations and replay the ones that repeat (:mod:`bbmm.replay`)."""
+        self._tape: Tape | None = None
+        self._fixed: Tape | None = None     # the recorded fixed point being replayed
+        self._deferred: list[tuple[list[Tile], object]] = []
+        self._prev_keys: tuple | None = None
+        self._prev_sig: object = None
+        self._record()
 
     # ---- Algorithm 4 ---------------------------------------------------------------
 
     def run_phase(self, tiles: Sequence[Tile], serial: object = None) -> None:
-        """Run the tiles of one parallel loop instance (one serial iteration of one nest)."""
+        """Run the tiles of one parallel loop instance (one serial iteration of one nest).
+
+        While a recorded fixed point is being replayed, a phase whose tiles match the
+        recording's is only held back (``end_serial`` replays the whole iteration);
+        one that does not match first runs the held-back phases for real.
+        """
+        if self._fixed is not None:
+            t0 = time.perf_counter()
+            i = len(self._deferred)
+            fixed = self._fixed
+            match = (i < len(fixed.phases) and fixed.phases[i] == phase_key(tiles)
+                     and (i > 0 or self._may_replay(serial)))
+            self.stats.times["memory_mgmt"] += time.perf_counter() - t0
+            if match:
+                self._deferred.append((list(tiles), serial))
+                return
+            self._abandon()
+        self._run_phase(tiles, serial)
+
+    def _run_phase(self, tiles: Sequence[Tile], serial: object) -> None:
         self._serial = serial
         times = self.stats.times
         clock = time.perf_counter
         directory = self.directory
+        tape = self._tape
+        if tape is not None:
+            tape.phases.append(phase_key(tiles))
+            phase_no = len(tape.phases) - 1
+            index = {id(t): i for i, t in enumerate(tiles)}
+            split0 = self.stats.split_accesses
+            present0 = [d.boxes_present for d in self.stats.devices]
         for rnd in self._rounds(tiles):
             t0 = clock()
+            if tape is not None:
+                tape.timer = "memory_mgmt"
             bufs = [self._acquire(t) for t in rnd]
             t1 = clock()
+            if tape is not None:
+                tape.timer = "compute"
             for t, tb in zip(rnd, bufs):
+                if tape is not None:
+                    tape.add("launch", (phase_no, index[id(t)], tb))
                 t.kernel(self.devices[t.device], tb)
             if self.sync:
                 for t in rnd:
@@ -132,21 +186,29 @@ class Runtime:
             for t, tb in zip(rnd, bufs):
                 self._wrote(t, tb)
             t3 = clock()
+            if tape is not None:
+                tape.timer = "flowout"
             flows = [self._flowout_boxes(t) for t in rnd]
             for tb, fl in zip(bufs, flows):
                 for a, boxes in fl.items():
                     self._store(tb, a, boxes, "flowout")
             t4 = clock()
+            if tape is not None:
+                tape.timer = "flowin"
             for fl in flows:
                 for a, boxes in fl.items():
                     for f in boxes:
                         if not f.is_empty:
                             directory.flowin(a, f)
             t5 = clock()
+            if tape is not None:
+                tape.timer = "writeout"
             for t, tb in zip(rnd, bufs):
                 for a, boxes in t.writeout.items():
                     self._store(tb, a, boxes, "writeout")
             t6 = clock()
+            if tape is not None:
+                tape.timer = "memory_mgmt"
             for t, tb in zip(rnd, bufs):
                 release = self.managers[t.device].release
                 for ps in tb.pieces.values():
@@ -163,27 +225,98 @@ class Runtime:
             times["writeout"] += t6 - t5
             if self.verify:
                 directory.verify()
+        if tape is not None:
+            tape.tiles += len(tiles)
+            tape.split_accesses += self.stats.split_accesses - split0
+            for d, (st, p0) in enumerate(zip(self.stats.devices, present0)):
+                if st.boxes_present != p0:
+                    tape.boxes_present[d] = tape.boxes_present.get(d, 0) + st.boxes_present - p0
 
     def end_serial(self, serial: object = None) -> None:
         """bb_cleanup for every device at the end of a serial iteration (and, unless
-        ``keep_idle``, boxes no tile used during it)."""
+        ``keep_idle``, boxes no tile used during it); or the replay of the iteration's
+        held-back phases, when all of them matched the recorded fixed point."""
+        fixed = self._fixed
+        if fixed is not None:
+            if len(self._deferred) == len(fixed.phases):
+                phases, self._deferred = self._deferred, []
+                if phases:
+                    self._serial = phases[-1][1]
+                replay(self, fixed, phases)
+                return
+            self._abandon()
         with self.stats.timer("memory_mgmt"):
             for m in self.managers:
                 m.cleanup(serial if serial is not None else self._serial,
                           idle=not self.keep_idle)
+            self._close_segment()
 
     def finish(self) -> None:
         """Bring every newest value home; afterwards the host arrays are the result."""
+        if self._fixed is not None:
+            self._abandon()
         with self.stats.timer("writeout"):
             self.directory.flush_all()
             for d in self.devices:
                 d.finish()
             self.directory.order.clear()
+        self._record()
 
     def release_all(self) -> None:
         """Free every resident box (after :meth:`finish`)."""
+        if self._fixed is not None:
+            self._abandon()
         for m in self.managers:
             m.free_all()
+        self._record()
+
+    # ---- replay (bbmm.replay) ----------------------------------------------------------
+
+    def _record(self) -> None:
+        """Start recording a new serial iteration, forgetting what came before."""
+        self._fixed = None
+        self._prev_keys = self._prev_sig = None
+        self._tape = Tape() if self.replay else None
+        self.directory.tape = self._tape
+
+    def _close_segment(self) -> None:
+        """End of a recorded serial iteration: is it a fixed point? (Its state signature
+        is compared with the previous iteration's only when their tiles matched.)"""
+        tape = self._tape
+        if tape is None:
+            return
+        keys = tuple(tape.phases)
+        if keys == self._prev_keys:
+            sig = signature(self)
+            if not tape.mutated and sig == self._prev_sig:
+                # this iteration started and ended in the same state: replay from now on
+                self._fixed = tape
+            self._prev_sig = sig
+        else:
+            self._prev_sig = None
+        self._prev_keys = keys
+        self._tape = Tape()
+        self.directory.tape = None if self._fixed is not None else self._tape
+
+    def _may_replay(self, serial: object) -> bool:
+        """No resident copy is due for cleanup at the end of ``serial`` (the recorded
+        iteration freed nothing; with repeated serial values this one might)."""
+        return all(c.cleanup_iter is None or c.cleanup_iter != serial
+                   for cs in self.directory.copies.values() for c in cs)
+
+    def _abandon(self) -> None:
+        """Leave replay: run the held-back phases for real (recorded again, starting from
+        the fixed point's state, which is the state now)."""
+        fixed = self._fixed
+        assert fixed is not None
+        deferred, self._deferred = self._deferred, []
+        self._fixed = None
+        self._tape = Tape()
+        self.directory.tape = self._tape
+        self._prev_keys = tuple(fixed.phases)
+        self._prev_sig = signature(self)
+        for tiles, serial in deferred:
+            self._run_phase(tiles, serial)
 
     # ---- steps -----------------------------------------------------------------------
 

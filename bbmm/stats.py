@@ -68,6 +68,8 @@ class Stats:
     times: dict[str, float] = field(default_factory=lambda: dict.fromkeys(TIMERS, 0.0))
     split_accesses: int = 0
     tiles: int = 0
+    replayed: int = 0
+    """Serial iterations replayed from a recorded fixed point (:mod:`bbmm.replay`)."""
 
     @contextmanager
     def timer(self, what: str) -> Iterator[None]:
@@ -92,4 +94,5 @@ class Stats:
         t["total"] = self.total_time
         return {"per_device": [d.as_json() for d in self.devices],
                 **{f"{k}_bytes": v for k, v in self.bytes.items()},
-                "time_s": t, "overhead_percent": self.overhead_percent, "tiles": self.tiles}
+                "time_s": t, "overhead_percent": self.overhead_percent, "tiles": self.tiles,
+                "replayed_iterations": self.replayed}

@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
@@ -413,6 +414,7 @@ class OpenCLDevice(Device):
         # programs are per context: logical devices sharing one share their builds
         self._programs: dict[tuple[str, str], Any] = {} if programs is None else programs
         self._last_args: dict[int, list[Any]] = {}
+        self._plans: dict[tuple, tuple] = {}
         self._kernels: dict[tuple[str, str, str], Any] = {}
         self._copy_kernels: dict[int, Any] | None = None
 
@@ -480,29 +482,51 @@ class OpenCLDevice(Device):
         self.pool.close()
         self._programs.clear()
         self._kernels.clear()
+        self._plans.clear()
         self._copy_kernels = None
 
     # }}}
 
     # {{{ copies
 
+    def _host_plan(self, a: Allocation, a_box: Box, region: Box, host: np.ndarray,
+                   host_origin: Sequence[int] | None, what: str) -> tuple:
+        """How ``region`` moves between ``host`` and allocation ``a`` (holding ``a_box``):
+        ``(flat host view, byte offset in a.buf)`` for one contiguous run on both sides,
+        else ``(None, rect plan)``. The geometry is cached (a stencil moves the same halo
+        rows every step), with a weak reference that tells a reused ``id(host)`` apart."""
+        key = (id(a.buf), a.offset, a.nbytes, a_box, region, id(host),
+               None if host_origin is None else tuple(host_origin))
+        hit = self._plans.get(key)
+        if hit is None or hit[0]() is not host:
+            hbox = _host_box(host, host_origin, region)
+            item = host.itemsize
+            _check_inside(region, a_box, a, item, what)
+            hs = contiguous_run(region, hbox)
+            ds = contiguous_run(region, a_box) if hs is not None else None
+            if ds is not None:
+                geo: tuple = (hs, hs + region.volume, a.offset + ds * item)
+            else:
+                geo = (None, rect_plan(region, a_box, a.offset, hbox, 0, item))
+            if len(self._plans) >= 4096:
+                self._plans.clear()
+            hit = self._plans[key] = (weakref.ref(host), geo)
+        geo = hit[1]
+        if geo[0] is None:
+            return geo
+        return host.reshape(-1)[geo[0]:geo[1]], geo[2]
+
     def write_rect(self, dst, dst_box, region, host, host_origin=None, *, wait_for=(),
                    blocking=True):
-        hbox = _host_box(host, host_origin, region)
         if region.is_empty:
+            _host_box(host, host_origin, region)
             return None
-        item = host.itemsize
-        _check_inside(region, dst_box, dst, item, "destination")
+        flat, plan = self._host_plan(dst, dst_box, region, host, host_origin, "destination")
         waits = self._waits(wait_for)
         try:
-            hs = contiguous_run(region, hbox)
-            ds = contiguous_run(region, dst_box) if hs is not None else None
-            if ds is not None:
-                flat = host.reshape(-1)[hs:hs + region.volume]
-                return cl.enqueue_copy(self.queue, dst.buf, flat,
-                                       dst_offset=dst.offset + ds * item, is_blocking=blocking,
-                                       wait_for=waits)
-            plan = rect_plan(region, dst_box, dst.offset, hbox, 0, item)
+            if flat is not None:
+                return cl.enqueue_copy(self.queue, dst.buf, flat, dst_offset=plan,
+                                       is_blocking=blocking, wait_for=waits)
             for i, (ao, bo, ext, ap, bp) in enumerate(plan):
                 # the in-order queue runs the pieces one after the other: the last
                 # one's event (or blocking wait) stands for all
@@ -516,23 +540,17 @@ class OpenCLDevice(Device):
 
     def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
                   blocking=True):
-        hbox = _host_box(host, host_origin, region)
         if region.is_empty:
+            _host_box(host, host_origin, region)
             return None
         if not host.flags.writeable:
             raise ValueError("read_rect needs a writeable host array")
-        item = host.itemsize
-        _check_inside(region, src_box, src, item, "source")
+        flat, plan = self._host_plan(src, src_box, region, host, host_origin, "source")
         waits = self._waits(wait_for)
         try:
-            hs = contiguous_run(region, hbox)
-            ss = contiguous_run(region, src_box) if hs is not None else None
-            if ss is not None:
-                flat = host.reshape(-1)[hs:hs + region.volume]
-                return cl.enqueue_copy(self.queue, flat, src.buf,
-                                       src_offset=src.offset + ss * item, is_blocking=blocking,
-                                       wait_for=waits)
-            plan = rect_plan(region, src_box, src.offset, hbox, 0, item)
+            if flat is not None:
+                return cl.enqueue_copy(self.queue, flat, src.buf, src_offset=plan,
+                                       is_blocking=blocking, wait_for=waits)
             for i, (ao, bo, ext, ap, bp) in enumerate(plan):
                 evt = cl.enqueue_copy(self.queue, host, src.buf, buffer_origin=ao,
                                       host_origin=bo, region=ext, buffer_pitches=ap,

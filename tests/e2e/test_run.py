@@ -175,3 +175,37 @@ def test_out_of_bounds_access_warns_with_location(capsys):
 def test_polybench_accesses_in_bounds(path, capsys):
     assert main(["compile", str(path)]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+# stencils with enough time steps for replay (record, compare, fixed point, replay)
+REPLAYED = [
+    (POLYBENCH / "heat2d.c", ["tsteps=9", "n=20"], True),
+    # fdtd2d reads _fict_[t]: a box that moves with t, so no two steps are alike
+    (POLYBENCH / "fdtd2d.c", ["tmax=9", "nx=16", "ny=12"], False),
+    (POLYBENCH / "heat3d.c", ["tsteps=8", "n=8"], True),
+    (KERNELS / "jacobi2d.c", ["tsteps=9", "n=14"], True),
+    (POLYBENCH / "adi.c", ["tsteps=8", "n=12"], False),
+    (POLYBENCH / "floyd.c", ["n=12"], False),
+]
+
+
+@needs_cl
+@pytest.mark.parametrize("path,params,replays", REPLAYED, ids=[p[0].stem for p in REPLAYED])
+@pytest.mark.parametrize("ndev", [1, 2, 3])
+def test_replay_checks_and_moves_the_same_bytes(path, params, replays, ndev, tmp_path):
+    """Replayed time steps give the sequential C program's result and move exactly the
+    bytes the full bookkeeping moves (every counter of --json but times)."""
+    docs = []
+    for opt in ([], ["--no-replay"]):
+        out = tmp_path / f"r{len(docs)}.json"
+        assert run(path, params, "--devices", ndev, "--tile", 3, *opt, json_path=out) == 0
+        docs.append(json.loads(out.read_text()))
+    on, off = docs
+    assert on["check"] == off["check"] == "pass"
+    assert off["replayed_iterations"] == 0 and off["replay"] is False
+    if replays:
+        assert on["replayed_iterations"] > 0
+    for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
+                "writeback_bytes", "refresh_bytes", "tiles"):
+        assert on[key] == off[key], key
+    assert on["per_device"] == off["per_device"]

@@ -1,0 +1,121 @@
+"""Replay of serial iterations that repeat: Algorithm 4's host work done once per stencil.
+
+Every decision the runtime takes in a serial iteration (Algorithm 2's disjoint boxes,
+present/alloc/readin, which copies flow out and in) is a function of the tiles' boxes
+and of the *state* of the directory and the buffer managers: the resident copies,
+their stale parts, the dirty records, the LRU order. A stencil's time step leaves
+that state as it found it, and its tiles have the same boxes every step (only the
+scalar ``t`` changes), so every step makes the same copies and launches.
+
+:class:`Tape` records a serial iteration's device operations as they are issued: host
+transfers and device-to-device copies (with the copies and regions they move) and
+kernel launches (with the :class:`~bbmm.runtime.TileBuffers` they got). An iteration
+is a *fixed point* when
+
+- it allocated and freed nothing (so the pool, the set of copies and every copy's
+  buffer are as they were: a recorded copy is still alive at the same address), and
+- the :func:`signature` of the state at its end equals the one at its start.
+
+Then the next iteration whose tiles have the same :func:`tile_key` in the same order
+would take the same decisions and end in the same state: the runtime replays the tape
+instead (:meth:`bbmm.runtime.Runtime.end_serial`). Transfers are re-issued through the
+directory's transfer routines, so their event ordering (``HostOrder``) and byte counts
+are computed afresh; kernels are launched through the *new* tiles' callbacks, so the
+scalars of this iteration (``t``) reach the kernel. Nothing else is redone, which is
+safe because the state the skipped bookkeeping would have produced is the state it
+already has.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Hashable
+
+if TYPE_CHECKING:
+    from .runtime import Runtime, Tile
+
+
+def tile_key(t: Tile) -> Hashable:
+    """Everything about a tile that the runtime's decisions depend on (not its kernel:
+    a replayed launch goes through the new tile's own callback)."""
+    return (t.device, _dkey(t.boxes), _dkey(t.writes), _dkey(t.flowout), _dkey(t.writeout),
+            _dkey(t.cleanup), t.fresh)
+
+
+def _dkey(d: Any) -> tuple:
+    return tuple((a, tuple(v)) for a, v in d.items())
+
+
+def phase_key(tiles: Any) -> tuple:
+    return tuple(tile_key(t) for t in tiles)
+
+
+def signature(rt: Runtime) -> Hashable:
+    """The state the runtime's decisions read, as a comparable value.
+
+    Copies are named by identity: a fixed point allocates and frees nothing, so the
+    same objects are compared. Per array: each copy in directory order with its box,
+    stale parts, usage count and touched flag, then the dirty records; per device the
+    LRU order of the unused list. (Pending host-copy events are not part of it: a
+    replayed transfer asks ``HostOrder`` for its waits again.)
+    """
+    d = rt.directory
+    arrays = tuple(
+        (a, tuple((id(c), c.box, tuple(c.stale), c.uses, c.touched) for c in cs),
+         tuple((b, id(h)) for b, h in d.dirty[a]))
+        for a, cs in d.copies.items())
+    lru = tuple(tuple(id(c) for c in m.unused) for m in rt.managers)
+    return arrays, lru
+
+
+@dataclass
+class Tape:
+    """The device operations of one serial iteration, in issue order.
+
+    ``ops`` holds ``(timer, kind, args)``: kind ``h2d``/``d2h`` with ``(copy, region,
+    what)``, ``d2d`` with ``(dst, src, region, what)``, ``launch`` with ``(phase, tile
+    index, TileBuffers)``. ``timer`` is the runtime timer the operation ran under.
+    """
+
+    phases: list[tuple] = field(default_factory=list)
+    """The :func:`phase_key` of each phase, in order."""
+    ops: list[tuple[str, str, tuple]] = field(default_factory=list)
+    timer: str = "memory_mgmt"
+    """Where operations issued now are accounted (set by the runtime around each step)."""
+    mutated: bool = False
+    """A copy was allocated or freed: not a fixed point."""
+    tiles: int = 0
+    split_accesses: int = 0
+    boxes_present: dict[int, int] = field(default_factory=dict)
+    """Counters the skipped bookkeeping would have added (per device for the last)."""
+
+    def add(self, kind: str, args: tuple) -> None:
+        self.ops.append((self.timer, kind, args))
+
+
+def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object]]) -> None:
+    """Issue ``tape``'s operations again for ``phases`` (one tile list per recorded phase,
+    each matching the recorded keys), with this iteration's kernels and scalars."""
+    import time
+    clock = time.perf_counter
+    d = rt.directory
+    times = rt.stats.times
+    devices = rt.devices
+    for timer, kind, args in tape.ops:
+        t0 = clock()
+        if kind == "launch":
+            p, i, tb = args
+            t = phases[p][0][i]
+            t.kernel(devices[t.device], tb)
+        elif kind == "h2d":
+            d._h2d(*args)
+        elif kind == "d2h":
+            d._d2h(*args)
+        else:
+            d._d2d(*args)
+        times[timer] += clock() - t0
+    st = rt.stats
+    st.tiles += tape.tiles
+    st.split_accesses += tape.split_accesses
+    for dev, n in tape.boxes_present.items():
+        st.devices[dev].boxes_present += n
+    st.replayed += 1

@@ -1,0 +1,192 @@
+"""Replay of repeating serial iterations (bbmm/replay.py) on null devices.
+
+Every test is differential: the same driver with replay off is the ground truth for
+the arrays *and* for every byte counter (a replayed iteration must move exactly what
+the bookkeeping would have moved), plus the numpy reference where there is one.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bbmm.box import Box
+from bbmm.devices import NullDevice
+from bbmm.replay import Tape, signature, tile_key
+from bbmm.runtime import Runtime, Tile
+
+from drivers import (floyd_reference, gather, jacobi_reference, run_floyd, run_jacobi, scatter,
+                     tiles_of)
+
+
+def make(ndev, cap=1 << 24, arena=1 << 16):
+    return [NullDevice(i, cap=cap, arena_size=min(arena, cap)) for i in range(ndev)]
+
+
+def counters(rt):
+    """Everything a run counts, except times."""
+    per = [(d.h2d_bytes, d.d2h_bytes, d.d2d_bytes, d.evictions, d.boxes_allocated,
+            d.boxes_present, d.peak_bytes, d.allocated_bytes) for d in rt.stats.devices]
+    logs = [[(k, r, n) for k, r, n in dev.log] for dev in rt.devices]
+    return rt.stats.bytes, per, rt.stats.tiles, rt.stats.split_accesses, logs
+
+
+def jacobi_input(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.random((n, n)), np.zeros((n, n))
+
+
+def both(run, ndev, arrays, **kw):
+    """Run ``run(rt)`` with replay on and off; returns both runtimes."""
+    out = []
+    for replay in (True, False):
+        rt = Runtime(make(ndev, **kw), {k: v.copy() for k, v in arrays.items()},
+                     verify=True, replay=replay)
+        run(rt)
+        out.append(rt)
+    return out
+
+
+@pytest.mark.parametrize("ndev,tile", [(1, 14), (2, 7), (3, 5), (4, 4), (2, 3)])
+def test_jacobi_replays_and_matches(ndev, tile):
+    n, steps = 16, 12
+    A, B = jacobi_input(n)
+    on, off = both(lambda rt: run_jacobi(rt, n, steps, tile), ndev, {"A": A, "B": B})
+    ra, rb = jacobi_reference(A, B, steps)
+    np.testing.assert_allclose(on.host.array("A"), ra, rtol=1e-12)
+    np.testing.assert_array_equal(on.host.array("A"), off.host.array("A"))
+    np.testing.assert_array_equal(on.host.array("B"), off.host.array("B"))
+    assert counters(on) == counters(off)
+    # record (t=0), signature (t=1), fixed point (t=2); the last step writes out: differs
+    assert on.stats.replayed == steps - 4
+    assert off.stats.replayed == 0
+
+
+def test_floyd_never_replays():
+    """Row k moves with the serial loop: no two iterations have the same boxes."""
+    n = 12
+    path = np.random.default_rng(1).integers(1, 50, (n, n)).astype(np.float32)
+    on, off = both(lambda rt: run_floyd(rt, n, 4), 3, {"path": path})
+    np.testing.assert_array_equal(on.host.array("path"), floyd_reference(path))
+    assert on.stats.replayed == 0
+    assert counters(on) == counters(off)
+
+
+def perturbed_jacobi(rt, n, steps, tile, odd):
+    """Jacobi whose iterations in ``odd`` differ: a step with a different tile size in
+    its second nest, a step that skips the second nest (a phase fewer), a step with an
+    extra phase, a step whose first nest has no flow-out (a first-phase mismatch)."""
+    dt = rt.host.array("A").dtype
+    ndev = len(rt.devices)
+
+    def nest(t, src, dst, size, fo=True):
+        tiles = []
+        for lb0, ub0, dev in tiles_of(n - 2, size, ndev):
+            lb, ub = lb0 + 1, ub0 + 1
+            c = Box((lb, 1), (ub, n - 2))
+            reads = [c, c.shift((-1, 0)), c.shift((1, 0)), c.shift((0, -1)), c.shift((0, 1))]
+
+            def k(d, tb, c=c, src=src, dst=dst, t=t):
+                s = sum(gather(d, tb, src, c.shift(o), dt) for o in
+                        [(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)])
+                scatter(d, tb, dst, c, (0.2 * s + 1e-3 * t).astype(dt))
+
+            flow = [Box((lb, 1), (lb, n - 2)), Box((ub, 1), (ub, n - 2))]
+            tiles.append(Tile(dev, {src: reads, dst: [c]}, k, writes={dst: [c]},
+                              flowout={dst: flow} if fo else {}, name=f"{t}:{src}{lb}"))
+        return tiles
+
+    for t in range(steps):
+        kind = odd.get(t)
+        rt.run_phase(nest(t, "A", "B", tile, fo=kind != "noflow"), serial=t)
+        if kind != "skip":
+            rt.run_phase(nest(t, "B", "A", tile + 1 if kind == "retile" else tile), serial=t)
+        if kind == "extra":
+            rt.run_phase(nest(t, "A", "B", tile), serial=t)
+        rt.end_serial(t)
+    rt.finish()
+
+
+@pytest.mark.parametrize("odd", [
+    {6: "retile"}, {6: "skip"}, {6: "extra"}, {6: "noflow"},
+    {5: "retile", 6: "skip", 11: "extra"}, {4: "noflow", 9: "retile", 10: "retile"},
+])
+@pytest.mark.parametrize("ndev", [1, 2, 3])
+def test_leaving_replay_midway_is_exact(odd, ndev):
+    """A held-back phase that is followed by one that does not match runs for real,
+    from the state replay left (the fixed point's): results and bytes as without replay."""
+    n, steps, tile = 14, 16, 4
+    A, B = jacobi_input(n, 2)
+    on, off = both(lambda rt: perturbed_jacobi(rt, n, steps, tile, odd), ndev, {"A": A, "B": B})
+    np.testing.assert_array_equal(on.host.array("A"), off.host.array("A"))
+    np.testing.assert_array_equal(on.host.array("B"), off.host.array("B"))
+    assert counters(on) == counters(off)
+    assert on.stats.replayed > 0
+
+
+def test_scalars_of_the_replayed_iteration_reach_the_kernel():
+    """The kernel adds 1e-3 * t: a replay that launched the recorded tile's kernel would
+    repeat the recorded t and differ from the run without replay."""
+    n, steps = 10, 9
+    A, B = jacobi_input(n, 3)
+    on, off = both(lambda rt: perturbed_jacobi(rt, n, steps, 4, {}), 2, {"A": A, "B": B})
+    assert on.stats.replayed >= 4
+    np.testing.assert_array_equal(on.host.array("A"), off.host.array("A"))
+
+
+def test_boxout_every_step_is_not_a_fixed_point():
+    """Under a cap that boxes out every step, iterations allocate and free: never
+    replayed, and still exact."""
+    n, steps, tile = 16, 8, 4
+    A, B = jacobi_input(n, 4)
+    cap = 1536  # one tile (A with its halo: 6x16, B: 4x14 doubles) and a little more
+    on, off = both(lambda rt: run_jacobi(rt, n, steps, tile), 1, {"A": A, "B": B},
+                   cap=cap, arena=cap)
+    assert sum(d.evictions for d in on.stats.devices) > 0
+    assert on.stats.replayed == 0
+    np.testing.assert_array_equal(on.host.array("A"), off.host.array("A"))
+    assert counters(on) == counters(off)
+
+
+def test_signature_sees_stale_parts_dirty_records_and_lru_order():
+    dev = NullDevice(0)
+    x = np.arange(16.0)
+    rt = Runtime([dev], {"x": x})
+    c1 = rt.managers[0].alloc("x", Box((0,), (7,)), 8)
+    c2 = rt.managers[0].alloc("x", Box((8,), (15,)), 8)
+    rt.managers[0].readin(c1)
+    rt.managers[0].readin(c2)
+    for c in (c1, c2):
+        rt.managers[0].acquire(c)
+        rt.managers[0].release(c)
+    s0 = signature(rt)
+    assert signature(rt) == s0
+    c1.stale = [Box((0,), (1,))]
+    assert signature(rt) != s0
+    c1.stale = []
+    rt.directory.wrote(c2, Box((8,), (9,)))
+    s1 = signature(rt)
+    assert s1 != s0
+    rt.managers[0].acquire(c1)
+    rt.managers[0].release(c1)          # c1 moves to the end of the LRU list
+    assert signature(rt) != s1
+
+
+def test_tile_key_ignores_the_kernel_but_not_the_boxes():
+    b = Box((0, 0), (3, 3))
+    t1 = Tile(0, {"A": [b]}, lambda d, tb: 1, writes={"A": [b]})
+    t2 = Tile(0, {"A": [b]}, lambda d, tb: 2, writes={"A": [b]})
+    t3 = Tile(0, {"A": [b.shift((1, 0))]}, lambda d, tb: 1, writes={"A": [b]})
+    t4 = Tile(1, {"A": [b]}, lambda d, tb: 1, writes={"A": [b]})
+    assert tile_key(t1) == tile_key(t2)
+    assert tile_key(t1) != tile_key(t3) and tile_key(t1) != tile_key(t4)
+
+
+def test_no_replay_where_host_copies_block_or_kernels_are_timed(monkeypatch):
+    monkeypatch.setenv("BBMM_SYNC", "1")
+    assert not Runtime(make(1), {"x": np.zeros(4)}).replay
+    monkeypatch.delenv("BBMM_SYNC")
+    monkeypatch.setenv("BBMM_REPLAY", "0")
+    assert not Runtime(make(1), {"x": np.zeros(4)}).replay
+    monkeypatch.delenv("BBMM_REPLAY")
+    assert Runtime(make(1), {"x": np.zeros(4)}).replay
+    assert isinstance(Runtime(make(1), {"x": np.zeros(4)}).directory.tape, Tape)
