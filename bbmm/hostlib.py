@@ -22,6 +22,21 @@ SPECIALIZE = os.environ.get("BBMM_SPECIALIZE", "1") != "0"
 build per distinct combination, cached): every unsplit access becomes one direct load."""
 
 
+def _coarsen(spec: str | None) -> int:
+    """Points per work-item of kernels whose band body is one assignment (``$BBMM_COARSEN``)."""
+    try:
+        co = int(spec) if spec else 2
+    except ValueError:
+        raise ValueError(f"BBMM_COARSEN: {spec!r} is not a positive integer") from None
+    if not 1 <= co <= 64:
+        raise ValueError(f"BBMM_COARSEN: {co} is not in 1..64")
+    return co
+
+
+COARSEN = _coarsen(os.environ.get("BBMM_COARSEN"))
+"""Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``."""
+
+
 def device_of(t: int, ntiles: int, ndev: int) -> int:
     """Static 1-D block distribution (Section 10): tile ``t`` of ``ntiles`` on a device.
 
@@ -50,18 +65,22 @@ def scalars(values: Sequence[Any]) -> list[Any]:
 
 def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
            grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
-           arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None = None) -> Any:
+           arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None = None,
+           coarsen: bool = False) -> Any:
     """Launch one tile's kernel.
 
     ``scalars`` are the leading arguments (parameters, host iterators, lb, ub);
     ``grid[d] = (lo, hi)`` is band loop ``d``'s iterator range over the tile, whose
     ``lo`` values are passed next (the iterator of work-item 0); ``cl_band[c]`` is the
     band loop mapped to OpenCL dimension ``c``; ``arrays`` are ``(name, slots, ndim)``
-    in kernel argument order.
+    in kernel argument order. With ``coarsen`` (the kernel supports ``BBMM_CO``) each
+    work-item runs :data:`COARSEN` points of OpenCL dimension 0.
     """
-    prep = tb.launches.get((id(dev), name, source))
+    co = COARSEN if coarsen and grid else 1
+    prep = tb.launches.get((id(dev), name, source, co))
     if prep is None:
-        prep = tb.launches[(id(dev), name, source)] = _prepare(dev, tb, source, name, arrays)
+        prep = tb.launches[(id(dev), name, source, co)] = _prepare(dev, tb, source, name,
+                                                                   arrays, co)
     knl, array_args = prep
     args = list(scalars) + [np.int32(lo) for lo, _ in grid]
     args += array_args
@@ -74,12 +93,13 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     # outside the tile and the loop bounds, so extra work-items are harmless, and a
     # driver left to pick a work-group size for an awkward extent (12286 = 2 * 6143)
     # may choose a tiny one.
-    gsize = tuple(-(-e // l) * l for e, l in zip(extent, local))
+    gsize = tuple(-(-e // (l * (co if c == 0 else 1))) * l
+                  for c, (e, l) in enumerate(zip(extent, local)))
     return dev.launch(knl, gsize, tuple(local), args)
 
 
 def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
-             arrays: Sequence[tuple[str, int, int]]) -> tuple[Any, list[Any]]:
+             arrays: Sequence[tuple[str, int, int]], co: int = 1) -> tuple[Any, list[Any]]:
     """The kernel object and the array arguments of one tile's launch on ``dev``."""
     args: list[Any] = []
     sels = []
@@ -93,10 +113,10 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
             small = small and c.fits_int()
     # one kernel object per (kernel, slot of every access, index width) and device
     cache = dev.__dict__.setdefault("_bbmm_kernels", {})
-    key = (source, name, tuple(sels), small)
+    key = (source, name, tuple(sels), small, co)
     knl = cache.get(key)
     if knl is None:
-        opts = []
+        opts = [f"-DBBMM_CO={co}"] if co > 1 else []
         if SPECIALIZE:
             for entry, sel in zip((e for e in arrays if len(e) > 3), sels):
                 opts += [f"-D{entry[0]}_SEL{k}_IS={s}" for k, s in zip(entry[3], sel)]

@@ -201,6 +201,8 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g(f"NEST{nest.id}_ARRAYS = {tuple((a, n, tuple(ids[a])) for a, n in arrays)!r}"
       f"  # (array, ndim, access ids) in kernel order")
     g(f"NEST{nest.id}_CL_BAND = {tuple(ks.band_dim_of_cl_dim)!r}  # band loop of each OpenCL dim")
+    g(f"NEST{nest.id}_COARSEN = {ks.coarsen!r}  # several points per work-item (one assignment)")
+    g(f"NEST{nest.id}_LAUNCH = tuple((a, SLOTS[a], n, ids) for a, n, ids in NEST{nest.id}_ARRAYS)")
     g()
     g()
     g(f"def nest{nest.id}_kernel(_bbmm_scalars, _bbmm_grid):")
@@ -209,8 +211,8 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
         g("def kernel(_bbmm_dev, _bbmm_tb):")
         with g:
             g(f"return launch(_bbmm_dev, _bbmm_tb, KERNELS, {ks.name!r}, _bbmm_scalars, _bbmm_grid,")
-            g(f"              NEST{nest.id}_CL_BAND, [(a, SLOTS[a], n, ids) for a, n, ids in "
-              f"NEST{nest.id}_ARRAYS])")
+            g(f"              NEST{nest.id}_CL_BAND, NEST{nest.id}_LAUNCH, "
+              f"coarsen=NEST{nest.id}_COARSEN)")
         g("return kernel")
     g()
     g("# }}}")

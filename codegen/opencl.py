@@ -80,6 +80,10 @@ class KernelSource:
     """Every access takes the split path whatever its ``A_sel`` (Figure 10(c))."""
     fp64: bool = False
     """The kernel uses doubles (enables ``cl_khr_fp64``)."""
+    coarsen: bool = False
+    """Built with ``-DBBMM_CO=c``, a work-item runs ``c`` points of the innermost band loop,
+    ``get_local_size(0)`` apart: OpenCL dimension 0 of the NDRange is then ``c`` times
+    smaller (:func:`bbmm.hostlib.launch`)."""
 
     copy = replace
 
@@ -373,6 +377,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     out("#pragma OPENCL FP_CONTRACT OFF")
     out("#ifndef BBMM_IDX\n#define BBMM_IDX long  /* the host passes -DBBMM_IDX=int when "
         "every offset fits */\n#endif")
+    out("#ifndef BBMM_CO\n#define BBMM_CO 1  /* points per work-item (-DBBMM_CO=c) */\n#endif")
     out()
     for a in arrays:
         for line in _access_macros(a.name, a.ndim, slots[a.name], split_all):
@@ -391,13 +396,29 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     out("{")
     out.level = 1
     cl_dim = {nb - 1 - c: c for c in range(nb)}
+    body = _nodes_of(scop, nest)
+    # Several points per work-item when the band's body is one plain assignment: the
+    # loads of all of them are issued before any store (legal: no dependence joins two
+    # points of a parallel band), so each work-item keeps BBMM_CO independent loads in
+    # flight, which one-point work-items cannot do on a GPU whose memory needs more
+    # bytes in flight than one load per resident thread.
+    coarsen = (nb > 0 and len(body) == 1 and isinstance(body[0], Statement)
+               and body[0].op == "=")
+    inner_test = ""
     for d, lp in enumerate(band):
         out(_comment(f"band loop {d} '{lp.iterator}' (loop {lp.id}): OpenCL dimension "
                      f"{cl_dim[d]}" + ("; outside the tile or the loop: nothing to do"
                                        if d == 0 else "; outside the loop: nothing to do")))
-        out(f"const int {lp.iterator} = {gs[d]} + (int)get_global_id({cl_dim[d]});")
         tests = ([f"{lp.iterator} < {lb}", f"{lp.iterator} > {ub}"] if d == 0 else []) \
             + [f"{lp.iterator} < {lp.lower}", f"{lp.iterator} > {lp.upper}"]
+        if coarsen and d == nb - 1:
+            out(_comment(f"BBMM_CO points per work-item, get_local_size(0) apart from "
+                         f"{fresh(lp.iterator + '0')} on"))
+            out(f"const int {fresh(lp.iterator + '0')} = {gs[d]} + (int)(get_group_id(0) * "
+                f"get_local_size(0) * BBMM_CO + get_local_id(0));")
+            inner_test = " || ".join(tests)
+            continue
+        out(f"const int {lp.iterator} = {gs[d]} + (int)get_global_id({cl_dim[d]});")
         out(f"if ({' || '.join(tests)})")
         out("  return;")
     if not nb:
@@ -435,7 +456,27 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         out(f"#ifdef {an}_SEL{k}_IS\n#define {an}_sel{k}_v ({an}_SEL{k}_IS)\n#else\n"
             f"#define {an}_sel{k}_v {an}_sel{k}\n#endif")
     out.level = lvl
-    emit(_nodes_of(scop, nest))
+    if coarsen:
+        st = body[0]
+        it = band[-1].iterator
+        j0, u, v = fresh(it + "0"), fresh("u"), fresh("v")
+        elem = scop.array(st.lhs.array).ctype
+        cond = f"!({inner_test})" + "".join(f" && ({g})" for g in st.guards)
+        point = f"const int {it} = {j0} + {u} * (int)get_local_size(0);"
+        out(_comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
+        out(_comment("all loads first, then the stores"))
+        out(f"{elem} {v}[BBMM_CO];")
+        for phase in (f"{v}[{u}] = {to_c(lower(st.rhs), ref)};", f"{ref(st.lhs)} = {v}[{u}];"):
+            out("#pragma unroll")
+            out(f"for (int {u} = 0; {u} < BBMM_CO; {u}++) {{")
+            out.level += 1
+            out(point)
+            out(f"if ({cond})")
+            out("  " + phase)
+            out.level -= 1
+            out("}")
+    else:
+        emit(body)
     out.level = 0
     out("}")
     out()
@@ -452,7 +493,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         slots=tuple(slots[a.name] for a in arrays), access_ids=tuple(access_ids),
         band_iterators=tuple(lp.iterator for lp in band),
         host_iterators=tuple(lp.iterator for lp in host), split_all=split_all,
-        fp64=uses_double)
+        fp64=uses_double, coarsen=coarsen)
 
 
 def _uses_double(scop: Scop, stmts: list[Statement], arrays: list) -> bool:

@@ -236,14 +236,16 @@ def fetch(queue, pieces, like):
 
 
 def run_case(cl_env, scop, nest, params, host_iters, tile, *, split, split_all=False,
-             floats=None, seed=0):
-    """Run one nest instance on the device and compare with the reference."""
+             floats=None, seed=0, co=1):
+    """Run one nest instance on the device and compare with the reference; ``co`` points
+    per work-item where the kernel takes BBMM_CO."""
     ctx, queue, cache = cl_env
-    key = (scop.function, nest.id, split_all)
+    key = (scop.function, nest.id, split_all, co)
     if key not in cache:
         ks = generate_kernel(scop, plan(scop), nest, {a.name: SLOTS for a in scop.arrays},
                              split_all=split_all)
-        cache[key] = ks, getattr(cl.Program(ctx, ks.source).build(), ks.name)
+        opts = f"-DBBMM_CO={co}" if co > 1 else ""
+        cache[key] = ks, getattr(cl.Program(ctx, ks.source).build(options=opts), ks.name)
     ks, kernel = cache[key]
     rng = np.random.default_rng(seed)
     data = random_arrays(scop, params, rng)
@@ -264,6 +266,8 @@ def run_case(cl_env, scop, nest, params, host_iters, tile, *, split, split_all=F
             lo, ext = [l - 1 for l in lo], [e + 2 for e in ext]
         args += [np.int32(lb), np.int32(ub)] + [np.int32(v) for v in lo]
         global_size = ks.global_size(ext)
+        if ks.coarsen:
+            global_size = (-(-global_size[0] // co),) + global_size[1:]
     tb = TileBuffers()
     for name, ids in zip(ks.arrays, ks.access_ids):
         arr = data[name]
@@ -313,9 +317,10 @@ def scop_of(name):
     return _SCOPS[name]
 
 
+@pytest.mark.parametrize("co", [1, 3])
 @pytest.mark.parametrize("variant", ["whole", "split", "split_all"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_nest_matches_reference(cl_env, name, variant):
+def test_nest_matches_reference(cl_env, name, variant, co):
     scop = scop_of(name)
     params, floats, nests = CASES[name]
     p = plan(scop)
@@ -323,7 +328,19 @@ def test_nest_matches_reference(cl_env, name, variant):
     for nest in p.nests:
         host, tile = nests[nest.id]
         run_case(cl_env, scop, nest, params, host, tile, split=variant != "whole",
-                 split_all=variant == "split_all", floats=floats, seed=nest.id)
+                 split_all=variant == "split_all", floats=floats, seed=nest.id, co=co)
+
+
+def test_coarsening_only_for_one_plain_assignment():
+    """Several points per work-item need one '=' statement as the band's body (loads of
+    all points, then stores); inner loops, several statements or '+=' keep one point."""
+    assert gen("heat3d").coarsen and gen("vec1d").coarsen and gen("jacobi2d", 1).coarsen
+    assert not gen("matmul").coarsen          # an inner loop over k
+    assert not gen("floyd").coarsen           # a 1-D band over i with j inside
+    assert not gen("prefix_sum").coarsen      # no band
+    src = gen("heat3d").source
+    assert "const int k0 = g2 + (int)(get_group_id(0) * get_local_size(0) * BBMM_CO" in src
+    assert src.index("v[u] = ") < src.index("= v[u];")
 
 
 MATHFNS = """
@@ -394,7 +411,7 @@ def test_unsplit_path_has_no_bounds_test_and_split_all_has_no_sel():
 def test_innermost_band_loop_is_opencl_dimension_0():
     ks = gen("heat3d")
     assert ks.band_ndim == 3 and ks.band_dim_of_cl_dim == (2, 1, 0)
-    assert "const int k = g2 + (int)get_global_id(0);" in ks.source
+    assert "const int k = k0 + u * (int)get_local_size(0);" in ks.source
     assert "const int i = g0 + (int)get_global_id(2);" in ks.source
     assert ks.global_size([3, 4, 5]) == (5, 4, 3)
     assert "if (i < lb || i > ub || i < 1 || i > n - 2)" in ks.source
@@ -429,7 +446,7 @@ def test_guards_and_bounds_with_min_max():
     g = gen("guarded").source
     assert "if ((!((i != j) && (j < n - 1))))" in g
     m = gen("minmax").source
-    assert "if (j < max(0, i - w) || j > min(n - 1, i + w))" in m
+    assert "if (!(j < max(0, i - w) || j > min(n - 1, i + w)))" in m
 
 
 def test_without_fp64_doubles_become_float():
