@@ -76,7 +76,7 @@ class HostOrder:
     waits for them too.
     """
 
-    PRUNE_AT = 64
+    PRUNE_AT = 16
 
     def __init__(self) -> None:
         self.pending: dict[str, list[tuple[Box, Any, Any, bool]]] = {}

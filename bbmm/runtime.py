@@ -528,6 +528,15 @@ class Runtime:
                     self.directory.store(c, inter, what)
 
 
+_I64_0 = np.int64(0)
+_I32 = {i: np.int32(i) for i in range(-1, 64)}
+
+
+def _i32(v: int) -> np.int32:
+    x = _I32.get(v)
+    return np.int32(v) if x is None else x
+
+
 def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]:
     """Kernel arguments for one array's disjoint boxes, in the order generated kernels take.
 
@@ -550,7 +559,8 @@ def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]
             out += c.bound_args(p)
         else:
             buf = pieces[0][1].alloc.buf if pieces else None
-            out += [buf, np.int64(0)] + [np.int32(0)] * (ndim - 1)
-            out += [np.int32(1)] * ndim + [np.int32(0)] * ndim
-    out += [np.int32(i) for i in tb.access.get(array, [])]
+            out += [buf, _I64_0] + [_i32(0)] * (ndim - 1)
+            out += [_i32(1)] * ndim + [_i32(0)] * ndim
+    # interned small ints: a launch that sets only changed arguments finds them by identity
+    out += [_i32(i) for i in tb.access.get(array, [])]
     return out

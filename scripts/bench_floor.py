@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--floyd", type=int, default=16384, metavar="N", help="floyd's n (0: skip)")
     p.add_argument("--heat2d", default="12288:20", metavar="N:TSTEPS",
-                   help="heat2d's n and the shorter run's time steps (empty: skip)")
+                   help="heat2d's n and the shorter run's time steps (0 or empty: skip)")
     p.add_argument("--extra-steps", type=int, default=300,
                    help="time steps the longer heat2d run adds (the measured ones)")
     p.add_argument("--devices", default="1,2", help="comma-separated device counts")
@@ -143,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     progs: list[tuple[str, dict[str, int]]] = []
     if args.floyd:
         progs.append(("floyd", {"n": args.floyd}))
-    if args.heat2d:
-        n, _, t = args.heat2d.partition(":")
+    n, _, t = (args.heat2d or "0").partition(":")
+    if int(n):
         progs.append(("heat2d", {"tsteps": int(t or 50), "n": int(n)}))
     counts = [int(c) for c in args.devices.split(",")]
     platform = int(args.platform) if args.platform and args.platform.isdigit() else args.platform

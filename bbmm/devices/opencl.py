@@ -378,6 +378,11 @@ def _check_inside(region: Box, box: Box, a: Allocation, itemsize: int, what: str
                          f"its allocation of {a.nbytes} bytes")
 
 
+_SCALARS = frozenset({np.int32, np.int64, np.uint32, np.uint64, np.float32, np.float64})
+"""Kernel argument types compared by value when deciding whether to set an argument again
+(buffers only by identity)."""
+
+
 class OpenCLDevice(Device):
     """A logical device: an OpenCL context, an in-order queue and a memory pool.
 
@@ -664,8 +669,7 @@ class OpenCLDevice(Device):
                 kernel.set_args(*args)
             else:
                 for i, (a, b) in enumerate(zip(args, last)):
-                    if a is b or (type(a) is type(b) and not isinstance(a, cl.MemoryObjectHolder)
-                                  and a == b):
+                    if a is b or (type(a) is type(b) and type(a) in _SCALARS and a == b):
                         continue
                     kernel.set_arg(i, a)
             self._last_args[id(kernel)] = list(args)

@@ -261,3 +261,11 @@ def test_bench_floor(tmp_path, capsys):
         (p, d) for p in ("floyd", "heat2d") for d in (1, 2)}
     assert all(r["floor_s"] > 0 and r["baseline_loop_s_per_iter"] > 0 for r in doc["rows"])
     assert doc["bandwidth"]["d2d"] > 0 and "bbmm/floor" in capsys.readouterr().out
+
+
+def test_bench_floor_skips_a_program_given_0(tmp_path):
+    import bench_floor as bf
+    assert bf.main(["--floyd", "24", "--heat2d", "0", "--devices", "1", "--bw-bytes",
+                    str(1 << 20), "--repeat", "1", "--json", str(tmp_path / "f.json")]) == 0
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert [r["program"] for r in doc["rows"]] == ["floyd"]
