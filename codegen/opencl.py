@@ -6,7 +6,10 @@
 
 One kernel per :class:`codegen.deps.Nest`. A work-item runs one point of the nest's
 parallel band; everything below the band (loops and statements, in textual order)
-runs sequentially inside it. The kernel never sees a whole array: each array arrives
+runs sequentially inside it. When the band's body is a single assignment, a build with
+``-DBBMM_CO=c`` makes a work-item run ``c`` points of the innermost band loop,
+``get_local_size(0)`` apart (each step coalesced), loading for all of them before storing
+any (:attr:`KernelSource.coarsen`). The kernel never sees a whole array: each array arrives
 as a few *slots*, one per disjoint bounding box the tile holds of it on the device
 (:func:`bbmm.runtime.kernel_args` packs them), and every array reference goes through
 an access macro. Per access function the host passes ``A_sel<id>``: the slot whose
