@@ -160,6 +160,9 @@ def report(res: RunResult, kernel: str) -> str:
                  f"{format_bytes(b['flowin'])}, write-out {format_bytes(b['writeout'])}, "
                  f"read-in {format_bytes(b['readin'])}; memory management "
                  f"{st.overhead_percent:.2f}% of {st.total_time:.3f} s")
+    if st.replayed:
+        lines.append(f"  replayed {st.replayed} serial iteration(s) that repeated an earlier "
+                     f"one (--no-replay: redo their memory management)")
     return "\n".join(lines)
 
 

@@ -451,6 +451,10 @@ class RecordingRuntime(Runtime):
     """
 
     def __init__(self, *a: Any, record_boxes: bool = False, **kw: Any):
+        if record_boxes:
+            # the boxes are recorded as tiles acquire them: a replayed iteration acquires
+            # nothing (it re-issues the recorded copies and launches)
+            kw["replay"] = False
         super().__init__(*a, **kw)
         self.record_boxes = record_boxes
         # time of the data transfers (host<->device, device<->device copies) per runtime
