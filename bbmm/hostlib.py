@@ -35,6 +35,10 @@ def _coarsen(spec: str | None) -> int:
 
 COARSEN = _coarsen(os.environ.get("BBMM_COARSEN"))
 """Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``."""
+COARSEN1 = _coarsen(os.environ.get("BBMM_COARSEN1") or "1")
+"""Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``)."""
+RESTRICT = os.environ.get("BBMM_RESTRICT", "1") != "0"
+"""Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
 
 
 def device_of(t: int, ntiles: int, ndev: int) -> int:
@@ -76,7 +80,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     in kernel argument order. With ``coarsen`` (the kernel supports ``BBMM_CO``) each
     work-item runs :data:`COARSEN` points of OpenCL dimension 0.
     """
-    co = COARSEN if coarsen and grid else 1
+    co = (COARSEN, COARSEN1 if len(grid) > 1 else 1) if coarsen and grid else (1, 1)
     prep = tb.launches.get((id(dev), name, source, co))
     if prep is None:
         prep = tb.launches[(id(dev), name, source, co)] = _prepare(dev, tb, source, name,
@@ -93,13 +97,14 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     # outside the tile and the loop bounds, so extra work-items are harmless, and a
     # driver left to pick a work-group size for an awkward extent (12286 = 2 * 6143)
     # may choose a tiny one.
-    gsize = tuple(-(-e // (l * (co if c == 0 else 1))) * l
-                  for c, (e, l) in enumerate(zip(extent, local)))
+    per = co + (1,) * (len(extent) - 2)  # points per work-item along each OpenCL dimension
+    gsize = tuple(-(-e // (l * p)) * l for e, l, p in zip(extent, local, per))
     return dev.launch(knl, gsize, tuple(local), args)
 
 
 def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
-             arrays: Sequence[tuple[str, int, int]], co: int = 1) -> tuple[Any, list[Any]]:
+             arrays: Sequence[tuple[str, int, int]], co: tuple[int, int] = (1, 1)
+             ) -> tuple[Any, list[Any]]:
     """The kernel object and the array arguments of one tile's launch on ``dev``."""
     args: list[Any] = []
     sels = []
@@ -113,10 +118,12 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
             small = small and c.fits_int()
     # one kernel object per (kernel, slot of every access, index width) and device
     cache = dev.__dict__.setdefault("_bbmm_kernels", {})
-    key = (source, name, tuple(sels), small, co)
+    key = (source, name, tuple(sels), small, co, RESTRICT)
     knl = cache.get(key)
     if knl is None:
-        opts = [f"-DBBMM_CO={co}"] if co > 1 else []
+        opts = [f"-DBBMM_CO={co[0]}"] if co[0] > 1 else []
+        opts += [f"-DBBMM_CO1={co[1]}"] if co[1] > 1 else []
+        opts += [] if RESTRICT else ["-DBBMM_RESTRICT="]
         if SPECIALIZE:
             for entry, sel in zip((e for e in arrays if len(e) > 3), sels):
                 opts += [f"-D{entry[0]}_SEL{k}_IS={s}" for k, s in zip(entry[3], sel)]

@@ -86,7 +86,9 @@ class KernelSource:
     coarsen: bool = False
     """Built with ``-DBBMM_CO=c``, a work-item runs ``c`` points of the innermost band loop,
     ``get_local_size(0)`` apart: OpenCL dimension 0 of the NDRange is then ``c`` times
-    smaller (:func:`bbmm.hostlib.launch`)."""
+    smaller (:func:`bbmm.hostlib.launch`); with ``-DBBMM_CO1=r`` (a band of two or more
+    loops) also ``r`` consecutive points of the next loop, dimension 1 ``r`` times
+    smaller."""
 
     copy = replace
 
@@ -351,10 +353,16 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                        f"work-item 0 per band loop", [[("int", lb), ("int", ub)],
                                                       [("int", g) for g in gs]]))
     access_ids = []
+    written = {acc.array for acc in accesses if acc.kind == "write"}
     for a in arrays:
         ns, lines = slots[a.name], []
+        # an array the nest only reads is modified through no pointer while the kernel
+        # runs, whatever buffer it shares with others: restrict is exact for it, and lets
+        # the compiler use read-only caches (-DBBMM_RESTRICT= turns it off)
+        ptr = f"__global {a.ctype}*" if a.name in written else \
+            f"__global const {a.ctype}* BBMM_RESTRICT"
         for s in range(ns):
-            lines.append([(f"__global {a.ctype}*", f"{a.name}_buf{s}"),
+            lines.append([(ptr, f"{a.name}_buf{s}"),
                           ("long", f"{a.name}_base{s}")]
                          + [("int", f"{a.name}_st{s}_{d}") for d in range(a.ndim - 1)])
             lines.append([("int", f"{a.name}_lo{s}_{d}") for d in range(a.ndim)]
@@ -380,7 +388,11 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     out("#pragma OPENCL FP_CONTRACT OFF")
     out("#ifndef BBMM_IDX\n#define BBMM_IDX long  /* the host passes -DBBMM_IDX=int when "
         "every offset fits */\n#endif")
-    out("#ifndef BBMM_CO\n#define BBMM_CO 1  /* points per work-item (-DBBMM_CO=c) */\n#endif")
+    out("#ifndef BBMM_CO\n#define BBMM_CO 1  /* points per work-item along OpenCL dimension 0 "
+        "(-DBBMM_CO=c) */\n#endif")
+    out("#ifndef BBMM_CO1\n#define BBMM_CO1 1  /* consecutive points per work-item along "
+        "dimension 1 */\n#endif")
+    out("#ifndef BBMM_RESTRICT\n#define BBMM_RESTRICT restrict\n#endif")
     out()
     for a in arrays:
         for line in _access_macros(a.name, a.ndim, slots[a.name], split_all):
@@ -407,7 +419,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     # bytes in flight than one load per resident thread.
     coarsen = (nb > 0 and len(body) == 1 and isinstance(body[0], Statement)
                and body[0].op == "=")
-    inner_test = ""
+    inner_test = outer_test = ""
     for d, lp in enumerate(band):
         out(_comment(f"band loop {d} '{lp.iterator}' (loop {lp.id}): OpenCL dimension "
                      f"{cl_dim[d]}" + ("; outside the tile or the loop: nothing to do"
@@ -420,6 +432,13 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             out(f"const int {fresh(lp.iterator + '0')} = {gs[d]} + (int)(get_group_id(0) * "
                 f"get_local_size(0) * BBMM_CO + get_local_id(0));")
             inner_test = " || ".join(tests)
+            continue
+        if coarsen and d == nb - 2:
+            out(_comment(f"BBMM_CO1 consecutive points per work-item from "
+                         f"{fresh(lp.iterator + '0')} on"))
+            out(f"const int {fresh(lp.iterator + '0')} = {gs[d]} + "
+                f"(int)get_global_id(1) * BBMM_CO1;")
+            outer_test = " || ".join(tests)
             continue
         out(f"const int {lp.iterator} = {gs[d]} + (int)get_global_id({cl_dim[d]});")
         out(f"if ({' || '.join(tests)})")
@@ -464,20 +483,30 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         it = band[-1].iterator
         j0, u, v = fresh(it + "0"), fresh("u"), fresh("v")
         elem = scop.array(st.lhs.array).ctype
-        cond = f"!({inner_test})" + "".join(f" && ({g})" for g in st.guards)
-        point = f"const int {it} = {j0} + {u} * (int)get_local_size(0);"
+        loops = [(u, "BBMM_CO", f"const int {it} = {j0} + {u} * (int)get_local_size(0);")]
+        tests = [inner_test]
+        index = f"[{u}]"
+        if nb >= 2:
+            it1 = band[-2].iterator
+            r = fresh("r")
+            loops.insert(0, (r, "BBMM_CO1", f"const int {it1} = {fresh(it1 + '0')} + {r};"))
+            tests.insert(0, outer_test)
+            index = f"[{r}]{index}"
+        cond = " && ".join(f"!({t})" for t in tests) + "".join(f" && ({g})" for g in st.guards)
         out(_comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
         out(_comment("all loads first, then the stores"))
-        out(f"{elem} {v}[BBMM_CO];")
-        for phase in (f"{v}[{u}] = {to_c(lower(st.rhs), ref)};", f"{ref(st.lhs)} = {v}[{u}];"):
-            out("#pragma unroll")
-            out(f"for (int {u} = 0; {u} < BBMM_CO; {u}++) {{")
-            out.level += 1
-            out(point)
+        out(f"{elem} {v}{'[BBMM_CO1]' if nb >= 2 else ''}[BBMM_CO];")
+        for phase in (f"{v}{index} = {to_c(lower(st.rhs), ref)};", f"{ref(st.lhs)} = {v}{index};"):
+            for var, bound, point in loops:
+                out("#pragma unroll")
+                out(f"for (int {var} = 0; {var} < {bound}; {var}++) {{")
+                out.level += 1
+                out(point)
             out(f"if ({cond})")
             out("  " + phase)
-            out.level -= 1
-            out("}")
+            for _ in loops:
+                out.level -= 1
+                out("}")
     else:
         emit(body)
     out.level = 0

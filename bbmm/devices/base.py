@@ -208,3 +208,39 @@ class NullDevice(Device):
 
     def finish(self) -> None:
         pass
+
+
+class DryDevice(NullDevice):
+    """A device that keeps no data and runs nothing: the pool, the box bookkeeping, the
+    transfer and launch calls all happen, the bytes and the kernels do not.
+
+    It measures the host's own work for a program (``scripts/bench_host.py``): what a
+    GPU must hide, without a GPU and without a CPU device competing for the cores. Kernels
+    are looked up by ``kernel(source, name, options)`` as on an OpenCL device.
+    """
+
+    def __init__(self, index: int = 0, cap: int = 1 << 40, name: str | None = None,
+                 arena_size: int = 1 << 30, align: int = 256):
+        super().__init__(index, cap, name or f"dry{index}", arena_size, align)
+        self.launches = 0
+
+    @staticmethod
+    def _new_arena(nbytes: int) -> object:
+        return object()  # an arena is only an identity: nothing is stored
+
+    def write_rect(self, dst, dst_box, region, host, host_origin=None, *, wait_for=(),
+                   blocking=True):
+        self.log.append(("h2d", region, region.volume * host.itemsize))
+
+    def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
+                  blocking=True):
+        self.log.append(("d2h", region, region.volume * host.itemsize))
+
+    def copy_rect(self, dst, dst_box, src, src_box, region, itemsize):
+        self.log.append(("d2d", region, region.volume * itemsize))
+
+    def kernel(self, source: str, name: str, options: str = "") -> str:
+        return name
+
+    def launch(self, kernel, global_size, local_size, args):
+        self.launches += 1

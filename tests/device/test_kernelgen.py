@@ -244,7 +244,8 @@ def run_case(cl_env, scop, nest, params, host_iters, tile, *, split, split_all=F
     if key not in cache:
         ks = generate_kernel(scop, plan(scop), nest, {a.name: SLOTS for a in scop.arrays},
                              split_all=split_all)
-        opts = f"-DBBMM_CO={co}" if co > 1 else ""
+        co0, co1 = co if isinstance(co, tuple) else (co, 1)
+        opts = f"-DBBMM_CO={co0} -DBBMM_CO1={co1}"
         cache[key] = ks, getattr(cl.Program(ctx, ks.source).build(options=opts), ks.name)
     ks, kernel = cache[key]
     rng = np.random.default_rng(seed)
@@ -267,7 +268,9 @@ def run_case(cl_env, scop, nest, params, host_iters, tile, *, split, split_all=F
         args += [np.int32(lb), np.int32(ub)] + [np.int32(v) for v in lo]
         global_size = ks.global_size(ext)
         if ks.coarsen:
-            global_size = (-(-global_size[0] // co),) + global_size[1:]
+            co0, co1 = co if isinstance(co, tuple) else (co, 1)
+            global_size = tuple(-(-g // p) for g, p in
+                                zip(global_size, (co0, co1) + (1,) * (len(global_size) - 2)))
     tb = TileBuffers()
     for name, ids in zip(ks.arrays, ks.access_ids):
         arr = data[name]
@@ -317,7 +320,7 @@ def scop_of(name):
     return _SCOPS[name]
 
 
-@pytest.mark.parametrize("co", [1, 3])
+@pytest.mark.parametrize("co", [1, (3, 2)], ids=["co1", "co3x2"])
 @pytest.mark.parametrize("variant", ["whole", "split", "split_all"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_nest_matches_reference(cl_env, name, variant, co):
@@ -340,7 +343,17 @@ def test_coarsening_only_for_one_plain_assignment():
     assert not gen("prefix_sum").coarsen      # no band
     src = gen("heat3d").source
     assert "const int k0 = g2 + (int)(get_group_id(0) * get_local_size(0) * BBMM_CO" in src
-    assert src.index("v[u] = ") < src.index("= v[u];")
+    assert "const int j0 = g1 + (int)get_global_id(1) * BBMM_CO1;" in src
+    assert src.index("v[r][u] = ") < src.index("= v[r][u];")
+
+
+def test_restrict_only_on_arrays_the_nest_does_not_write():
+    ks = gen("heat3d")
+    types = dict(zip(ks.arg_names, ks.arg_types))
+    assert types["A_buf0"] == "__global const float* BBMM_RESTRICT"   # read only
+    assert types["B_buf0"] == "__global float*"                        # written
+    fl = dict(zip(gen("floyd").arg_names, gen("floyd").arg_types))
+    assert fl["path_buf0"] == "__global float*"                        # read and written
 
 
 MATHFNS = """
@@ -446,7 +459,7 @@ def test_guards_and_bounds_with_min_max():
     g = gen("guarded").source
     assert "if ((!((i != j) && (j < n - 1))))" in g
     m = gen("minmax").source
-    assert "if (!(j < max(0, i - w) || j > min(n - 1, i + w)))" in m
+    assert "&& !(j < max(0, i - w) || j > min(n - 1, i + w)))" in m
 
 
 def test_without_fp64_doubles_become_float():

@@ -269,3 +269,34 @@ def test_bench_floor_skips_a_program_given_0(tmp_path):
                     str(1 << 20), "--repeat", "1", "--json", str(tmp_path / "f.json")]) == 0
     doc = json.loads((tmp_path / "f.json").read_text())
     assert [r["program"] for r in doc["rows"]] == ["floyd"]
+
+
+def test_bench_host_on_dry_devices(tmp_path, capsys):
+    """Host time per serial iteration without a GPU: the runtime runs whole, nothing moves;
+    heat2d's steps repeat (replayed), floyd's do not."""
+    import bench_host as bh
+    assert bh.main(["--programs", "floyd,heat2d", "--devices", "1,2", "--sizes", "tiny",
+                    "--param", "heat2d:tsteps=8", "--repeat", "1",
+                    "--json", str(tmp_path / "h.json")]) == 0
+    rows = {(r["program"], r["devices"]): r for r in
+            json.loads((tmp_path / "h.json").read_text())["rows"]}
+    assert set(rows) == {(p, d) for p in ("floyd", "heat2d") for d in (1, 2)}
+    assert rows[("floyd", 2)]["serial_iters"] == 64 and rows[("floyd", 2)]["replayed"] == 0
+    assert rows[("heat2d", 2)]["serial_iters"] == 8 and rows[("heat2d", 2)]["replayed"] == 4
+    for r in rows.values():
+        assert r["ms_per_iter"] > 0 and r["launches"] == r["tiles"]
+    assert "us/tile" in capsys.readouterr().out
+
+
+def test_dry_device_keeps_no_data():
+    import numpy as np
+
+    from bbmm.box import Box
+    from bbmm.devices import DryDevice
+    d = DryDevice(0)
+    a = d.alloc(1 << 34)                       # 16 GiB: only bookkeeping
+    host = np.zeros((4, 4), np.float32)
+    assert d.write_rect(a, Box((0, 0), (3, 3)), Box((1, 1), (2, 2)), host) is None
+    assert d.log == [("h2d", Box((1, 1), (2, 2)), 16)]
+    assert d.kernel("src", "k") == "k" and d.launch("k", (1,), None, []) is None
+    assert d.launches == 1

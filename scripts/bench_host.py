@@ -1,0 +1,133 @@
+"""Host work of bbmm per serial iteration and per tile, without a GPU (performance issue,
+target 3): what the GPUs must hide.
+
+Each program's generated driver runs on :class:`bbmm.devices.DryDevice`\\ s: the whole
+runtime runs (Algorithm 2, present/alloc/readin, the directory, flow-out and flow-in,
+replay, the launch preparation) but no byte moves and no kernel runs, so the figure is
+the host's own time, free of a CPU OpenCL device competing for the cores. What it does
+not include: the OpenCL driver's enqueue calls and ``OpenCLDevice``'s argument handling.
+
+Usage::
+
+    python scripts/bench_host.py --programs floyd,heat2d --devices 1,2 --sizes paper
+    python scripts/bench_host.py --programs floyd --devices 2 --param floyd:n=4096 --profile 25
+
+Prints per configuration: serial iterations, tiles, host ms per serial iteration, us per
+tile, iterations replayed; ``--json PATH`` writes the rows.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import statistics
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import expcommon as ec  # noqa: E402
+
+from bbmm.devices import DryDevice  # noqa: E402
+from bbmm.runtime import Runtime  # noqa: E402
+
+
+class CountingRuntime(Runtime):
+    """Counts ``end_serial`` calls (serial iterations of any depth)."""
+
+    iterations = 0
+
+    def end_serial(self, serial: object = None) -> None:
+        self.iterations += 1
+        super().end_serial(serial)
+
+
+def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
+            replay: bool | None) -> tuple[dict[str, Any], CountingRuntime]:
+    bench = ec.load_bench(name, params, init=False)
+    module = bench.module
+    tile = module.default_tile(bench.params, ndev)
+    times = []
+    rt = None
+    for _ in range(max(1, repeat)):
+        devices = [DryDevice(i) for i in range(ndev)]
+        rt = CountingRuntime(devices, {k: v.copy() for k, v in bench.init.items()},
+                             max_pieces=module.SLOTS, replay=replay)
+        t0 = time.perf_counter()
+        module.run(rt, bench.params, bench.scalars, tile, False)
+        times.append(time.perf_counter() - t0)
+    assert rt is not None
+    wall = min(times)  # interference only adds time
+    iters = max(1, rt.iterations)
+    row = {"program": name, "devices": ndev, "params": bench.param_text, "tile": tile,
+           "serial_iters": rt.iterations, "tiles": rt.stats.tiles, "wall_s": wall,
+           "walls_s": times, "ms_per_iter": 1e3 * wall / iters,
+           "us_per_tile": 1e6 * wall / max(1, rt.stats.tiles),
+           "replayed": rt.stats.replayed,
+           "launches": sum(d.launches for d in rt.devices)}
+    return row, rt
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--programs", default="floyd,heat2d,fdtd2d,heat3d,lu",
+                   help="comma-separated programs of polybench/")
+    p.add_argument("--devices", default="1,2", help="comma-separated device counts")
+    p.add_argument("--sizes", choices=("tiny", "small", "paper"), default="small")
+    p.add_argument("--param", action="append", default=[], metavar="PROG:NAME=VALUE",
+                   help="override a parameter, e.g. floyd:n=4096 (repeatable)")
+    p.add_argument("--repeat", type=int, default=3, help="runs per configuration (the "
+                   "shortest counts)")
+    p.add_argument("--no-replay", action="store_true", help="runtime without replay")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="profile the last configuration's last run; print the N top functions")
+    p.add_argument("--json", default=None, metavar="PATH")
+    args = p.parse_args(argv)
+    progs = [x for x in args.programs.split(",") if x]
+    for prog in progs:
+        if prog not in ec.PROGRAMS:
+            p.error(f"unknown program {prog!r}; choose from {', '.join(ec.PROGRAMS)}")
+    over: dict[str, dict[str, int]] = {}
+    for item in args.param:
+        prog, _, kv = item.partition(":")
+        k, _, v = kv.partition("=")
+        if not (prog and k and v.lstrip("-").isdigit()):
+            p.error(f"--param {item!r}: expected PROG:NAME=INTEGER")
+        over.setdefault(prog, {})[k] = int(v)
+    replay = False if args.no_replay else None
+    rows = []
+    print(f"{'program':12} {'params':>24} {'dev':>3} {'iters':>6} {'tiles':>7} "
+          f"{'ms/iter':>8} {'us/tile':>8} {'replayed':>8}")
+    for prog in progs:
+        params = {**ec.PROGRAMS[prog].sizes[args.sizes], **over.get(prog, {})}
+        for nd in (int(x) for x in args.devices.split(",")):
+            row, _ = measure(prog, params, nd, args.repeat, replay)
+            rows.append(row)
+            print(f"{prog:12} {row['params']:>24} {nd:>3} {row['serial_iters']:>6} "
+                  f"{row['tiles']:>7} {row['ms_per_iter']:>8.3f} {row['us_per_tile']:>8.1f} "
+                  f"{row['replayed']:>8}", flush=True)
+    if args.profile and rows:
+        last = rows[-1]
+        params = {**ec.PROGRAMS[last["program"]].sizes[args.sizes],
+                  **over.get(last["program"], {})}
+        prof = cProfile.Profile()
+        prof.enable()
+        measure(last["program"], params, last["devices"], 1, replay)
+        prof.disable()
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.profile)
+        print(out.getvalue())
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "median_ms_per_iter": statistics.median(
+                r["ms_per_iter"] for r in rows) if rows else None}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
