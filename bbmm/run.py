@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -97,6 +98,20 @@ def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence
     return out
 
 
+WHOLE_LIMIT = int(os.environ.get("BBMM_WHOLE", str(1 << 20)))
+"""Arrays the program never writes, of at most this many bytes, are held whole on every
+device that reads them (``$BBMM_WHOLE``; 0: never)."""
+
+
+def runtime_options(module: ModuleType, arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """The runtime's options that come from the driver: kernel slots per array, and the
+    small read-only arrays to hold whole (a parameter table read at ``[t]``, say: one copy
+    for the run instead of one element per serial iteration, and iterations that repeat)."""
+    ro = getattr(module, "READ_ONLY", frozenset())
+    whole = frozenset(a for a in ro if a in arrays and arrays[a].nbytes <= WHOLE_LIMIT)
+    return {"max_pieces": module.SLOTS, "whole": whole}
+
+
 def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
             scalars: dict[str, float], arrays: dict[str, np.ndarray], *, tile: int | None = None,
             mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
@@ -106,8 +121,8 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
         tile = module.default_tile(params, len(devices))
     if tile < 1:
         raise UsageError(f"--tile must be at least 1, got {tile}")
-    rt = Runtime(devices, arrays, mode=mode, reuse=reuse, coherence=coherence,
-                 max_pieces=module.SLOTS, replay=replay)
+    rt = Runtime(devices, arrays, mode=mode, reuse=reuse, coherence=coherence, replay=replay,
+                 **runtime_options(module, arrays))
     t0 = time.perf_counter()
     module.run(rt, params, scalars, tile, progress)
     wall = time.perf_counter() - t0

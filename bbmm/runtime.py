@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -65,6 +65,9 @@ class Tile:
     """Arrays the tile only writes, through exact write boxes: every element of their
     boxes is overwritten, so new boxes need no read-in."""
     name: str = ""
+    original: "Tile | None" = field(default=None, compare=False, repr=False)
+    """The tile as the driver gave it, when the runtime widened its boxes of arrays held
+    whole (taken instead if the widened tile does not fit the device)."""
 
 
 @dataclass
@@ -93,7 +96,8 @@ class Runtime:
     def __init__(self, devices: Sequence[Device], arrays: Mapping[str, np.ndarray] | HostCopy,
                  *, mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
                  max_pieces: Mapping[str, int] | None = None, verify: bool | None = None,
-                 keep_idle: bool = False, replay: bool | None = None):
+                 keep_idle: bool = False, replay: bool | None = None,
+                 whole: Iterable[str] = ()):
         if mode not in MODES:
             raise UsageError(f"unknown allocation mode {mode!r}; choose from {', '.join(MODES)}")
         if coherence not in COHERENCE:
@@ -119,6 +123,15 @@ class Runtime:
         self.max_pieces = dict(max_pieces or {})
         """Kernel slots per array: a tile whose disjoint boxes of an array outnumber them
         falls back to one hull box for that array (correct, only larger)."""
+        self.whole: dict[str, Box] = {}
+        """Arrays no tile writes, held whole: every non-empty box of a tile becomes the whole
+        array (one read-in for the run, the same boxes every serial iteration)."""
+        cap = min(d.cap for d in self.devices)
+        for a in whole:
+            host = self.host.array(a)
+            if host.nbytes * 64 > cap:
+                continue  # not small next to the device memory: boxes as usual
+            self.whole[a] = Box(tuple(0 for _ in host.shape), tuple(s - 1 for s in host.shape))
         if replay is None:
             replay = os.environ.get("BBMM_REPLAY", "1") != "0"
         # Replay needs asynchronous host copies in program order (a blocking host copy
@@ -142,6 +155,8 @@ class Runtime:
         recording's is only held back (``end_serial`` replays the whole iteration);
         one that does not match first runs the held-back phases for real.
         """
+        if self.whole:
+            tiles = [self._promote(t) for t in tiles]
         if self._fixed is not None:
             t0 = time.perf_counter()
             i = len(self._deferred)
@@ -270,6 +285,26 @@ class Runtime:
             m.free_all()
         self._record()
 
+    def _promote(self, t: Tile) -> Tile:
+        """``t`` with its boxes of the arrays held whole replaced by the whole array (and
+        no cleanup for them: they stay for the next serial iteration)."""
+        if not any(a in self.whole for a in t.boxes):
+            return t
+        boxes = dict(t.boxes)
+        cleanup = dict(t.cleanup)
+        for a, bs in t.boxes.items():
+            w = self.whole.get(a)
+            if w is None:
+                continue
+            for ws in (t.writes, t.flowout, t.writeout):
+                if any(not b.is_empty for b in ws.get(a, ())):
+                    raise UsageError(f"tile {t.name}: array {a!r} is held whole as read-only, "
+                                     f"but the tile writes it")
+            boxes[a] = [b if b.is_empty else w for b in bs]
+            if a in cleanup:
+                cleanup[a] = [False] * len(cleanup[a])
+        return replace(t, boxes=boxes, cleanup=cleanup, original=t)
+
     # ---- replay (bbmm.replay) ----------------------------------------------------------
 
     def _record(self) -> None:
@@ -360,6 +395,15 @@ class Runtime:
         boxes, so everything else can be boxed out; if fragmentation still leaves no room,
         the device is emptied and the tile's boxes are placed one after the other.
         """
+        try:
+            return self._acquire_fit(t)
+        except TileTooLargeError:
+            if t.original is None:
+                raise
+        # an array held whole does not fit beside this tile's other boxes: its own boxes
+        return self._acquire_fit(t.original)
+
+    def _acquire_fit(self, t: Tile) -> TileBuffers:
         taken: list[Copy] = []
         try:
             return self._acquire_once(t, taken, strict=False)
@@ -379,7 +423,12 @@ class Runtime:
             mgr.release(c, keep=self.reuse)
         taken.clear()
         mgr.free_all()
-        return self._acquire_once(t, taken, strict=True)
+        try:
+            return self._acquire_once(t, taken, strict=True)
+        except TileTooLargeError:
+            for c in taken:  # leave nothing in use: the caller may try other boxes
+                mgr.release(c, keep=self.reuse)
+            raise
 
     def _acquire_once(self, t: Tile, taken: list[Copy], strict: bool) -> TileBuffers:
         mgr = self.managers[t.device]

@@ -108,6 +108,9 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g("ARRAYS = {%s}  # name: (C type, C extents)" % ", ".join(
         f"{a.name!r}: ({a.ctype!r}, {tuple(a.dims)!r})" for a in scop.arrays))
     g(f"SLOTS = {slots!r}  # kernel box slots per array (more boxes fall back to their hull)")
+    written = {acc.array for st in scop.statements for acc in st.accesses if acc.kind == "write"}
+    read_only = sorted(a.name for a in scop.arrays if a.name not in written)
+    g(f"READ_ONLY = frozenset({read_only!r})  # arrays the program never writes")
     g()
     g('KERNELS = r"""')
     for line in kernel_source.rstrip("\n").split("\n"):

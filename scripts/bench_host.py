@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import expcommon as ec  # noqa: E402
 
 from bbmm.devices import DryDevice  # noqa: E402
+from bbmm.run import runtime_options  # noqa: E402
 from bbmm.runtime import Runtime  # noqa: E402
 
 
@@ -55,8 +56,9 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
     rt = None
     for _ in range(max(1, repeat)):
         devices = [DryDevice(i) for i in range(ndev)]
-        rt = CountingRuntime(devices, {k: v.copy() for k, v in bench.init.items()},
-                             max_pieces=module.SLOTS, replay=replay)
+        arrays = {k: v.copy() for k, v in bench.init.items()}
+        rt = CountingRuntime(devices, arrays, replay=replay,
+                             **runtime_options(module, arrays))
         t0 = time.perf_counter()
         module.run(rt, bench.params, bench.scalars, tile, False)
         times.append(time.perf_counter() - t0)

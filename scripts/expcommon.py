@@ -58,6 +58,7 @@ import numpy as np  # noqa: E402
 from bbmm.box import Box, union_volume  # noqa: E402
 from bbmm.diagnostic import BBMMError, format_bytes, parse_bytes  # noqa: E402
 from bbmm.runtime import Runtime  # noqa: E402
+from bbmm.run import runtime_options  # noqa: E402
 
 POLYBENCH = ROOT / "polybench"
 
@@ -592,7 +593,7 @@ def measure(bench: Bench, devices: Sequence[Any], *, tile: int | None = None,
             for k, a in host.items():
                 a[...] = bench.init[k]
             rt = RecordingRuntime(devices, host, mode=mode, reuse=reuse, coherence=coherence,
-                                  max_pieces=module.SLOTS, record_boxes=record_boxes)
+                                  record_boxes=record_boxes, **runtime_options(module, host))
             t0 = time.perf_counter()
             module.run(rt, bench.params, bench.scalars, tile, False)
             wall = time.perf_counter() - t0

@@ -180,8 +180,8 @@ def test_polybench_accesses_in_bounds(path, capsys):
 # stencils with enough time steps for replay (record, compare, fixed point, replay)
 REPLAYED = [
     (POLYBENCH / "heat2d.c", ["tsteps=9", "n=20"], True),
-    # fdtd2d reads _fict_[t]: a box that moves with t, so no two steps are alike
-    (POLYBENCH / "fdtd2d.c", ["tmax=9", "nx=16", "ny=12"], False),
+    # fdtd2d reads _fict_[t]: repeats because the small read-only table is held whole
+    (POLYBENCH / "fdtd2d.c", ["tmax=9", "nx=16", "ny=12"], True),
     (POLYBENCH / "heat3d.c", ["tsteps=8", "n=8"], True),
     (KERNELS / "jacobi2d.c", ["tsteps=9", "n=14"], True),
     (POLYBENCH / "adi.c", ["tsteps=8", "n=12"], False),
@@ -209,3 +209,21 @@ def test_replay_checks_and_moves_the_same_bytes(path, params, replays, ndev, tmp
                 "writeback_bytes", "refresh_bytes", "tiles"):
         assert on[key] == off[key], key
     assert on["per_device"] == off["per_device"]
+
+
+@needs_cl
+def test_small_read_only_array_held_whole(tmp_path, monkeypatch):
+    """fdtd2d's _fict_ is read at [t]: held whole it is read in once per device, not one
+    element per step; BBMM_WHOLE=0 turns that off (and then no step repeats)."""
+    import bbmm.run
+    path, params = POLYBENCH / "fdtd2d.c", ["tmax=9", "nx=16", "ny=12"]
+    docs = {}
+    for limit in (1 << 20, 0):
+        monkeypatch.setattr(bbmm.run, "WHOLE_LIMIT", limit)
+        out = tmp_path / f"w{limit}.json"
+        assert run(path, params, "--devices", 2, json_path=out) == 0
+        docs[limit] = json.loads(out.read_text())
+    assert docs[0]["check"] == docs[1 << 20]["check"] == "pass"
+    assert docs[0]["replayed_iterations"] == 0 and docs[1 << 20]["replayed_iterations"] > 0
+    allocs = [sum(d["boxes_allocated"] for d in doc["per_device"]) for doc in docs.values()]
+    assert allocs[0] < allocs[1]

@@ -190,3 +190,73 @@ def test_no_replay_where_host_copies_block_or_kernels_are_timed(monkeypatch):
     monkeypatch.delenv("BBMM_REPLAY")
     assert Runtime(make(1), {"x": np.zeros(4)}).replay
     assert isinstance(Runtime(make(1), {"x": np.zeros(4)}).directory.tape, Tape)
+
+
+def table_driver(rt, n, steps, tile):
+    """x[i] += tab[t] * x[i] for t in steps: a read-only table read one element per step
+    (fdtd2d's _fict_[t])."""
+    ndev = len(rt.devices)
+    for t in range(steps):
+        tiles = []
+        for lb, ub, dev in tiles_of(n, tile, ndev):
+            c, e = Box((lb,), (ub,)), Box((t,), (t,))
+
+            def k(d, tb, c=c, e=e):
+                x = gather(d, tb, "x", c, np.float64)
+                scatter(d, tb, "x", c, x + gather(d, tb, "tab", e, np.float64)[0] * x)
+
+            tiles.append(Tile(dev, {"x": [c, c], "tab": [e]}, k, writes={"x": [c]},
+                              writeout={"x": [c]} if t == steps - 1 else {},
+                              cleanup={"x": [False, False], "tab": [True]}, name=f"{t}:{lb}"))
+        rt.run_phase(tiles, serial=t)
+        rt.end_serial(t)
+    rt.finish()
+
+
+@pytest.mark.parametrize("ndev", [1, 2, 3])
+def test_read_only_array_held_whole_makes_steps_repeat(ndev):
+    n, steps = 12, 10
+    rng = np.random.default_rng(5)
+    x, tab = rng.random(n), rng.random(steps)
+    want = x.copy()
+    for t in range(steps):
+        want = want + tab[t] * want
+    runs = {}
+    for whole in ((), ("tab",)):
+        rt = Runtime(make(ndev), {"x": x.copy(), "tab": tab.copy()}, verify=True, whole=whole)
+        table_driver(rt, n, steps, 4)
+        np.testing.assert_allclose(rt.host.array("x"), want, rtol=1e-12)
+        runs[bool(whole)] = rt
+    # one element per step and device without, the whole table once per device with
+    assert runs[False].stats.replayed == 0
+    assert runs[True].stats.replayed == steps - 4
+    assert runs[True].stats.bytes["readin"] < runs[False].stats.bytes["readin"] + ndev * 8 * steps
+    # one box of x per tile (3 tiles) and one whole table per device, whatever the steps
+    assert sum(d.boxes_allocated for d in runs[True].stats.devices) == 3 + ndev
+    assert sum(d.boxes_allocated for d in runs[False].stats.devices) == 3 + ndev * steps
+
+
+def test_an_array_held_whole_must_not_be_written():
+    from bbmm.diagnostic import UsageError
+    rt = Runtime(make(1), {"x": np.zeros(4)}, whole=("x",))
+    b = Box((0,), (3,))
+    with pytest.raises(UsageError, match="held whole as read-only"):
+        rt.run_phase([Tile(0, {"x": [b]}, lambda d, tb: None, writes={"x": [b]})])
+
+
+def test_array_held_whole_that_does_not_fit_falls_back_to_its_boxes():
+    """A cap that holds a tile's boxes but not the whole table beside them: the tile gets
+    its own boxes of the table (the table is small against no cap here: forced whole)."""
+    n, steps = 12, 6
+    rng = np.random.default_rng(6)
+    x, tab = rng.random(n), rng.random(64)
+    want = x.copy()
+    for t in range(steps):
+        want = want + tab[t] * want
+    # a tile: 4 + 4 doubles of x (two accesses, one box) and one of tab; tab whole is 512 B
+    cap = 256
+    rt = Runtime(make(1, cap=cap, arena=cap), {"x": x.copy(), "tab": tab.copy()}, verify=True)
+    rt.whole["tab"] = Box((0,), (63,))           # as if it were small enough
+    table_driver(rt, n, steps, 4)
+    np.testing.assert_allclose(rt.host.array("x"), want, rtol=1e-12)
+    assert Runtime(make(1, cap=cap, arena=cap), {"x": x, "tab": tab}, whole=("tab",)).whole == {}
