@@ -426,19 +426,19 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                                        if d == 0 else "; outside the loop: nothing to do")))
         tests = ([f"{lp.iterator} < {lb}", f"{lp.iterator} > {ub}"] if d == 0 else []) \
             + [f"{lp.iterator} < {lp.lower}", f"{lp.iterator} > {lp.upper}"]
-        if coarsen and d == nb - 1:
-            out(_comment(f"BBMM_CO points per work-item, get_local_size(0) apart from "
-                         f"{fresh(lp.iterator + '0')} on"))
-            out(f"const int {fresh(lp.iterator + '0')} = {gs[d]} + (int)(get_group_id(0) * "
-                f"get_local_size(0) * BBMM_CO + get_local_id(0));")
-            inner_test = " || ".join(tests)
-            continue
-        if coarsen and d == nb - 2:
-            out(_comment(f"BBMM_CO1 consecutive points per work-item from "
-                         f"{fresh(lp.iterator + '0')} on"))
-            out(f"const int {fresh(lp.iterator + '0')} = {gs[d]} + "
-                f"(int)get_global_id(1) * BBMM_CO1;")
-            outer_test = " || ".join(tests)
+        if coarsen and d >= nb - 2:
+            # the two innermost band loops start each work-item's points (dimension 0:
+            # BBMM_CO of them get_local_size(0) apart; dimension 1: BBMM_CO1 consecutive)
+            start = ("(int)(get_group_id(0) * get_local_size(0) * BBMM_CO + get_local_id(0))"
+                     if d == nb - 1 else "(int)get_global_id(1) * BBMM_CO1")
+            what = ("BBMM_CO points per work-item, get_local_size(0) apart" if d == nb - 1
+                    else "BBMM_CO1 consecutive points per work-item")
+            out(_comment(f"{what} from {fresh(lp.iterator + '0')} on"))
+            out(f"const int {fresh(lp.iterator + '0')} = {gs[d]} + {start};")
+            if d == nb - 1:
+                inner_test = " || ".join(tests)
+            else:
+                outer_test = " || ".join(tests)
             continue
         out(f"const int {lp.iterator} = {gs[d]} + (int)get_global_id({cl_dim[d]});")
         out(f"if ({' || '.join(tests)})")
