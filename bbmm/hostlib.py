@@ -22,20 +22,21 @@ SPECIALIZE = os.environ.get("BBMM_SPECIALIZE", "1") != "0"
 build per distinct combination, cached): every unsplit access becomes one direct load."""
 
 
-def _coarsen(spec: str | None) -> int:
-    """Points per work-item of kernels whose band body is one assignment (``$BBMM_COARSEN``)."""
+def _coarsen(var: str, default: int) -> int:
+    """Points per work-item of kernels whose band body is one assignment, from ``$var``."""
+    spec = os.environ.get(var)
     try:
-        co = int(spec) if spec else 2
+        co = int(spec) if spec else default
     except ValueError:
-        raise ValueError(f"BBMM_COARSEN: {spec!r} is not a positive integer") from None
+        raise ValueError(f"{var}: {spec!r} is not a positive integer") from None
     if not 1 <= co <= 64:
-        raise ValueError(f"BBMM_COARSEN: {co} is not in 1..64")
+        raise ValueError(f"{var}: {co} is not in 1..64")
     return co
 
 
-COARSEN = _coarsen(os.environ.get("BBMM_COARSEN"))
+COARSEN = _coarsen("BBMM_COARSEN", 2)
 """Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``."""
-COARSEN1 = _coarsen(os.environ.get("BBMM_COARSEN1") or "1")
+COARSEN1 = _coarsen("BBMM_COARSEN1", 1)
 """Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``)."""
 RESTRICT = os.environ.get("BBMM_RESTRICT", "1") != "0"
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
@@ -77,14 +78,15 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     ``grid[d] = (lo, hi)`` is band loop ``d``'s iterator range over the tile, whose
     ``lo`` values are passed next (the iterator of work-item 0); ``cl_band[c]`` is the
     band loop mapped to OpenCL dimension ``c``; ``arrays`` are ``(name, slots, ndim)``
-    in kernel argument order. With ``coarsen`` (the kernel supports ``BBMM_CO``) each
-    work-item runs :data:`COARSEN` points of OpenCL dimension 0.
+    in kernel argument order. With ``coarsen`` (the kernel takes ``BBMM_CO``) each
+    work-item runs :data:`COARSEN` points of OpenCL dimension 0 and, for a band of two or
+    more loops, :data:`COARSEN1` of dimension 1.
     """
     co = (COARSEN, COARSEN1 if len(grid) > 1 else 1) if coarsen and grid else (1, 1)
-    prep = tb.launches.get((id(dev), name, source, co))
+    key = (id(dev), name, source, co)
+    prep = tb.launches.get(key)
     if prep is None:
-        prep = tb.launches[(id(dev), name, source, co)] = _prepare(dev, tb, source, name,
-                                                                   arrays, co)
+        prep = tb.launches[key] = _prepare(dev, tb, source, name, arrays, co)
     knl, array_args = prep
     args = list(scalars) + [np.int32(lo) for lo, _ in grid]
     args += array_args
@@ -93,8 +95,8 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
     if local is None:
         local = LOCAL_SIZES[len(extent)]
-    # Pad the NDRange to whole work-groups: the kernel returns early for indices
-    # outside the tile and the loop bounds, so extra work-items are harmless, and a
+    # Pad the NDRange to whole work-groups: the kernel skips indices outside the tile
+    # and the loop bounds, so extra work-items are harmless, and a
     # driver left to pick a work-group size for an awkward extent (12286 = 2 * 6143)
     # may choose a tiny one.
     per = co + (1,) * (len(extent) - 2)  # points per work-item along each OpenCL dimension

@@ -348,8 +348,8 @@ class Runtime:
         self._fixed = None
         self._tape = Tape()
         self.directory.tape = self._tape
-        self._prev_keys = tuple(fixed.phases)
-        self._prev_sig = signature(self)
+        # _prev_keys and _prev_sig still describe the fixed point (set when it was found;
+        # replay changes no state), which is where the held-back phases start from
         for tiles, serial in deferred:
             self._run_phase(tiles, serial)
 
