@@ -378,9 +378,59 @@ def _check_inside(region: Box, box: Box, a: Allocation, itemsize: int, what: str
                          f"its allocation of {a.nbytes} bytes")
 
 
-_SCALARS = frozenset({np.int32, np.int64, np.uint32, np.uint64, np.float32, np.float64})
-"""Kernel argument types compared by value when deciding whether to set an argument again
-(buffers only by identity)."""
+_PACK = {np.int32: b"i", np.uint32: b"I", np.int64: b"l", np.uint64: b"L",
+         np.float32: b"f", np.float64: b"d", np.int16: b"h", np.uint16: b"H",
+         np.int8: b"b", np.uint8: b"B"}
+"""Scalar kernel argument types and their pack characters for pyopencl's
+``Kernel._set_arg_buf_pack_multi`` (what pyopencl's own generated invokers call: 0.1 us
+for several arguments, where ``set_arg`` of one numpy scalar takes about 7 us). Scalars
+are compared by value when deciding whether to set an argument again, buffers by
+identity."""
+
+_SCALARS = frozenset(_PACK)
+
+_KERNEL_ARGS: dict[int, tuple[Any, list[Any]]] = {}
+"""id(kernel) -> (kernel, the arguments it holds): what each ``cl.Kernel`` was last given,
+so that a launch sets only what changed. Kept per kernel object, not per device, since the
+arguments are the kernel object's state; the kernel is held so that its id stays its own."""
+
+
+def _set_changed(kernel: Any, args: Sequence[Any]) -> None:
+    """Give ``kernel`` the arguments of ``args`` that differ from what it holds: scalars
+    packed in one call, buffers (and None, a null buffer) in another."""
+    held = _KERNEL_ARGS.get(id(kernel))
+    if held is None or len(held[1]) != len(args):
+        if len(args) != kernel.num_args:
+            raise TypeError(f"{kernel.function_name} takes {kernel.num_args} arguments, "
+                            f"{len(args)} given")
+        last: Sequence[Any] = ()
+    else:
+        last = held[1]
+    packs: list[Any] = []
+    bufs: list[Any] = []
+    for i, a in enumerate(args):
+        b = last[i] if last else _UNSET
+        if a is b:
+            continue
+        t = type(a)
+        c = _PACK.get(t)
+        if c is not None:
+            if type(b) is t and a == b:
+                continue
+            packs += (i, c, a)
+        elif a is None or isinstance(a, cl.MemoryObjectHolder):
+            bufs += (i, a)
+        else:
+            raise TypeError(f"argument {i} of {kernel.function_name}: a numpy scalar or "
+                            f"a buffer is needed, not {t.__name__}")
+    if packs:
+        kernel._set_arg_buf_pack_multi(tuple(packs))
+    if bufs:
+        kernel._set_arg_multi(tuple(bufs))
+    _KERNEL_ARGS[id(kernel)] = (kernel, list(args))
+
+
+_UNSET = object()
 
 
 class OpenCLDevice(Device):
@@ -418,7 +468,6 @@ class OpenCLDevice(Device):
                          max_arena=self.max_alloc, align=align, name=self.name)
         # programs are per context: logical devices sharing one share their builds
         self._programs: dict[tuple[str, str], Any] = {} if programs is None else programs
-        self._last_args: dict[int, list[Any]] = {}
         self._plans: dict[tuple, tuple] = {}
         self._kernels: dict[tuple[str, str, str], Any] = {}
         self._copy_kernels: dict[int, Any] | None = None
@@ -657,30 +706,21 @@ class OpenCLDevice(Device):
     def launch(self, kernel, global_size, local_size, args):
         """Set ``args`` and enqueue ``kernel`` (built by :meth:`build` on this device).
 
-        Scalars must be numpy scalars (``np.int64(off)``) unless the kernel has
-        ``set_scalar_arg_dtypes``; a box is passed as its buffer and element offset.
+        Scalars must be numpy scalars (``np.int64(off)``); a box is passed as its buffer
+        and element offset. Only the arguments that changed since the kernel object's
+        last launch are set: a tile's boxes rarely move between serial iterations.
         """
         try:
-            # Set only the arguments that changed since this kernel object's last launch:
-            # a tile's boxes rarely move between serial iterations, and pyopencl's
-            # set_args re-converts every argument (~0.3 ms for a 40-argument kernel).
-            last = self._last_args.get(id(kernel))
-            if last is None or len(last) != len(args):
-                kernel.set_args(*args)
-            else:
-                for i, (a, b) in enumerate(zip(args, last)):
-                    if a is b or (type(a) is type(b) and type(a) in _SCALARS and a == b):
-                        continue
-                    kernel.set_arg(i, a)
-            self._last_args[id(kernel)] = list(args)
+            _set_changed(kernel, args)
             return cl.enqueue_nd_range_kernel(
                 self.queue, kernel, tuple(int(g) for g in global_size),
                 None if local_size is None else tuple(int(l) for l in local_size))
         except (cl.Error, TypeError) as e:
+            _KERNEL_ARGS.pop(id(kernel), None)  # what the kernel holds is now unknown
             what = f"launching {kernel.function_name} on {tuple(global_size)}"
             if kernel.context.int_ptr != self.context.int_ptr:
                 what += " (the kernel was built for another device's context)"
-            if isinstance(e, TypeError):  # wrong number of arguments
+            if isinstance(e, TypeError):  # wrong number or kind of arguments
                 raise DeviceError(f"{self.name}: {what} failed: {e}") from None
             raise _device_error(e, self.name, what) from None
 

@@ -372,6 +372,69 @@ def test_launch_reads_a_box_through_buffer_and_offset(make):
         devs[1].launch(k, (4,), None, [out.buf, np.int64(0), a.buf, np.int64(0), np.int32(4)])
 
 
+MIXED = """
+__kernel void mixed(__global float *out, __global const float *a, long a_off, int s,
+                    float f, double d, ulong u, __global const float *opt)
+{
+    const int i = get_global_id(0);
+    out[i] = a[a_off + i] * f + (float)d + (float)s + (float)(u >> 40)
+           + (opt ? opt[i] : -1.0f);
+}
+"""
+
+
+def test_launch_sets_only_what_changed_and_stays_exact(make):
+    """A launch sets only the arguments that differ from what the kernel object holds
+    (scalars packed in one call, buffers in another): every launch of a random sequence,
+    buffers swapped, scalars of six types changed or kept, a null buffer, one kernel
+    object shared by two devices of one context, gives numpy's result."""
+    rng = np.random.default_rng(42)
+    devs = make(2, cap="8MiB", arena_size=1 << 20)
+    k = devs[0].kernel(MIXED, "mixed")
+    n = 16
+    data = [rng.standard_normal(64).astype(np.float32) for _ in range(3)]
+    bufs = [cl.Buffer(devs[0].context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                      hostbuf=x) for x in data]
+    out = cl.Buffer(devs[0].context, cl.mem_flags.READ_WRITE, 4 * n)
+    args = [out, bufs[0], np.int64(0), np.int32(1), np.float32(1.0), np.float64(0.0),
+            np.uint64(0), None]
+    res = np.empty(n, np.float32)
+    for step in range(40):
+        args = list(args)
+        for _ in range(int(rng.integers(0, 4))):
+            i = int(rng.integers(1, 8))
+            if i == 1:
+                args[1] = bufs[int(rng.integers(0, 3))]
+            elif i == 2:
+                args[2] = np.int64(rng.integers(0, 48))
+            elif i == 3:
+                args[3] = np.int32(rng.integers(-5, 5))
+            elif i == 4:
+                args[4] = np.float32(rng.integers(-3, 3) / 2)
+            elif i == 5:
+                args[5] = np.float64(rng.integers(0, 8) / 4)
+            elif i == 6:
+                args[6] = np.uint64(int(rng.integers(0, 4)) << 40)
+            else:
+                args[7] = None if args[7] is not None else bufs[int(rng.integers(0, 3))]
+        dev = devs[step % 2]
+        dev.launch(k, (n,), None, args)
+        cl.enqueue_copy(dev.queue, res, out)
+        a = data[bufs.index(args[1])][int(args[2]):int(args[2]) + n]
+        opt = -1.0 if args[7] is None else data[bufs.index(args[7])][:n]
+        want = (a * args[4] + np.float32(args[5]) + np.float32(args[3])
+                + np.float32(int(args[6]) >> 40) + opt)
+        np.testing.assert_allclose(res, want, rtol=1e-6, err_msg=f"launch {step}: {args}")
+    with pytest.raises(DeviceError, match="argument 3 of mixed: a numpy scalar or a buffer"):
+        devs[0].launch(k, (n,), None, args[:3] + [3] + args[4:])
+    with pytest.raises(DeviceError, match="mixed takes 8 arguments, 7 given"):
+        devs[0].launch(k, (n,), None, args[:7])
+    # after a failed launch the kernel's arguments are set again in full
+    devs[0].launch(k, (n,), None, args)
+    cl.enqueue_copy(devs[0].queue, res, out)
+    np.testing.assert_allclose(res, want, rtol=1e-6)
+
+
 def test_pinned_arrays(make):
     (dev,) = make(1, cap="8MiB")
     p = pinned_empty(dev, (64, 32), np.float32)
