@@ -39,6 +39,7 @@ would pick float and reject ``sqrt(int)``), ``abs`` stays int, ``MIN``/``MAX``/`
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -420,6 +421,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     coarsen = (nb > 0 and len(body) == 1 and isinstance(body[0], Statement)
                and body[0].op == "=")
     inner_test = outer_test = ""
+    row_tests = None  # tests of the second innermost band loop, as a function of its value
     for d, lp in enumerate(band):
         out(_comment(f"band loop {d} '{lp.iterator}' (loop {lp.id}): OpenCL dimension "
                      f"{cl_dim[d]}" + ("; outside the tile or the loop: nothing to do"
@@ -439,6 +441,9 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                 inner_test = " || ".join(tests)
             else:
                 outer_test = " || ".join(tests)
+                row_tests = (lambda x, lp=lp, d=d: " || ".join(
+                    ([f"{x} < {lb}", f"{x} > {ub}"] if d == 0 else [])
+                    + [f"{x} < {lp.lower}", f"{x} > {lp.upper}"]))
             continue
         out(f"const int {lp.iterator} = {gs[d]} + (int)get_global_id({cl_dim[d]});")
         out(f"if ({' || '.join(tests)})")
@@ -496,7 +501,43 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         out(_comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
         out(_comment("all loads first, then the stores"))
         out(f"{elem} {v}{'[BBMM_CO1]' if nb >= 2 else ''}[BBMM_CO];")
-        for phase in (f"{v}{index} = {to_c(lower(st.rhs), ref)};", f"{ref(st.lhs)} = {v}{index};"):
+        load = f"{v}{index} = {to_c(lower(st.rhs), ref)};"
+        strip = nb >= 2 and not any(
+            re.search(rf"\b{re.escape(it1)}\b", t) for t in (inner_test, *st.guards))
+        if strip:
+            # When every row of the work-item's strip lies inside the tile and loop
+            # '{it1}' (an interval: the first and the last row tell) and nothing else
+            # depends on the row, the loads need no test per row: a value that several
+            # rows read (a stencil's row below is the next row's centre) is then loaded
+            # once, since the compiler may merge equal loads with no store between.
+            first, last = fresh(it1 + "_first"), fresh(it1 + "_last")
+            out("#if BBMM_CO1 > 1")
+            out(_comment(f"the strip's rows, all inside '{it1}''s range: loads untested per row"))
+            out(f"const int {first} = {fresh(it1 + '0')}, {last} = {first} + BBMM_CO1 - 1;")
+            out(f"if (!({row_tests(first)}) && !({row_tests(last)})) {{")
+            out.level += 1
+            col = " && ".join([f"!({inner_test})"] + [f"({g})" for g in st.guards])
+            for var, bound, point in loops[::-1]:
+                out("#pragma unroll")
+                out(f"for (int {var} = 0; {var} < {bound}; {var}++) {{")
+                out.level += 1
+                out(point)
+                if var == u:
+                    out(f"if ({col}) {{")
+                    out.level += 1
+            out(load)
+            out.level -= 1
+            out("}")
+            out.level -= 1
+            out("}")
+            out.level -= 1
+            out("}")
+            out.level -= 1
+            out("} else")
+            out("#endif")
+            out("{")
+            out.level += 1
+        for phase in (load, f"{ref(st.lhs)} = {v}{index};"):
             for var, bound, point in loops:
                 out("#pragma unroll")
                 out(f"for (int {var} = 0; {var} < {bound}; {var}++) {{")
@@ -507,6 +548,10 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             for _ in loops:
                 out.level -= 1
                 out("}")
+            if strip and phase is load:
+                out.level -= 1
+                out("}")
+                strip = False
     else:
         emit(body)
     out.level = 0

@@ -668,8 +668,8 @@ class OpenCLDevice(Device):
             unit = next(u for u in (16, 8, 4, 2, 1) if all(n % u == 0 for n in nums))
             k = self._copy_kernels[unit]
             u64 = np.uint64
-            k.set_args(buf, u64(a_off // unit), u64(ap[0] // unit), u64(ap[1] // unit),
-                       buf, u64(b_off // unit), u64(bp[0] // unit), u64(bp[1] // unit))
+            _set_changed(k, (buf, u64(a_off // unit), u64(ap[0] // unit), u64(ap[1] // unit),
+                             buf, u64(b_off // unit), u64(bp[0] // unit), u64(bp[1] // unit)))
             evt = cl.enqueue_nd_range_kernel(self.queue, k, (ext[0] // unit, ext[1], ext[2]),
                                              None)
         return evt

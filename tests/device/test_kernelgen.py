@@ -320,7 +320,7 @@ def scop_of(name):
     return _SCOPS[name]
 
 
-@pytest.mark.parametrize("co", [1, (3, 2)], ids=["co1", "co3x2"])
+@pytest.mark.parametrize("co", [1, (3, 2), (2, 5)], ids=["co1", "co3x2", "co2x5"])
 @pytest.mark.parametrize("variant", ["whole", "split", "split_all"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_nest_matches_reference(cl_env, name, variant, co):
