@@ -46,8 +46,8 @@ from dataclasses import dataclass, replace
 from bbmm.diagnostic import UnsupportedProgramError, UsageError
 from codegen.deps import Nest, Plan
 from codegen.scop import (
-    ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Ternary, UnOp,
-    Var, to_c)
+    Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Ternary, UnOp,
+    Var, array_refs, to_c)
 
 __all__ = ["KernelSource", "expr_type", "generate_kernel"]
 
@@ -507,31 +507,25 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         if strip:
             # When every row of the work-item's strip lies inside the tile and loop
             # '{it1}' (an interval: the first and the last row tell) and nothing else
-            # depends on the row, the loads need no test per row: a value that several
-            # rows read (a stencil's row below is the next row's centre) is then loaded
-            # once, since the compiler may merge equal loads with no store between.
+            # depends on the row, the rows need no test each and slide a window down
+            # the strip: each value is loaded once (:func:`_emit_strip`).
             first, last = fresh(it1 + "_first"), fresh(it1 + "_last")
             out("#if BBMM_CO1 > 1")
-            out(_comment(f"the strip's rows, all inside '{it1}''s range: loads untested per row"))
+            out(_comment(f"the strip's rows, all inside '{it1}''s range: one load per value"))
             out(f"const int {first} = {fresh(it1 + '0')}, {last} = {first} + BBMM_CO1 - 1;")
             out(f"if (!({row_tests(first)}) && !({row_tests(last)})) {{")
             out.level += 1
-            col = " && ".join([f"!({inner_test})"] + [f"({g})" for g in st.guards])
-            for var, bound, point in loops[::-1]:
-                out("#pragma unroll")
-                out(f"for (int {var} = 0; {var} < {bound}; {var}++) {{")
-                out.level += 1
-                out(point)
-                if var == u:
-                    out(f"if ({col}) {{")
-                    out.level += 1
-            out(load)
-            out.level -= 1
-            out("}")
-            out.level -= 1
-            out("}")
-            out.level -= 1
-            out("}")
+            u_var, u_bound, u_point = loops[1]
+            out("#pragma unroll")
+            out(f"for (int {u_var} = 0; {u_var} < {u_bound}; {u_var}++) {{")
+            out.level += 1
+            out(u_point)
+            out(f"if ({' && '.join([f'!({inner_test})'] + [f'({g})' for g in st.guards])}) {{")
+            out.level += 1
+            _emit_strip(out, scop, lower(st.rhs), it1, first, r, f"{v}{index}", ref, fresh)
+            for _ in range(2):
+                out.level -= 1
+                out("}")
             out.level -= 1
             out("} else")
             out("#endif")
@@ -572,6 +566,85 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         host_iterators=tuple(lp.iterator for lp in host), split_all=split_all,
         fp64=uses_double, coarsen=coarsen)
 
+
+
+def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: str, dst: str,
+                ref, fresh) -> None:
+    """The loads of a strip of BBMM_CO1 consecutive rows of ``it`` (from ``first`` on, all
+    inside the loop) through register windows, then ``dst = rhs`` per row.
+
+    Reads ``X[it + c][rest]`` with the same ``X`` and ``rest`` (independent of ``it``) and
+    offsets c = cmin .. cmax with none missing form a window of registers: row ``r``
+    reads element ``first + r + c`` from position c, the rows above are loaded before
+    the first row, each row loads only row ``+ cmax`` (through the access of offset
+    cmax, whose box holds it: the access reads it at a row of the strip) and the window
+    then slides. Reads that do not depend on ``it`` are loaded once; any other read is
+    loaded at its row. Values are the same as one load per access: a parallel band
+    writes nothing that another of its points reads, and no store comes between.
+    """
+    groups: dict[tuple, dict[int, ArrayRef]] = {}
+    per_row: list[ArrayRef] = []
+    for a in array_refs(rhs):
+        dims = [d for d, x in enumerate(a.index) if it in x.names]
+        if not dims:
+            groups.setdefault((a.array, a.index, None), {}).setdefault(0, a)
+        elif len(dims) == 1 and a.index[dims[0]].coeffs[it] == 1:
+            d = dims[0]
+            x = a.index[d]
+            rest = x - Affine.var(it) - x.const
+            key = (a.array, a.index[:d] + (rest,) + a.index[d + 1:], d)
+            groups.setdefault(key, {}).setdefault(x.const, a)
+        else:
+            per_row.append(a)
+    regs: dict[tuple, str] = {}     # (array, index) -> register
+    decls: list[str] = []
+    before: list[str] = []          # loads of row 'first' (window) and invariant loads
+    each: list[str] = []            # loads of each row
+    slide: list[str] = []
+    for key, by_c in groups.items():
+        cs = sorted(by_c)
+        if key[2] is not None and cs != list(range(cs[0], cs[-1] + 1)):
+            per_row += by_c.values()  # offsets with a gap: no window
+            continue
+        g = fresh(f"w{len(decls)}")
+        ctype = scop.array(key[0]).ctype
+        names = [fresh(f"{g}_{c - cs[0]}") for c in cs]
+        decls.append(f"{ctype} {', '.join(names)};")
+        for c, name in zip(cs, names):
+            regs[(by_c[c].array, by_c[c].index)] = name
+        if key[2] is None:
+            before.append(f"{names[0]} = {ref(by_c[0])};")
+            continue
+        before += [f"{name} = {ref(by_c[c])};" for c, name in zip(cs[:-1], names)]
+        each.append(f"{names[-1]} = {ref(by_c[cs[-1]])};")
+        slide += [f"{a} = {b};" for a, b in zip(names, names[1:])]
+    for a in per_row:
+        regs.pop((a.array, a.index), None)
+
+    def use(a: ArrayRef) -> str:
+        return regs.get((a.array, a.index)) or ref(a)
+
+    for line in decls:
+        out(line)
+    if before:
+        out("{")
+        out(f"  const int {it} = {first};")
+        for line in before:
+            out("  " + line)
+        out("}")
+    out("#pragma unroll")
+    out(f"for (int {r} = 0; {r} < BBMM_CO1; {r}++) {{")
+    out.level += 1
+    out(f"const int {it} = {first} + {r};")
+    for line in each:
+        out(line)
+    out(f"{dst} = {to_c(rhs, use)};")
+    if slide:
+        out(_comment("slide the windows down one row"))
+        for line in slide:
+            out(line)
+    out.level -= 1
+    out("}")
 
 def _uses_double(scop: Scop, stmts: list[Statement], arrays: list) -> bool:
     if any(a.ctype == "double" for a in arrays) or \

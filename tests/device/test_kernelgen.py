@@ -310,6 +310,7 @@ CASES = {
     "minmax": ({"n": 10, "w": 2}, {}, {0: ({}, (2, 8)), 1: ({}, (2, 8))}),
     "guarded": ({"n": 8}, {}, {0: ({}, (2, 6))}),
     "prefix_sum": ({"n": 9}, {}, {0: ({"i": 4}, None)}),
+    "strips": ({"n": 15}, {}, {0: ({}, (3, 10))}),
 }
 _SCOPS: dict = {}
 
@@ -345,6 +346,30 @@ def test_coarsening_only_for_one_plain_assignment():
     assert "const int k0 = g2 + (int)(get_group_id(0) * get_local_size(0) * BBMM_CO" in src
     assert "const int j0 = g1 + (int)get_global_id(1) * BBMM_CO1;" in src
     assert src.index("v[r][u] = ") < src.index("= v[r][u];")
+
+
+def test_strips_slide_windows_only_where_rows_share_values():
+    """With BBMM_CO1 rows per work-item, reads X[i + c][rest] of consecutive offsets
+    share a window of registers (one load per row), reads independent of i are loaded
+    once, anything else once per row; a bound that depends on i leaves no strip path."""
+    src = gen("strips").source
+    start = src.index("#if BBMM_CO1 > 1")
+    strip = src[start:src.index("#endif", start)]
+    loop = strip[strip.index("for (int r = 0;"):]
+    before = strip[strip.index("const int i = i_first;"):strip.index("for (int r = 0;")]
+    # the window of rows i-1 .. i+1: rows i-1 and i before the strip, row i+1 per row
+    assert "A_REF(A_sel0_v, i - 1, j)" in before and "A_REF(A_sel1_v, i, j)" in before
+    assert "A_REF(A_sel2_v, i + 1, j)" in loop and "A_REF(A_sel2_v" not in before
+    assert "A_REF(A_sel0_v" not in loop and "A_REF(A_sel1_v" not in loop
+    # row-invariant reads once, before the rows
+    assert "y_REF(y_sel8_v, j)" in before and "A_REF(A_sel9_v, 1, j)" in before
+    assert "y_REF" not in loop and "A_REF(A_sel9_v" not in loop
+    # a gap (C's rows i-2, i+2), 2i, the diagonal, a column: loaded at each row
+    for text in ("C_REF(C_sel3_v, i - 2, j)", "C_REF(C_sel4_v, i + 2, j)",
+                 "C_REF(C_sel5_v, 2*i, j)", "A_REF(A_sel6_v, i, i)", "A_REF(A_sel7_v, j, i)"):
+        assert text in loop and text not in before, text
+    assert loop.count("slide the windows") == 1
+    assert "#if BBMM_CO1 > 1" not in gen("triangular").source  # j starts at i + 1
 
 
 def test_restrict_only_on_arrays_the_nest_does_not_write():
