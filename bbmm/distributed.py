@@ -408,7 +408,10 @@ class DistributedRuntime:
         self.rank = comm.rank
         self.gather_result = gather
         self.root = root
-        self.local = Runtime(devices, arrays, **runtime)
+        # No replay (bbmm.replay) over ranks: the exchanges between phases change the
+        # host copy and the copies' stale parts outside the recorded operations, so a
+        # serial iteration that repeats on this rank's devices alone is no fixed point.
+        self.local = Runtime(devices, arrays, **{**runtime, "replay": False})
         counts = comm.allgather(len(devices))
         self.counts = list(counts)
         self.first = sum(counts[:self.rank])

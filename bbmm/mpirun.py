@@ -35,6 +35,7 @@ import numpy as np
 
 from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
+from .run import runtime_options
 
 RESULTS = ("gather", "distributed")
 
@@ -119,8 +120,11 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
                 coherence: str = "exact", gather: bool = True,
                 progress: bool | None = None) -> MPIResult:
     """Run a driver module over the ranks of ``comm``; every rank calls it."""
+    # Small read-only arrays are held whole on the devices here too: every rank's host
+    # copy holds their initial values, which no tile ever changes, so nothing about them
+    # is exchanged between ranks and each rank reads them in from its own host copy.
     rt = DistributedRuntime(devices, arrays, comm, gather=gather, mode=mode, reuse=reuse,
-                            coherence=coherence, max_pieces=module.SLOTS)
+                            coherence=coherence, **runtime_options(module, arrays))
     if tile is None:
         tile = module.default_tile(params, len(rt.devices))
     if tile < 1:

@@ -80,10 +80,11 @@ __kernel void strip(__global float *B, __global const float * restrict A, const 
     float up = A[c - n], mid = A[c];
 #pragma unroll
     for (int r = 0; r < R; r++, c += n) {
-        if (i0 + r > n - 2) break;
-        const float dn = A[c + n];
-        B[c] = ST(up, A[c - 1], mid, A[c + 1], dn);
-        up = mid; mid = dn;
+        if (i0 + r <= n - 2) {  /* a test, not a break: the loop stays unrolled */
+            const float dn = A[c + n];
+            B[c] = ST(up, A[c - 1], mid, A[c + 1], dn);
+            up = mid; mid = dn;
+        }
     }
 }
 
@@ -97,7 +98,7 @@ __kernel void vec4(__global float *B, __global const float * restrict A, const i
     const bool inner = j0 >= 4 && j0 + 4 <= n - 4;
 #pragma unroll
     for (int r = 0; r < R; r++, c += n) {
-        if (i0 + r > n - 2) break;
+        if (i0 + r > n - 2) continue;
         const float4 dn = vload4(0, A + c + n);
         const float l = j0 > 0 ? A[c - 1] : 0.0f, rr = j0 + 4 < n ? A[c + 4] : 0.0f;
         float4 o;

@@ -40,14 +40,16 @@ def ci_params(path: Path) -> list[str]:
 KERNELS = sorted(POLYBENCH.glob("*.c"))
 
 
-def launch(ranks: list[int], runs: list[list[str]], timeout: float = 300) -> subprocess.CompletedProcess:
+def launch(ranks: list[int], runs: list[list[str]], timeout: float = 300,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``mpiexec`` with one rank per entry of ``ranks`` (its ``--devices``), every rank
-    running the ``bbmm`` command lines ``runs`` one after the other."""
+    running the ``bbmm`` command lines ``runs`` one after the other (``env``: extra
+    environment variables)."""
     cmd = [mpiexec()]
     for i, ndev in enumerate(ranks):
         per = [argv + ["--devices", str(ndev)] for argv in runs]
         cmd += ([":"] if i else []) + ["-n", "1", sys.executable, str(BATCH), json.dumps(per)]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
 
 
@@ -191,3 +193,34 @@ def test_waits_pause_only_with_more_ranks_than_cores():
                        timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0.001", "(0,", "1)", "0.0"]
+
+
+def test_repeating_steps_and_read_only_tables_over_ranks(tmp_path):
+    """Time steps that repeat on a rank's devices are not replayed over MPI (the exchanges
+    between phases change the host copy outside the recorded operations): heat2d with 10
+    steps checks and replays nothing (it failed --check when it did). fdtd2d's _fict_
+    (read at [t], never written) is held whole on the devices of every rank as without
+    MPI: fewer boxes allocated than with BBMM_WHOLE=0, the same bytes between ranks."""
+    heat = tmp_path / "heat2d.json"
+    heat_argv = ["run", str(POLYBENCH / "heat2d.c"), "--param", "tsteps=10", "--param",
+                 "n=30", "--mpi", "--check", "--no-progress", "--json", str(heat)]
+    docs = {}
+    for limit in ("1048576", "0"):
+        out = tmp_path / f"w{limit}.json"
+        argv = ["run", str(POLYBENCH / "fdtd2d.c"), "--param", "tmax=6", "--param", "nx=14",
+                "--param", "ny=11", "--mpi", "--check", "--no-progress", "--json", str(out)]
+        runs = [argv, heat_argv] if limit != "0" else [argv]
+        r = launch([1, 1], runs, env={"BBMM_WHOLE": limit})
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        docs[limit] = json.loads(out.read_text())
+    h = json.loads(heat.read_text())
+    assert h["check"] == "pass"
+    assert all(p["runtime"]["replayed_iterations"] == 0 for p in h["per_rank"])
+    assert docs["0"]["check"] == docs["1048576"]["check"] == "pass"
+    assert docs["0"]["exchange_bytes"] == docs["1048576"]["exchange_bytes"]
+
+    def allocated(doc):
+        return sum(d["boxes_allocated"] for p in doc["per_rank"]
+                   for d in p["runtime"]["per_device"])
+
+    assert allocated(docs["1048576"]) < allocated(docs["0"])
