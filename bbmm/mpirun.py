@@ -23,9 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import socket
 import sys
 import time
+import traceback
 import warnings
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -224,18 +226,27 @@ def setup_all(comm: Any, fn: Callable[[], Any]) -> Any:
 
 def on_root(comm: Any, fn: Callable[[], Any]) -> Any:
     """Run ``fn`` on rank 0 only and hand its result (pickled) to every rank; an error is
-    printed by rank 0 and every rank raises :class:`_Exit`."""
-    val, err = None, None
+    printed by rank 0 and every rank raises :class:`_Exit`. A result that cannot be
+    pickled (islpy cannot pickle a space that names a host iterator both as a parameter
+    and as a dimension) is computed again by every other rank instead, after rank 0."""
+    val, err, again = None, None, False
     if comm.rank == 0:
         try:
             val = fn()
         except BBMMError as e:
             err = (_error_code(e), _one_line(e))
             print(f"bbmm: error: {err[1]}", file=sys.stderr)
-    val, err = comm.bcast((val, err), root=0)
+        if err is None and comm.size > 1:
+            try:
+                pickle.dumps(val)
+            except Exception:  # any pickling failure: the other ranks build it themselves
+                again = True
+    got, err, again = comm.bcast((None if again else val, err, again), root=0)
     if err is not None:
         raise _Exit(err[0])
-    return val
+    if comm.rank == 0:
+        return val
+    return fn() if again else got
 
 
 def guarded(comm: Any, fn: Callable[[], int]) -> int:
@@ -251,6 +262,16 @@ def guarded(comm: Any, fn: Callable[[], int]) -> int:
             sys.stderr.flush()
             comm.abort(_error_code(e))
         return _error_code(e)
+    except Exception:
+        # a bug in bbmm: its traceback, then the job ends (the other ranks would wait
+        # for this one forever)
+        if comm.size <= 1:
+            raise
+        print(f"bbmm: internal error on rank {comm.rank}:", file=sys.stderr)
+        traceback.print_exc()
+        sys.stderr.flush()
+        comm.abort(70)
+        raise
 
 # }}}
 

@@ -1,0 +1,16 @@
+/* A nest whose loops are bounded by the host iterator k (i and j start at k + 1): its
+ * per-statement tile set names k both as a parameter and as a dimension, which islpy
+ * cannot pickle, so over MPI every rank compiles it instead of receiving rank 0's
+ * (found by random programs over ranks: rank 0 failed in the broadcast, rank 1 waited). */
+void host_iterator_bound(int n, float A[n], float B[n + 2], int C[n + 2][n]) {
+  for (int k = 0; k < n; k++) {
+    for (int i = 0; i < n; i++) {
+      for (int j = 0; j <= k; j++)
+        A[j] = 0.5f * fabs(C[i][j] - C[j + 1][j]);
+    }
+    for (int i = k + 1; i < n - 2; i++) {
+      for (int j = k + 1; j < n; j++)
+        B[i] = B[j] < B[j] ? B[j] : B[j];
+    }
+  }
+}
