@@ -1,7 +1,8 @@
 """Randomized differential testing of the whole pipeline.
 
 For each seed, ``tests/randprog.py`` draws a random valid program in the accepted subset;
-``bbmm run --check`` then runs it on 1-4 logical devices with random options (tile,
+``bbmm run --check`` then runs it on 1-4 logical devices with random options (4-7 time
+steps half the time, so that steps repeat and are replayed; tile,
 a tight ``--device-mem`` forcing box-out, ``--mode convex``, ``--no-reuse``,
 ``--coherence block``) and compares every array with the sequential C program.
 
@@ -123,6 +124,9 @@ def check_seed(seed: int, tmp_path: Path) -> None:
 
     rng = random.Random(f"opts-{s}")
     opts, tight = _options(prog, rng)
+    if "tsteps" in prog.params and rng.random() < 0.5:
+        # enough time steps for steps to repeat and be replayed (bbmm/replay.py)
+        prog.params["tsteps"] = rng.randint(4, 7)
     out = tmp_path / "r.json"
     argv = ["run", str(path), *prog.param_args(), *opts, "--check", "--no-progress",
             "--json", str(out)]
