@@ -2,7 +2,8 @@
 
 For each seed, ``tests/randprog.py`` draws a random valid program in the accepted subset;
 ``bbmm run --check`` then runs it on 1-4 logical devices with random options (4-7 time
-steps half the time, so that steps repeat and are replayed; tile,
+steps half the time, so that steps repeat and are replayed; points per work-item
+2x1, 1x3 or 3x4, so strips of rows slide register windows; tile,
 a tight ``--device-mem`` forcing box-out, ``--mode convex``, ``--no-reuse``,
 ``--coherence block``) and compares every array with the sequential C program.
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from bbmm import hostlib
 from bbmm.cli import main
 from randprog import generate
 
@@ -96,8 +98,8 @@ def _options(prog, rng: random.Random) -> tuple[list[str], bool]:
     return opts, tight
 
 
-def _report(prog, path: Path, argv: list[str], what: str) -> str:
-    cmd = "bbmm " + " ".join(shlex.quote(a) for a in argv)
+def _report(prog, path: Path, argv: list[str], what: str, env: str = "") -> str:
+    cmd = env + "bbmm " + " ".join(shlex.quote(a) for a in argv)
     return (f"seed {prog.seed}: {what}\n--- command ---\n{cmd}\n"
             f"(write the program below to {path.name})\n--- program ---\n{prog.text}")
 
@@ -130,8 +132,16 @@ def check_seed(seed: int, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     argv = ["run", str(path), *prog.param_args(), *opts, "--check", "--no-progress",
             "--json", str(out)]
-    rc, err, tb = _call(argv)
-    assert tb is None, _report(prog, path, argv, f"traceback:\n{tb}")
+    # points per work-item: the default (2 x 1) or strips of rows (bbmm.hostlib)
+    co = rng.choice([(2, 1), (2, 1), (1, 3), (3, 4)])
+    saved = hostlib.COARSEN, hostlib.COARSEN1
+    hostlib.COARSEN, hostlib.COARSEN1 = co
+    try:
+        rc, err, tb = _call(argv)
+    finally:
+        hostlib.COARSEN, hostlib.COARSEN1 = saved
+    env = f"BBMM_COARSEN={co[0]} BBMM_COARSEN1={co[1]} " if co != (2, 1) else ""
+    assert tb is None, _report(prog, path, argv, f"traceback:\n{tb}", env)
     if rc != 0 and tight and "cannot allocate" in err and "raise --device-mem" in err:
         return  # the cap is below one tile's boxes: an acceptable refusal
     detail = err.strip()
@@ -139,9 +149,9 @@ def check_seed(seed: int, tmp_path: Path) -> None:
         doc = json.loads(out.read_text())
         if doc.get("check") != "pass":
             detail += f"\ncheck: {doc.get('check')}; mismatches: {doc.get('mismatches')}"
-    assert rc == 0, _report(prog, path, argv, f"rc={rc}\n{detail}")
+    assert rc == 0, _report(prog, path, argv, f"rc={rc}\n{detail}", env)
     doc = json.loads(out.read_text())
-    assert doc["check"] == "pass", _report(prog, path, argv, detail)
+    assert doc["check"] == "pass", _report(prog, path, argv, detail, env)
 
 
 @needs_cl
