@@ -409,3 +409,29 @@ def test_ranks_of_one_machine_split_its_gpus():
 # }}}
 
 # vim: foldmethod=marker
+
+
+def test_on_root_sends_a_picklable_result_and_rebuilds_an_unpicklable_one():
+    """bbmm.mpirun.on_root: rank 0 computes, the others receive its result; a result that
+    cannot be pickled (islpy cannot pickle every set) is computed again by the others
+    after rank 0, instead of failing on rank 0 while they wait."""
+    from bbmm.mpirun import on_root
+
+    class Bcast(ThreadComm):
+        def bcast(self, obj, root=0):
+            return self.allgather(obj if self.rank == root else None)[root]
+
+    for make in (lambda: ["plain", 1], lambda: threading.Lock()):
+        calls: list[int] = []
+
+        def body(comm, make=make, calls=calls):
+            def fn():
+                calls.append(comm.rank)
+                return make()
+            return on_root(Bcast(comm.g, comm.rank), fn)
+
+        out = on_ranks(3, body)
+        if isinstance(out[0], list):
+            assert calls == [0] and out == [["plain", 1]] * 3
+        else:
+            assert sorted(calls) == [0, 1, 2] and len({id(x) for x in out}) == 3
