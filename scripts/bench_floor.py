@@ -27,6 +27,7 @@ Usage (the GPU machine, see docs/performance.md)::
 
     python3 scripts/bench_floor.py --devices 1,2 --json $OUT/floor.json
     python3 scripts/bench_floor.py --floyd 2048 --heat2d 1024:10 --devices 1,2   # CPU, small
+    python3 scripts/bench_floor.py --floyd 0 --coarsen 2x1,2x4,1x8   # kernel shapes side by side
 """
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ import pyopencl as cl  # noqa: E402
 
 import compare  # noqa: E402  (scripts/baselines/compare.py)
 from common import Team  # noqa: E402
+
+from bbmm import hostlib  # noqa: E402
 
 F = 4  # bytes per float
 
@@ -137,9 +140,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bw-bytes", type=int, default=1 << 30, help="buffer size of the copy test")
     p.add_argument("--platform", default=None)
     p.add_argument("--device-kind", choices=("auto", "gpu", "cpu"), default="auto")
+    p.add_argument("--coarsen", default=None, metavar="CxR[,CxR...]",
+                   help="points per work-item to measure bbmm with, side by side: C along "
+                        "the innermost band loop, R consecutive rows (e.g. 2x1,2x4,1x8; "
+                        "default: $BBMM_COARSEN x $BBMM_COARSEN1)")
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
     args.check = False
+    try:
+        shapes = ([(hostlib.COARSEN, hostlib.COARSEN1)] if not args.coarsen else
+                  [tuple(int(x) for x in item.lower().split("x")) for item in
+                   args.coarsen.split(",") if item])
+        if any(len(sh) != 2 or min(sh) < 1 for sh in shapes):
+            raise ValueError
+    except ValueError:
+        p.error(f"--coarsen {args.coarsen!r}: give shapes such as 2x1,2x4")
     progs: list[tuple[str, dict[str, int]]] = []
     if args.floyd:
         progs.append(("floyd", {"n": args.floyd}))
@@ -161,22 +176,32 @@ def main(argv: list[str] | None = None) -> int:
             mem, coh = floor_bytes(prog, params["n"], d)
             floor = mem / bw["d2d"] + coh / min(bw["h2d"], bw["d2h"])
             base = baseline_loop(prog, params, team, args.repeat)
-            bb = steady_bbmm(prog, params, d, args)
-            rows.append({"program": prog, "params": params, "devices": d, "floor_s": floor,
-                         "memory_bytes": mem, "coherence_bytes": coh,
-                         "bbmm_s_per_iter": bb["s_per_iter"], "baseline_loop_s_per_iter": base,
-                         "bbmm_over_floor": bb["s_per_iter"] / floor,
-                         "baseline_over_floor": base / floor, "bbmm_runs": bb["runs_s"],
-                         "bbmm_flowout_bytes": bb["flowout_bytes"],
-                         "local": os.environ.get("BBMM_LOCAL", "")})
-            print(f"# {prog} {params} on {d}: floor {floor * 1e3:.3f} ms, bbmm "
-                  f"{bb['s_per_iter'] * 1e3:.3f} ms, baseline {base * 1e3:.3f} ms", flush=True)
+            for co in shapes:
+                saved = hostlib.COARSEN, hostlib.COARSEN1
+                hostlib.COARSEN, hostlib.COARSEN1 = co
+                try:
+                    bb = steady_bbmm(prog, params, d, args)
+                finally:
+                    hostlib.COARSEN, hostlib.COARSEN1 = saved
+                rows.append({"program": prog, "params": params, "devices": d,
+                             "floor_s": floor, "memory_bytes": mem, "coherence_bytes": coh,
+                             "bbmm_s_per_iter": bb["s_per_iter"],
+                             "baseline_loop_s_per_iter": base,
+                             "bbmm_over_floor": bb["s_per_iter"] / floor,
+                             "baseline_over_floor": base / floor, "bbmm_runs": bb["runs_s"],
+                             "bbmm_flowout_bytes": bb["flowout_bytes"],
+                             "coarsen": f"{co[0]}x{co[1]}",
+                             "local": os.environ.get("BBMM_LOCAL", "")})
+                print(f"# {prog} {params} on {d}: floor {floor * 1e3:.3f} ms, bbmm "
+                      f"({co[0]}x{co[1]} points) {bb['s_per_iter'] * 1e3:.3f} ms, baseline "
+                      f"{base * 1e3:.3f} ms", flush=True)
         team.close()
-    print(f"\n{'program':8} {'size':>16} {'dev':>3} {'floor ms':>9} {'bbmm ms':>9} "
-          f"{'base ms':>9} {'bbmm/floor':>10} {'base/floor':>10}")
+    print(f"\n{'program':8} {'size':>16} {'dev':>3} {'points':>6} {'floor ms':>9} "
+          f"{'bbmm ms':>9} {'base ms':>9} {'bbmm/floor':>10} {'base/floor':>10}")
     for r in rows:
         size = ",".join(f"{k}={v}" for k, v in r["params"].items())
-        print(f"{r['program']:8} {size:>16} {r['devices']:>3} {r['floor_s'] * 1e3:>9.3f} "
+        print(f"{r['program']:8} {size:>16} {r['devices']:>3} {r['coarsen']:>6} "
+              f"{r['floor_s'] * 1e3:>9.3f} "
               f"{r['bbmm_s_per_iter'] * 1e3:>9.3f} {r['baseline_loop_s_per_iter'] * 1e3:>9.3f} "
               f"{r['bbmm_over_floor']:>10.2f} {r['baseline_over_floor']:>10.2f}")
     if args.json:
