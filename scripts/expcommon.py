@@ -58,7 +58,7 @@ import numpy as np  # noqa: E402
 from bbmm.box import Box, union_volume  # noqa: E402
 from bbmm.diagnostic import BBMMError, format_bytes, parse_bytes  # noqa: E402
 from bbmm.runtime import Runtime  # noqa: E402
-from bbmm.run import runtime_options  # noqa: E402
+from bbmm.run import pageable, runtime_options  # noqa: E402
 
 POLYBENCH = ROOT / "polybench"
 
@@ -649,6 +649,7 @@ def measure(bench: Bench, devices: Sequence[Any], *, tile: int | None = None,
     fig["max_boxes_per_array"] = max(d.max_boxes_per_array for d in ds)
     fig["max_pieces_per_tile"] = rt.max_tile_pieces
     fig["split_accesses"] = st.split_accesses
+    fig["pageable_host_arrays"] = pageable(host, devices)  # copies at pageable speed
     fig["tiles"] = st.tiles
     fig["check"] = check_state
     for k, v in sorted(rt.xfer_bytes.items()):

@@ -227,3 +227,33 @@ def test_small_read_only_array_held_whole(tmp_path, monkeypatch):
     assert docs[0]["replayed_iterations"] == 0 and docs[1 << 20]["replayed_iterations"] > 0
     allocs = [sum(d["boxes_allocated"] for d in doc["per_device"]) for doc in docs.values()]
     assert allocs[0] < allocs[1]
+
+
+@needs_cl
+def test_pageable_host_arrays_are_reported(tmp_path, monkeypatch, capsys):
+    """Host arrays the driver would not pin are named in the report and the JSON (their
+    copies run at a fraction of the pinned speed); pinned ones are not."""
+    import pyopencl as cl
+
+    import bbmm.devices.opencl as ocl
+    path, params = POLYBENCH / "mvt.c", ["m=24", "n=16"]
+    out = tmp_path / "pinned.json"
+    assert run(path, params, json_path=out) == 0
+    assert json.loads(out.read_text())["pageable_host_arrays"] == []
+    assert "pageable" not in capsys.readouterr().out
+
+    real = cl.Buffer
+
+    def refuse(ctx, flags, *a, **kw):
+        if flags & cl.mem_flags.ALLOC_HOST_PTR:
+            raise cl.MemoryError("clCreateBuffer", cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
+                                 "refused by the test")
+        return real(ctx, flags, *a, **kw)
+
+    monkeypatch.setattr(ocl.cl, "Buffer", refuse)
+    out = tmp_path / "pageable.json"
+    assert run(path, params, json_path=out) == 0
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass"
+    assert sorted(doc["pageable_host_arrays"]) == ["A", "x1", "x2", "y1", "y2"]
+    assert "host arrays in pageable memory: A, x1, x2, y1, y2" in capsys.readouterr().out
