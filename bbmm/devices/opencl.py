@@ -392,7 +392,11 @@ _SCALARS = frozenset(_PACK)
 _KERNEL_ARGS: dict[int, tuple[Any, list[Any]]] = {}
 """id(kernel) -> (kernel, the arguments it holds): what each ``cl.Kernel`` was last given,
 so that a launch sets only what changed. Kept per kernel object, not per device, since the
-arguments are the kernel object's state; the kernel is held so that its id stays its own."""
+arguments are the kernel object's state; the kernel is held so that its id stays its own
+(pyopencl kernels take no weak references). A device's :meth:`OpenCLDevice.close` drops
+its context's kernels; a kernel not found here is given every argument."""
+
+_KERNEL_ARGS_MAX = 4096
 
 
 def _set_changed(kernel: Any, args: Sequence[Any]) -> None:
@@ -427,6 +431,8 @@ def _set_changed(kernel: Any, args: Sequence[Any]) -> None:
         kernel._set_arg_buf_pack_multi(tuple(packs))
     if bufs:
         kernel._set_arg_multi(tuple(bufs))
+    if held is None and len(_KERNEL_ARGS) >= _KERNEL_ARGS_MAX:
+        _KERNEL_ARGS.clear()  # kernels of devices never closed: forgetting costs a full set
     _KERNEL_ARGS[id(kernel)] = (kernel, list(args))
 
 
@@ -533,6 +539,9 @@ class OpenCLDevice(Device):
     def close(self) -> None:
         """Release every arena (live allocations included) and cached programs."""
         self.finish()
+        for key, (k, _) in list(_KERNEL_ARGS.items()):
+            if k.context.int_ptr == self._context_ptr:
+                del _KERNEL_ARGS[key]
         self.pool.close()
         self._programs.clear()
         self._kernels.clear()

@@ -435,6 +435,19 @@ def test_launch_sets_only_what_changed_and_stays_exact(make):
     np.testing.assert_allclose(res, want, rtol=1e-6)
 
 
+def test_closing_a_device_forgets_its_kernels_arguments():
+    """What a kernel holds is remembered per kernel object (so a launch sets only what
+    changed) until its device is closed: nothing of a closed context stays referenced."""
+    from bbmm.devices.opencl import _KERNEL_ARGS
+    (dev,) = make_devices(1, cap="8MiB", arena_size=1 << 20)
+    k = dev.kernel(SCALE, "scale")
+    out, a = dev.alloc(64), dev.alloc(64)
+    dev.launch(k, (4,), None, [out.buf, np.int64(0), a.buf, np.int64(0), np.int32(4)])
+    assert _KERNEL_ARGS[id(k)][0] is k
+    dev.close()
+    assert id(k) not in _KERNEL_ARGS
+
+
 def test_pinned_arrays(make):
     (dev,) = make(1, cap="8MiB")
     p = pinned_empty(dev, (64, 32), np.float32)
