@@ -582,8 +582,7 @@ def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: st
     loaded at its row. Values are the same as one load per access: a parallel band
     writes nothing that another of its points reads, and no store comes between.
     """
-    groups: dict[tuple, dict[int, ArrayRef]] = {}
-    per_row: list[ArrayRef] = []
+    groups: dict[tuple, dict[int, ArrayRef]] = {}   # reads that share registers
     for a in array_refs(rhs):
         dims = [d for d, x in enumerate(a.index) if it in x.names]
         if not dims:
@@ -594,8 +593,7 @@ def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: st
             rest = x - Affine.var(it) - x.const
             key = (a.array, a.index[:d] + (rest,) + a.index[d + 1:], d)
             groups.setdefault(key, {}).setdefault(x.const, a)
-        else:
-            per_row.append(a)
+        # else: 2i, or i in two subscripts: loaded at its row (use() finds no register)
     regs: dict[tuple, str] = {}     # (array, index) -> register
     decls: list[str] = []
     before: list[str] = []          # loads of row 'first' (window) and invariant loads
@@ -604,8 +602,7 @@ def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: st
     for key, by_c in groups.items():
         cs = sorted(by_c)
         if key[2] is not None and cs != list(range(cs[0], cs[-1] + 1)):
-            per_row += by_c.values()  # offsets with a gap: no window
-            continue
+            continue  # offsets with a gap: no window, each loaded at its row
         g = fresh(f"w{len(decls)}")
         ctype = scop.array(key[0]).ctype
         names = [fresh(f"{g}_{c - cs[0]}") for c in cs]
@@ -618,8 +615,6 @@ def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: st
         before += [f"{name} = {ref(by_c[c])};" for c, name in zip(cs[:-1], names)]
         each.append(f"{names[-1]} = {ref(by_c[cs[-1]])};")
         slide += [f"{a} = {b};" for a, b in zip(names, names[1:])]
-    for a in per_row:
-        regs.pop((a.array, a.index), None)
 
     def use(a: ArrayRef) -> str:
         return regs.get((a.array, a.index)) or ref(a)
@@ -645,6 +640,7 @@ def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: st
             out(line)
     out.level -= 1
     out("}")
+
 
 def _uses_double(scop: Scop, stmts: list[Statement], arrays: list) -> bool:
     if any(a.ctype == "double" for a in arrays) or \
