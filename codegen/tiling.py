@@ -255,7 +255,12 @@ def _stmt_set(st: Statement, params: Sequence[str], cons: Sequence[str], names: 
               ) -> isl.Set:
     body = f" : {' and '.join(cons)}" if cons else ""
     s = isl.Set(f"[{', '.join(params)}] -> {{ {st.name}[{', '.join(names)}]{body} }}")
-    return s.intersect(st.domain)
+    s = s.intersect(st.domain)
+    # keep the dummy names: the domain's iterator names would name a host iterator both
+    # as a parameter and as a dimension, which islpy cannot pickle (MPI sends programs)
+    for j, name in enumerate(names):
+        s = s.set_dim_name(isl.dim_type.set, j, name)
+    return s
 
 
 def _project(st: Statement, dom: isl.Set, dims: Sequence[int], dummies: list[str]) -> isl.Set:

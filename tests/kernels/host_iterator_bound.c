@@ -1,7 +1,9 @@
 /* A nest whose loops are bounded by the host iterator k (i and j start at k + 1): its
- * per-statement tile set names k both as a parameter and as a dimension, which islpy
- * cannot pickle, so over MPI every rank compiles it instead of receiving rank 0's
- * (found by random programs over ranks: rank 0 failed in the broadcast, rank 1 waited). */
+ * per-statement tile set used to name k both as a parameter and as a dimension, which
+ * islpy cannot pickle, so over MPI rank 0 failed in broadcasting the compiled program
+ * while rank 1 waited (found by random programs over ranks). The tile sets now keep their
+ * own dimension names, and a program that still cannot be pickled is compiled by every
+ * rank. */
 void host_iterator_bound(int n, float A[n], float B[n + 2], int C[n + 2][n]) {
   for (int k = 0; k < n; k++) {
     for (int i = 0; i < n; i++) {
