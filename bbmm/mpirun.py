@@ -227,8 +227,8 @@ def setup_all(comm: Any, fn: Callable[[], Any]) -> Any:
 def on_root(comm: Any, fn: Callable[[], Any]) -> Any:
     """Run ``fn`` on rank 0 only and hand its result (pickled) to every rank; an error is
     printed by rank 0 and every rank raises :class:`_Exit`. A result that cannot be
-    pickled (islpy cannot pickle a space that names a host iterator both as a parameter
-    and as a dimension) is computed again by every other rank instead, after rank 0."""
+    pickled (islpy cannot pickle a space that names one variable twice) is computed
+    again by every other rank instead, after rank 0."""
     val, err, again = None, None, False
     if comm.rank == 0:
         try:
