@@ -14,7 +14,10 @@ Three parts (performance issue, targets 1 and 3), each printed as a table:
   - ``strip R``: a work-item walks R rows down one column, keeping the rows above, at
     and below in registers (each value loaded once from memory);
   - ``vec4 R``: the same with four consecutive columns per work-item (aligned float4
-    loads of the three rows, two scalars for the neighbours left and right).
+    loads of the three rows, two scalars for the neighbours left and right);
+  - ``bbmm CxR``: bbmm's own generated kernel for the nest, built as the runtime builds
+    it for a tile holding the whole arrays, with C x R points per work-item
+    (``BBMM_COARSEN`` x ``BBMM_COARSEN1``; R > 1 slides register windows down the rows).
 
 * **launch**: host microseconds per launch of a kernel with 60 arguments (bbmm's
   generated kernels take 40-60): pyopencl ``set_args`` of all of them then enqueue,
@@ -40,10 +43,16 @@ import statistics
 import sys
 import time
 
+import os
+
 import numpy as np
 import pyopencl as cl
 
-from bbmm.devices.opencl import make_devices, pinned_empty
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, _ROOT)
+
+from bbmm.devices.opencl import make_devices, pinned_empty  # noqa: E402
 
 STENCIL = r"""
 #pragma OPENCL FP_CONTRACT OFF
@@ -130,7 +139,8 @@ def _median_ms(queue, fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def bench_stencil(dev, n: int, repeat: int, strips: list[int]) -> list[dict]:
+def bench_stencil(dev, n: int, repeat: int, strips: list[int],
+                  generated: list[tuple[int, int]] = ()) -> list[dict]:
     """Kernel time of each variant on one device, against enqueue_copy of n x n floats."""
     if n % 4:
         raise SystemExit("--n must be a multiple of 4 (vec4 variants)")
@@ -184,9 +194,48 @@ def bench_stencil(dev, n: int, repeat: int, strips: list[int]) -> list[dict]:
                 raise SystemExit(f"{name}: differs from 'point' at {len(bad)} points, "
                                  f"first {tuple(bad[0] + 1)}")
             add(name, _median_ms(q, lambda: kern(q, gsize, lsize, B, A, n32), repeat))
+    for co in generated:
+        name = f"bbmm {co[0]}x{co[1]}"
+        launch = _generated_heat2d(ctx, A, B, n, co)
+        cl.enqueue_copy(q, B, np.zeros_like(host)).wait()
+        launch(q).wait()
+        cl.enqueue_copy(q, out, B).wait()
+        if not np.array_equal(out[1:-1, 1:-1], ref[1:-1, 1:-1]):
+            raise SystemExit(f"{name}: bbmm's kernel differs from 'point'")
+        add(name, _median_ms(q, lambda: launch(q), repeat))
     for b in (A, B, C):
         b.release()
     return rows
+
+
+def _generated_heat2d(ctx, A, B, n: int, co: tuple[int, int]):
+    """bbmm's own kernel for heat2d's first nest (B from A), built as the runtime builds
+    it for one tile holding the whole arrays (each access's slot known, 32-bit offsets,
+    ``co`` points per work-item), as ``launch(queue) -> event``."""
+    from bbmm.box import Box
+    from bbmm.buffers import Copy
+    from bbmm.devices.base import Allocation
+    from bbmm.runtime import TileBuffers, kernel_args
+    from codegen.compile import compile_program
+
+    prog = compile_program(os.path.join(_ROOT, "polybench", "heat2d.c"))
+    ks = prog.nests[0].kernel
+    whole = Box((0, 0), (n - 1, n - 1))
+    tb = TileBuffers()
+    for name, buf in (("A", A), ("B", B)):
+        tb.pieces[name] = [(whole, Copy(name, whole, None, Allocation(buf, 0, 4 * n * n), 4))]
+    opts = [f"-DBBMM_CO={co[0]}", f"-DBBMM_CO1={co[1]}", "-DBBMM_IDX=int"]
+    args = [np.int32(1), np.int32(n), np.int32(0),      # tsteps, n, t
+            np.int32(1), np.int32(n - 2), np.int32(1), np.int32(1)]  # lb, ub, g0, g1
+    for name, ids in zip(ks.arrays, ks.access_ids):
+        tb.access[name] = [0] * len(ids)
+        opts += [f"-D{name}_SEL{k}_IS=0" for k in ids]
+        args += kernel_args(tb, name, prog.slots[name], 2)
+    knl = getattr(cl.Program(ctx, ks.source).build(options=" ".join(opts)), ks.name)
+    knl.set_args(*args)
+    m = n - 2
+    gsize = (-(-m // (256 * co[0])) * 256, -(-m // co[1]))
+    return lambda q: cl.enqueue_nd_range_kernel(q, knl, gsize, (256, 1))
 
 
 def bench_launch(dev, launches: int) -> list[dict]:
@@ -312,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated: stencil, launch, hop")
     p.add_argument("--n", type=int, default=12288, help="stencil array side (multiple of 4)")
     p.add_argument("--strips", default="4,8,16,32", help="rows per work-item to try")
+    p.add_argument("--generated", default="1x1,2x1,2x4,1x8", metavar="CxR[,CxR...]",
+                   help="bbmm's generated heat2d kernel with these points per work-item "
+                        "(BBMM_COARSEN x BBMM_COARSEN1; empty: none)")
     p.add_argument("--repeat", type=int, default=20, help="timed kernel runs (median)")
     p.add_argument("--launches", type=int, default=4000, help="launches per way")
     p.add_argument("--row", type=int, default=16384, help="floats per hop (floyd's row)")
@@ -328,7 +380,14 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, list[dict]] = {}
     if "stencil" in parts:
         strips = [int(s) for s in args.strips.split(",") if s]
-        report["stencil"] = bench_stencil(devs[0], args.n, args.repeat, strips)
+        try:
+            gen = [tuple(int(x) for x in g.lower().split("x")) for g in args.generated.split(",")
+                   if g]
+            if any(len(g) != 2 or min(g) < 1 for g in gen):
+                raise ValueError
+        except ValueError:
+            p.error(f"--generated {args.generated!r}: give shapes such as 2x1,2x4")
+        report["stencil"] = bench_stencil(devs[0], args.n, args.repeat, strips, gen)
         print(f"\n# heat2d sweep n={args.n}, kernel ms (median of {args.repeat}), "
               f"bytes = read + write once")
         print(_table(report["stencil"]))

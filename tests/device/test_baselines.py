@@ -188,21 +188,22 @@ def test_cli_check_passes(mod, argv, capsys, tmp_path):
 
 
 def test_bench_kernels_runs_every_part_and_checks_its_variants(tmp_path, capsys):
-    """scripts/bench_kernels.py at a small size: every stencil variant is compared bit for
-    bit with the one-point kernel inside the script (it exits otherwise), the launch and
-    hop parts give positive times."""
+    """scripts/bench_kernels.py at a small size: every stencil variant, bbmm's generated
+    kernels included, is compared bit for bit with the one-point kernel inside the script
+    (it exits otherwise), the launch and hop parts give positive times."""
     import json
 
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import bench_kernels as bk
 
     out = tmp_path / "k.json"
-    assert bk.main(["--n", "260", "--strips", "3,8", "--repeat", "2", "--launches", "300",
-                    "--row", "512", "--hops", "20", "--json", str(out)]) == 0
+    assert bk.main(["--n", "260", "--strips", "3,8", "--generated", "1x1,2x3",
+                    "--repeat", "2", "--launches", "300", "--row", "512", "--hops", "20",
+                    "--json", str(out)]) == 0
     rep = json.loads(out.read_text())
     assert [r["variant"] for r in rep["stencil"]] == [
         "enqueue_copy", "copy-float", "copy-float4", "point 256x1", "point 32x8",
-        "strip 3", "vec4 3", "strip 8", "vec4 8"]
+        "strip 3", "vec4 3", "strip 8", "vec4 8", "bbmm 1x1", "bbmm 2x3"]
     assert rep["stencil"][0]["x floor"] == 1.0
     assert len(rep["launch"]) == 5 and all(r["us per launch"] > 0 for r in rep["launch"])
     assert len(rep["hop"]) == 2 and all(r["us per hop"] > 0 for r in rep["hop"])
