@@ -420,14 +420,18 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     # bytes in flight than one load per resident thread.
     coarsen = (nb > 0 and len(body) == 1 and isinstance(body[0], Statement)
                and body[0].op == "=")
+    def outside(x: str, d: int) -> str:
+        """C test: value ``x`` of band loop ``d`` lies outside the tile (d = 0) or the loop."""
+        lp = band[d]
+        return " || ".join(([f"{x} < {lb}", f"{x} > {ub}"] if d == 0 else [])
+                           + [f"{x} < {lp.lower}", f"{x} > {lp.upper}"])
+
     inner_test = outer_test = ""
-    row_tests = None  # tests of the second innermost band loop, as a function of its value
     for d, lp in enumerate(band):
         out(_comment(f"band loop {d} '{lp.iterator}' (loop {lp.id}): OpenCL dimension "
                      f"{cl_dim[d]}" + ("; outside the tile or the loop: nothing to do"
                                        if d == 0 else "; outside the loop: nothing to do")))
-        tests = ([f"{lp.iterator} < {lb}", f"{lp.iterator} > {ub}"] if d == 0 else []) \
-            + [f"{lp.iterator} < {lp.lower}", f"{lp.iterator} > {lp.upper}"]
+        test = outside(lp.iterator, d)
         if coarsen and d >= nb - 2:
             # the two innermost band loops start each work-item's points (dimension 0:
             # BBMM_CO of them get_local_size(0) apart; dimension 1: BBMM_CO1 consecutive)
@@ -438,15 +442,12 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             out(_comment(f"{what} from {fresh(lp.iterator + '0')} on"))
             out(f"const int {fresh(lp.iterator + '0')} = {gs[d]} + {start};")
             if d == nb - 1:
-                inner_test = " || ".join(tests)
+                inner_test = test
             else:
-                outer_test = " || ".join(tests)
-                row_tests = (lambda x, lp=lp, d=d: " || ".join(
-                    ([f"{x} < {lb}", f"{x} > {ub}"] if d == 0 else [])
-                    + [f"{x} < {lp.lower}", f"{x} > {lp.upper}"]))
+                outer_test = test
             continue
         out(f"const int {lp.iterator} = {gs[d]} + (int)get_global_id({cl_dim[d]});")
-        out(f"if ({' || '.join(tests)})")
+        out(f"if ({test})")
         out("  return;")
     if not nb:
         out("/* empty band: the nest runs as a single work-item */")
@@ -497,41 +498,15 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             loops.insert(0, (r, "BBMM_CO1", f"const int {it1} = {fresh(it1 + '0')} + {r};"))
             tests.insert(0, outer_test)
             index = f"[{r}]{index}"
-        cond = " && ".join(f"!({t})" for t in tests) + "".join(f" && ({g})" for g in st.guards)
+        guards = "".join(f" && ({g})" for g in st.guards)
+        cond = " && ".join(f"!({t})" for t in tests) + guards
+        rhs = lower(st.rhs)
         out(_comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
         out(_comment("all loads first, then the stores"))
         out(f"{elem} {v}{'[BBMM_CO1]' if nb >= 2 else ''}[BBMM_CO];")
-        load = f"{v}{index} = {to_c(lower(st.rhs), ref)};"
-        strip = nb >= 2 and not any(
-            re.search(rf"\b{re.escape(it1)}\b", t) for t in (inner_test, *st.guards))
-        if strip:
-            # When every row of the work-item's strip lies inside the tile and loop
-            # '{it1}' (an interval: the first and the last row tell) and nothing else
-            # depends on the row, the rows need no test each and slide a window down
-            # the strip: each value is loaded once (:func:`_emit_strip`).
-            first, last = fresh(it1 + "_first"), fresh(it1 + "_last")
-            out("#if BBMM_CO1 > 1")
-            out(_comment(f"the strip's rows, all inside '{it1}''s range: one load per value"))
-            out(f"const int {first} = {fresh(it1 + '0')}, {last} = {first} + BBMM_CO1 - 1;")
-            out(f"if (!({row_tests(first)}) && !({row_tests(last)})) {{")
-            out.level += 1
-            u_var, u_bound, u_point = loops[1]
-            out("#pragma unroll")
-            out(f"for (int {u_var} = 0; {u_var} < {u_bound}; {u_var}++) {{")
-            out.level += 1
-            out(u_point)
-            out(f"if ({' && '.join([f'!({inner_test})'] + [f'({g})' for g in st.guards])}) {{")
-            out.level += 1
-            _emit_strip(out, scop, lower(st.rhs), it1, first, r, f"{v}{index}", ref, fresh)
-            for _ in range(2):
-                out.level -= 1
-                out("}")
-            out.level -= 1
-            out("} else")
-            out("#endif")
-            out("{")
-            out.level += 1
-        for phase in (load, f"{ref(st.lhs)} = {v}{index};"):
+
+        def each_point(phase: str) -> None:
+            """``phase`` at every point of the work-item that lies inside the tile."""
             for var, bound, point in loops:
                 out("#pragma unroll")
                 out(f"for (int {var} = 0; {var} < {bound}; {var}++) {{")
@@ -542,10 +517,42 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             for _ in loops:
                 out.level -= 1
                 out("}")
-            if strip and phase is load:
+
+        load = f"{v}{index} = {to_c(rhs, ref)};"
+        if nb >= 2 and not any(re.search(rf"\b{re.escape(it1)}\b", t)
+                               for t in (inner_test, *st.guards)):
+            # When every row of the work-item's strip lies inside the tile and loop
+            # '{it1}' (an interval: the first and the last row tell) and nothing else
+            # depends on the row, the rows need no test each and slide a window down
+            # the strip: each value is loaded once (:func:`_emit_strip`).
+            first, last = fresh(it1 + "_first"), fresh(it1 + "_last")
+            out("#if BBMM_CO1 > 1")
+            out(_comment(f"the strip's rows, all inside '{it1}''s range: one load per value"))
+            out(f"const int {first} = {fresh(it1 + '0')}, {last} = {first} + BBMM_CO1 - 1;")
+            out(f"if (!({outside(first, nb - 2)}) && !({outside(last, nb - 2)})) {{")
+            out.level += 1
+            u_var, u_bound, u_point = loops[1]
+            out("#pragma unroll")
+            out(f"for (int {u_var} = 0; {u_var} < {u_bound}; {u_var}++) {{")
+            out.level += 1
+            out(u_point)
+            out(f"if (!({inner_test}){guards}) {{")
+            out.level += 1
+            _emit_strip(out, scop, rhs, it1, first, r, f"{v}{index}", ref, fresh)
+            for _ in range(2):
                 out.level -= 1
                 out("}")
-                strip = False
+            out.level -= 1
+            out("} else")
+            out("#endif")
+            out("{")
+            out.level += 1
+            each_point(load)
+            out.level -= 1
+            out("}")
+        else:
+            each_point(load)
+        each_point(f"{ref(st.lhs)} = {v}{index};")
     else:
         emit(body)
     out.level = 0
