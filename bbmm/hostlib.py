@@ -6,10 +6,11 @@ source. Everything generic lives here so drivers stay short and readable.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -40,6 +41,32 @@ COARSEN1 = _coarsen("BBMM_COARSEN1", 1)
 """Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``)."""
 RESTRICT = os.environ.get("BBMM_RESTRICT", "1") != "0"
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
+
+
+def parse_points(spec: str) -> list[tuple[int, int]]:
+    """``"2x1,2x4"`` -> ``[(2, 1), (2, 4)]``: points per work-item as
+    (:data:`COARSEN`, :data:`COARSEN1`) pairs, for benchmarks that compare them."""
+    try:
+        out = [tuple(int(x) for x in item.lower().split("x"))
+               for item in spec.replace(" ", "").split(",") if item]
+    except ValueError:
+        out = [()]
+    if any(len(co) != 2 or min(co) < 1 for co in out):
+        raise ValueError(f"{spec!r}: give shapes such as 2x1,2x4")
+    return out  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def points_per_work_item(co: tuple[int, int]) -> Iterator[None]:
+    """Launch with ``co`` = (:data:`COARSEN`, :data:`COARSEN1`) inside the block (kernels
+    are cached per value, so several can be compared in one process)."""
+    global COARSEN, COARSEN1
+    saved = COARSEN, COARSEN1
+    COARSEN, COARSEN1 = co
+    try:
+        yield
+    finally:
+        COARSEN, COARSEN1 = saved
 
 
 def device_of(t: int, ntiles: int, ndev: int) -> int:

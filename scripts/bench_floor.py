@@ -148,13 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.check = False
     try:
-        shapes = ([(hostlib.COARSEN, hostlib.COARSEN1)] if not args.coarsen else
-                  [tuple(int(x) for x in item.lower().split("x")) for item in
-                   args.coarsen.split(",") if item])
-        if any(len(sh) != 2 or min(sh) < 1 for sh in shapes):
-            raise ValueError
-    except ValueError:
-        p.error(f"--coarsen {args.coarsen!r}: give shapes such as 2x1,2x4")
+        shapes = (hostlib.parse_points(args.coarsen) if args.coarsen else
+                  [(hostlib.COARSEN, hostlib.COARSEN1)])
+    except ValueError as e:
+        p.error(f"--coarsen {e}")
     progs: list[tuple[str, dict[str, int]]] = []
     if args.floyd:
         progs.append(("floyd", {"n": args.floyd}))
@@ -177,12 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             floor = mem / bw["d2d"] + coh / min(bw["h2d"], bw["d2h"])
             base = baseline_loop(prog, params, team, args.repeat)
             for co in shapes:
-                saved = hostlib.COARSEN, hostlib.COARSEN1
-                hostlib.COARSEN, hostlib.COARSEN1 = co
-                try:
+                with hostlib.points_per_work_item(co):
                     bb = steady_bbmm(prog, params, d, args)
-                finally:
-                    hostlib.COARSEN, hostlib.COARSEN1 = saved
                 rows.append({"program": prog, "params": params, "devices": d,
                              "floor_s": floor, "memory_bytes": mem, "coherence_bytes": coh,
                              "bbmm_s_per_iter": bb["s_per_iter"],

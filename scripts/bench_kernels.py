@@ -380,13 +380,11 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, list[dict]] = {}
     if "stencil" in parts:
         strips = [int(s) for s in args.strips.split(",") if s]
+        from bbmm.hostlib import parse_points
         try:
-            gen = [tuple(int(x) for x in g.lower().split("x")) for g in args.generated.split(",")
-                   if g]
-            if any(len(g) != 2 or min(g) < 1 for g in gen):
-                raise ValueError
-        except ValueError:
-            p.error(f"--generated {args.generated!r}: give shapes such as 2x1,2x4")
+            gen = parse_points(args.generated)
+        except ValueError as e:
+            p.error(f"--generated {e}")
         report["stencil"] = bench_stencil(devs[0], args.n, args.repeat, strips, gen)
         print(f"\n# heat2d sweep n={args.n}, kernel ms (median of {args.repeat}), "
               f"bytes = read + write once")

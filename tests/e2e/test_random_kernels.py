@@ -134,12 +134,8 @@ def check_seed(seed: int, tmp_path: Path) -> None:
             "--json", str(out)]
     # points per work-item: the default (2 x 1) or strips of rows (bbmm.hostlib)
     co = rng.choice([(2, 1), (2, 1), (1, 3), (3, 4)])
-    saved = hostlib.COARSEN, hostlib.COARSEN1
-    hostlib.COARSEN, hostlib.COARSEN1 = co
-    try:
+    with hostlib.points_per_work_item(co):
         rc, err, tb = _call(argv)
-    finally:
-        hostlib.COARSEN, hostlib.COARSEN1 = saved
     env = f"BBMM_COARSEN={co[0]} BBMM_COARSEN1={co[1]} " if co != (2, 1) else ""
     assert tb is None, _report(prog, path, argv, f"traceback:\n{tb}", env)
     if rc != 0 and tight and "cannot allocate" in err and "raise --device-mem" in err:

@@ -104,14 +104,10 @@ def test_random_stencil(seed, tmp_path):
         nbytes = 2 * 4 * side ** (3 if "[l]" in text else 2)
         argv += ["--device-mem", str(int(nbytes * rng.choice([0.4, 0.6])))]
     co = (rng.randint(1, 3), rng.randint(2, 6))
-    saved = hostlib.COARSEN, hostlib.COARSEN1
-    hostlib.COARSEN, hostlib.COARSEN1 = co
     err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            rc = main(argv)
-    finally:
-        hostlib.COARSEN, hostlib.COARSEN1 = saved
+    with hostlib.points_per_work_item(co), contextlib.redirect_stderr(err), \
+            contextlib.redirect_stdout(io.StringIO()):
+        rc = main(argv)
     cmd = (f"BBMM_COARSEN={co[0]} BBMM_COARSEN1={co[1]} bbmm "
            + " ".join(shlex.quote(a) for a in argv))
     if rc != 0 and "cannot allocate" in err.getvalue():
