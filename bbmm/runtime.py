@@ -131,7 +131,7 @@ class Runtime:
             host = self.host.array(a)
             if host.nbytes * 64 > cap:
                 continue  # not small next to the device memory: boxes as usual
-            self.whole[a] = Box(tuple(0 for _ in host.shape), tuple(s - 1 for s in host.shape))
+            self.whole[a] = Box.from_shape(host.shape)
         if replay is None:
             replay = os.environ.get("BBMM_REPLAY", "1") != "0"
         # Replay needs asynchronous host copies in program order (a blocking host copy

@@ -387,8 +387,6 @@ for several arguments, where ``set_arg`` of one numpy scalar takes about 7 us). 
 are compared by value when deciding whether to set an argument again, buffers by
 identity."""
 
-_SCALARS = frozenset(_PACK)
-
 _KERNEL_ARGS: dict[int, tuple[Any, list[Any]]] = {}
 """id(kernel) -> (kernel, the arguments it holds): what each ``cl.Kernel`` was last given,
 so that a launch sets only what changed. Kept per kernel object, not per device, since the
@@ -397,6 +395,8 @@ arguments are the kernel object's state; the kernel is held so that its id stays
 its context's kernels; a kernel not found here is given every argument."""
 
 _KERNEL_ARGS_MAX = 4096
+
+_UNSET = object()  # what a kernel not in _KERNEL_ARGS holds: matches no argument
 
 
 def _set_changed(kernel: Any, args: Sequence[Any]) -> None:
@@ -434,9 +434,6 @@ def _set_changed(kernel: Any, args: Sequence[Any]) -> None:
     if held is None and len(_KERNEL_ARGS) >= _KERNEL_ARGS_MAX:
         _KERNEL_ARGS.clear()  # kernels of devices never closed: forgetting costs a full set
     _KERNEL_ARGS[id(kernel)] = (kernel, list(args))
-
-
-_UNSET = object()
 
 
 class OpenCLDevice(Device):
