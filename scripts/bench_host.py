@@ -37,6 +37,9 @@ from bbmm.run import runtime_options  # noqa: E402
 from bbmm.runtime import Runtime  # noqa: E402
 
 
+DEFAULT_PROGRAMS = ("floyd", "heat2d", "fdtd2d", "heat3d", "lu")
+
+
 class CountingRuntime(Runtime):
     """Counts ``end_serial`` calls (serial iterations of any depth)."""
 
@@ -77,11 +80,11 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--programs", default="floyd,heat2d,fdtd2d,heat3d,lu",
+    p.add_argument("--programs", default=",".join(DEFAULT_PROGRAMS),
                    help="comma-separated programs of polybench/")
     p.add_argument("--devices", default="1,2", help="comma-separated device counts")
     p.add_argument("--sizes", choices=("tiny", "small", "paper"), default="small")
-    p.add_argument("--param", action="append", default=[], metavar="PROG:NAME=VALUE",
+    p.add_argument("--param", action="append", default=[], metavar="[PROG:]NAME=VALUE",
                    help="override a parameter, e.g. floyd:n=4096 (repeatable)")
     p.add_argument("--repeat", type=int, default=3, help="runs per configuration (the "
                    "shortest counts)")
@@ -90,24 +93,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="profile the last configuration's last run; print the N top functions")
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
-    progs = [x for x in args.programs.split(",") if x]
-    for prog in progs:
-        if prog not in ec.PROGRAMS:
-            p.error(f"unknown program {prog!r}; choose from {', '.join(ec.PROGRAMS)}")
-    over: dict[str, dict[str, int]] = {}
-    for item in args.param:
-        prog, _, kv = item.partition(":")
-        k, _, v = kv.partition("=")
-        if not (prog and k and v.lstrip("-").isdigit()):
-            p.error(f"--param {item!r}: expected PROG:NAME=INTEGER")
-        over.setdefault(prog, {})[k] = int(v)
+    progs = ec.program_list(args, DEFAULT_PROGRAMS)
     replay = False if args.no_replay else None
     rows = []
     print(f"{'program':12} {'params':>24} {'dev':>3} {'iters':>6} {'tiles':>7} "
           f"{'ms/iter':>8} {'us/tile':>8} {'replayed':>8}")
     for prog in progs:
-        params = {**ec.PROGRAMS[prog].sizes[args.sizes], **over.get(prog, {})}
-        for nd in (int(x) for x in args.devices.split(",")):
+        params = ec.program_params(args, prog)
+        for nd in ec.device_counts(args):
             row, _ = measure(prog, params, nd, args.repeat, replay)
             rows.append(row)
             print(f"{prog:12} {row['params']:>24} {nd:>3} {row['serial_iters']:>6} "
@@ -115,11 +108,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['replayed']:>8}", flush=True)
     if args.profile and rows:
         last = rows[-1]
-        params = {**ec.PROGRAMS[last["program"]].sizes[args.sizes],
-                  **over.get(last["program"], {})}
         prof = cProfile.Profile()
         prof.enable()
-        measure(last["program"], params, last["devices"], 1, replay)
+        measure(last["program"], ec.program_params(args, last["program"]), last["devices"], 1,
+                replay)
         prof.disable()
         out = io.StringIO()
         pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.profile)
