@@ -253,29 +253,14 @@ def test_random_programs_over_ranks(tmp_path):
     loops of 4-7 steps so that steps repeat) run with --check on 2 ranks of 1 and 2
     devices, with random tiles and modes, in one mpiexec. ``BBMM_RANDOM_MPI=N`` sets how
     many (default 24: seed 21 caught replay over ranks); ``BBMM_RANDOM_SEED0`` shifts the seeds."""
-    import contextlib
-    import io
     import random
 
-    sys.path.insert(0, str(ROOT / "tests"))
-    from randprog import generate
-
-    from bbmm.cli import main
+    from test_random_kernels import accepted_program  # the same programs, redrawn alike
 
     seed0 = int(os.environ.get("BBMM_RANDOM_SEED0", "0"))
     runs, progs = [], {}
     for seed in range(seed0, seed0 + N_RANDOM):
-        for redraw in range(20):  # programs the front end refuses cleanly are redrawn
-            s = seed + 100_000 * redraw
-            prog = generate(s)
-            path = tmp_path / f"rk{s}.c"
-            path.write_text(prog.text)
-            with contextlib.redirect_stderr(io.StringIO()), \
-                    contextlib.redirect_stdout(io.StringIO()):
-                if main(["compile", str(path)]) == 0:
-                    break
-        else:
-            pytest.fail(f"seed {seed}: 20 generated programs refused by the front end")
+        prog, path, s = accepted_program(seed, tmp_path)
         rng = random.Random(f"mpi-{s}")
         params = dict(prog.params)
         if "tsteps" in params:

@@ -104,8 +104,9 @@ def _report(prog, path: Path, argv: list[str], what: str, env: str = "") -> str:
             f"(write the program below to {path.name})\n--- program ---\n{prog.text}")
 
 
-def check_seed(seed: int, tmp_path: Path) -> None:
-    """Draw a program (redrawing ones the front end refuses cleanly), run it, assert pass."""
+def accepted_program(seed: int, tmp_path: Path):
+    """``(program, its file, the seed drawn)``: the program of ``seed``, redrawn while the
+    front end refuses it cleanly (a traceback, or a refusal of every redraw, fails)."""
     for redraw in range(MAX_REDRAWS):
         s = seed + 100_000 * redraw
         prog = generate(s)
@@ -123,7 +124,12 @@ def check_seed(seed: int, tmp_path: Path) -> None:
         pytest.fail(_report(prog, path, ["compile", str(path)],
                             f"{MAX_REDRAWS} generated programs refused by the front end; "
                             f"last: {err.strip()}"))
+    return prog, path, s
 
+
+def check_seed(seed: int, tmp_path: Path) -> None:
+    """Draw a program (redrawing ones the front end refuses cleanly), run it, assert pass."""
+    prog, path, s = accepted_program(seed, tmp_path)
     rng = random.Random(f"opts-{s}")
     opts, tight = _options(prog, rng)
     if "tsteps" in prog.params and rng.random() < 0.5:
