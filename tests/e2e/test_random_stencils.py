@@ -24,19 +24,12 @@ import pytest
 
 from bbmm import hostlib
 from bbmm.cli import main
+from test_random_kernels import needs_cl  # skipped only without an OpenCL platform
 
 pytestmark = pytest.mark.e2e
 
 N_SEEDS = int(os.environ.get("BBMM_RANDOM_STENCILS", "12"))
 HALO = 2  # neighbours up to 2 away; arrays are padded by HALO on each side
-
-
-def _have_opencl() -> bool:
-    try:
-        import pyopencl as cl
-        return bool(cl.get_platforms())
-    except Exception:
-        return False
 
 
 def stencil(seed: int) -> tuple[str, dict[str, int]]:
@@ -81,9 +74,6 @@ def stencil(seed: int) -> tuple[str, dict[str, int]]:
             f"{nest('B', 'A')}\n{nest('A', 'B')}\n  }}\n}}\n")
     n = rng.randint(5, 8) if three else rng.randint(9, 24)
     return text, {"tsteps": rng.randint(1, 5), "n": n}
-
-
-needs_cl = pytest.mark.skipif(not _have_opencl(), reason="no OpenCL platform (pyopencl sees none)")
 
 
 @needs_cl
