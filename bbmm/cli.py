@@ -281,7 +281,7 @@ def _run_run(args: argparse.Namespace) -> int:
     res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
                   reuse=not args.no_reuse, coherence=args.coherence,
                   progress=False if args.no_progress else None,
-                  replay=False if args.no_replay else None)
+                  replay=False if args.no_replay else None, fuse=args.fuse)
     if args.check:
         check_against_reference(res, args.file, scop, init, _defines(args), lib=lib)
     print(report(res, scop.function))

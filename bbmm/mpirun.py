@@ -120,13 +120,13 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
                 scalars: dict[str, float], arrays: dict[str, np.ndarray], comm: Any, *,
                 tile: int | None = None, mode: str = "disjoint", reuse: bool = True,
                 coherence: str = "exact", gather: bool = True,
-                progress: bool | None = None) -> MPIResult:
+                progress: bool | None = None, fuse: float | None = None) -> MPIResult:
     """Run a driver module over the ranks of ``comm``; every rank calls it."""
     # Small read-only arrays are held whole on the devices here too: every rank's host
     # copy holds their initial values, which no tile ever changes, so nothing about them
     # is exchanged between ranks and each rank reads them in from its own host copy.
     rt = DistributedRuntime(devices, arrays, comm, gather=gather, mode=mode, reuse=reuse,
-                            coherence=coherence, **runtime_options(module, arrays))
+                            coherence=coherence, fuse=fuse, **runtime_options(module, arrays))
     if tile is None:
         tile = module.default_tile(params, len(rt.devices))
     if tile < 1:
@@ -314,7 +314,7 @@ def run_cli(args: argparse.Namespace) -> int:
                 comm, lambda: prepare_run(args, prog))
         res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
                           mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
-                          gather=args.mpi_result == "gather",
+                          gather=args.mpi_result == "gather", fuse=args.fuse,
                           progress=False if args.no_progress else None)
         if args.check:
             check_mpi(res, comm, args.file, scop, init, _defines(args), args.include_dirs,
@@ -351,7 +351,7 @@ def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
         params, scalars, devices, arrays = setup_all(comm, setup)
         res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
                           mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
-                          gather=args.mpi_result == "gather",
+                          gather=args.mpi_result == "gather", fuse=args.fuse,
                           progress=False if args.no_progress else None)
         return _finish(res, comm, module.FUNCTION, args.json)
 

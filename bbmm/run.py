@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .diagnostic import UsageError, format_bytes
-from .runtime import COHERENCE, MODES, Runtime
+from .runtime import COHERENCE, MODES, Runtime, fuse_slack
 
 DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32}
 
@@ -75,7 +75,7 @@ class RunResult:
         rt = self.runtime
         st = rt.stats.as_json()
         return {"kernel": kernel, "devices": len(rt.devices), "params": self.params,
-                "scalars": self.scalars, "tile": self.tile, "mode": rt.mode,
+                "scalars": self.scalars, "tile": self.tile, "mode": rt.mode, "fuse": rt.fuse,
                 "reuse": rt.reuse, "replay": rt.replay, "coherence": rt.coherence,
                 "check": self.check,
                 "mismatches": self.mismatches, "wall_s": self.wall_s,
@@ -126,18 +126,30 @@ def runtime_options(module: ModuleType, arrays: Mapping[str, np.ndarray]) -> dic
 def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
             scalars: dict[str, float], arrays: dict[str, np.ndarray], *, tile: int | None = None,
             mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
-            progress: bool | None = None, replay: bool | None = None) -> RunResult:
+            progress: bool | None = None, replay: bool | None = None,
+            fuse: float | None = None) -> RunResult:
     """Run a driver module on devices and host arrays (which hold the inputs)."""
     if tile is None:
         tile = module.default_tile(params, len(devices))
     if tile < 1:
         raise UsageError(f"--tile must be at least 1, got {tile}")
     rt = Runtime(devices, arrays, mode=mode, reuse=reuse, coherence=coherence, replay=replay,
-                 **runtime_options(module, arrays))
+                 fuse=fuse, **runtime_options(module, arrays))
     t0 = time.perf_counter()
     module.run(rt, params, scalars, tile, progress)
     wall = time.perf_counter() - t0
     return RunResult(arrays, rt, params, scalars, tile, wall)
+
+
+def _fraction(text: str) -> float:
+    """``--fuse``'s value: a fraction in [0, 1) such as 0.02 or 1/64."""
+    try:
+        value = fuse_slack(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e).replace("BBMM_FUSE: ", "")) from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not in [0, 1)")
+    return value
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -151,6 +163,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mode", choices=MODES, default="disjoint",
                    help="box allocation: disjoint boxes (BBMM) or one convex hull per array "
                         "(Kim et al. 2011)")
+    g.add_argument("--fuse", type=_fraction, default=None, metavar="F",
+                   help="fuse a tile's disjoint boxes of an array it reads into their hull "
+                        "when that adds at most F of the hull's points (one box per array: "
+                        "no split accesses in the kernel; default 1/64 or $BBMM_FUSE; 0: "
+                        "the paper's exact disjoint boxes)")
     g.add_argument("--no-reuse", action="store_true",
                    help="allocate and read in every tile's boxes afresh (no inter-tile reuse)")
     g.add_argument("--no-replay", action="store_true",
@@ -244,7 +261,7 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
         res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
                       reuse=not args.no_reuse, coherence=args.coherence,
                       progress=False if args.no_progress else None,
-                      replay=False if args.no_replay else None)
+                      replay=False if args.no_replay else None, fuse=args.fuse)
         print(report(res, module.FUNCTION))
         if args.json:
             with open(args.json, "w") as f:

@@ -97,7 +97,7 @@ class Runtime:
                  *, mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
                  max_pieces: Mapping[str, int] | None = None, verify: bool | None = None,
                  keep_idle: bool = False, replay: bool | None = None,
-                 whole: Iterable[str] = ()):
+                 whole: Iterable[str] = (), fuse: float | None = None):
         if mode not in MODES:
             raise UsageError(f"unknown allocation mode {mode!r}; choose from {', '.join(MODES)}")
         if coherence not in COHERENCE:
@@ -119,7 +119,16 @@ class Runtime:
         goes on at once and only waits where it needs a result (a blocking copy), so the
         devices keep computing while the host works: 'compute' then counts launches and
         the waits show up in the step that needed the data."""
-        self._disjoint: dict[tuple[Box, ...], list[Box]] = {}
+        self._disjoint: dict[tuple[tuple[Box, ...], bool], tuple[list[Box], bool]] = {}
+        if fuse is None:
+            fuse = fuse_slack(os.environ.get("BBMM_FUSE"))
+        if not 0 <= fuse < 1:
+            raise UsageError(f"fuse slack must lie in [0, 1), got {fuse}")
+        self.fuse = fuse
+        """A tile's disjoint boxes of an array that it reads are fused into their hull when
+        the hull adds at most this fraction of its volume (a stencil's boxes miss only
+        their corners): one box means no split access in the kernel and a whole-row
+        pitch. 0 keeps the paper's exact disjoint boxes."""
         self.max_pieces = dict(max_pieces or {})
         """Kernel slots per array: a tile whose disjoint boxes of an array outnumber them
         falls back to one hull box for that array (correct, only larger)."""
@@ -443,7 +452,8 @@ class Runtime:
                 tb.access[a] = [0] * len(init)
                 continue
             host = self.host.array(a)
-            pieces = self._pieces(mgr, a, boxes, strict)
+            fresh = a in t.fresh
+            pieces = self._pieces(mgr, a, boxes, strict, fresh)
             flags = t.cleanup.get(a, ())
             out = []
             # present boxes are taken first, so that making room for the new ones below
@@ -453,7 +463,6 @@ class Runtime:
                     mgr.acquire(c)
                     taken.append(c)
                     mgr.stats.boxes_present += 1
-            fresh = a in t.fresh
             for p, c in pieces:
                 if c is not None:
                     if not fresh:
@@ -478,8 +487,8 @@ class Runtime:
             tb.access[a] = acc
         return tb
 
-    def _pieces(self, mgr: BufferManager, a: str, boxes: list[Box], strict: bool = False
-                ) -> list[tuple[Box, Copy | None]]:
+    def _pieces(self, mgr: BufferManager, a: str, boxes: list[Box], strict: bool = False,
+                fresh: bool = False) -> list[tuple[Box, Copy | None]]:
         """Algorithm 2 plus the present check: the tile's disjoint boxes of ``a``, each with
         the resident copy that holds it (None: to allocate).
 
@@ -489,18 +498,27 @@ class Runtime:
         ``k + 1`` next to a tile's rows: the rows stay, the row is new). If that needs
         more pieces than the kernel has slots, whole disjoint boxes are allocated. With
         ``strict`` only copies of exactly that box are reused (see :meth:`_acquire`).
+        Boxes whose hull wastes little are fused first (:attr:`fuse`), unless the tile
+        only writes the array (``fresh``: no read-in would fill the hull's extra points).
         """
+        fused = False
         if self.mode == "convex":
             merged = [hull_all(boxes)]
         else:
             # Algorithm 2 is a pure function of the boxes, which repeat from one serial
             # iteration to the next in stencils: computed once per distinct list
-            key = tuple(boxes)
-            merged = self._disjoint.get(key)
-            if merged is None:
+            key = (tuple(boxes), fresh)
+            got = self._disjoint.get(key)
+            if got is None:
                 if len(self._disjoint) >= 4096:
                     self._disjoint.clear()
-                merged = self._disjoint[key] = disjoint(boxes)
+                merged = disjoint(boxes)
+                fused = len(merged) > 1 and self.fuse > 0 and not fresh
+                if fused:
+                    merged = fuse_hull(merged, self.fuse)
+                    fused = len(merged) == 1
+                got = self._disjoint[key] = (merged, fused)
+            merged, fused = got
         limit = self.max_pieces.get(a, 1 << 30)
         out: list[tuple[Box, Copy | None]] = []
         whole: list[tuple[Box, Copy | None]] = []
@@ -509,7 +527,9 @@ class Runtime:
             if strict and c is not None and c.box != p:
                 c = None
             whole.append((p, c))
-            if c is not None or not self.reuse or strict:
+            if c is not None or not self.reuse or strict or fused:
+                # a fused hull is allocated whole (absorbing what is resident inside it):
+                # covering it with resident parts would split its accesses again
                 out.append((p, c))
                 continue
             # the parts already resident stay where they are; only the rest is new
@@ -579,6 +599,28 @@ class Runtime:
 
 _I64_0 = np.int64(0)
 _I32 = {i: np.int32(i) for i in range(-1, 64)}
+
+
+def fuse_slack(spec: str | None) -> float:
+    """The fuse slack of ``$BBMM_FUSE`` (a fraction such as ``0.02`` or ``1/64``; unset:
+    1/64: a stencil's boxes, which miss only the corners or edges of their hull, are
+    fused from small sides on; Floyd's row k far from a tile's rows is not)."""
+    if spec is None or not spec.strip():
+        return 1 / 64
+    try:
+        num, _, den = spec.partition("/")
+        return float(num) / (float(den) if den else 1.0)
+    except (ValueError, ZeroDivisionError):
+        raise UsageError(f"BBMM_FUSE: {spec!r} is not a fraction such as 0.02 or 1/64") from None
+
+
+def fuse_hull(boxes: list[Box], slack: float) -> list[Box]:
+    """``[hull]`` of disjoint ``boxes`` when the hull adds at most ``slack`` of its volume
+    (the points outside every box), else ``boxes``."""
+    h = hull_all(boxes)
+    assert h is not None
+    extra = h.volume - sum(b.volume for b in boxes)
+    return [h] if extra <= slack * h.volume else boxes
 
 
 def _i32(v: int) -> np.int32:

@@ -557,7 +557,7 @@ def _fresh_host_arrays(bench: Bench, devices: Sequence[Any]) -> dict[str, np.nda
 def measure(bench: Bench, devices: Sequence[Any], *, tile: int | None = None,
             mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
             repeat: int = 1, warmup: int = 1, record_boxes: bool = False,
-            check: bool = False) -> Measurement:
+            check: bool = False, fuse: float | None = None) -> Measurement:
     """Run one configuration ``warmup + repeat`` times; figures are medians of the timed
     runs (counters, which do not vary, come from the last run).
 
@@ -570,7 +570,7 @@ def measure(bench: Bench, devices: Sequence[Any], *, tile: int | None = None,
     per direction h2d/d2h/d2d and category, e.g. ``x_d2h_refresh_bytes``), ``max_boxes_per_array`` (max
     over devices), ``max_pieces_per_tile``, ``split_accesses``, ``tiles``,
     ``array_bytes``, ``check``. A run that fails (e.g. a tile larger than the device)
-    gives ``error`` and no timings.
+    gives ``error`` and no timings. ``fuse``: the runtime's fuse slack (None: its default).
     """
     module = bench.module
     ndev = len(devices)
@@ -593,7 +593,8 @@ def measure(bench: Bench, devices: Sequence[Any], *, tile: int | None = None,
             for k, a in host.items():
                 a[...] = bench.init[k]
             rt = RecordingRuntime(devices, host, mode=mode, reuse=reuse, coherence=coherence,
-                                  record_boxes=record_boxes, **runtime_options(module, host))
+                                  record_boxes=record_boxes, fuse=fuse,
+                                  **runtime_options(module, host))
             t0 = time.perf_counter()
             module.run(rt, bench.params, bench.scalars, tile, False)
             wall = time.perf_counter() - t0

@@ -10,7 +10,7 @@ from bbmm.devices import NullDevice
 from bbmm.diagnostic import TileTooLargeError
 from bbmm.runtime import Runtime
 
-from drivers import floyd_reference, jacobi_reference, run_floyd, run_jacobi
+from drivers import floyd_reference, jacobi_reference, run_floyd, run_jacobi, scatter
 
 
 def make(ndev, cap=1 << 24, arena=1 << 16):
@@ -24,13 +24,14 @@ def floyd_input(n, seed=0):
     return p
 
 
-@pytest.mark.parametrize("ndev,tile,mode,reuse", [
-    (d, t, m, r) for d in (1, 2, 3, 4) for t in (4, 5) for m in ("disjoint", "convex")
-    for r in (True, False)])
-def test_floyd(ndev, tile, mode, reuse):
+@pytest.mark.parametrize("ndev,tile,mode,reuse,fuse", [
+    (d, t, m, r, f) for d in (1, 2, 3, 4) for t in (4, 5) for m in ("disjoint", "convex")
+    for r in (True, False) for f in ((None, 0.9) if m == "disjoint" else (None,))])
+def test_floyd(ndev, tile, mode, reuse, fuse):
     n = 16
     path = floyd_input(n)
-    rt = Runtime(make(ndev), {"path": path.copy()}, mode=mode, reuse=reuse, verify=True)
+    rt = Runtime(make(ndev), {"path": path.copy()}, mode=mode, reuse=reuse, verify=True,
+                 fuse=fuse)
     run_floyd(rt, n, tile)
     np.testing.assert_array_equal(rt.host.array("path"), floyd_reference(path))
 
@@ -59,14 +60,15 @@ def test_floyd_disjoint_allocates_less_than_convex():
     assert peaks["disjoint"] < peaks["convex"]
 
 
-@pytest.mark.parametrize("ndev,tile,reuse,mode", [
-    (d, t, r, m) for d in (1, 2, 3, 4) for t in (3, 4) for r in (True, False)
-    for m in ("disjoint", "convex")])
-def test_jacobi(ndev, tile, reuse, mode):
+@pytest.mark.parametrize("ndev,tile,reuse,mode,fuse", [
+    (d, t, r, m, f) for d in (1, 2, 3, 4) for t in (3, 4) for r in (True, False)
+    for m in ("disjoint", "convex") for f in ((0, 0.9) if m == "disjoint" else (None,))])
+def test_jacobi(ndev, tile, reuse, mode, fuse):
     n, steps = 14, 4
     rng = np.random.default_rng(3)
     A, B = rng.random((n, n)), rng.random((n, n))
-    rt = Runtime(make(ndev), {"A": A.copy(), "B": B.copy()}, reuse=reuse, mode=mode, verify=True)
+    rt = Runtime(make(ndev), {"A": A.copy(), "B": B.copy()}, reuse=reuse, mode=mode, verify=True,
+                 fuse=fuse)
     run_jacobi(rt, n, steps, tile)
     Ar, Br = jacobi_reference(A, B, steps)
     np.testing.assert_allclose(rt.host.array("A"), Ar, rtol=1e-12)
@@ -149,3 +151,76 @@ def test_local_sizes_override():
     for bad in ("32x", "0x8", "1x2x3x4", "big"):
         with pytest.raises(ValueError, match="BBMM_LOCAL"):
             local_sizes(bad)
+
+
+def _split_and_peak(n, ndev, fuse):
+    rng = np.random.default_rng(7)
+    A, B = rng.random((n, n)), rng.random((n, n))
+    rt = Runtime(make(ndev), {"A": A.copy(), "B": B.copy()}, verify=True, fuse=fuse)
+    run_jacobi(rt, n, 3, -(-(n - 2) // ndev))
+    np.testing.assert_allclose(rt.host.array("A"), jacobi_reference(A, B, 3)[0], rtol=1e-12)
+    return rt.stats.split_accesses, max(d.peak_bytes for d in rt.stats.devices)
+
+
+@pytest.mark.parametrize("ndev", [1, 2])
+def test_stencil_boxes_fused_into_their_hull(ndev):
+    """A stencil tile's disjoint boxes of A miss only the hull's four corners: by default
+    they become one box (no split access), at the price of those corners; with fuse=0
+    they stay the paper's exact disjoint boxes, and the halo columns' accesses split."""
+    n = 40
+    split0, peak0 = _split_and_peak(n, ndev, 0)
+    split1, peak1 = _split_and_peak(n, ndev, None)
+    assert split0 > 0 and split1 == 0
+    # the corners' 4 elements of A, and B's first (exact, fresh) box grown to A's shape
+    assert peak0 < peak1 <= peak0 + 8 * (4 + 4 * n)
+
+
+def test_fuse_slack_bounds_the_waste():
+    from bbmm.box import Box
+    from bbmm.runtime import fuse_hull
+    rows = Box((0, 1), (9, 8))                       # 80 points, hull 10x10 = 100
+    cols = [Box((1, 0), (8, 0)), Box((1, 9), (8, 9))]  # 16 more: 4 corners missing
+    assert fuse_hull([rows, *cols], 0.04) == [Box((0, 0), (9, 9))]
+    assert fuse_hull([rows, *cols], 0.039) == [rows, *cols]
+    far = [Box((0, 0), (3, 9)), Box((9, 0), (9, 9))]  # a tile's rows and Floyd's row k
+    assert fuse_hull(far, 1 / 64) == far
+
+
+def test_fresh_boxes_are_never_fused():
+    """A tile that only writes an array reads nothing in: a hull would hold points no one
+    filled, so its exact write boxes stay apart whatever the slack."""
+    from bbmm.box import Box
+    from bbmm.runtime import Tile
+    n = 8
+    E = np.zeros((n, n))
+    rt = Runtime(make(1), {"E": E.copy()}, verify=True, fuse=0.99)
+    left, right = Box((0, 0), (n - 1, 0)), Box((0, n - 1), (n - 1, n - 1))
+    seen = []
+
+    def k(d, tb):
+        seen.append([p for p, _ in tb.pieces["E"]])
+        scatter(d, tb, "E", left, np.full((n, 1), 1.0))
+        scatter(d, tb, "E", right, np.full((n, 1), 2.0))
+    rt.run_phase([Tile(0, {"E": [left, right]}, k, writes={"E": [left, right]},
+                       writeout={"E": [left, right]}, fresh=frozenset({"E"}))], serial=0)
+    rt.end_serial(0)
+    rt.finish()
+    assert set(seen[0]) == {left, right}
+    out = rt.host.array("E")
+    assert (out[:, 0] == 1).all() and (out[:, -1] == 2).all() and (out[:, 1:-1] == 0).all()
+
+
+@pytest.mark.parametrize("spec,value", [(None, 1 / 64), ("", 1 / 64), ("0", 0.0),
+                                        ("0.02", 0.02), ("1/32", 1 / 32)])
+def test_fuse_slack_spec(spec, value):
+    from bbmm.runtime import fuse_slack
+    assert fuse_slack(spec) == value
+
+
+def test_bad_fuse_slack_is_a_usage_error(monkeypatch):
+    from bbmm.diagnostic import UsageError
+    monkeypatch.setenv("BBMM_FUSE", "a lot")
+    with pytest.raises(UsageError, match="BBMM_FUSE: 'a lot' is not a fraction"):
+        Runtime(make(1), {"A": np.zeros(4)})
+    with pytest.raises(UsageError, match=r"fuse slack must lie in \[0, 1\), got 1.5"):
+        Runtime(make(1), {"A": np.zeros(4)}, fuse=1.5)
