@@ -100,6 +100,10 @@ class NestFlow:
     flow_out_set: isl.UnionSet = field(repr=False)
     """``[n, k, lb, ub] -> { path[a, b] : ... }``, all arrays."""
     write_out_set: isl.UnionSet = field(repr=False)
+    sourced_within: frozenset[str] = frozenset()
+    """Arrays the nest writes whose every read in a tile takes a value the same tile wrote
+    before it (under the parallel semantics): nothing of them is live-in, e.g.
+    blackscholes' ``d1`` and ``d2``, written then read by each point."""
 
     def of_array(self, array: str) -> ArrayFlow:
         return next(a for a in self.arrays if a.array == array)
@@ -252,7 +256,22 @@ def nest_flow(scop: Scop, plan: Plan, tiling: NestTiling, pflow: isl.UnionMap | 
             flow_out_pieces=_pieces(fo_all, tiling, scop, arr),
             write_out=_boxes(wo_all, tiling, scop, arr, None),
             write_out_parts=tuple(_boxes(wo_by[w.id], tiling, scop, arr, w.id) for w in ws)))
-    return NestFlow(tiling, tuple(arrays), fo_all, wo_all)
+    return NestFlow(tiling, tuple(arrays), fo_all, wo_all,
+                    sourced_within=_sourced_within(scop, tiling, pflow,
+                                                   [a.array for a in arrays]))
+
+
+def _sourced_within(scop: Scop, tiling: NestTiling, pflow: isl.UnionMap,
+                    arrays: Sequence[str]) -> frozenset[str]:
+    """The ``arrays`` without live-in reads in a tile: the tile's reads
+    ``[n, k, lb, ub] -> { S[...] -> A[...] }`` minus those whose source (``pflow``) lies
+    in the same tile, empty for the array at every point of the tile context."""
+    reads = scop.reads().intersect_domain(tiling.tile)
+    inner = pflow.intersect_domain(tiling.tile).range().unwrap().intersect_domain(tiling.tile)
+    live = reads.subtract(inner).intersect_params(tiling.context).range()
+    touched: set[str] = set()
+    live.foreach_set(lambda s: touched.add(s.get_tuple_name()) if not s.is_empty() else None)
+    return frozenset(a for a in arrays if a not in touched)
 
 
 def plan_flow(scop: Scop, plan: Plan, tilings: Sequence[NestTiling] | None = None,

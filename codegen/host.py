@@ -196,10 +196,15 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g()
     g()
     arrays = [(a, len(scop.array(a).dims)) for a in ks.arrays]
+    # no read-in: the tile overwrites every element of the array's exact boxes before
+    # reading any (only written, or each read takes a value the tile wrote: blackscholes'
+    # d1, d2); the runtime then never fuses those boxes into a hull (bbmm.runtime)
     fresh = sorted(a for a in nb.arrays
-                   if all(ab.kind == "write" and ab.exact for ab in nb.of_array(a)))
-    g(f"NEST{nest.id}_FRESH = frozenset({fresh!r})  # only written, through exact boxes: "
-      f"no read-in")
+                   if all(ab.exact for ab in nb.of_array(a))
+                   and (all(ab.kind == "write" for ab in nb.of_array(a))
+                        or a in fl.sourced_within))
+    g(f"NEST{nest.id}_FRESH = frozenset({fresh!r})  # written before read, through exact "
+      f"boxes: no read-in")
     ids = dict(zip(ks.arrays, ks.access_ids))
     g(f"NEST{nest.id}_ARRAYS = {tuple((a, n, tuple(ids[a])) for a, n in arrays)!r}"
       f"  # (array, ndim, access ids) in kernel order")

@@ -51,6 +51,7 @@ PROGRAMS = [
     (KERNELS / "guarded.c", ["n=12"], "2KiB"),
     (KERNELS / "prefix_sum.c", ["n=20"], "1KiB"),
     (KERNELS / "floyd_plain.c", ["n=10"], "1KiB"),
+    (KERNELS / "scratch.c", ["tsteps=3", "n=14"], "2KiB"),
 ]
 
 

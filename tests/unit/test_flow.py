@@ -99,7 +99,7 @@ CASES = [("floyd", {"n": 9}), ("jacobi2d", {"tsteps": 3, "n": 8}),
          ("imperfect", {"n": 8}), ("heat3d", {"tsteps": 2, "n": 6}), ("vec1d", {"n": 9}),
          ("minmax", {"n": 9, "w": 2}), ("prefix_sum", {"n": 7}), ("floyd_plain", {"n": 4}),
          ("mixed", {"n": 6}),
-         ("guarded", {"n": 6})]
+         ("guarded", {"n": 6}), ("scratch", {"tsteps": 2, "n": 5})]
 
 
 @pytest.fixture(scope="module")
@@ -235,6 +235,41 @@ def test_flow_out_and_write_out_match_simulation(compiled, name, params):
                             _bbox_check(part, tl.variables, args,
                                         wo_parts.get(part.access_id, set()), fixed)
                         _cover_check(af, tl.variables, args, fo)
+
+
+@pytest.mark.parametrize("name,params", CASES, ids=_ids(CASES))
+def test_sourced_within_matches_simulation(compiled, name, params):
+    """An array said to have no live-in reads (no read-in needed) has every read of every
+    tile's instances take a value written by an instance of the same tile (under the
+    parallel semantics), at every tile size tried."""
+    s, p, _, nflows, _ = compiled(name)
+    params = {k: v for k, v in params.items() if k in s.int_params}
+    flows, _ = simulate(s, p, params)
+    source = {(y, e): w for w, y, e in flows}
+    for nf in nflows:
+        tl = nf.tiling
+        h = len(tl.host)
+        for sname in tl.statements:
+            st = s.statement(sname)
+            for it in points(st.domain.intersect_params(s.params_set(params))):
+                env = dict(params, **dict(zip(st.iterators, it)))
+                me = (sname, it)
+                for a in st.reads:
+                    if a.array not in nf.sourced_within:
+                        continue
+                    e = (a.array, tuple(ix.evaluate(env) for ix in a.index))
+                    w = source.get((me, e))
+                    assert w is not None, (name, me, e, "live-in")
+                    # the same tile at any tile size: same statement group, same host
+                    # iteration, same outermost band iterator
+                    assert w[0] in tl.statements and w[1][:h] == it[:h], (name, me, e, w)
+                    if tl.band:
+                        assert w[1][h] == it[h], (name, me, e, w)
+
+
+def test_sourced_within_of_scratch_arrays(compiled):
+    _, _, _, nflows, _ = compiled("scratch")
+    assert [set(nf.sourced_within) for nf in nflows] == [{"T"}, {"u", "w"}, set()]
 
 
 def test_floyd_flow_out_is_row_k_plus_1(compiled):
