@@ -35,10 +35,12 @@ def _coarsen(var: str, default: int) -> int:
     return co
 
 
-COARSEN = _coarsen("BBMM_COARSEN", 2)
+COARSEN = _coarsen("BBMM_COARSEN", 1)
 """Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``."""
-COARSEN1 = _coarsen("BBMM_COARSEN1", 1)
-"""Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``)."""
+COARSEN1 = _coarsen("BBMM_COARSEN1", 8)
+"""Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``). The default
+1 x 8 was the fastest shape on one H200 for floyd, heat2d, heat3d and lu, and within 2%
+of the best for fdtd2d and matmul (docs/performance.md, change 22)."""
 RESTRICT = os.environ.get("BBMM_RESTRICT", "1") != "0"
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
 

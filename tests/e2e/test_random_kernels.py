@@ -95,6 +95,9 @@ def _options(prog, rng: random.Random) -> tuple[list[str], bool]:
         opts += ["--coherence", "block"]
     if rng.random() < 0.2:
         opts += ["--seed", str(rng.randint(1, 99))]
+    f = rng.random()
+    if f < 0.25:  # boxes fused into hulls that waste up to half their points, or never
+        opts += ["--fuse", rng.choice(["0", "0.5"])]
     return opts, tight
 
 
@@ -138,11 +141,11 @@ def check_seed(seed: int, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     argv = ["run", str(path), *prog.param_args(), *opts, "--check", "--no-progress",
             "--json", str(out)]
-    # points per work-item: the default (2 x 1) or strips of rows (bbmm.hostlib)
-    co = rng.choice([(2, 1), (2, 1), (1, 3), (3, 4)])
+    # points per work-item: the default (1 x 8 rows) or other shapes (bbmm.hostlib)
+    co = rng.choice([(1, 8), (1, 8), (2, 1), (1, 3), (3, 4)])
     with hostlib.points_per_work_item(co):
         rc, err, tb = _call(argv)
-    env = f"BBMM_COARSEN={co[0]} BBMM_COARSEN1={co[1]} " if co != (2, 1) else ""
+    env = f"BBMM_COARSEN={co[0]} BBMM_COARSEN1={co[1]} "
     assert tb is None, _report(prog, path, argv, f"traceback:\n{tb}", env)
     if rc != 0 and tight and "cannot allocate" in err and "raise --device-mem" in err:
         return  # the cap is below one tile's boxes: an acceptable refusal
