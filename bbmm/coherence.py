@@ -74,12 +74,19 @@ class HostOrder:
     A store that waited for everything overlapping it (or follows it in its queue)
     stands for the records it covers, which are dropped: whatever later waits for it
     waits for them too.
+
+    Past :attr:`PRUNE_AT` records of an array, completed ones are dropped. A device's
+    queue is in order, so one status query of its newest record tells whether all of its
+    records are complete; the next pruning waits until the list has doubled. (Querying
+    every record each time cost 7 ms per copy on the H200 host for mvt under a cap: 1.2
+    of its 1.5 s.)
     """
 
     PRUNE_AT = 16
 
     def __init__(self) -> None:
         self.pending: dict[str, list[tuple[Box, Any, Any, bool]]] = {}
+        self._prune_at: dict[str, int] = {}
 
     def before(self, array: str, region: Box, device: Any, stores: bool) -> list[Any]:
         """Events the copy of ``region`` of ``array`` on ``device`` must wait for."""
@@ -105,13 +112,16 @@ class HostOrder:
         if stores:
             recs[:] = [r for r in recs if not r[0].issubset(region)]
         recs.append((region, event, device, stores))
-        if len(recs) > self.PRUNE_AT:
-            done = 0  # CL_COMPLETE
-            recs[:] = [r for r in recs if r[1].command_execution_status != done]
+        if len(recs) > self._prune_at.get(array, self.PRUNE_AT):
+            newest = {id(r[2]): r[1] for r in recs}  # each device's last record
+            done = {d for d, e in newest.items() if e.command_execution_status == 0}
+            recs[:] = [r for r in recs if id(r[2]) not in done]  # 0: CL_COMPLETE
+            self._prune_at[array] = max(self.PRUNE_AT, 2 * len(recs))
 
     def clear(self) -> None:
         """Every device has finished: nothing is pending."""
         self.pending.clear()
+        self._prune_at.clear()
 
 
 class Directory:

@@ -227,4 +227,41 @@ def test_host_order_waits_only_where_regions_overlap_across_devices():
     recs = o.pending["A"]
     assert len(recs) <= 2 and recs[0][1] is s1  # the pending store stays
 
+
+class _CountedEvent:
+    """An event whose status reads are counted (each is a driver call)."""
+    queries = 0
+
+    def __init__(self, done):
+        self.done = done
+
+    @property
+    def command_execution_status(self):
+        _CountedEvent.queries += 1
+        return 0 if self.done else 1
+
+
+def test_host_order_prunes_with_one_query_per_device_and_amortized():
+    """Pruning asks each device's newest record only (an in-order queue completes in
+    order): a device still busy keeps all its records, a finished one drops them all;
+    the next pruning waits until the list has doubled."""
+    from bbmm.coherence import HostOrder
+    ctx = object()
+    busy, idle = _Dev(ctx), _Dev(ctx)
+    o = HostOrder()
+    _CountedEvent.queries = 0
+    n = HostOrder.PRUNE_AT + 1
+    for i in range(n):  # alternate: the busy device's last copy is still running
+        dev = busy if i % 2 else idle
+        done = dev is idle or i < n - 2
+        o.after("A", Box((i,), (i,)), dev, False, _CountedEvent(done))
+    assert _CountedEvent.queries == 2  # one per device
+    left = o.pending["A"]
+    assert left and all(r[2] is busy for r in left) and len(left) == n // 2
+    for i in range(n, n + 2 * len(left) - len(left)):
+        o.after("A", Box((i,), (i,)), busy, False, _CountedEvent(False))
+    assert _CountedEvent.queries == 2  # not yet twice as long: no pruning
+    o.after("A", Box((99,), (99,)), busy, False, _CountedEvent(False))
+    assert _CountedEvent.queries == 3
+
 # }}}
