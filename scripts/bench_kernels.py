@@ -25,6 +25,12 @@ Three parts (performance issue, targets 1 and 3), each printed as a table:
   or 3 changed, and a bare ``enqueue_nd_range_kernel``; one work-group each, so the
   device never holds the host up.
 
+* **rect**: host-device copies through bbmm's own ``write_rect``/``read_rect`` of column
+  blocks ``--rows`` x W floats (W from ``--widths``) out of a host array ``--rows`` x
+  ``--cols``, into a device box of the block's shape: GB/s each way from pinned and from
+  pageable host memory (what box-in/box-out of a column-wise access such as mvt's second
+  product moves at; W = ``--cols`` is one contiguous copy).
+
 * **hop** (2 devices in one context): a row of ``--row`` floats written by a kernel on
   device 0, read into pinned host memory and written to device 1, whose kernel reads it,
   then back: microseconds per hop (what floyd's row k and the stencils' halos pay per
@@ -32,7 +38,8 @@ Three parts (performance issue, targets 1 and 3), each printed as a table:
 
 Usage::
 
-    python scripts/bench_kernels.py [--n 12288] [--repeat 20] [--parts stencil,launch,hop]
+    python scripts/bench_kernels.py [--n 12288] [--repeat 20]
+                                    [--parts stencil,launch,rect,hop]
                                     [--json out.json]
 """
 from __future__ import annotations
@@ -298,6 +305,46 @@ def bench_launch(dev, launches: int) -> list[dict]:
     return rows
 
 
+def bench_rect(dev, rows: int, cols: int, widths: list[int], repeat: int) -> list[dict]:
+    """GB/s of bbmm's rectangular host-device copies of column blocks (median of
+    ``repeat``), from pinned and from pageable host memory, each checked once."""
+    from bbmm.box import Box
+    out = []
+    def host_array(kind: str) -> np.ndarray:
+        if kind == "pinned":
+            return pinned_empty(dev.context, (rows, cols), np.float32)
+        return np.empty((rows, cols), np.float32)
+    hosts = {k: host_array(k) for k in ("pinned", "pageable")}
+    backs = {k: host_array(k) for k in hosts}  # d2h lands in memory of the same kind
+    for h in hosts.values():
+        h[...] = np.arange(cols, dtype=np.float32)[None, :]
+    for w in widths:
+        w = min(w, cols)
+        region = Box((0, cols - w), (rows - 1, cols - 1))  # the last w columns
+        a = dev.alloc(rows * w * 4)
+        for kind, host in hosts.items():
+            def timed(fn) -> float:
+                ts = []
+                for _ in range(repeat):
+                    dev.finish()
+                    t0 = time.perf_counter()
+                    fn()
+                    dev.finish()
+                    ts.append(time.perf_counter() - t0)
+                return rows * w * 4 / statistics.median(ts) / 1e9
+            h2d = timed(lambda: dev.write_rect(a, region, region, host))
+            back = backs[kind]
+            back[...] = 0
+            dev.read_rect(a, region, region, back)
+            if not np.array_equal(back[:, cols - w:], host[:, cols - w:]):
+                raise SystemExit(f"rect: width {w} from {kind} memory came back wrong")
+            d2h = timed(lambda: dev.read_rect(a, region, region, back))
+            out.append({"width": w, "row bytes": w * 4, "host": kind,
+                        "MiB": rows * w * 4 / 2**20, "h2d GB/s": h2d, "d2h GB/s": d2h})
+        dev.free(a)
+    return out
+
+
 def bench_hop(devs, row: int, hops: int) -> list[dict]:
     """Microseconds per device -> pinned host -> device hop of a row, ordered by events."""
     d0, d1 = devs[0], devs[1]
@@ -358,8 +405,8 @@ def _table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--parts", default="stencil,launch,hop",
-                   help="comma-separated: stencil, launch, hop")
+    p.add_argument("--parts", default="stencil,launch,rect,hop",
+                   help="comma-separated: stencil, launch, rect, hop")
     p.add_argument("--n", type=int, default=12288, help="stencil array side (multiple of 4)")
     p.add_argument("--strips", default="4,8,16,32", help="rows per work-item to try")
     p.add_argument("--generated", default="1x1,2x1,2x4,1x8", metavar="CxR[,CxR...]",
@@ -369,11 +416,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--launches", type=int, default=4000, help="launches per way")
     p.add_argument("--row", type=int, default=16384, help="floats per hop (floyd's row)")
     p.add_argument("--hops", type=int, default=2000)
+    p.add_argument("--rows", type=int, default=16384, help="rect: host array rows")
+    p.add_argument("--cols", type=int, default=16384, help="rect: host array columns")
+    p.add_argument("--widths", default="16,256,2048,8192,16384",
+                   help="rect: column block widths in floats")
     p.add_argument("--platform", default=None)
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
     parts = set(filter(None, args.parts.split(",")))
-    unknown = parts - {"stencil", "launch", "hop"}
+    unknown = parts - {"stencil", "launch", "rect", "hop"}
     if unknown:
         p.error(f"--parts: unknown {sorted(unknown)}")
     devs = make_devices(2 if "hop" in parts else 1, platform=args.platform)
@@ -394,6 +445,17 @@ def main(argv: list[str] | None = None) -> int:
         report["launch"] = bench_launch(devs[0], args.launches)
         print(f"\n# host cost per launch, 60 arguments ({args.launches} launches)")
         print(_table(report["launch"]))
+    if "rect" in parts:
+        try:
+            widths = [int(w) for w in args.widths.split(",") if w]
+        except ValueError:
+            p.error(f"--widths: {args.widths!r} is not a list of integers")
+        if not widths or min(widths) < 1 or min(args.rows, args.cols) < 1:
+            p.error("--widths, --rows and --cols must be positive")
+        report["rect"] = bench_rect(devs[0], args.rows, args.cols, widths, max(1, args.repeat // 4))
+        print(f"\n# rectangular host-device copies, {args.rows} rows of a {args.rows} x "
+              f"{args.cols} float array (median of {max(1, args.repeat // 4)})")
+        print(_table(report["rect"]))
     if "hop" in parts:
         if len(devs) < 2:
             print("\n# hop: needs 2 devices in one context; skipped")

@@ -124,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            "tiles": f.get("tiles"), "t_compute_s": f.get("t_compute_s"),
                            "t_memory_mgmt_s": f.get("t_memory_mgmt_s"),
                            "overhead_percent": f.get("overhead_percent"),
+                           "pageable": ",".join(f.get("pageable_host_arrays") or []) or "-",
                            "check": f.get("check"), "error": f.get("error")}
                     rows.append(row)
                     bar.step(f"{name} x{fac:g}")
@@ -141,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("tile", "tile", ""), ("size_over_cap", "size/cap", ".2f"),
             ("wall_s", "wall s", ".3f"), ("throughput", "work/s", ".3g"), ("unit", "unit", ""),
             ("rel_throughput", "rel", ".2f"), ("evictions", "evictions", ""),
-            ("h2d_over_data", "h2d/data", ".2f"), ("error", "error", "")]
+            ("h2d_over_data", "h2d/data", ".2f"), ("pageable", "pageable", ""),
+            ("error", "error", "")]
     text = (f"Figures 10(e)/(h): box-in/box-out, cap {format_bytes(cap)} per device ({note})\n"
             + ec.table(rows, cols))
 

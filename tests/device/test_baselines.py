@@ -190,7 +190,8 @@ def test_cli_check_passes(mod, argv, capsys, tmp_path):
 def test_bench_kernels_runs_every_part_and_checks_its_variants(tmp_path, capsys):
     """scripts/bench_kernels.py at a small size: every stencil variant, bbmm's generated
     kernels included, is compared bit for bit with the one-point kernel inside the script
-    (it exits otherwise), the launch and hop parts give positive times."""
+    (it exits otherwise), as is every rectangular copy; the launch, rect and hop parts
+    give positive figures."""
     import json
 
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -199,6 +200,7 @@ def test_bench_kernels_runs_every_part_and_checks_its_variants(tmp_path, capsys)
     out = tmp_path / "k.json"
     assert bk.main(["--n", "260", "--strips", "3,8", "--generated", "1x1,2x3",
                     "--repeat", "2", "--launches", "300", "--row", "512", "--hops", "20",
+                    "--rows", "40", "--cols", "96", "--widths", "1,7,96",
                     "--json", str(out)]) == 0
     rep = json.loads(out.read_text())
     assert [r["variant"] for r in rep["stencil"]] == [
@@ -207,4 +209,8 @@ def test_bench_kernels_runs_every_part_and_checks_its_variants(tmp_path, capsys)
     assert rep["stencil"][0]["x floor"] == 1.0
     assert len(rep["launch"]) == 5 and all(r["us per launch"] > 0 for r in rep["launch"])
     assert len(rep["hop"]) == 2 and all(r["us per hop"] > 0 for r in rep["hop"])
+    # each width from pinned and pageable memory (its copy checked inside the script)
+    assert [(r["width"], r["host"]) for r in rep["rect"]] == [
+        (w, h) for w in (1, 7, 96) for h in ("pinned", "pageable")]
+    assert all(r["h2d GB/s"] > 0 and r["d2h GB/s"] > 0 for r in rep["rect"])
     assert "heat2d sweep n=260" in capsys.readouterr().out
