@@ -95,4 +95,4 @@ class Stats:
         return {"per_device": [d.as_json() for d in self.devices],
                 **{f"{k}_bytes": v for k, v in self.bytes.items()},
                 "time_s": t, "overhead_percent": self.overhead_percent, "tiles": self.tiles,
-                "replayed_iterations": self.replayed}
+                "split_accesses": self.split_accesses, "replayed_iterations": self.replayed}

@@ -258,3 +258,24 @@ def test_pageable_host_arrays_are_reported(tmp_path, monkeypatch, capsys):
     assert doc["check"] == "pass"
     assert sorted(doc["pageable_host_arrays"]) == ["A", "x1", "x2", "y1", "y2"]
     assert "host arrays in pageable memory: A, x1, x2, y1, y2" in capsys.readouterr().out
+
+
+def test_bad_fuse_is_one_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["run", str(POLYBENCH / "floyd.c"), "--param", "n=8", "--fuse", "2"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("argument --fuse: '2' is not in [0, 1)")
+
+
+@needs_cl
+@pytest.mark.parametrize("fuse", ["0", "1/64", "0.5"])
+def test_fuse_keeps_the_result(fuse, tmp_path):
+    out = tmp_path / "r.json"
+    # n=40: a tile's hull of A is 21 x 40 points, 4 of them (0.5%) outside its boxes
+    assert run(POLYBENCH / "heat2d.c", ["tsteps=3", "n=40"], "--devices", 2, "--fuse", fuse,
+               json_path=out) == 0
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass" and doc["fuse"] == pytest.approx(eval(fuse))
+    # heat2d's halo columns split only with the paper's exact boxes
+    assert (doc["split_accesses"] > 0) == (fuse == "0")
