@@ -170,7 +170,9 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
     boxes = [extract_initial_bounding_boxes(scop, t) for t in tilings]
     for nb in boxes:
         for a in nb.arrays:
-            counts[a] = max(counts.get(a, 1), len(nb.of_array(a)))
+            # accesses with the same box (blackscholes' S[i], read by several
+            # statements) share one slot: a tile's boxes are disjoint
+            counts[a] = max(counts.get(a, 1), len({(b.lo, b.hi) for b in nb.of_array(a)}))
     # room for a box split around resident copies (mvt's column block around its row
     # block: 3 pieces) without falling back to a duplicate whole box
     slots = {a.name: min(MAX_SLOTS, max(counts.get(a.name, 1), 3 if len(a.dims) > 1 else 2))

@@ -6,11 +6,21 @@
 The accepted subset: integer and floating scalar parameters, C99 array parameters
 (float/double/int) with sizes affine in the integer parameters, ``for`` loops with unit
 step and affine bounds (``min``/``max``/``MIN``/``MAX``/ternaries, ``&&`` of upper
-bounds), affine ``if``/``else`` conditions, and assignments (``=``, ``+=``, ``-=``,
-``*=``, ``/=``, ``A[..]++``) to array elements with affine subscripts. The region is the
+bounds), affine ``if``/``else`` conditions, assignments (``=``, ``+=``, ``-=``,
+``*=``, ``/=``, ``A[..]++``) to array elements with affine subscripts, and scalar
+temporaries (``float d1 = ...; d1 = CND(d1);`` in a loop body, C block scope). The region is the
 function body, or what lies between ``#pragma scop`` and ``#pragma endscop``.
 ``#pragma omp parallel for`` / ``#pragma bbmm parallel`` before a loop asserts it parallel;
 with ``collapse(n)`` the n perfectly nested loops it starts are all asserted parallel.
+
+A temporary is a value, not memory (:class:`codegen.scop.Temp`): each statement that reads
+one replays the assignments it needs and models their array reads as its own. That is
+exact when the value is the same wherever it is read, so the front end refuses a
+temporary assigned in a loop or ``if`` below its declaration (a value carried across
+iterations, e.g. a reduction into a scalar), and one computed from an array that is
+written before it is read (in source order, or on a later trip of a loop that holds the
+read but not the assignment). Temporaries may not appear in subscripts, bounds or
+conditions (those must stay affine).
 
 Everything else raises :class:`bbmm.diagnostic.UnsupportedProgramError` naming the
 construct and its ``file:line:col`` in the user's file. Preprocessing, finding the
@@ -21,7 +31,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import islpy as isl
 from pycparser import c_ast, c_generator
@@ -32,9 +42,10 @@ from codegen.csource import INT_WORDS, ColumnMap, find_kernel, main_sizes, read_
 from codegen.scop import (
     Access, AffAnd, AffExpr, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
     ArrayRef, BinOp, Call, Cast, Cmp, Expr, Loop, LoopNode, Node, Num, Scop, Statement,
-    Ternary, UnOp, Var, bound_c, bound_shift, cond_c, cond_isl, relate_isl)
+    Temp, Ternary, UnOp, Var, bound_c, bound_shift, cond_c, cond_isl, relate_isl)
 
-_Cur = tuple  # (statement name, domain, list of its accesses) while a statement is built
+_Cur = tuple  # (statement name, domain, list of its accesses) while a statement is built;
+# (None, None, list of _Ref) while a temporary's assignment is read
 
 MATH_FUNCS = frozenset(
     f + s for f in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "fabs",
@@ -116,6 +127,60 @@ class _Ctx:
     iters: tuple[str, ...] = ()
 
 
+@dataclass(eq=False)
+class _Temp:
+    """A scalar temporary in scope: where it was declared and its latest assignment."""
+
+    name: str
+    unique: str
+    ctype: str
+    coord: object
+    iters: tuple[str, ...]
+    guards: tuple[str, ...]
+    loops: tuple[int, ...]
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """An array reference of a temporary's assignment, made an access of each statement
+    that reads the value."""
+
+    array: str
+    index: tuple[Affine, ...]
+    text: str
+    coord: object
+
+
+@dataclass(eq=False)
+class _Version:
+    """One assignment of a temporary; ``expr``'s array references are ``_Ref``s, numbered
+    -1, -2, ... in :attr:`ArrayRef.access`."""
+
+    seq: int
+    temp: _Temp
+    op: str
+    expr: Expr
+    refs: tuple[_Ref, ...]
+    deps: frozenset[int]
+    """Assignments (of any temporary) whose values this one reads."""
+    arrays: frozenset[str]
+    """Arrays the value is computed from, through ``deps`` too."""
+    text: str
+    coord: object = None
+    clobbered: tuple[str, object] | None = None
+    """(array, where) of the first write since to an array in :attr:`arrays`."""
+    readers: list = field(default_factory=list)
+    """(loop ids, where) of each statement that reads the value."""
+
+
+class _Scope:
+    """Marks where a C block opens or closes in :meth:`_Builder.flatten`'s output."""
+
+
+_SCOPE_OPEN, _SCOPE_CLOSE = _Scope(), _Scope()
+
+
 class _Builder:
     def __init__(self, filename: str, cmap: ColumnMap):
         self.filename, self.cmap = filename, cmap
@@ -130,6 +195,10 @@ class _Builder:
         self.seen_iters: set[str] = set()
         self.betas: dict[str, tuple[int, ...]] = {}
         self.outer_locals: dict[str, c_ast.Decl] = {}  # declared outside the scop
+        self.temps: dict[str, _Temp] = {}           # scalar temporaries in scope, by C name
+        self.versions: list[_Version] = []          # every assignment of a temporary
+        self.temp_names: set[str] = set()
+        self.uses: list[int] = []                    # versions read by the expression at hand
 
     # {{{ helpers
 
@@ -241,7 +310,9 @@ class _Builder:
         """Yield (item, ctx) with compound blocks inlined and ``if`` branches guarded."""
         for it in items:
             if isinstance(it, c_ast.Compound):
+                yield _SCOPE_OPEN, ctx
                 yield from self.flatten(list(it.block_items or []), ctx)
+                yield _SCOPE_CLOSE, ctx
             elif isinstance(it, c_ast.If):
                 try:
                     c = self.cond(it.cond, ctx)
@@ -250,11 +321,15 @@ class _Builder:
                                    f"parameters: '{self.text(it.cond)}'" + _why(e),
                                    it.cond) from None
                 yes = replace(ctx, cons=ctx.cons + (cond_isl(c),), guards=ctx.guards + (cond_c(c),))
+                yield _SCOPE_OPEN, ctx
                 yield from self.flatten(_items(it.iftrue), yes)
+                yield _SCOPE_CLOSE, ctx
                 if it.iffalse is not None:
                     no = replace(ctx, cons=ctx.cons + (f"not ({cond_isl(c)})",),
                                  guards=ctx.guards + (f"!({cond_c(c)})",))
+                    yield _SCOPE_OPEN, ctx
                     yield from self.flatten(_items(it.iffalse), no)
+                    yield _SCOPE_CLOSE, ctx
             else:
                 yield it, ctx
 
@@ -266,11 +341,18 @@ class _Builder:
         pos, pragma = 0, None
         if collapse:
             loops = [it for it, _ in self.flatten(items, ctx)
-                     if not isinstance(it, (c_ast.Pragma, c_ast.EmptyStatement))]
+                     if not isinstance(it, (c_ast.Pragma, c_ast.EmptyStatement, _Scope))]
             if len(loops) != 1 or not isinstance(loops[0], c_ast.For):
                 raise self.err(f"'#pragma {collapse_from.string.strip()}' needs perfectly "
                                f"nested for loops", collapse_from)
+        saved: list[dict[str, _Temp]] = []
         for it, ictx in self.flatten(items, ctx):
+            if it is _SCOPE_OPEN:                   # C block scope: temporaries die with it
+                saved.append(dict(self.temps))
+                continue
+            if it is _SCOPE_CLOSE:
+                self.temps = saved.pop()
+                continue
             if isinstance(it, c_ast.Pragma):
                 s = (it.string or "").strip()
                 if s in ("scop", "endscop"):
@@ -290,9 +372,12 @@ class _Builder:
                     n = _collapse_count(pragma, self) if pragma is not None else 0
                 out.append(self.loop(it, sub, pragma is not None, max(0, n - 1), pragma))
             elif isinstance(it, c_ast.Decl):
-                self.local_decl(it)
+                self.local_decl(it, sub)
                 continue
             elif isinstance(it, c_ast.EmptyStatement):
+                continue
+            elif self.temp_target(it) is not None:
+                self.temp_assign(it, sub)
                 continue
             else:
                 out.append(self.statement(it, sub))
@@ -302,14 +387,161 @@ class _Builder:
                            pragma)
         return tuple(out)
 
-    def local_decl(self, d: c_ast.Decl) -> None:
+    # {{{ scalar temporaries
+
+    def local_decl(self, d: c_ast.Decl, ctx: _Ctx) -> None:
+        """``float t = e;`` declares a scalar temporary (``int i, j;`` may also declare
+        iterators of later loops)."""
+        if isinstance(d.type, c_ast.ArrayDecl):
+            raise self.err(f"local array '{d.name}' not supported: pass it to the kernel "
+                           f"function as an array parameter", d)
+        if isinstance(d.type, c_ast.PtrDecl):
+            raise self.err(f"local pointer '{d.name}' not supported: subscript the array "
+                           f"parameters instead", d)
         names = getattr(getattr(d.type, "type", None), "names", None)
-        if isinstance(d.type, c_ast.TypeDecl) and names and set(names) <= _INT_WORDS \
-                and d.init is None:
-            self.seen_iters.add(d.name)          # 'int i, j;' declares iterators
-            return
-        raise self.err(f"local variable '{d.name}' not supported: scalar temporaries are not "
-                       f"modelled (write to an array element instead)", d)
+        if not isinstance(d.type, c_ast.TypeDecl) or not names or not (
+                set(names) <= _INT_WORDS or names in (["float"], ["double"])):
+            raise self.err(f"local variable '{d.name}' has an unsupported type (scalar "
+                           f"temporaries must be float, double or an integer type)", d)
+        if any(s in ("static", "extern") for s in d.storage or ()):
+            raise self.err(f"{d.storage[0]} local variable '{d.name}' not supported (its value "
+                           f"would outlive one iteration)", d)
+        self.check_name(d.name, d)
+        if d.name in self.int_params or d.name in self.float_params or d.name in self.arrays \
+                or d.name in ctx.iters:
+            raise self.err(f"local variable '{d.name}' shadows a parameter or an enclosing "
+                           f"loop's iterator", d)
+        if isinstance(d.init, c_ast.InitList):
+            raise self.err(f"brace initialiser of scalar '{d.name}' not supported", d.init)
+        unique, k = d.name, 0
+        while unique in self.temp_names:
+            k += 1
+            unique = f"{d.name}_{k}"
+        self.temp_names.add(unique)
+        t = _Temp(d.name, unique, " ".join(names), self.coord(d), ctx.iters, ctx.guards,
+                  tuple(lp.id for lp in ctx.loops))
+        self.temps[d.name] = t
+        if d.init is None and set(names) <= _INT_WORDS:
+            self.seen_iters.add(d.name)          # 'int i, j;' may declare iterators
+        if d.init is not None:
+            self.new_version(t, "=", d.init, ctx, d)
+
+    def temp_target(self, node: c_ast.Node) -> _Temp | None:
+        """The temporary a statement assigns (``t = e;``, ``t += e;``, ``t++;``), if any."""
+        if isinstance(node, c_ast.Assignment):
+            lv = node.lvalue
+        elif isinstance(node, c_ast.UnaryOp) and node.op in ("p++", "++", "p--", "--"):
+            lv = node.expr
+        else:
+            return None
+        return self.temps.get(lv.name) if isinstance(lv, c_ast.ID) else None
+
+    def temp_assign(self, node: c_ast.Node, ctx: _Ctx) -> None:
+        t = self.temp_target(node)
+        if isinstance(node, c_ast.Assignment):
+            if node.op not in _ASSIGN_OPS:
+                raise self.err(f"assignment operator '{node.op}' not supported", node)
+            op, rhs = node.op, node.rvalue
+        else:
+            op, rhs = ("+=" if "++" in node.op else "-="), None
+        self.new_version(t, op, rhs, ctx, node)
+
+    def new_version(self, t: _Temp, op: str, rhs: c_ast.Node | None, ctx: _Ctx,
+                    node: c_ast.Node) -> None:
+        """Record one assignment of ``t``: its expression (array references kept as
+        :class:`_Ref` until a statement reads the value) and the assignments it reads."""
+        if ctx.iters != t.iters:
+            raise self.err(
+                f"temporary '{t.name}' (declared at {_format_coord(t.coord)}) is assigned "
+                f"inside a loop below its declaration: bbmm models a temporary as a value "
+                f"each iteration computes afresh, not one carried across iterations (a "
+                f"reduction into a scalar); declare it where it is assigned, or accumulate "
+                f"into an array element", node)
+        if ctx.guards != t.guards:
+            raise self.err(
+                f"temporary '{t.name}' (declared at {_format_coord(t.coord)}) is assigned "
+                f"under an 'if' below its declaration; write the condition into the value "
+                f"('{t.name} = cond ? value : {t.name};')", node)
+        refs: list[_Ref] = []
+        self.uses = []
+        expr = Num("1", "int") if rhs is None else self.expr(rhs, ctx, (None, None, refs))
+        deps = set(self.uses)
+        if op != "=":
+            deps.add(self.version_of(t, node))
+        arrays = frozenset({r.array for r in refs}).union(
+            *(self.versions[v].arrays for v in deps))
+        self.versions.append(_Version(len(self.versions), t, op, expr, tuple(refs),
+                                      frozenset(deps), arrays, self.text(node) + ";",
+                                      self.coord(node)))
+        t.version = len(self.versions) - 1
+
+    def version_of(self, t: _Temp, node: c_ast.Node) -> int:
+        """The assignment of ``t`` a read at ``node`` sees; refused when it was never
+        assigned, or when an array its value was computed from has been written since."""
+        if t.version is None:
+            if t.name in self.seen_iters:
+                raise self.err(f"iterator '{t.name}' used outside its loop", node)
+            raise self.err(f"temporary '{t.name}' is read before it is assigned", node)
+        v = self.versions[t.version]
+        if v.clobbered is not None:
+            raise self.err(self.clobber_msg(v, v.clobbered), node)
+        return v.seq
+
+    def clobber_msg(self, v: _Version, write: tuple[str, object]) -> str:
+        a, where = write
+        return (f"temporary '{v.temp.name}' (assigned at {_format_coord(v.coord)}) was "
+                f"computed from array '{a}', which {_format_coord(where)} writes before this "
+                f"read: bbmm recomputes a temporary where it is read, so the arrays it reads "
+                f"must not change while it is in use; copy the value into an array element")
+
+    def needed(self, uses: Sequence[int]) -> list[_Version]:
+        """The assignments a statement reading the versions ``uses`` must replay, in order."""
+        todo, seen = list(uses), set()
+        while todo:
+            v = todo.pop()
+            if v not in seen:
+                seen.add(v)
+                todo.extend(self.versions[v].deps)
+        return [self.versions[v] for v in sorted(seen)]
+
+    def temp_writes(self, array: str, ctx: _Ctx, node: c_ast.Node) -> None:
+        """A statement at ``node`` writes ``array``: values computed from it are stale from
+        now on, and one read by a statement inside a loop that also holds this write (but
+        not the assignment) would be recomputed from the new values on the next trip."""
+        here = set(lp.id for lp in ctx.loops)
+        for v in self.versions:
+            if array not in v.arrays:
+                continue
+            if v.clobbered is None:
+                v.clobbered = (array, self.coord(node))
+            for loops, where in v.readers:
+                if (set(loops) & here) - set(v.temp.loops):
+                    raise self.err(
+                        f"'{array}' is written here, but temporary '{v.temp.name}' (assigned at "
+                        f"{_format_coord(v.coord)}) is computed from it and read at "
+                        f"{_format_coord(where)} in the same loop: bbmm recomputes a temporary "
+                        f"where it is read, so the arrays it reads must not change while it "
+                        f"is in use; copy the value into an array element", node)
+
+    def replay(self, uses: Sequence[int], ctx: _Ctx, cur: _Cur, where: object
+               ) -> tuple[Temp, ...]:
+        """The statement ``cur``'s :class:`Temp` list: the assignments it needs, their array
+        references made accesses of this statement."""
+        out, declared = [], set()
+        loops = tuple(lp.id for lp in ctx.loops)
+        for v in self.needed(uses):
+            v.readers.append((loops, where))
+            expr = _map_refs(v.expr, lambda r, refs=v.refs: self.rehome(r, refs, ctx, cur))
+            out.append(Temp(v.temp.unique, v.temp.ctype, v.op, expr,
+                            v.temp.unique not in declared, v.text, v.seq))
+            declared.add(v.temp.unique)
+        return tuple(out)
+
+    def rehome(self, e: ArrayRef, refs: Sequence[_Ref], ctx: _Ctx, cur: _Cur) -> ArrayRef:
+        r = refs[-e.access - 1]
+        return self.new_access(self.arrays[r.array], r.index, r.text, r.coord, ctx, cur, "read")
+
+    # }}}
 
     def loop(self, node: c_ast.For, ctx: _Ctx, pragma: bool, collapse: int = 0,
              pragma_node: c_ast.Node | None = None) -> LoopNode:
@@ -321,7 +553,10 @@ class _Builder:
         self.seen_iters.add(v)
         cons = (relate_isl(v, ">=", lower), relate_isl(v, "<=", upper))
         body = _Ctx(ctx.loops + (lp,), ctx.cons + cons, ctx.guards, ctx.beta, ctx.iters + (v,))
-        return LoopNode(lp, self.block(_items(node.stmt), body, collapse, pragma_node))
+        saved = dict(self.temps)                 # the body is a scope of its own
+        children = self.block(_items(node.stmt), body, collapse, pragma_node)
+        self.temps = saved
+        return LoopNode(lp, children)
 
     def loop_header(self, node: c_ast.For, ctx: _Ctx) -> tuple[str, AffExpr, AffExpr]:
         init = node.init
@@ -391,13 +626,16 @@ class _Builder:
         tup = f"{name}[{', '.join(ctx.iters)}]"
         dom = isl.Set(f"{self.params_text}{{ {tup} : {' and '.join(ctx.cons) or 'true'} }}")
         cur: _Cur = (name, dom, [])
+        self.uses = []
         if op != "=":
             self.access(lhs_node, ctx, cur, "read")
         rhs = Num("1", "int") if rhs_node is None else self.expr(rhs_node, ctx, cur)
+        temps = self.replay(self.uses, ctx, cur, self.coord(node))
         lhs = self.access(lhs_node, ctx, cur, "write")
+        self.temp_writes(lhs.array, ctx, node)
         self.stmts[name] = Statement(name, ctx.iters, tuple(lp.id for lp in ctx.loops), dom,
                                      None, tuple(cur[2]), lhs, rhs, op, self.coord(node),
-                                     self.text(node) + ";", ctx.guards)
+                                     self.text(node) + ";", ctx.guards, temps)
         self.betas[name] = ctx.beta
         return name                    # a leaf of the loop tree until finish()
 
@@ -485,6 +723,9 @@ class _Builder:
             return f"'{n}' is a floating-point parameter"
         if n in self.arrays:
             return f"'{n}' is an array"
+        if n in self.temps and self.temps[n].version is not None:
+            return (f"'{n}' is a scalar temporary: subscripts, loop bounds and conditions "
+                    f"must be affine in iterators and integer parameters")
         if n in self.seen_iters:
             return f"iterator '{n}' used outside its loop"
         if n in self.outer_locals:
@@ -551,6 +792,10 @@ class _Builder:
                 return Var(n, "param", self.int_params[n])
             if n in self.float_params:
                 return Var(n, "param", self.float_params[n])
+            if n in self.temps:
+                t = self.temps[n]
+                self.uses.append(self.version_of(t, node))
+                return Var(t.unique, "temp", t.ctype)
             if n in KNOWN_CONSTANTS:
                 return Num(n, KNOWN_CONSTANTS[n])
             if n in self.arrays:
@@ -612,18 +857,43 @@ class _Builder:
             except _NotAffine as e:
                 raise self.err(f"non-affine subscript '{self.text(s)}' in '{text}'" + _why(e),
                                s) from None
-        aid, (name, dom, accs) = self.n_access, cur
+        return self.new_access(arr, tuple(index), text, self.coord(node), ctx, cur, kind)
+
+    def new_access(self, arr: Array, index: tuple[Affine, ...], text: str, coord: object,
+                   ctx: _Ctx, cur: _Cur, kind: str) -> ArrayRef:
+        name, dom, accs = cur
+        if name is None:                         # a temporary's assignment: kept for later
+            accs.append(_Ref(arr.name, index, text, coord))
+            return ArrayRef(arr.name, index, -len(accs))
+        aid = self.n_access
         self.n_access += 1
         rel = isl.Map(f"{self.params_text}{{ {name}[{', '.join(ctx.iters)}] -> "
                       f"{arr.name}[{', '.join(map(str, index))}] }}").intersect_domain(dom)
-        accs.append(Access(aid, name, arr.name, kind, rel, tuple(index), text, self.coord(node)))
-        return ArrayRef(arr.name, tuple(index), aid)
+        accs.append(Access(aid, name, arr.name, kind, rel, index, text, coord))
+        return ArrayRef(arr.name, index, aid)
 
     # }}}
 
 # }}}
 
 # {{{ small helpers
+
+
+def _map_refs(e: Expr, f) -> Expr:
+    """``e`` with every array reference ``r`` replaced by ``f(r)``."""
+    if isinstance(e, ArrayRef):
+        return f(e)
+    if isinstance(e, BinOp):
+        return BinOp(e.op, _map_refs(e.left, f), _map_refs(e.right, f))
+    if isinstance(e, UnOp):
+        return UnOp(e.op, _map_refs(e.operand, f))
+    if isinstance(e, Cast):
+        return Cast(e.ctype, _map_refs(e.operand, f))
+    if isinstance(e, Call):
+        return Call(e.func, tuple(_map_refs(a, f) for a in e.args))
+    if isinstance(e, Ternary):
+        return Ternary(_map_refs(e.cond, f), _map_refs(e.then, f), _map_refs(e.else_, f))
+    return e
 
 
 def _items(node: c_ast.Node) -> list[c_ast.Node]:

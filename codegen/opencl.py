@@ -46,8 +46,8 @@ from dataclasses import dataclass, replace
 from bbmm.diagnostic import UnsupportedProgramError, UsageError
 from codegen.deps import Nest, Plan
 from codegen.scop import (
-    Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Ternary, UnOp,
-    Var, array_refs, to_c)
+    Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Temp, Ternary,
+    UnOp, Var, array_refs, to_c)
 
 __all__ = ["KernelSource", "expr_type", "generate_kernel"]
 
@@ -455,8 +455,36 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     def ref(r: ArrayRef) -> str:
         return f"{r.array}_REF({r.array}_sel{r.access}_v, {', '.join(str(x) for x in r.index)})"
 
+    def temp_line(t: Temp, declare: bool) -> str:
+        return (f"{lower.real(_ctype(t.ctype))} " if declare else "") + \
+            f"{t.name} {t.op} {to_c(lower(t.expr), ref)};"
+
+    def temp_lines(st: Statement) -> list[str]:
+        return [temp_line(t, t.declare) for t in st.temps]
+
+    def emit_group(group: list[tuple[Statement, list[Temp]]]) -> None:
+        """Statements side by side under the same guards, each after the assignments of
+        scalar temporaries it needs that the ones before it did not (codegen.scop.Temp)."""
+        guards = group[0][0].guards
+        out(_comment("scalar temporaries, each computed once, where the source computes it"))
+        out(f"if ({' && '.join(f'({g})' for g in guards)}) {{" if guards else "{")
+        out.level += 1
+        declared: set[str] = set()
+        for st, temps in group:
+            for t in temps:
+                out(temp_line(t, t.name not in declared))
+                declared.add(t.name)
+            out(_comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
+            out(f"{ref(st.lhs)} {st.op} {to_c(lower(st.rhs), ref)};")
+        out.level -= 1
+        out("}")
+
     def emit(nodes: tuple[Node, ...]) -> None:
-        for n in nodes:
+        for group in _temp_groups(nodes):
+            if group:
+                emit_group(group)
+                continue
+            n = group.node
             if isinstance(n, LoopNode):
                 lp = n.loop
                 out(_comment(f"loop {lp.id}: {lp.text or lp.iterator}"))
@@ -519,7 +547,9 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                 out("}")
 
         load = f"{v}{index} = {to_c(rhs, ref)};"
-        if nb >= 2 and not any(re.search(rf"\b{re.escape(it1)}\b", t)
+        if st.temps:
+            load = "{ " + " ".join(temp_lines(st)) + " " + load + " }"
+        if nb >= 2 and not st.temps and not any(re.search(rf"\b{re.escape(it1)}\b", t)
                                for t in (inner_test, *st.guards)):
             # When every row of the work-item's strip lies inside the tile and loop
             # '{it1}' (an interval: the first and the last row tell) and nothing else
@@ -649,6 +679,56 @@ def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: st
     out("}")
 
 
+class _Single:
+    """A node :func:`_temp_groups` leaves alone (falsy, unlike a group)."""
+
+    def __init__(self, node: Node):
+        self.node = node
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def _temp_groups(nodes: tuple[Node, ...]) -> list:
+    """``nodes`` with each run of side-by-side statements that read temporaries and share
+    their guards turned into one group ``[(statement, temps to assign before it)]``: an
+    assignment several of them replay is emitted once, before the first that needs it.
+
+    Safe because such statements have one domain (same loops, same guards) and the front
+    end refused every temporary computed from an array written before its read; a run
+    whose assignments would not come out in source order is split."""
+    out: list = []
+    run: list[Statement] = []
+
+    def flush() -> None:
+        group, done, last = [], set(), -1
+        for st in run:
+            new = [t for t in st.temps if t.version not in done]
+            if new and new[0].version < last:          # out of order: start a new group
+                out.append(group)
+                group, done, new = [], set(), list(st.temps)
+            group.append((st, new))
+            done |= {t.version for t in new}
+            last = max([last] + [t.version for t in new])
+        if group:
+            out.append(group)
+        run.clear()
+
+    for n in nodes:
+        if isinstance(n, Statement) and n.temps and (not run or run[0].guards == n.guards):
+            run.append(n)
+            continue
+        if run:
+            flush()
+        if isinstance(n, Statement) and n.temps:
+            run.append(n)
+        else:
+            out.append(_Single(n))
+    if run:
+        flush()
+    return out
+
+
 def _uses_double(scop: Scop, stmts: list[Statement], arrays: list) -> bool:
     if any(a.ctype == "double" for a in arrays) or \
             any(t == "double" for _, t in scop.float_params):
@@ -656,7 +736,7 @@ def _uses_double(scop: Scop, stmts: list[Statement], arrays: list) -> bool:
 
     def walk(e: Expr) -> bool:
         if isinstance(e, (Num, Var)):
-            return e.ctype == "double"
+            return _ctype(e.ctype) == "double"
         if isinstance(e, Cast):
             return _ctype(e.ctype) == "double" or walk(e.operand)
         if isinstance(e, Call):
@@ -669,7 +749,8 @@ def _uses_double(scop: Scop, stmts: list[Statement], arrays: list) -> bool:
             return walk(e.cond) or walk(e.then) or walk(e.else_)
         return False
 
-    return any(walk(s.rhs) for s in stmts)
+    return any(walk(s.rhs) or any(walk(t.expr) or _ctype(t.ctype) == "double" for t in s.temps)
+               for s in stmts)
 
 # }}}
 

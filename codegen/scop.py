@@ -228,7 +228,8 @@ class Num:
 
 @dataclass(frozen=True)
 class Var:
-    """A scalar name: kind ``iterator`` (ctype ``int``) or ``param`` (its declared ctype)."""
+    """A scalar name: kind ``iterator`` (ctype ``int``), ``param`` (its declared ctype) or
+    ``temp`` (a local scalar temporary, :class:`Temp`; ``name`` is its unique name)."""
 
     name: str
     kind: str
@@ -399,6 +400,31 @@ class Loop:
 
 
 @dataclass(frozen=True)
+class Temp:
+    """One assignment to a local scalar temporary (``float d1 = log(S[i] / X[i]);``,
+    ``d1 = CND(d1);``), replayed by the statement that reads it, just before it.
+
+    A temporary is not memory: each statement that reads one recomputes the assignments
+    it needs, in source order, in its own instance, and models their array reads as its
+    own accesses. That is exact because the front end refuses a temporary whose arrays
+    could change between its assignment and a use (see :mod:`codegen.frontend`).
+    """
+
+    name: str
+    """Unique in the function (``t``, or ``t_1`` for a second declaration of ``t``)."""
+    ctype: str
+    op: str
+    """``=``, ``+=``, ``-=``, ``*=`` or ``/=``."""
+    expr: Expr
+    declare: bool = False
+    """The statement's first assignment of this temporary: it declares it."""
+    text: str = ""
+    version: int = 0
+    """Number of the assignment in the function, in source order: statements side by side
+    that replay the same one may share it."""
+
+
+@dataclass(frozen=True)
 class Statement:
     """``path[i][j] = min(path[i][j], path[i][k] + path[k][j]);``.
 
@@ -424,6 +450,9 @@ class Statement:
     text: str = ""
     guards: tuple[str, ...] = ()
     """C text of the enclosing ``if`` conditions (already part of ``domain``)."""
+    temps: tuple[Temp, ...] = ()
+    """Assignments of scalar temporaries the right-hand side needs, in source order;
+    their array reads are among :attr:`accesses`."""
 
     @property
     def write(self) -> Access:

@@ -14,6 +14,12 @@ power-of-two coefficients (exact in binary), min/max ternaries, ``fabs``, ``sqrt
 positive expression, or small ``+=`` accumulations; int statements use ``+`` and ``%``
 with small constants and only read int arrays.
 
+Scalar temporaries (``float tmp0 = 0.5f * (A[i] + B[i - 1]);``, sometimes reassigned)
+open some loop bodies and stand in for reads of the statements below them, at that level
+or in the loops inside. They are drawn from a second random stream, so a seed's program
+is the one it was before temporaries, with some reads replaced. A temporary computed from
+an array written before one of its reads is refused by the front end; the tests redraw.
+
 ``#pragma omp parallel for`` asserts a loop parallel, so it is only emitted on a nest's
 outer loop when that is provably true by construction (each written array is written at
 one subscript tuple that has the outer iterator alone in some dimension, and read in the
@@ -85,6 +91,8 @@ class _Gen:
     def __init__(self, seed: int):
         self.seed = seed
         self.r = random.Random(seed)
+        self.rt = random.Random(seed * 7919 + 17)   # temporaries: apart from the rest
+        self.n_temps = 0
 
     # ---------------------------------------------------------------- accesses
     def access(self, arr: Array, scope: list[It], lhs: bool) -> str:
@@ -108,7 +116,29 @@ class _Gen:
         return arr.name + "".join(f"[{s}]" for s in subs)
 
     # ---------------------------------------------------------------- statements
-    def statement(self, scope: list[It], reads: list, writes: list) -> str:
+    def temp(self, scope: list[It], reads: list, ind: str) -> tuple[tuple[str, str], list[str]]:
+        """A scalar temporary's declaration (and maybe a reassignment) from ``self.rt``."""
+        r, self.r = self.r, self.rt
+        try:
+            y = self.r.choice(self.arrays)
+            name = f"tmp{self.n_temps}"
+            self.n_temps += 1
+            a, b = self.access(y, scope, False), self.access(y, scope, False)
+            reads += [(y.name, a), (y.name, b)]
+            if y.ctype == "int":
+                lines = [f"int {name} = ({a} + {b} + 2) % 5;"]
+                if self.r.random() < 0.3:
+                    lines.append(f"{name} = ({name} + 1) % 7;")
+            else:
+                lines = [f"{y.ctype} {name} = 0.5f * ({a} + {b});"]
+                if self.r.random() < 0.3:
+                    lines.append(f"{name} = 0.5f * {name} + 0.25f;")
+            return (name, "int" if y.ctype == "int" else "real"), [ind + x for x in lines]
+        finally:
+            self.r = r
+
+    def statement(self, scope: list[It], reads: list, writes: list,
+                  temps: list[tuple[str, str]] = ()) -> str:
         r = self.r
         x = r.choice(self.arrays)
         lhs = self.access(x, scope, True)
@@ -121,6 +151,11 @@ class _Gen:
                 y = x
             a = self.access(y, scope, False)
             reads.append((y.name, a))
+            kind = "int" if pool[0].ctype == "int" and all(p.ctype == "int" for p in pool) \
+                else "real"
+            mine = [t for t, k in temps if k == kind]
+            if mine and self.rt.random() < 0.4:
+                return self.rt.choice(mine)
             return a
 
         if x.ctype == "int":
@@ -223,19 +258,26 @@ class _Gen:
         return f"for (int {name} = {lo}; {name} < {hi}; {name}++)", It(name, cls, lo, a)
 
     def nest(self, names: list[str], scope: list[It], host: It | None, ind: str,
-             reads: list, writes: list, imperfect: bool) -> list[str]:
+             reads: list, writes: list, imperfect: bool,
+             temps: list[tuple[str, str]] = ()) -> list[str]:
         head, it = self.loop_header(names[0], scope, host)
         inner = scope + [it]
         body: list[str] = []
+        temps = list(temps)
+        if self.rt.random() < 0.3:
+            t, lines = self.temp(inner, reads, ind + "  ")
+            temps.append(t)
+            body += lines
         if len(names) == 1:
             for _ in range(self.r.choice([1, 1, 2])):
-                body.append(ind + "  " + self.statement(inner, reads, writes))
+                body.append(ind + "  " + self.statement(inner, reads, writes, temps))
         else:
             if imperfect and self.r.random() < 0.5:
-                body.append(ind + "  " + self.statement(inner, reads, writes))
-            body += self.nest(names[1:], inner, host, ind + "  ", reads, writes, imperfect)
+                body.append(ind + "  " + self.statement(inner, reads, writes, temps))
+            body += self.nest(names[1:], inner, host, ind + "  ", reads, writes, imperfect,
+                              temps)
             if imperfect and (self.r.random() < 0.5 or len(body) == 1):
-                body.append(ind + "  " + self.statement(inner, reads, writes))
+                body.append(ind + "  " + self.statement(inner, reads, writes, temps))
         if len(body) == 1:
             return [ind + head] + body
         return [ind + head + " {"] + body + [ind + "}"]

@@ -138,6 +138,13 @@ def ev(e, env, data):
 
 
 def run_statement(s, env, data):
+    env = dict(env)
+    for tmp in s.temps:              # scalar temporaries, in source order
+        v = ev(tmp.expr, env, data)
+        if tmp.op != "=":
+            old = NP[tmp.ctype](env[tmp.name])
+            v = arith(tmp.op[0], old, v, common(tmp.ctype, ctype_of(v)))
+        env[tmp.name] = conv(v, tmp.ctype)
     a = data[s.lhs.array]
     ix = tuple(x.evaluate(env) for x in s.lhs.index)
     t = ctype_of(a[ix])
@@ -311,6 +318,8 @@ CASES = {
     "guarded": ({"n": 8}, {}, {0: ({}, (2, 6))}),
     "prefix_sum": ({"n": 9}, {}, {0: ({"i": 4}, None)}),
     "strips": ({"n": 15}, {}, {0: ({}, (3, 10))}),
+    "temps": ({"tsteps": 2, "n": 9}, {"alpha": 0.75},
+              {0: ({"t": 1}, (2, 6)), 1: ({"t": 0}, (1, 5)), 2: ({"t": 1}, (3, 8))}),
 }
 _SCOPS: dict = {}
 

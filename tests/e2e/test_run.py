@@ -52,6 +52,7 @@ PROGRAMS = [
     (KERNELS / "prefix_sum.c", ["n=20"], "1KiB"),
     (KERNELS / "floyd_plain.c", ["n=10"], "1KiB"),
     (KERNELS / "scratch.c", ["tsteps=3", "n=14"], "2KiB"),
+    (KERNELS / "temps.c", ["tsteps=3", "n=14"], "3KiB"),
 ]
 
 

@@ -303,7 +303,17 @@ def test_invalid_kernel_coverage():
 
 _LOOP = "for (int i = 0; i < n; i++)"
 INLINE = [
-    (f"{_LOOP} {{ float x; A[i] = 0; }}", "local variable 'x' not supported"),
+    (f"{_LOOP} {{ static float x = 1; A[i] = x; }}", "static local variable 'x' not supported"),
+    (f"{_LOOP} {{ float *p; A[i] = 0; }}", "local pointer 'p' not supported"),
+    (f"{_LOOP} {{ char c = 1; A[i] = c; }}", "local variable 'c' has an unsupported type"),
+    (f"{_LOOP} {{ float n = 1; A[i] = n; }}", "local variable 'n' shadows a parameter"),
+    (f"{_LOOP} {{ float x = {{1}}; A[i] = x; }}", "brace initialiser of scalar 'x'"),
+    (f"{_LOOP} {{ float x = A[i]; if (i > 2) x = 0; A[i] = x; }}",
+     "temporary 'x' (declared at e.c:1:65) is assigned under an 'if' below"),
+    (f"{_LOOP} {{ float x; x += 1; A[i] = x; }}", "temporary 'x' is read before it is assigned"),
+    (f"{_LOOP} {{ float x = A[i]; }} A[0] = x;", "unknown identifier 'x'"),
+    (f"{_LOOP} {{ float x = 1; if (x > 0) A[i] = x; }}",
+     "if condition is not an affine comparison"),
     (f"{_LOOP} for (int i = 0; i < n; i++) A[i] = 0;", "reuses the iterator of an enclosing"),
     ("for (int n = 0; n < 3; n++) A[n] = 0;", "loop iterator 'n' is a parameter"),
     (f"{_LOOP} A[i] = A[i] + sizeof(float);", "operator 'sizeof' not supported"),
