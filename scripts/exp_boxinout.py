@@ -14,7 +14,7 @@ Sizes for a target total size S bytes (``expcommon`` arrays are float32):
 
 * matmul: nj = nk = sqrt(cap / 32) (B, which every tile reads whole, takes cap / 8),
   ni = (S/4 - nk*nj) / (nj + nk): the rows of C and A grow; work 2 ni nj nk flop;
-* blackscholes: n = S / 28 (seven arrays); work n options;
+* blackscholes: n = S / 20 (five arrays); work n options;
 * mvt: m = 2n (A is m x n), n = sqrt(S / 8); work 4 m n flop;
 * floyd: n = sqrt(S / 4); work n^3 relaxations.
 
@@ -59,8 +59,8 @@ def sizing(name: str, target: int, cap: int) -> tuple[dict[str, int], int, float
         ni = max(1, round((target / 4 - s * s) / (2 * s)))
         return {"ni": ni, "nj": s, "nk": s}, max(1, cap // (32 * s)), 2.0 * ni * s * s
     if name == "blackscholes":
-        n = max(1, target // 28)
-        return {"n": n}, max(1, cap // (4 * 28)), float(n)
+        n = max(1, target // 20)
+        return {"n": n}, max(1, cap // (4 * 20)), float(n)
     if name == "mvt":
         n = max(2, int(math.sqrt(target / 8)))
         m = 2 * n

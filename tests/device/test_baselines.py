@@ -135,8 +135,8 @@ def test_blackscholes_matches_numpy(team, n, iterations):
     np.testing.assert_allclose(arrays["call_result"] - arrays["put_result"], parity,
                                atol=2e-3 * np.maximum(1, np.abs(parity)).max())
     D = min(len(team), n)
-    assert res["alloc_bytes"] == [7 * (b - a) * 4 for a, b in row_blocks(0, n, D)]
-    assert res["h2d_bytes"] == 3 * n * 4 and res["d2h_bytes"] == 4 * n * 4
+    assert res["alloc_bytes"] == [5 * (b - a) * 4 for a, b in row_blocks(0, n, D)]
+    assert res["h2d_bytes"] == 3 * n * 4 and res["d2h_bytes"] == 2 * n * 4
     assert res["coherence_bytes"] == 0 and res["host_waits_in_loop"] == 0
 
 # }}}

@@ -251,8 +251,6 @@ def test_blackscholes(cache):
     put = x * e * (f(1) - c2) - s * (f(1) - c1)
     _check("call_result", out["call_result"], call)
     _check("put_result", out["put_result"], put)
-    _check("d1", out["d1"], c1)
-    _check("d2", out["d2"], c2)
     # independent: exact normal CDF (the polynomial is within 7.5e-8 of it), and parity
     phi = np.vectorize(lambda z: 0.5 * math.erfc(-z / math.sqrt(2.0)))
     s64, x64, t64 = (a.astype(np.float64) for a in (s, x, t))
