@@ -214,3 +214,32 @@ def test_bench_kernels_runs_every_part_and_checks_its_variants(tmp_path, capsys)
         (w, h) for w in (1, 7, 96) for h in ("pinned", "pageable")]
     assert all(r["h2d GB/s"] > 0 and r["d2h GB/s"] > 0 for r in rep["rect"])
     assert "heat2d sweep n=260" in capsys.readouterr().out
+
+
+# {{{ compare.py
+
+def test_compare_fresh_and_kept(tmp_path, capsys):
+    """compare.py times bbmm two ways (fresh devices per run, devices kept) beside the
+    baseline; with --check all three results are checked, the kept one after a run that
+    reused the pools and kernels of the runs before it."""
+    import json
+
+    from scripts.baselines import compare
+    out = tmp_path / "c.json"
+    rc = compare.main(["--programs", "blackscholes,floyd", "--param", "floyd:n=40",
+                       "--param", "blackscholes:n=5000", "--devices", "1,2", "--repeat", "2",
+                       "--check", "--out", str(out)])
+    assert rc == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["program"], r["devices"]) for r in rows] == [
+        ("blackscholes", 1), ("floyd", 1), ("blackscholes", 2), ("floyd", 2)]
+    for r in rows:
+        assert r["bbmm_check"] == r["bbmm_kept_check"] == r["baseline_check"] == "pass"
+        assert len(r["bbmm_kept_wall_s"]) == 2 and r["bbmm_kept_s_per_iter"] > 0
+        assert r["ratio_kept"] == pytest.approx(
+            r["baseline_s_per_iter"] / r["bbmm_kept_s_per_iter"])
+    assert "base/kept" in capsys.readouterr().out
+    csv = (tmp_path / "c.csv").read_text().splitlines()
+    assert "ratio_kept" in csv[0].split(",") and len(csv) == 5
+
+# }}}
