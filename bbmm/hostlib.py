@@ -122,13 +122,15 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     if not grid:
         return dev.launch(knl, (1,), None, args)
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
+    per = co + (1,) * (len(extent) - 2)  # points per work-item along each OpenCL dimension
     if local is None:
         local = LOCAL_SIZES[len(extent)]
+        if len(extent) not in _LOCAL_GIVEN:
+            local = spread(local, extent, per, getattr(dev, "compute_units", 0))
     # Pad the NDRange to whole work-groups: the kernel skips indices outside the tile
     # and the loop bounds, so extra work-items are harmless, and a
     # driver left to pick a work-group size for an awkward extent (12286 = 2 * 6143)
     # may choose a tiny one.
-    per = co + (1,) * (len(extent) - 2)  # points per work-item along each OpenCL dimension
     gsize = tuple(-(-e // (l * p)) * l for e, l, p in zip(extent, local, per))
     return dev.launch(knl, gsize, tuple(local), args)
 
@@ -189,6 +191,30 @@ def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
 
 
 LOCAL_SIZES = local_sizes(os.environ.get("BBMM_LOCAL"))
+_LOCAL_GIVEN = frozenset(item.count("x") + 1 for item in
+                         (os.environ.get("BBMM_LOCAL") or "").replace(" ", "").split(",") if item)
+"""NDRange ranks whose work-group shape ``$BBMM_LOCAL`` sets: taken as given."""
+MIN_LOCAL = 32
+"""Smallest work-group :func:`spread` makes along dimension 0 (an NVIDIA warp)."""
+
+
+def spread(local: Sequence[int], extent: Sequence[int], per: Sequence[int], units: int
+           ) -> tuple[int, ...]:
+    """``local`` with dimension 0 halved (not below :data:`MIN_LOCAL`) while the NDRange
+    over ``extent`` (``per`` points per work-item) would have fewer work-groups than twice
+    the device's ``units`` compute units. A narrow tile (mvt's 2048 columns under a memory
+    cap: 8 groups of 256) would otherwise run on 8 of an H200's 132 multiprocessors, each
+    work-item walking its column alone."""
+    local = list(local)
+    if units > 0:
+        def groups() -> int:
+            g = 1
+            for e, l, p in zip(extent, local, per):
+                g *= -(-e // (l * p))
+            return g
+        while local[0] > MIN_LOCAL and groups() < 2 * units:
+            local[0] //= 2
+    return tuple(local)
 
 
 class Progress:

@@ -153,6 +153,25 @@ def test_local_sizes_override():
             local_sizes(bad)
 
 
+def test_spread_keeps_narrow_launches_on_every_unit():
+    """A launch with fewer work-groups than twice the compute units gets smaller groups
+    (halved, not below a warp of 32): mvt's 2048-column tile on a 132-unit H200 runs as
+    64 groups of 32, not 8 of 256; wide launches and unknown units keep the default."""
+    from bbmm.hostlib import spread
+    assert spread((256,), (2048,), (1, 1), 132) == (32,)
+    assert spread((256,), (40960,), (1, 1), 132) == (128,)          # 320 groups >= 264
+    assert spread((256, 1), (12288, 12288), (1, 8), 132) == (256, 1)
+    assert spread((256,), (2048,), (1, 1), 0) == (256,)
+    assert spread((256,), (10,), (1, 1), 4) == (32,)                  # never below a warp
+    assert spread((256,), (2048,), (4, 1), 2) == (128,)               # 4 points per item
+    for ext, units in [((2048,), 132), ((700, 3), 16), ((5000,), 2)]:
+        local = spread((256,) + (1,) * (len(ext) - 1), ext, (1, 1), units)
+        groups = 1
+        for e, l in zip(ext, local):
+            groups *= -(-e // l)
+        assert groups >= 2 * units or local[0] == 32
+
+
 def _split_and_peak(n, ndev, fuse):
     rng = np.random.default_rng(7)
     A, B = rng.random((n, n)), rng.random((n, n))
