@@ -194,12 +194,16 @@ def _run_compile(args: argparse.Namespace) -> int:
 
 
 def make_devices_from_args(args: argparse.Namespace) -> list[Any]:
+    """The logical devices of ``--devices``, ``--device-mem``, ``--platform``,
+    ``--device-kind``; recording their commands with ``--profile`` (or $BBMM_PROFILE)."""
     from .devices.opencl import make_devices
+    from .run import profile_path
 
     if args.devices is not None and args.devices < 1:
         raise UsageError(f"--devices must be at least 1, got {args.devices}")
     return make_devices(args.devices, cap=device_mem(args), platform=platform_arg(args),
-                        kind=args.device_kind, node=getattr(args, "node", None))
+                        kind=args.device_kind, node=getattr(args, "node", None),
+                        profile=profile_path(args) is not None)
 
 
 def run_with_errors(fn: Callable[[], int]) -> int:
@@ -272,16 +276,17 @@ def _run_run(args: argparse.Namespace) -> int:
     if args.mpi:  # every rank of mpiexec -n R runs this (bbmm/mpirun.py)
         from .mpirun import run_cli
         return run_cli(args)
-    from .run import check_against_reference, execute, report
+    from .run import check_against_reference, execute, profile_path, report
 
     check_init_flags(args)
+    profile = profile_path(args)  # a bad path fails now, not after the run
     prog = _compile(args)
     scop = prog.scop
     params, scalars, module, devices, init, arrays, lib = prepare_run(args, prog)
     res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
                   reuse=not args.no_reuse, coherence=args.coherence,
                   progress=False if args.no_progress else None,
-                  replay=False if args.no_replay else None, fuse=args.fuse)
+                  replay=False if args.no_replay else None, fuse=args.fuse, profile=profile)
     if args.check:
         check_against_reference(res, args.file, scop, init, _defines(args), lib=lib)
     print(report(res, scop.function))

@@ -127,8 +127,11 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
             scalars: dict[str, float], arrays: dict[str, np.ndarray], *, tile: int | None = None,
             mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
             progress: bool | None = None, replay: bool | None = None,
-            fuse: float | None = None) -> RunResult:
-    """Run a driver module on devices and host arrays (which hold the inputs)."""
+            fuse: float | None = None, profile: str | None = None) -> RunResult:
+    """Run a driver module on devices and host arrays (which hold the inputs); with
+    ``profile`` (a file, :func:`profile_path`) write the devices' timeline there after the
+    run (the devices must have been made with ``profile=True``) and print its summary on
+    stderr. The run's wall time does not include reading the profile."""
     if tile is None:
         tile = module.default_tile(params, len(devices))
     if tile < 1:
@@ -138,7 +141,23 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
     t0 = time.perf_counter()
     module.run(rt, params, scalars, tile, progress)
     wall = time.perf_counter() - t0
+    if profile is not None:
+        from .profile import write_timeline
+        write_timeline(profile, devices, {"kernel": module.FUNCTION, "params": params,
+                                          "tile": tile, "wall_s": wall,
+                                          "stats": rt.stats.as_json()})
     return RunResult(arrays, rt, params, scalars, tile, wall)
+
+
+def profile_path(args: argparse.Namespace) -> str | None:
+    """``--profile FILE``, else ``$BBMM_PROFILE``, else None; checked writable before the
+    run (a one-line UsageError), and refused with ``--mpi``."""
+    from .profile import target
+
+    path = target(getattr(args, "profile", None))
+    if path is not None and getattr(args, "mpi", False):
+        raise UsageError("--profile (or $BBMM_PROFILE) does not work with --mpi")
+    return path
 
 
 def _fraction(text: str) -> float:
@@ -179,6 +198,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0, help="seed of the random input data")
     g.add_argument("--json", metavar="PATH", default=None,
                    help="write the run's statistics as JSON to PATH")
+    g.add_argument("--profile", metavar="FILE", default=None,
+                   help="record every device command with OpenCL profiling events and write "
+                        "the devices' timeline to FILE as JSON: copies, kernels, fills, idle "
+                        "gaps; prints a summary per device on stderr (also $BBMM_PROFILE; "
+                        "scripts/timeline.py FILE summarizes it again)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--mpi", action="store_true",
                    help="run over MPI ranks (launch with mpiexec -n R ...): tiles spread over "
@@ -246,6 +270,7 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
         return run_with_errors(lambda: driver_mpi(module, args))
 
     def go() -> int:
+        profile = profile_path(args)
         params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,
                                        getattr(module, "PARAM_DEFAULTS", None))
         for name, _ in module.FLOAT_PARAMS:
@@ -261,7 +286,8 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
         res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
                       reuse=not args.no_reuse, coherence=args.coherence,
                       progress=False if args.no_progress else None,
-                      replay=False if args.no_replay else None, fuse=args.fuse)
+                      replay=False if args.no_replay else None, fuse=args.fuse,
+                      profile=profile)
         print(report(res, module.FUNCTION))
         if args.json:
             with open(args.json, "w") as f:

@@ -340,7 +340,9 @@ class DeviceSet:
         if self.n != n:
             self.close()
             from bbmm.devices.opencl import make_devices
-            self.devices = make_devices(n, cap=self.cap, platform=self.platform)
+            from bbmm.profile import target
+            self.devices = make_devices(n, cap=self.cap, platform=self.platform,
+                                        profile=target(None) is not None)
             self.n = n
         return self.devices
 
@@ -571,7 +573,13 @@ def measure(bench: Bench, devices: Sequence[Any], *, tile: int | None = None,
     over devices), ``max_pieces_per_tile``, ``split_accesses``, ``tiles``,
     ``array_bytes``, ``check``. A run that fails (e.g. a tile larger than the device)
     gives ``error`` and no timings. ``fuse``: the runtime's fuse slack (None: its default).
+    With ``$BBMM_PROFILE=FILE`` (devices made by :class:`DeviceSet`), each timed run's
+    device timeline is written to FILE after the run (``bbmm/profile.py``; the last run
+    of the script stays there), and each warm-up run's is dropped.
     """
+    from bbmm.profile import collect, target, write_timeline
+
+    profile = target(None)
     module = bench.module
     ndev = len(devices)
     if tile is None:
@@ -598,6 +606,12 @@ def measure(bench: Bench, devices: Sequence[Any], *, tile: int | None = None,
             t0 = time.perf_counter()
             module.run(rt, bench.params, bench.scalars, tile, False)
             wall = time.perf_counter() - t0
+            if profile is not None and run_no < warmup:
+                collect(devices)  # read and forget: the timed run's timeline starts empty
+            elif profile is not None:
+                write_timeline(profile, devices, {"kernel": bench.name, "params": bench.params,
+                                                  "tile": tile, "wall_s": wall,
+                                                  "stats": rt.stats.as_json()})
             if check and run_no == 0:
                 check_state = _check(bench, rt, host)
             if run_no >= warmup:

@@ -8,6 +8,7 @@
 .. autofunction:: contiguous_run
 .. autofunction:: nvidia_opencl_library
 .. autofunction:: register_nvidia_icd
+.. autoclass:: CommandLog
 
 Each logical device owns an in-order queue and a memory pool, even when several
 share one physical device: their buffers are then really separate memory and data
@@ -34,6 +35,14 @@ OpenCL status (``CL_MEM_OBJECT_ALLOCATION_FAILURE``); running out of memory whil
 creating an arena (after giving back empty arenas and trying once more) raises
 :class:`~bbmm.diagnostic.DeviceMemoryError` with the quantities, which the buffer
 manager answers by evicting and retrying.
+
+With ``profile=True`` (:func:`make_devices`, ``bbmm run --profile FILE``) a device's queue
+is created with ``PROFILING_ENABLE`` and each command it enqueues is kept in a
+:class:`CommandLog` as ``(kind, label, bytes, event)``; :meth:`OpenCLDevice.take_profile`
+reads the events' timestamps once the queue has finished (:mod:`bbmm.profile` turns them
+into a timeline). The hot paths call their enqueue functions through instance attributes
+(``self._h2d`` ...) that are pyopencl's own functions when profiling is off, so that costs
+nothing, and recording wrappers when it is on.
 """
 from __future__ import annotations
 
@@ -55,7 +64,7 @@ from .base import Allocation, Device, rect_args, split_leading
 __all__ = ["PhysicalDevice", "Discovery", "discover", "OpenCLDevice", "make_devices",
            "pinned_empty", "is_pinned", "rect_plan", "contiguous_run", "nvidia_opencl_library",
            "register_nvidia_icd", "plan_logical", "status_name", "DEFAULT_ARENA",
-           "CAP_FRACTION"]
+           "CAP_FRACTION", "CommandLog", "PROFILE_LIMIT"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +72,9 @@ DEFAULT_ARENA = 256 << 20
 """Arena size: large enough that a serial loop allocates few, small enough to trim."""
 CAP_FRACTION = 0.9
 """Default cap: this share of the device's global memory (the rest is the driver's)."""
+PROFILE_LIMIT = 200_000
+"""Commands a profiling run records, over all its devices; later ones are only counted
+(each record holds an OpenCL event: a long run must not hold millions)."""
 
 # the status codes of a driver that ran out of memory
 _OOM = frozenset({cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
@@ -436,17 +448,137 @@ def _set_changed(kernel: Any, args: Sequence[Any]) -> None:
     _KERNEL_ARGS[id(kernel)] = (kernel, list(args))
 
 
+# {{{ profiling
+
+class CommandLog:
+    """The commands a profiling device enqueued, as ``(kind, label, bytes, event)``.
+
+    ``kind`` is ``h2d``, ``d2h``, ``d2d``, ``kernel`` or ``fill``; ``label`` is a
+    ``cl.Kernel`` (named when read), a rect copy's extent ``(row bytes, rows, slices)``,
+    or a string. Recording is one append; the events' timestamps are read only by
+    :meth:`take`, after the queue has finished. Past ``limit`` records, commands are only
+    counted (:attr:`dropped`).
+    """
+
+    __slots__ = ("records", "limit", "dropped")
+
+    def __init__(self, limit: int = PROFILE_LIMIT):
+        self.records: list[tuple[str, Any, int, Any]] = []
+        self.limit = limit
+        self.dropped = 0
+
+    def add(self, kind: str, label: Any, nbytes: int, event: Any) -> None:
+        if len(self.records) < self.limit:
+            self.records.append((kind, label, nbytes, event))
+        else:
+            self.dropped += 1
+
+    def take(self) -> dict[str, Any]:
+        """The records with their timestamps (ns, device clock), then forget them:
+        ``{"commands": [(kind, label, bytes, queued, submit, start, end)], "dropped",
+        "limit", "unreadable"}``; ``queued`` and ``submit`` are None where the driver
+        does not give them, and events without start and end are counted as unreadable.
+        Every event must be complete."""
+        names: dict[int, str] = {}
+        out = []
+        unreadable = 0
+        for kind, label, nbytes, evt in self.records:
+            try:
+                prof = evt.profile
+                start, end = int(prof.start), int(prof.end)
+            except cl.Error:
+                unreadable += 1
+                continue
+            try:
+                queued, submit = int(prof.queued), int(prof.submit)
+            except cl.Error:
+                queued = submit = None
+            out.append((kind, _label_text(label, names), nbytes, queued, submit, start, end))
+        doc = {"commands": out, "dropped": self.dropped, "limit": self.limit,
+               "unreadable": unreadable}
+        self.records = []
+        self.dropped = 0
+        return doc
+
+
+def _label_text(label: Any, names: dict[int, str]) -> str:
+    """A record's label as text: a kernel's function name, ``rect 8192x2048`` for a rect
+    copy of 2048 rows of 8192 bytes (``x D`` slices when more than one)."""
+    if isinstance(label, str):
+        return label
+    if isinstance(label, tuple):
+        w, h, d = label
+        return f"rect {w}x{h}" + (f"x{d}" if d != 1 else "")
+    name = names.get(id(label))
+    if name is None:
+        name = names[id(label)] = label.function_name
+    return name
+
+
+def _recording_copy(kind: str, log: CommandLog) -> Any:
+    """``cl.enqueue_copy`` that also records the copy in ``log`` (bytes from its region,
+    its byte count, or the host array it copies whole).
+
+    A copy to or from host memory returns a ``NannyEvent``, whose destructor waits for
+    the copy to complete; the log holds a plain event of the same command instead, so
+    that the run drops (and waits for) its NannyEvents exactly as it does unprofiled."""
+    enqueue = cl.enqueue_copy
+    plain = cl.Event.from_int_ptr
+    nanny = cl.NannyEvent
+
+    def copy(queue: Any, dest: Any, src: Any, **kw: Any) -> Any:
+        evt = enqueue(queue, dest, src, **kw)
+        held = plain(evt.int_ptr) if isinstance(evt, nanny) else evt
+        region = kw.get("region")
+        if region is not None:
+            log.add(kind, tuple(region), region[0] * region[1] * region[2], held)
+        elif "byte_count" in kw:
+            log.add(kind, "linear", kw["byte_count"], held)
+        else:
+            host = src if isinstance(src, np.ndarray) else dest
+            log.add(kind, "linear", host.nbytes, held)
+        return evt
+    return copy
+
+
+def _recording_kernel(log: CommandLog) -> Any:
+    """``cl.enqueue_nd_range_kernel`` that also records the launch in ``log``."""
+    enqueue = cl.enqueue_nd_range_kernel
+
+    def launch(queue: Any, kernel: Any, global_size: Any, local_size: Any) -> Any:
+        evt = enqueue(queue, kernel, global_size, local_size)
+        log.add("kernel", kernel, 0, evt)
+        return evt
+    return launch
+
+
+def _recording_fill(log: CommandLog) -> Any:
+    """``cl.enqueue_fill_buffer`` that also records the fill in ``log``."""
+    enqueue = cl.enqueue_fill_buffer
+
+    def fill(queue: Any, buf: Any, pattern: Any, offset: int, size: int) -> Any:
+        evt = enqueue(queue, buf, pattern, offset, size)
+        log.add("fill", "fill", size, evt)
+        return evt
+    return fill
+
+# }}}
+
+
 class OpenCLDevice(Device):
     """A logical device: an OpenCL context, an in-order queue and a memory pool.
 
     :arg cap: bytes of box memory (int or ``"256MiB"``); default
         :data:`CAP_FRACTION` of the device's global memory.
     :arg arena_size: pool arena size; clamped to ``min(cap, max_mem_alloc_size)``.
+    :arg profile: record every command (``queue`` must have ``PROFILING_ENABLE``), up
+        to ``profile_limit`` of them; see :meth:`take_profile`.
     """
 
     def __init__(self, context: Any, queue: Any, device: Any, *, index: int = 0,
                  cap: int | str | None = None, name: str | None = None,
-                 arena_size: int = DEFAULT_ARENA, programs: dict | None = None):
+                 arena_size: int = DEFAULT_ARENA, programs: dict | None = None,
+                 profile: bool = False, profile_limit: int = PROFILE_LIMIT):
         self.context = context
         self.domain = context
         """Devices with the same domain order each other's commands by events (one context)."""
@@ -466,6 +598,7 @@ class OpenCLDevice(Device):
         # only need a cache line (smaller blocks waste less of a tight --device-mem).
         gpu = bool(device.type & cl.device_type.GPU)
         align = 256 if gpu else 64
+        self._set_profiling(profile, profile_limit)
         self.pool = Pool(cap, self._new_arena, self._free_arena,
                          arena_size=min(arena_size, cap, self.max_alloc),
                          max_arena=self.max_alloc, align=align, name=self.name)
@@ -478,18 +611,59 @@ class OpenCLDevice(Device):
     @classmethod
     def create(cls, device: Any, *, index: int = 0, cap: int | str | None = None,
                name: str | None = None, arena_size: int = DEFAULT_ARENA,
-               context: Any = None, programs: dict | None = None) -> OpenCLDevice:
+               context: Any = None, programs: dict | None = None, profile: bool = False,
+               profile_limit: int = PROFILE_LIMIT) -> OpenCLDevice:
         """A device with a queue of its own on the ``cl.Device`` ``device``, in ``context``
-        (which must include ``device``; default: a new context of its own)."""
+        (which must include ``device``; default: a new context of its own); with
+        ``profile`` the queue has ``PROFILING_ENABLE`` and the device records its commands."""
         label = name or f"cl{index}"
+        props = cl.command_queue_properties.PROFILING_ENABLE if profile else 0
         try:
             ctx = context if context is not None else cl.Context([device])
-            queue = cl.CommandQueue(ctx, device)
+            queue = cl.CommandQueue(ctx, device, properties=props)
         except cl.Error as e:
             raise _device_error(e, f"{label} ({device.name.strip()})",
                                 "creating a context") from None
         return cls(ctx, queue, device, index=index, cap=cap, name=name, arena_size=arena_size,
-                   programs=programs)
+                   programs=programs, profile=profile, profile_limit=profile_limit)
+
+    # {{{ profiling
+
+    def _set_profiling(self, on: bool, limit: int) -> None:
+        """The enqueue functions the hot paths call: pyopencl's own, or recording ones."""
+        if on and not self.queue.properties & cl.command_queue_properties.PROFILING_ENABLE:
+            raise DeviceError(f"{self.name}: profiling needs a queue created with "
+                              f"PROFILING_ENABLE")
+        log = self._log = CommandLog(limit) if on else None
+        if log is None:
+            self._h2d = self._d2h = self._d2d = cl.enqueue_copy
+            self._enqueue_kernel = cl.enqueue_nd_range_kernel
+            self._fill = cl.enqueue_fill_buffer
+        else:
+            self._h2d = _recording_copy("h2d", log)
+            self._d2h = _recording_copy("d2h", log)
+            self._d2d = _recording_copy("d2d", log)
+            self._enqueue_kernel = _recording_kernel(log)
+            self._fill = _recording_fill(log)
+
+    @property
+    def profiling(self) -> bool:
+        """Whether this device records its commands (``profile=True``)."""
+        return self._log is not None
+
+    def take_profile(self) -> dict[str, Any] | None:
+        """Wait for the queue, then return the commands recorded since the last call with
+        their timestamps (:meth:`CommandLog.take`) and the device's names; None when not
+        profiling. Reading the events here, and not while running, keeps the run's
+        timing as it is."""
+        if self._log is None:
+            return None
+        self.finish()
+        doc = self._log.take()
+        doc.update(name=self.name, physical=self.physical_name)
+        return doc
+
+    # }}}
 
     def __repr__(self) -> str:
         return (f"<OpenCLDevice {self.index}: {self.name} on {self.physical_name}, "
@@ -519,7 +693,7 @@ class OpenCLDevice(Device):
         buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
         # first touch: drivers allocate lazily, so a failure shows here and not in
         # some later copy
-        cl.enqueue_fill_buffer(self.queue, buf, np.uint8(0), 0, min(nbytes, 4096)).wait()
+        self._fill(self.queue, buf, np.uint8(0), 0, min(nbytes, 4096)).wait()
         logger.debug("%s: new arena of %s", self.name, format_bytes(nbytes))
         return buf
 
@@ -585,15 +759,15 @@ class OpenCLDevice(Device):
         waits = self._waits(wait_for)
         try:
             if flat is not None:
-                return cl.enqueue_copy(self.queue, dst.buf, flat, dst_offset=plan,
-                                       is_blocking=blocking, wait_for=waits)
+                return self._h2d(self.queue, dst.buf, flat, dst_offset=plan,
+                                 is_blocking=blocking, wait_for=waits)
             for i, (ao, bo, ext, ap, bp) in enumerate(plan):
                 # the in-order queue runs the pieces one after the other: the last
                 # one's event (or blocking wait) stands for all
-                evt = cl.enqueue_copy(self.queue, dst.buf, host, buffer_origin=ao,
-                                      host_origin=bo, region=ext, buffer_pitches=ap,
-                                      host_pitches=bp, is_blocking=blocking and i == len(plan) - 1,
-                                      wait_for=waits if i == 0 else None)
+                evt = self._h2d(self.queue, dst.buf, host, buffer_origin=ao,
+                                host_origin=bo, region=ext, buffer_pitches=ap,
+                                host_pitches=bp, is_blocking=blocking and i == len(plan) - 1,
+                                wait_for=waits if i == 0 else None)
             return evt
         except cl.Error as e:
             raise _device_error(e, self.name, f"writing {region} to the device") from None
@@ -609,13 +783,13 @@ class OpenCLDevice(Device):
         waits = self._waits(wait_for)
         try:
             if flat is not None:
-                return cl.enqueue_copy(self.queue, flat, src.buf, src_offset=plan,
-                                       is_blocking=blocking, wait_for=waits)
+                return self._d2h(self.queue, flat, src.buf, src_offset=plan,
+                                 is_blocking=blocking, wait_for=waits)
             for i, (ao, bo, ext, ap, bp) in enumerate(plan):
-                evt = cl.enqueue_copy(self.queue, host, src.buf, buffer_origin=ao,
-                                      host_origin=bo, region=ext, buffer_pitches=ap,
-                                      host_pitches=bp, is_blocking=blocking and i == len(plan) - 1,
-                                      wait_for=waits if i == 0 else None)
+                evt = self._d2h(self.queue, host, src.buf, buffer_origin=ao,
+                                host_origin=bo, region=ext, buffer_pitches=ap,
+                                host_pitches=bp, is_blocking=blocking and i == len(plan) - 1,
+                                wait_for=waits if i == 0 else None)
             return evt
         except cl.Error as e:
             raise _device_error(e, self.name, f"reading {region} from the device") from None
@@ -644,17 +818,17 @@ class OpenCLDevice(Device):
             ds = contiguous_run(region, dst_box)
             ss = contiguous_run(region, src_box) if ds is not None else None
             if ss is not None:
-                return cl.enqueue_copy(self.queue, dst.buf, src.buf,
-                                       src_offset=src.offset + ss * itemsize,
-                                       dst_offset=dst.offset + ds * itemsize,
-                                       byte_count=region.volume * itemsize)
+                return self._d2d(self.queue, dst.buf, src.buf,
+                                 src_offset=src.offset + ss * itemsize,
+                                 dst_offset=dst.offset + ds * itemsize,
+                                 byte_count=region.volume * itemsize)
             plan = rect_plan(region, dst_box, dst.offset, src_box, src.offset, itemsize)
             if dst.buf.int_ptr == src.buf.int_ptr:
                 return self._copy_same_buffer(dst.buf, plan)
             for ao, bo, ext, ap, bp in plan:
-                evt = cl.enqueue_copy(self.queue, dst.buf, src.buf, src_origin=bo,
-                                      dst_origin=ao, region=ext, src_pitches=bp,
-                                      dst_pitches=ap)
+                evt = self._d2d(self.queue, dst.buf, src.buf, src_origin=bo,
+                                dst_origin=ao, region=ext, src_pitches=bp,
+                                dst_pitches=ap)
             return evt
         except cl.Error as e:
             raise _device_error(e, self.name, f"copying {region} on the device") from None
@@ -678,6 +852,8 @@ class OpenCLDevice(Device):
                              buf, u64(b_off // unit), u64(bp[0] // unit), u64(bp[1] // unit)))
             evt = cl.enqueue_nd_range_kernel(self.queue, k, (ext[0] // unit, ext[1], ext[2]),
                                              None)
+            if self._log is not None:
+                self._log.add("d2d", "kernel copy", ext[0] * ext[1] * ext[2], evt)
         return evt
 
     # }}}
@@ -718,7 +894,7 @@ class OpenCLDevice(Device):
         """
         try:
             _set_changed(kernel, args)
-            return cl.enqueue_nd_range_kernel(
+            return self._enqueue_kernel(
                 self.queue, kernel, tuple(int(g) for g in global_size),
                 None if local_size is None else tuple(int(l) for l in local_size))
         except (cl.Error, TypeError) as e:
@@ -788,7 +964,7 @@ def plan_logical(n: int | None, disc: Discovery, node: tuple[int, int] | None = 
 def make_devices(n: int | None = None, cap: int | str | None = None,
                  platform: str | int | None = None, kind: str = "auto",
                  arena_size: int = DEFAULT_ARENA, contexts: str = "shared",
-                 node: tuple[int, int] | None = None) -> list[Device]:
+                 node: tuple[int, int] | None = None, profile: bool = False) -> list[Device]:
     """``n`` logical OpenCL devices, each with its own queue and pool.
 
     :arg n: number of logical devices; None: every GPU, or 1 CPU device. With fewer
@@ -804,6 +980,9 @@ def make_devices(n: int | None = None, cap: int | str | None = None,
     :arg node: ``(rank on this machine, ranks on this machine)`` under MPI: the ranks
         of one machine split its GPUs (:func:`node_share`), so ``mpiexec -n 2`` on a
         two-GPU machine gives each rank its own GPU.
+    :arg profile: record every command of every device with its OpenCL profiling event
+        (queues with ``PROFILING_ENABLE``), :data:`PROFILE_LIMIT` commands in all;
+        :func:`bbmm.profile.collect` reads them after the run.
     """
     if contexts not in ("shared", "separate"):
         raise UsageError(f"contexts must be shared or separate, not {contexts!r}")
@@ -825,10 +1004,12 @@ def make_devices(n: int | None = None, cap: int | str | None = None,
                                 "creating a context") from None
         programs = {}
     devs: list[Device] = []
+    limit = max(1, PROFILE_LIMIT // len(plan))
     for i, p, sharers in plan:
         c = cap_bytes if cap_bytes is not None else int(CAP_FRACTION * p.global_mem) // sharers
         devs.append(OpenCLDevice.create(p.cl_device, index=i, cap=c, arena_size=arena_size,
-                                        context=ctx, programs=programs))
+                                        context=ctx, programs=programs, profile=profile,
+                                        profile_limit=limit))
     return devs
 
 # }}}
