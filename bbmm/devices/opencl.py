@@ -584,12 +584,15 @@ class OpenCLDevice(Device):
         """Devices with the same domain order each other's commands by events (one context)."""
         self._context_ptr = context.int_ptr
         self.queue = queue
+        self._touch_queue: Any = None      # first touch of new arenas (_create_buffer)
         self.cl_device = device
         self.index = index
         self.physical_name = device.name.strip()
         self.name = name or f"cl{index}"
         self.global_mem = int(device.global_mem_size)
         self.max_alloc = int(device.max_mem_alloc_size)
+        self.compute_units = int(device.max_compute_units)
+        """Work-groups that run at once, at least (``hostlib.spread`` keeps launches wider)."""
         cap = int(CAP_FRACTION * self.global_mem) if cap is None else parse_bytes(cap)
         if cap <= 0:
             raise UsageError(f"{self.name}: device memory cap must be positive, got {cap}")
@@ -692,8 +695,14 @@ class OpenCLDevice(Device):
     def _create_buffer(self, nbytes: int) -> Any:
         buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
         # first touch: drivers allocate lazily, so a failure shows here and not in
-        # some later copy
-        self._fill(self.queue, buf, np.uint8(0), 0, min(nbytes, 4096)).wait()
+        # some later copy. On a queue of its own: on the device's queue the wait would
+        # also wait for every copy queued before it (blackscholes' read-ins), and the
+        # device would sit idle while the host went on. Nothing else can use the new
+        # buffer before the wait returns, so the two queues need no other order.
+        if self._touch_queue is None:
+            self._touch_queue = cl.CommandQueue(self.context, self.cl_device,
+                                                properties=self.queue.properties)
+        self._fill(self._touch_queue, buf, np.uint8(0), 0, min(nbytes, 4096)).wait()
         logger.debug("%s: new arena of %s", self.name, format_bytes(nbytes))
         return buf
 
@@ -714,6 +723,9 @@ class OpenCLDevice(Device):
             if k.context.int_ptr == self._context_ptr:
                 del _KERNEL_ARGS[key]
         self.pool.close()
+        if self._touch_queue is not None:
+            self._touch_queue.finish()
+            self._touch_queue = None
         self._programs.clear()
         self._kernels.clear()
         self._plans.clear()
