@@ -43,6 +43,8 @@ COARSEN1 = _coarsen("BBMM_COARSEN1", 8)
 of the best for fdtd2d and matmul (docs/performance.md, change 22)."""
 RESTRICT = os.environ.get("BBMM_RESTRICT", "1") != "0"
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
+UNROLL = os.environ.get("BBMM_UNROLL", "1") != "0"
+"""Innermost loops inside a work-item are unrolled 8 times (``$BBMM_UNROLL=0``: not)."""
 
 
 def parse_points(spec: str) -> list[tuple[int, int]]:
@@ -151,12 +153,13 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
             small = small and c.fits_int()
     # one kernel object per (kernel, slot of every access, index width) and device
     cache = dev.__dict__.setdefault("_bbmm_kernels", {})
-    key = (source, name, tuple(sels), small, co, RESTRICT)
+    key = (source, name, tuple(sels), small, co, RESTRICT, UNROLL)
     knl = cache.get(key)
     if knl is None:
         opts = [f"-DBBMM_CO={co[0]}"] if co[0] > 1 else []
         opts += [f"-DBBMM_CO1={co[1]}"] if co[1] > 1 else []
         opts += [] if RESTRICT else ["-DBBMM_RESTRICT="]
+        opts += [] if UNROLL else ["-DBBMM_UNROLL=0"]
         if SPECIALIZE:
             for entry, sel in zip((e for e in arrays if len(e) > 3), sels):
                 opts += [f"-D{entry[0]}_SEL{k}_IS={s}" for k, s in zip(entry[3], sel)]

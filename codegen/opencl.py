@@ -394,6 +394,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     out("#ifndef BBMM_CO1\n#define BBMM_CO1 1  /* consecutive points per work-item along "
         "dimension 1 */\n#endif")
     out("#ifndef BBMM_RESTRICT\n#define BBMM_RESTRICT restrict\n#endif")
+    out("#ifndef BBMM_UNROLL\n#define BBMM_UNROLL 1  /* unroll innermost loops 8 times "
+        "(-DBBMM_UNROLL=0: not) */\n#endif")
     out()
     for a in arrays:
         for line in _access_macros(a.name, a.ndim, slots[a.name], split_all):
@@ -488,6 +490,12 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             if isinstance(n, LoopNode):
                 lp = n.loop
                 out(_comment(f"loop {lp.id}: {lp.text or lp.iterator}"))
+                if not any(isinstance(c, LoopNode) for c in n.children):
+                    # a work-item walks it alone (mvt's column): unrolled, its loads
+                    # are in flight together instead of one after the other
+                    out.level, lvl = 0, out.level
+                    out("#if BBMM_UNROLL\n#pragma unroll 8\n#endif")
+                    out.level = lvl
                 out(f"for (int {lp.iterator} = {lp.lower}; {lp.iterator} <= {lp.upper}; "
                     f"{lp.iterator}++) {{")
                 out.level += 1
