@@ -53,6 +53,7 @@ PROGRAMS = [
     (KERNELS / "floyd_plain.c", ["n=10"], "1KiB"),
     (KERNELS / "scratch.c", ["tsteps=3", "n=14"], "2KiB"),
     (KERNELS / "temps.c", ["tsteps=3", "n=14"], "3KiB"),
+    (KERNELS / "promote.c", ["n=15"], "2KiB"),
 ]
 
 
