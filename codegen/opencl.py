@@ -47,7 +47,7 @@ from bbmm.diagnostic import UnsupportedProgramError, UsageError
 from codegen.deps import Nest, Plan
 from codegen.scop import (
     Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Temp, Ternary,
-    UnOp, Var, array_refs, default_ref, to_c)
+    UnOp, Var, array_refs, to_c)
 
 __all__ = ["KernelSource", "expr_type", "generate_kernel"]
 
@@ -454,11 +454,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     if not nb:
         out("/* empty band: the nest runs as a single work-item */")
 
-    promoted: dict[str, str] = {}        # array -> the register holding its one element
-
     def ref(r: ArrayRef) -> str:
-        if r.array in promoted:
-            return promoted[r.array]
         return f"{r.array}_REF({r.array}_sel{r.access}_v, {', '.join(str(x) for x in r.index)})"
 
     def temp_line(t: Temp, declare: bool) -> str:
@@ -494,21 +490,6 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             if isinstance(n, LoopNode):
                 lp = n.loop
                 out(_comment(f"loop {lp.id}: {lp.text or lp.iterator}"))
-                regs = _promotable(n)
-                if regs:
-                    # each of these arrays is accessed at one element in the loop, the same
-                    # in every trip (mvt's x1[i], matmul's C[i][j]): kept in a register, it
-                    # is loaded once and stored once, and the trips' loads of the other
-                    # arrays no longer wait behind its store. The loop must run (the
-                    # element lies in the tile's boxes only if a statement touches it).
-                    out(_comment("in registers across the loop: " + ", ".join(
-                        f"{default_ref(rd)}" for rd, _ in regs.values())))
-                    out(f"if ({lp.lower} <= {lp.upper}) {{")
-                    out.level += 1
-                    for a, (rd, _) in regs.items():
-                        reg = fresh(f"{a}_reg")
-                        out(f"{lower.real(scop.array(a).ctype)} {reg} = {ref(rd)};")
-                        promoted[a] = reg
                 if not any(isinstance(c, LoopNode) for c in n.children):
                     # a work-item walks it alone (mvt's column): unrolled, its loads
                     # are in flight together instead of one after the other
@@ -521,12 +502,6 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                 emit(n.children)
                 out.level -= 1
                 out("}")
-                if regs:
-                    for a, (_, wr) in regs.items():
-                        reg = promoted.pop(a)
-                        out(f"{ref(wr)} = {reg};")
-                    out.level -= 1
-                    out("}")
                 continue
             out(_comment(f"{n.name}: {n.text or to_c(n.rhs)}"))
             body = f"{ref(n.lhs)} {n.op} {to_c(lower(n.rhs), ref)};"
@@ -710,40 +685,6 @@ def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: st
             out(line)
     out.level -= 1
     out("}")
-
-
-def _promotable(n: LoopNode) -> dict[str, tuple[ArrayRef, ArrayRef]]:
-    """Arrays to keep in a register across the innermost loop ``n``: every reference to
-    the array in the loop (statements and their temporaries) is one and the same element,
-    not depending on the loop's iterator, at least one writes it, and no statement of the
-    loop is guarded (so every trip touches it). ``{array: (a read, the write)}``.
-
-    Exact: a tile's boxes of different arrays never share memory, so nothing else in the
-    loop reads or writes that element."""
-    if any(isinstance(c, LoopNode) for c in n.children):
-        return {}
-    stmts = [c for c in n.children if isinstance(c, Statement)]
-    if any(st.guards for st in stmts):
-        return {}
-    it = n.loop.iterator
-    refs: dict[str, list[tuple[ArrayRef, bool]]] = {}
-    for st in stmts:
-        exprs = [t.expr for t in st.temps] + [st.rhs]
-        for e in exprs:
-            for r in array_refs(e):
-                refs.setdefault(r.array, []).append((r, False))
-        if st.op != "=":
-            refs.setdefault(st.lhs.array, []).append((st.lhs, False))
-        refs.setdefault(st.lhs.array, []).append((st.lhs, True))
-    out = {}
-    for a, rs in refs.items():
-        index = rs[0][0].index
-        reads = [r for r, w in rs if not w]
-        writes = [r for r, w in rs if w]
-        if writes and reads and all(r.index == index for r, _ in rs) \
-                and not any(it in x.names for x in index):
-            out[a] = (reads[0], writes[-1])
-    return out
 
 
 class _Single:

@@ -345,21 +345,6 @@ def test_nest_matches_reference(cl_env, name, variant, co):
                  split_all=variant == "split_all", floats=floats, seed=nest.id, co=co)
 
 
-def test_promoted_elements():
-    """One element per inner loop, the same on every trip, unguarded and written: kept in
-    a register (loaded once before the loop, under a test that it runs; stored once)."""
-    src = gen("promote").source
-    assert src.count("in registers across the loop") == 2
-    assert "/* in registers across the loop: x[i] */" in src
-    assert "/* in registers across the loop: s[i] */" in src
-    assert "if (0 <= i - 1) {" in src                 # the j < i loop is empty for i = 0
-    assert "z_reg" not in src
-    assert src.count("x_reg = ") == 2 and src.count("s_reg = ") == 2
-    assert "s_reg += " in src
-    assert "  s_REF(s_sel14_v, i) += " in src and "z_REF(z_sel6_v, i, j) = " in src
-    assert "C_reg" in gen("matmul").source
-
-
 def test_coarsening_only_for_one_plain_assignment():
     """Several points per work-item need one '=' statement as the band's body (loads of
     all points, then stores); inner loops, several statements or '+=' keep one point."""

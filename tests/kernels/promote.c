@@ -1,7 +1,8 @@
-/* Array elements kept in a register across an inner loop (codegen.opencl._promotable):
- * promoted where every reference in the loop is one element (x[i], s[i] in the j < i
- * loop, which is empty for i = 0), not where the element moves with the loop (z[i][j]),
- * is only read (x[i] in the second loop), or a statement is guarded (the last loop). */
+/* Inner loops that update one element on every trip (x[i], s[i] in the j < i loop, empty
+ * for i = 0), beside loops where the element moves with the loop (z[i][j]), is only read
+ * (x[i] in the second loop), or is updated under a guard (the last loop). Kept from an
+ * experiment that held such elements in registers (no faster on the H200, whose compiler
+ * already does it): the shapes a kernel generator must get right. */
 void promote(int n, float A[n][n], float x[n], float y[n], float z[n][n], float s[n])
 {
   for (int i = 0; i < n; i++) {
