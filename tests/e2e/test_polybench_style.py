@@ -14,22 +14,13 @@ import numpy as np
 import pytest
 
 from bbmm.cli import main
+from needs import needs_cl  # skipped only without an OpenCL platform
 
 PB = Path(__file__).resolve().parents[1] / "kernels" / "polybench_style"
 UTIL = PB / "utilities"
 
 pytestmark = pytest.mark.e2e
 
-
-def _have_opencl() -> bool:
-    try:
-        import pyopencl as cl
-        return bool(cl.get_platforms())
-    except Exception:
-        return False
-
-
-needs_cl = pytest.mark.skipif(not _have_opencl(), reason="no OpenCL platform (pyopencl sees none)")
 
 # file, the sizes main passes the kernel, the scalars init_array returns; MINI_DATASET,
 # except that the stencils' sizes are set by -D as PolyBench allows (all of them or none)

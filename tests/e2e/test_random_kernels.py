@@ -26,6 +26,7 @@ import pytest
 
 from bbmm import hostlib
 from bbmm.cli import main
+from needs import needs_cl  # skipped only without an OpenCL platform
 from randprog import generate
 
 pytestmark = pytest.mark.e2e
@@ -34,16 +35,6 @@ N_SEEDS = int(os.environ.get("BBMM_RANDOM_KERNELS", "20"))
 SEED0 = int(os.environ.get("BBMM_RANDOM_SEED0", "0"))
 MAX_REDRAWS = 20
 
-
-def _have_opencl() -> bool:
-    try:
-        import pyopencl as cl
-        return bool(cl.get_platforms())
-    except Exception:
-        return False
-
-
-needs_cl = pytest.mark.skipif(not _have_opencl(), reason="no OpenCL platform (pyopencl sees none)")
 
 _SIZEOF = {"float": 4, "double": 8, "int": 4}
 

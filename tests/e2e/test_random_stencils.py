@@ -24,7 +24,7 @@ import pytest
 
 from bbmm import hostlib
 from bbmm.cli import main
-from test_random_kernels import needs_cl  # skipped only without an OpenCL platform
+from needs import needs_cl  # skipped only without an OpenCL platform
 
 pytestmark = pytest.mark.e2e
 

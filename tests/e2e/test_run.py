@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bbmm.cli import main
+from needs import needs_cl  # skipped only without an OpenCL platform
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "tests" / "kernels"
@@ -18,16 +19,6 @@ POLYBENCH = ROOT / "polybench"
 
 pytestmark = pytest.mark.e2e
 
-
-def _have_opencl() -> bool:
-    try:
-        import pyopencl as cl
-        return bool(cl.get_platforms())
-    except Exception:
-        return False
-
-
-needs_cl = pytest.mark.skipif(not _have_opencl(), reason="no OpenCL platform (pyopencl sees none)")
 
 # (file, params, tight per-device cap that forces box-out with tile 4)
 PROGRAMS = [

@@ -14,6 +14,7 @@ import pytest
 
 from bbmm.cli import main
 from bbmm.profile import ENV, KINDS
+from needs import needs_cl  # skipped only without an OpenCL platform
 
 ROOT = Path(__file__).resolve().parents[2]
 MVT = ROOT / "polybench" / "mvt.c"
@@ -23,16 +24,6 @@ import timeline  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
-
-def _have_opencl() -> bool:
-    try:
-        import pyopencl as cl
-        return bool(cl.get_platforms())
-    except Exception:
-        return False
-
-
-needs_cl = pytest.mark.skipif(not _have_opencl(), reason="no OpenCL platform (pyopencl sees none)")
 
 # mvt with A 256 x 128 floats (128 KiB) on 48 KiB per device: tiles of 16 rows / columns
 MVT_ARGS = ["--param", "m=256", "--param", "n=128", "--tile", "16", "--device-mem", "48KiB",
