@@ -182,7 +182,7 @@ def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
     first, cold-compiling run with 32x8 showed 5-14x differences that were the build.)
     """
     sizes = {1: (256,), 2: (256, 1), 3: (128, 2, 1)}
-    for item in filter(None, (spec or "").replace(" ", "").split(",")):
+    for item in _local_items(spec):
         try:
             shape = tuple(int(f) for f in item.lower().split("x"))
         except ValueError:
@@ -193,9 +193,14 @@ def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
     return sizes
 
 
+def _local_items(spec: str | None) -> list[str]:
+    """The shapes of a ``$BBMM_LOCAL`` spec (``"128x2, 64"`` -> ``["128x2", "64"]``)."""
+    return [item for item in (spec or "").replace(" ", "").split(",") if item]
+
+
 LOCAL_SIZES = local_sizes(os.environ.get("BBMM_LOCAL"))
-_LOCAL_GIVEN = frozenset(item.count("x") + 1 for item in
-                         (os.environ.get("BBMM_LOCAL") or "").replace(" ", "").split(",") if item)
+_LOCAL_GIVEN = frozenset(item.count("x") + 1
+                         for item in _local_items(os.environ.get("BBMM_LOCAL")))
 """NDRange ranks whose work-group shape ``$BBMM_LOCAL`` sets: taken as given."""
 MIN_LOCAL = 32
 """Smallest work-group :func:`spread` makes along dimension 0 (an NVIDIA warp)."""

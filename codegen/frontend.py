@@ -376,8 +376,8 @@ class _Builder:
                 continue
             elif isinstance(it, c_ast.EmptyStatement):
                 continue
-            elif self.temp_target(it) is not None:
-                self.temp_assign(it, sub)
+            elif (assigned := self.temp_target(it)) is not None:
+                self.new_version(*assigned, sub, it)
                 continue
             else:
                 out.append(self.statement(it, sub))
@@ -426,25 +426,13 @@ class _Builder:
         if d.init is not None:
             self.new_version(t, "=", d.init, ctx, d)
 
-    def temp_target(self, node: c_ast.Node) -> _Temp | None:
-        """The temporary a statement assigns (``t = e;``, ``t += e;``, ``t++;``), if any."""
-        if isinstance(node, c_ast.Assignment):
-            lv = node.lvalue
-        elif isinstance(node, c_ast.UnaryOp) and node.op in ("p++", "++", "p--", "--"):
-            lv = node.expr
-        else:
+    def temp_target(self, node: c_ast.Node) -> tuple[_Temp, str, c_ast.Node | None] | None:
+        """``(temporary, op, right-hand side)`` of a statement that assigns a temporary in
+        scope (``t = e;``, ``t += e;``, ``t++;``), else None."""
+        parts = self.assignment(node)
+        if parts is None or not isinstance(parts[1], c_ast.ID) or parts[1].name not in self.temps:
             return None
-        return self.temps.get(lv.name) if isinstance(lv, c_ast.ID) else None
-
-    def temp_assign(self, node: c_ast.Node, ctx: _Ctx) -> None:
-        t = self.temp_target(node)
-        if isinstance(node, c_ast.Assignment):
-            if node.op not in _ASSIGN_OPS:
-                raise self.err(f"assignment operator '{node.op}' not supported", node)
-            op, rhs = node.op, node.rvalue
-        else:
-            op, rhs = ("+=" if "++" in node.op else "-="), None
-        self.new_version(t, op, rhs, ctx, node)
+        return self.temps[parts[1].name], parts[0], parts[2]
 
     def new_version(self, t: _Temp, op: str, rhs: c_ast.Node | None, ctx: _Ctx,
                     node: c_ast.Node) -> None:
@@ -611,16 +599,22 @@ class _Builder:
         raise self.err(f"loop increment must be '{v}++', '++{v}' or '{v} += 1'",
                        nx if nx is not None else node)
 
-    def statement(self, node: c_ast.Node, ctx: _Ctx) -> str:
-        if isinstance(node, c_ast.UnaryOp) and node.op in ("p++", "++", "p--", "--") \
-                and isinstance(node.expr, c_ast.ArrayRef):
-            op, lhs_node, rhs_node = ("+=" if "++" in node.op else "-="), node.expr, None
-        elif isinstance(node, c_ast.Assignment):
+    def assignment(self, node: c_ast.Node) -> tuple[str, c_ast.Node, c_ast.Node | None] | None:
+        """``(op, target, right-hand side)`` of an assignment statement (``x++`` is ``+=``
+        with no right-hand side), else None."""
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("p++", "++", "p--", "--"):
+            return ("+=" if "++" in node.op else "-="), node.expr, None
+        if isinstance(node, c_ast.Assignment):
             if node.op not in _ASSIGN_OPS:
                 raise self.err(f"assignment operator '{node.op}' not supported", node)
-            op, lhs_node, rhs_node = node.op, node.lvalue, node.rvalue
-        else:
+            return node.op, node.lvalue, node.rvalue
+        return None
+
+    def statement(self, node: c_ast.Node, ctx: _Ctx) -> str:
+        parts = self.assignment(node)
+        if parts is None or (parts[2] is None and not isinstance(parts[1], c_ast.ArrayRef)):
             raise self.err(_unsupported(node, self.text), node)
+        op, lhs_node, rhs_node = parts
         self.check_lvalue(lhs_node, ctx)
         name = f"S{len(self.stmts)}"
         tup = f"{name}[{', '.join(ctx.iters)}]"

@@ -464,6 +464,9 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     def temp_lines(st: Statement) -> list[str]:
         return [temp_line(t, t.declare) for t in st.temps]
 
+    def assign(st: Statement) -> str:
+        return f"{ref(st.lhs)} {st.op} {to_c(lower(st.rhs), ref)};"
+
     def emit_group(group: list[tuple[Statement, list[Temp]]]) -> None:
         """Statements side by side under the same guards, each after the assignments of
         scalar temporaries it needs that the ones before it did not (codegen.scop.Temp)."""
@@ -477,16 +480,15 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                 out(temp_line(t, t.name not in declared))
                 declared.add(t.name)
             out(_comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
-            out(f"{ref(st.lhs)} {st.op} {to_c(lower(st.rhs), ref)};")
+            out(assign(st))
         out.level -= 1
         out("}")
 
     def emit(nodes: tuple[Node, ...]) -> None:
-        for group in _temp_groups(nodes):
-            if group:
-                emit_group(group)
+        for n in _temp_groups(nodes):
+            if isinstance(n, list):
+                emit_group(n)
                 continue
-            n = group.node
             if isinstance(n, LoopNode):
                 lp = n.loop
                 out(_comment(f"loop {lp.id}: {lp.text or lp.iterator}"))
@@ -504,7 +506,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                 out("}")
                 continue
             out(_comment(f"{n.name}: {n.text or to_c(n.rhs)}"))
-            body = f"{ref(n.lhs)} {n.op} {to_c(lower(n.rhs), ref)};"
+            body = assign(n)
             if n.guards:
                 out(f"if ({' && '.join(f'({g})' for g in n.guards)})")
                 out("  " + body)
@@ -687,19 +689,9 @@ def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: st
     out("}")
 
 
-class _Single:
-    """A node :func:`_temp_groups` leaves alone (falsy, unlike a group)."""
-
-    def __init__(self, node: Node):
-        self.node = node
-
-    def __bool__(self) -> bool:
-        return False
-
-
 def _temp_groups(nodes: tuple[Node, ...]) -> list:
     """``nodes`` with each run of side-by-side statements that read temporaries and share
-    their guards turned into one group ``[(statement, temps to assign before it)]``: an
+    their guards turned into one group, a list ``[(statement, temps to assign before it)]``: an
     assignment several of them replay is emitted once, before the first that needs it.
 
     Safe because such statements have one domain (same loops, same guards) and the front
@@ -731,7 +723,7 @@ def _temp_groups(nodes: tuple[Node, ...]) -> list:
         if isinstance(n, Statement) and n.temps:
             run.append(n)
         else:
-            out.append(_Single(n))
+            out.append(n)
     if run:
         flush()
     return out
