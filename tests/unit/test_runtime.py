@@ -243,3 +243,57 @@ def test_bad_fuse_slack_is_a_usage_error(monkeypatch):
         Runtime(make(1), {"A": np.zeros(4)})
     with pytest.raises(UsageError, match=r"fuse slack must lie in \[0, 1\), got 1.5"):
         Runtime(make(1), {"A": np.zeros(4)}, fuse=1.5)
+
+
+def _column_after_rows(n: int, rows: int):
+    """mvt's two products on one device: row tiles of A (the first product), then a column
+    tile (the second); returns the runtime and the column tile's pieces and slots."""
+    from bbmm.box import Box
+    from bbmm.runtime import Tile
+    from drivers import gather
+    A = np.arange(n * n, dtype=np.float32).reshape(n, n)
+    rt = Runtime(make(1), {"A": A.copy()}, verify=True)
+    for r in range(0, n, rows):
+        rt.run_phase([Tile(0, {"A": [Box((r, 0), (r + rows - 1, n - 1))]}, lambda d, tb: None)],
+                     serial=(0, r))
+    seen = {}
+    col = Box((0, 2), (n - 1, 5))
+
+    def k(d, tb):
+        seen["pieces"] = [p for p, _ in tb.pieces["A"]]
+        seen["access"] = list(tb.access["A"])
+        seen["values"] = gather(d, tb, "A", col, np.float32)
+    rt.run_phase([Tile(0, {"A": [col]}, k)], serial=1)
+    rt.finish()
+    np.testing.assert_array_equal(seen["values"], A[:, 2:6])
+    return rt, seen, col
+
+
+def test_column_box_over_resident_rows_is_one_piece():
+    """The second product's column box of A crosses the row boxes the first left resident:
+    covering it with them would split its access (a per-element search of the pieces in
+    the kernel), so it becomes one new box, the resident rows copied device to device."""
+    rt, seen, col = _column_after_rows(16, 4)
+    assert seen["pieces"] == [col] and seen["access"] == [0]
+    assert rt.stats.split_accesses == 0
+    d = rt.stats.devices[0]
+    assert d.d2d_bytes > 0                                     # the resident rows' part
+    assert d.h2d_bytes < 16 * 16 * 4 + 16 * 4 * 4              # not all of the column again
+
+
+def test_resident_rows_stay_when_no_access_splits():
+    """Floyd's shape: a tile's rows resident and row k + 1 next to them. Each access lies
+    in one piece, so the rows stay where they are and only the new row is allocated."""
+    from bbmm.box import Box
+    from bbmm.runtime import Tile
+    n = 8
+    rt = Runtime(make(1), {"A": np.zeros((n, n), np.float32)}, verify=True)
+    rows, row = Box((0, 0), (3, n - 1)), Box((4, 0), (4, n - 1))
+    rt.run_phase([Tile(0, {"A": [rows]}, lambda d, tb: None)], serial=0)
+    got = {}
+    rt.run_phase([Tile(0, {"A": [rows, row]}, lambda d, tb: got.update(
+        pieces=[p for p, _ in tb.pieces["A"]], access=list(tb.access["A"])))], serial=1)
+    rt.finish()
+    assert sorted(got["pieces"], key=lambda b: b.lo) == [rows, row]
+    assert -1 not in got["access"] and rt.stats.split_accesses == 0
+    assert rt.stats.devices[0].d2d_bytes == 0
