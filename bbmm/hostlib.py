@@ -47,6 +47,44 @@ UNROLL = os.environ.get("BBMM_UNROLL", "1") != "0"
 """Innermost loops inside a work-item are unrolled 8 times (``$BBMM_UNROLL=0``: not)."""
 
 
+def _stage(spec: str | None) -> tuple[int, int] | None:
+    """``$BBMM_STAGE``: ``0`` turns staged kernels off, ``GxC`` fixes their shape (G rows
+    of BBMM_SL work-items, C trips per chunk) on every device, unset or ``auto`` stages
+    on GPUs only, in a shape picked per launch."""
+    if spec is None or spec.strip().lower() in ("", "auto"):
+        return (0, 0)
+    if spec.strip() == "0":
+        return None
+    try:
+        g, c = (int(x) for x in spec.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"BBMM_STAGE: {spec!r} is not 0, auto or GxC (16x128)") from None
+    if not (1 <= g <= 64 and 1 <= c <= 1024):
+        raise ValueError(f"BBMM_STAGE: {spec!r}: G must lie in 1..64 and C in 1..1024")
+    return g, c
+
+
+STAGE = _stage(os.environ.get("BBMM_STAGE"))
+"""Shape of staged kernels (:attr:`codegen.opencl.KernelSource.staged`): None = off,
+(0, 0) = on GPUs, chosen per launch by :func:`stage_shape`."""
+STAGE_LANES = 32
+"""Band points per work-group of a staged kernel (``BBMM_SL``: an NVIDIA warp)."""
+
+
+def stage_shape(extent: int, units: int, max_group: int) -> tuple[int, int]:
+    """(G, C) of a staged launch over ``extent`` band points: 16 rows of work-items
+    staging chunks of 128 trips, 32 rows where the launch has fewer groups than twice
+    the device's ``units`` (mvt's 2048 columns on 132 multiprocessors), never more than
+    the device allows in one group (on one H200, 32x4 and 16x8 loads per work-item were
+    the fastest: docs/performance.md)."""
+    if STAGE and STAGE != (0, 0):
+        g, c = STAGE
+    else:
+        groups = -(-extent // STAGE_LANES)
+        g, c = (32 if units and groups < 2 * units else 16), 128
+    return max(1, min(g, max_group // STAGE_LANES)), c
+
+
 def parse_points(spec: str) -> list[tuple[int, int]]:
     """``"2x1,2x4"`` -> ``[(2, 1), (2, 4)]``: points per work-item as
     (:data:`COARSEN`, :data:`COARSEN1`) pairs, for benchmarks that compare them."""
@@ -71,6 +109,19 @@ def points_per_work_item(co: tuple[int, int]) -> Iterator[None]:
         yield
     finally:
         COARSEN, COARSEN1 = saved
+
+
+@contextlib.contextmanager
+def staging(shape: tuple[int, int] | None) -> Iterator[None]:
+    """Inside the block, staged kernels take ``shape`` = (G, C) on every device (None:
+    not staged), as ``$BBMM_STAGE=GxC`` would (kernels are cached per shape)."""
+    global STAGE
+    saved = STAGE
+    STAGE = shape
+    try:
+        yield
+    finally:
+        STAGE = saved
 
 
 def device_of(t: int, ntiles: int, ndev: int) -> int:
@@ -102,7 +153,7 @@ def scalars(values: Sequence[Any]) -> list[Any]:
 def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
            grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
            arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None = None,
-           coarsen: bool = False) -> Any:
+           coarsen: bool = False, staged: bool = False) -> Any:
     """Launch one tile's kernel.
 
     ``scalars`` are the leading arguments (parameters, host iterators, lb, ub);
@@ -111,19 +162,30 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     band loop mapped to OpenCL dimension ``c``; ``arrays`` are ``(name, slots, ndim)``
     in kernel argument order. With ``coarsen`` (the kernel takes ``BBMM_CO``) each
     work-item runs :data:`COARSEN` points of OpenCL dimension 0 and, for a band of two or
-    more loops, :data:`COARSEN1` of dimension 1.
+    more loops, :data:`COARSEN1` of dimension 1. With ``staged`` (the kernel takes
+    ``BBMM_SG``) and :data:`STAGE` not off, it runs as work-groups of
+    :data:`STAGE_LANES` x G work-items (:func:`stage_shape`).
     """
     co = (COARSEN, COARSEN1 if len(grid) > 1 else 1) if coarsen and grid else (1, 1)
-    key = (id(dev), name, source, co)
+    extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
+    stage = None
+    if staged and STAGE is not None and len(extent) == 1 and (
+            STAGE != (0, 0) or getattr(dev, "is_gpu", False)):
+        stage = stage_shape(extent[0], getattr(dev, "compute_units", 0),
+                            getattr(dev, "max_group", 256))
+    key = (id(dev), name, source, co, stage)
     prep = tb.launches.get(key)
     if prep is None:
-        prep = tb.launches[key] = _prepare(dev, tb, source, name, arrays, co)
+        prep = tb.launches[key] = _prepare(dev, tb, source, name, arrays, co, stage)
     knl, array_args = prep
     args = list(scalars) + [np.int32(lo) for lo, _ in grid]
     args += array_args
     if not grid:
         return dev.launch(knl, (1,), None, args)
-    extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
+    if stage:
+        lanes = STAGE_LANES
+        return dev.launch(knl, (-(-extent[0] // lanes) * lanes, stage[0]), (lanes, stage[0]),
+                          args)
     per = co + (1,) * (len(extent) - 2)  # points per work-item along each OpenCL dimension
     if local is None:
         local = LOCAL_SIZES[len(extent)]
@@ -138,8 +200,8 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
 
 
 def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
-             arrays: Sequence[tuple[str, int, int]], co: tuple[int, int] = (1, 1)
-             ) -> tuple[Any, list[Any]]:
+             arrays: Sequence[tuple[str, int, int]], co: tuple[int, int] = (1, 1),
+             stage: tuple[int, int] | None = None) -> tuple[Any, list[Any]]:
     """The kernel object and the array arguments of one tile's launch on ``dev``."""
     args: list[Any] = []
     sels = []
@@ -153,10 +215,13 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
             small = small and c.fits_int()
     # one kernel object per (kernel, slot of every access, index width) and device
     cache = dev.__dict__.setdefault("_bbmm_kernels", {})
-    key = (source, name, tuple(sels), small, co, RESTRICT, UNROLL)
+    key = (source, name, tuple(sels), small, co, RESTRICT, UNROLL, stage)
     knl = cache.get(key)
     if knl is None:
         opts = [f"-DBBMM_CO={co[0]}"] if co[0] > 1 else []
+        if stage:
+            opts += [f"-DBBMM_SG={stage[0]}", f"-DBBMM_SC={stage[1]}",
+                     f"-DBBMM_SL={STAGE_LANES}"]
         opts += [f"-DBBMM_CO1={co[1]}"] if co[1] > 1 else []
         opts += [] if RESTRICT else ["-DBBMM_RESTRICT="]
         opts += [] if UNROLL else ["-DBBMM_UNROLL=0"]

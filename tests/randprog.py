@@ -25,6 +25,10 @@ outer loop when that is provably true by construction (each written array is wri
 one subscript tuple that has the outer iterator alone in some dimension, and read in the
 nest only at that same tuple).
 
+A third stream adds, to some programs, a nest in mvt's shape over arrays of its own
+(``X[i] += R[j][i] * Y[j]``, a row or a column of R per ``X[i]``): the shape whose inner
+loop a GPU stages in local memory (``codegen/opencl.py``).
+
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
 from __future__ import annotations
@@ -92,6 +96,7 @@ class _Gen:
         self.seed = seed
         self.r = random.Random(seed)
         self.rt = random.Random(seed * 7919 + 17)   # temporaries: apart from the rest
+        self.rs = random.Random(seed * 104729 + 5)  # reduction nests: apart again
         self.n_temps = 0
 
     # ---------------------------------------------------------------- accesses
@@ -321,6 +326,8 @@ class _Gen:
             if self._pragma_safe(nest, reads, writes, "i") and r.random() < 0.5:
                 nest.insert(0, "#pragma omp parallel for")
             lines += nest
+        if self.rs.random() < 0.3:
+            lines += self.reduction(ind)
         if outer != "none":
             lines.append("  }")
         sig = [f"int {p}" for p in params]
@@ -331,6 +338,29 @@ class _Gen:
         name = f"rk{self.seed}"
         text = f"void {name}({', '.join(sig)}) {{\n" + "\n".join(lines) + "\n}\n"
         return Program(self.seed, name, text, params, [a.name for a in self.arrays])
+
+    def reduction(self, ind: str) -> list[str]:
+        """A nest in mvt's shape over arrays of its own (R, X, Y): each ``X[i]`` folds a
+        row or a column of R, the inner loop's bounds free of ``i`` (a GPU stages it)."""
+        r = self.rs
+        ci, cj = r.choice(self.classes), r.choice(self.classes)
+        col = r.random() < 0.5
+        ct = r.choice(["float", "double"])
+        self.arrays += [Array("R", ct, [Dim(cj, 0), Dim(ci, 0)] if col else
+                              [Dim(ci, 0), Dim(cj, 0)]),
+                        Array("X", ct, [Dim(ci, 0)]), Array("Y", ct, [Dim(cj, 0)])]
+        li, ai = r.choice([0, 1]), r.choice([0, 1])
+        lj, aj = r.choice([0, 0, 2]), r.choice([0, 0, 1])
+        hi = (lambda c, a: c if a == 0 else f"{c} - {a}")
+        rr = "R[j][i]" if col else "R[i][j]"
+        body = r.choice([[f"X[i] = X[i] + {rr} * Y[j];"], [f"X[i] += 0.5f * {rr};"],
+                         [f"X[i] = X[i] > {rr} ? X[i] : {rr};"],
+                         [f"X[i] = 0.5f * X[i] + {rr};", "X[i] = X[i] * 0.75f + Y[j];"]])
+        out = [f"{ind}for (int i = {li}; i < {hi(ci, ai)}; i++)",
+               f"{ind}  for (int j = {lj}; j < {hi(cj, aj)}; j++)" + (" {" if len(body) > 1
+                                                                       else "")]
+        out += [f"{ind}    {b}" for b in body]
+        return out + ([f"{ind}  }}"] if len(body) > 1 else [])
 
     @staticmethod
     def _pragma_safe(nest: list[str], reads: list, writes: list, outer: str) -> bool:

@@ -243,16 +243,19 @@ def fetch(queue, pieces, like):
 
 
 def run_case(cl_env, scop, nest, params, host_iters, tile, *, split, split_all=False,
-             floats=None, seed=0, co=1):
+             floats=None, seed=0, co=1, stage=None):
     """Run one nest instance on the device and compare with the reference; ``co`` points
-    per work-item where the kernel takes BBMM_CO."""
+    per work-item where the kernel takes BBMM_CO; ``stage`` = (BBMM_SL, BBMM_SG, BBMM_SC)
+    where the kernel is staged (work-groups of SL x SG, NDRange dimension 1 = SG)."""
     ctx, queue, cache = cl_env
-    key = (scop.function, nest.id, split_all, co)
+    key = (scop.function, nest.id, split_all, co, stage)
     if key not in cache:
         ks = generate_kernel(scop, plan(scop), nest, {a.name: SLOTS for a in scop.arrays},
                              split_all=split_all)
         co0, co1 = co if isinstance(co, tuple) else (co, 1)
         opts = f"-DBBMM_CO={co0} -DBBMM_CO1={co1}"
+        if stage and ks.staged:
+            opts += " -DBBMM_SL={} -DBBMM_SG={} -DBBMM_SC={}".format(*stage)
         cache[key] = ks, getattr(cl.Program(ctx, ks.source).build(options=opts), ks.name)
     ks, kernel = cache[key]
     rng = np.random.default_rng(seed)
@@ -288,7 +291,11 @@ def run_case(cl_env, scop, nest, params, host_iters, tile, *, split, split_all=F
         tb.access[name] = [0 if (split_all or not split) else -1] * len(ids)
         args += kernel_args(tb, name, SLOTS, arr.ndim)
     assert len(args) == len(ks.arg_names)
-    kernel(queue, global_size, None, *args)
+    local_size = None
+    if stage and ks.staged:
+        sl, sg, _ = stage
+        global_size, local_size = (-(-global_size[0] // sl) * sl, sg), (sl, sg)
+    kernel(queue, global_size, local_size, *args)
     queue.finish()
     want = {k: v.copy() for k, v in data.items()}
     reference(scop, nest, env, *(tile or (0, 0)), want)
@@ -319,6 +326,8 @@ CASES = {
     "prefix_sum": ({"n": 9}, {}, {0: ({"i": 4}, None)}),
     "strips": ({"n": 15}, {}, {0: ({}, (3, 10))}),
     "promote": ({"n": 11}, {}, {0: ({}, (0, 6))}),
+    "staged": ({"m": 13, "n": 10}, {}, {0: ({}, (1, 8)), 1: ({}, (2, 12)), 2: ({}, (0, 9)),
+                                       3: ({}, (3, 9)), 4: ({}, (0, 9))}),
     "temps": ({"tsteps": 2, "n": 9}, {"alpha": 0.75},
               {0: ({"t": 1}, (2, 6)), 1: ({"t": 0}, (1, 5)), 2: ({"t": 1}, (3, 8))}),
 }
@@ -516,3 +525,39 @@ def test_generated_names_avoid_user_names():
 # }}}
 
 # vim: foldmethod=marker
+
+
+STAGED = ["staged", "promote", "floyd", "triangular", "matmul"]
+
+
+@pytest.mark.parametrize("stage", [(4, 2, 3), (8, 3, 16), (32, 4, 128)],
+                         ids=["4x2x3", "8x3x16", "32x4x128"])
+@pytest.mark.parametrize("variant", ["whole", "split", "split_all"])
+@pytest.mark.parametrize("name", STAGED)
+def test_staged_nest_matches_reference(cl_env, name, variant, stage):
+    """Staged kernels (-DBBMM_SG) against the reference: chunks of the inner loop that do
+    not divide its trip count, band points of a group outside the tile, split pieces.
+    Kernels that cannot be staged ignore the option (each name's nests, staged or not)."""
+    scop = scop_of(name)
+    params, floats, nests = CASES[name]
+    for nest in plan(scop).nests:
+        host, tile = nests[nest.id]
+        run_case(cl_env, scop, nest, params, host, tile, split=variant != "whole",
+                 split_all=variant == "split_all", floats=floats, seed=nest.id, stage=stage)
+
+
+def test_which_nests_are_staged():
+    """A 1-D band whose body is one inner loop with bounds free of the band iterator,
+    unguarded statements and a read of a read-only array moving with both iterators."""
+    def staged(name):
+        scop = scop_of(name) if name != "adi" else \
+            parse_file(KERNELS.parent.parent / "polybench" / "adi.c")
+        p = plan(scop)
+        return [generate_kernel(scop, p, n, {a.name: SLOTS for a in scop.arrays}).staged
+                for n in p.nests]
+    assert staged("staged") == [True, True, False, True, True]  # z[i][j] moves with j
+    assert staged("adi") == [False] * 6      # X[i][j] after X[i][j-1]: global chains
+    assert staged("promote") == [False]      # four loops in the band's body
+    assert staged("floyd") == [False]        # a 2-D band
+    assert staged("triangular") == [False]   # j's bounds depend on i
+    assert staged("matmul") == [False]

@@ -3,7 +3,8 @@
 For each seed, ``tests/randprog.py`` draws a random valid program in the accepted subset;
 ``bbmm run --check`` then runs it on 1-4 logical devices with random options (4-7 time
 steps half the time, so that steps repeat and are replayed; points per work-item
-2x1, 1x3 or 3x4, so strips of rows slide register windows; tile,
+2x1, 1x3 or 3x4, so strips of rows slide register windows; inner loops staged in local
+memory in three shapes half the time; tile,
 a tight ``--device-mem`` forcing box-out, ``--mode convex``, ``--no-reuse``,
 ``--coherence block``) and compares every array with the sequential C program.
 
@@ -134,9 +135,12 @@ def check_seed(seed: int, tmp_path: Path) -> None:
             "--json", str(out)]
     # points per work-item: the default (1 x 8 rows) or other shapes (bbmm.hostlib)
     co = rng.choice([(1, 8), (1, 8), (2, 1), (1, 3), (3, 4)])
-    with hostlib.points_per_work_item(co):
+    # kernels whose inner loop can be staged: half the time staged, as on a GPU
+    stage = rng.choice([None, (2, 3), (1, 1), (4, 16)])
+    with hostlib.points_per_work_item(co), hostlib.staging(stage):
         rc, err, tb = _call(argv)
-    env = f"BBMM_COARSEN={co[0]} BBMM_COARSEN1={co[1]} "
+    env = f"BBMM_COARSEN={co[0]} BBMM_COARSEN1={co[1]} " + \
+        (f"BBMM_STAGE={stage[0]}x{stage[1]} " if stage else "")
     assert tb is None, _report(prog, path, argv, f"traceback:\n{tb}", env)
     if rc != 0 and tight and "cannot allocate" in err and "raise --device-mem" in err:
         return  # the cap is below one tile's boxes: an acceptable refusal

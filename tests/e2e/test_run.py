@@ -45,7 +45,9 @@ PROGRAMS = [
     (KERNELS / "scratch.c", ["tsteps=3", "n=14"], "2KiB"),
     (KERNELS / "temps.c", ["tsteps=3", "n=14"], "3KiB"),
     (KERNELS / "promote.c", ["n=15"], "2KiB"),
+    (KERNELS / "staged.c", ["m=21", "n=14"], "2KiB"),
 ]
+STAGED = [p for p in PROGRAMS if p[0].stem in ("mvt", "adi", "staged")]
 
 
 def run(path, params, *extra, json_path=None):
@@ -67,6 +69,21 @@ def test_run_check(path, params, cap, ndev, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["check"] == "pass" and doc["devices"] == ndev
     assert len(doc["per_device"]) == ndev
+
+
+@needs_cl
+@pytest.mark.parametrize("path,params,cap", STAGED, ids=[p[0].stem for p in STAGED])
+@pytest.mark.parametrize("shape", [(2, 3), (3, 32)], ids=["2x3", "3x32"])
+@pytest.mark.parametrize("ndev,tight", [(1, False), (2, True), (3, False)])
+def test_run_check_staged(path, params, cap, shape, ndev, tight, tmp_path):
+    """Inner loops staged in local memory (a GPU's default; $BBMM_STAGE=GxC everywhere),
+    in and out of memory."""
+    from bbmm import hostlib
+    out = tmp_path / "r.json"
+    extra = ["--tile", 4, "--device-mem", cap] if tight else []
+    with hostlib.staging(shape):
+        assert run(path, params, "--devices", ndev, *extra, json_path=out) == 0
+    assert json.loads(out.read_text())["check"] == "pass"
 
 
 @needs_cl
