@@ -136,6 +136,150 @@ __kernel void vec4(__global float *B, __global const float * restrict A, const i
 """
 
 
+COLUMN = r"""
+#pragma OPENCL FP_CONTRACT OFF
+/* mvt's second product on one tile: x[i] += A[j][i] y[j], j < R in order, i < W (A is
+ * R x W, row pitch W).  Every variant adds in the source's order (bit-identical). */
+__kernel void col_mem(__global float *x, __global const float * restrict A,
+                      __global const float * restrict y, const int R, const int W)
+{
+    const int i = get_global_id(0);
+    if (i >= W) return;
+#pragma unroll 8
+    for (int j = 0; j < R; j++)
+        x[i] = x[i] + A[(size_t)j * W + i] * y[j];
+}
+
+__kernel void col_reg(__global float *x, __global const float * restrict A,
+                      __global const float * restrict y, const int R, const int W)
+{
+    const int i = get_global_id(0);
+    if (i >= W) return;
+    float acc = x[i];
+#pragma unroll 8
+    for (int j = 0; j < R; j++)
+        acc = acc + A[(size_t)j * W + i] * y[j];
+    x[i] = acc;
+}
+
+/* U loads issued before their U additions */
+__kernel void col_pf(__global float *x, __global const float * restrict A,
+                     __global const float * restrict y, const int R, const int W)
+{
+    const int i = get_global_id(0);
+    if (i >= W) return;
+    float acc = x[i];
+    int j = 0;
+    for (; j + U <= R; j += U) {
+        float a[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) a[u] = A[(size_t)(j + u) * W + i] * y[j + u];
+#pragma unroll
+        for (int u = 0; u < U; u++) acc = acc + a[u];
+    }
+    for (; j < R; j++)
+        acc = acc + A[(size_t)j * W + i] * y[j];
+    x[i] = acc;
+}
+
+/* a work-group of 32 x G work-items owns 32 columns: all G warps stage K x G rows of
+ * products in local memory, then warp 0 adds them in order */
+__kernel void col_lds(__global float *x, __global const float * restrict A,
+                      __global const float * restrict y, const int R, const int W)
+{
+    __local float st[G * K][32];
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    const int i = get_group_id(0) * 32 + lx;
+    const bool in = i < W;
+    float acc = (ly == 0 && in) ? x[i] : 0.0f;
+    for (int j0 = 0; j0 < R; j0 += G * K) {
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const int r = ly + G * k, j = j0 + r;
+            st[r][lx] = (in && j < R) ? A[(size_t)j * W + i] * y[j] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (ly == 0) {
+            const int n = min(G * K, R - j0);
+            for (int r = 0; r < n; r++) acc = acc + st[r][lx];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (ly == 0 && in) x[i] = acc;
+}
+"""
+
+
+def bench_column(dev, rows: int, widths: list[int], repeat: int,
+                 after_copy: bool = True) -> list[dict]:
+    """mvt's column product x[i] += A[j][i] y[j] on an R x W tile, several kernel shapes,
+    each checked bit for bit against ``col_reg`` (the source's order of additions)."""
+    ctx = dev.context
+    q = cl.CommandQueue(ctx, dev.cl_device,
+                        properties=cl.command_queue_properties.PROFILING_ENABLE)
+    rng = np.random.default_rng(0)
+    rows_out: list[dict] = []
+    mf = cl.mem_flags
+    for W in widths:
+        host = rng.random((rows, W), dtype=np.float32)
+        yh = rng.random(rows, dtype=np.float32)
+        A = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host)
+        y = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=yh)
+        x = cl.Buffer(ctx, mf.READ_WRITE, 4 * W)
+        R32, W32 = np.int32(rows), np.int32(W)
+        variants = []
+        base = cl.Program(ctx, COLUMN).build(options="-DU=8 -DG=8 -DK=8")
+        for ls in (32, 64, 256):
+            g = -(-W // ls) * ls
+            variants.append((f"mem l{ls}", cl.Kernel(base, "col_mem"), (g,), (ls,)))
+            variants.append((f"reg l{ls}", cl.Kernel(base, "col_reg"), (g,), (ls,)))
+            variants.append((f"bbmm l{ls}", _generated_mvt1(ctx, A, x, y, rows, W), (g,), (ls,)))
+        variants.append(("bbmm long l32", _generated_mvt1(ctx, A, x, y, rows, W, idx="long"),
+                         (-(-W // 32) * 32,), (32,)))
+        for U in (16, 32):
+            pf = cl.Program(ctx, COLUMN).build(options=f"-DU={U} -DG=8 -DK=8")
+            variants.append((f"pf{U} l32", pf.col_pf, (-(-W // 32) * 32,), (32,)))
+        for G, K in ((4, 8), (8, 8), (8, 16), (16, 8), (32, 4)):
+            pl = cl.Program(ctx, COLUMN).build(options=f"-DU=8 -DG={G} -DK={K}")
+            variants.append((f"lds {G}x{K}", pl.col_lds, (-(-W // 32) * 32, G), (32, G)))
+        ref = out = None
+        zero = np.zeros(W, np.float32)
+        if after_copy:
+            from bbmm.devices.opencl import pinned_empty
+            pinned = pinned_empty(ctx, host.shape, np.float32)
+            pinned[...] = host
+        def run(k, gs, ls):
+            if isinstance(k, cl.Kernel):
+                return k(q, gs, ls, x, A, y, R32, W32)
+            return cl.enqueue_nd_range_kernel(q, k(), gs, ls)  # bbmm's: arguments set
+
+        for name, k, gs, ls in variants:
+            cl.enqueue_copy(q, x, zero).wait()
+            run(k, gs, ls).wait()
+            out = np.empty(W, np.float32)
+            cl.enqueue_copy(q, out, x).wait()
+            if ref is None:
+                ref = out
+            same = bool(np.array_equal(out, ref))
+            ms = _median_ms(q, lambda: run(k, gs, ls), repeat)
+            rows_out.append({"W": W, "variant": name, "ms": ms,
+                             "GB/s": host.nbytes / ms / 1e6, "same": same})
+            if after_copy and name in ("bbmm l32", "lds 32x4"):
+                # the kernel right after a host-to-device copy of the tile (as under box-in)
+                times = []
+                for _ in range(repeat):
+                    cl.enqueue_copy(q, A, pinned)
+                    evt = run(k, gs, ls)
+                    evt.wait()
+                    times.append((evt.profile.end - evt.profile.start) * 1e-6)
+                ms = statistics.median(times)
+                rows_out.append({"W": W, "variant": name + " after h2d", "ms": ms,
+                                 "GB/s": host.nbytes / ms / 1e6, "same": same})
+        for b in (A, x, y):
+            b.release()
+    return rows_out
+
+
 def _median_ms(queue, fn, repeat: int) -> float:
     fn().wait()  # warm: the first launch may build or page in
     times = []
@@ -244,6 +388,34 @@ def _generated_heat2d(prog, ctx, A, B, n: int, co: tuple[int, int]):
     m = n - 2
     gsize = (-(-m // (256 * co[0])) * 256, -(-m // co[1]))
     return lambda q: cl.enqueue_nd_range_kernel(q, knl, gsize, (256, 1))
+
+
+def _generated_mvt1(ctx, A, x, y, rows: int, W: int, idx: str = "int"):
+    """bbmm's own kernel for mvt's second product (polybench/mvt.c, nest 1) on one tile of
+    ``rows`` x ``W`` (m = rows, n = W), built as the runtime builds it (slots known,
+    32-bit offsets), its arguments set; returns ``() -> kernel``."""
+    from bbmm.box import Box
+    from bbmm.buffers import Copy
+    from bbmm.devices.base import Allocation
+    from bbmm.hostlib import UNROLL
+    from bbmm.runtime import TileBuffers, kernel_args
+    from codegen.compile import compile_program
+
+    prog = compile_program(os.path.join(_ROOT, "polybench", "mvt.c"))
+    ks = prog.nests[1].kernel
+    tb = TileBuffers()
+    for name, buf, box in (("A", A, Box.from_shape((rows, W))), ("x2", x, Box.from_shape((W,))),
+                           ("y2", y, Box.from_shape((rows,)))):
+        tb.pieces[name] = [(box, Copy(name, box, None, Allocation(buf, 0, 4 * box.volume), 4))]
+    opts = ([f"-DBBMM_IDX={idx}"] if idx == "int" else []) + ([] if UNROLL else ["-DBBMM_UNROLL=0"])
+    args = [np.int32(rows), np.int32(W), np.int32(0), np.int32(W - 1), np.int32(0)]
+    for name, ids in zip(ks.arrays, ks.access_ids):
+        tb.access[name] = [0] * len(ids)
+        opts += [f"-D{name}_SEL{k}_IS=0" for k in ids]
+        args += kernel_args(tb, name, prog.slots[name], len(tb.pieces[name][0][0].lo))
+    knl = getattr(cl.Program(ctx, ks.source).build(options=" ".join(opts)), ks.name)
+    knl.set_args(*args)
+    return lambda: knl
 
 
 def bench_launch(dev, launches: int) -> list[dict]:
@@ -406,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--parts", default="stencil,launch,rect,hop",
-                   help="comma-separated: stencil, launch, rect, hop")
+                   help="comma-separated: stencil, launch, rect, hop, column")
     p.add_argument("--n", type=int, default=12288, help="stencil array side (multiple of 4)")
     p.add_argument("--strips", default="4,8,16,32", help="rows per work-item to try")
     p.add_argument("--generated", default="1x1,2x1,2x4,1x8", metavar="CxR[,CxR...]",
@@ -420,11 +592,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cols", type=int, default=16384, help="rect: host array columns")
     p.add_argument("--widths", default="16,256,2048,8192,16384",
                    help="rect: column block widths in floats")
+    p.add_argument("--col-rows", type=int, default=81920, help="column: tile rows")
+    p.add_argument("--col-widths", default="2048,4096",
+                   help="column: tile widths (columns = work-items)")
     p.add_argument("--platform", default=None)
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
     parts = set(filter(None, args.parts.split(",")))
-    unknown = parts - {"stencil", "launch", "rect", "hop"}
+    unknown = parts - {"stencil", "launch", "rect", "hop", "column"}
     if unknown:
         p.error(f"--parts: unknown {sorted(unknown)}")
     devs = make_devices(2 if "hop" in parts else 1, platform=args.platform)
@@ -456,6 +631,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n# rectangular host-device copies, {args.rows} rows of a {args.rows} x "
               f"{args.cols} float array (median of {max(1, args.repeat // 4)})")
         print(_table(report["rect"]))
+    if "column" in parts:
+        try:
+            cw = [int(w) for w in args.col_widths.split(",") if w]
+        except ValueError:
+            p.error(f"--col-widths: {args.col_widths!r} is not a list of integers")
+        report["column"] = bench_column(devs[0], args.col_rows, cw, max(1, args.repeat // 4))
+        print(f"\n# column product x[i] += A[j][i] y[j], {args.col_rows} rows, kernel ms "
+              f"(median of {max(1, args.repeat // 4)}); same: bit-identical to the first")
+        print(_table(report["column"]))
     if "hop" in parts:
         if len(devs) < 2:
             print("\n# hop: needs 2 devices in one context; skipped")
