@@ -288,6 +288,14 @@ class _Emitter:
     def __call__(self, line: str = "") -> None:
         self.lines.append("  " * self.level + line if line else "")
 
+    def directive(self, text: str) -> None:
+        """Preprocessor lines, unindented whatever the level."""
+        self.lines.extend(text.split("\n"))
+
+
+_UNROLL8 = "#if BBMM_UNROLL\n#pragma unroll 8\n#endif"
+"""Before a loop a work-item walks alone: its loads are in flight together."""
+
 
 def _comment(text: str) -> str:
     return "/* " + " ".join(text.replace("*/", "* /").split()) + " */"
@@ -443,9 +451,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                            + [f"{x} < {lp.lower}", f"{x} > {lp.upper}"])
 
     if stage:
-        out.level, lvl = 0, out.level
-        out("#if !BBMM_SG  /* not staged: a work-item per band point */")
-        out.level = lvl
+        out.directive("#if !BBMM_SG  /* not staged: a work-item per band point */")
     inner_test = outer_test = ""
     for d, lp in enumerate(band):
         out(_comment(f"band loop {d} '{lp.iterator}' (loop {lp.id}): OpenCL dimension "
@@ -472,9 +478,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     if not nb:
         out("/* empty band: the nest runs as a single work-item */")
     if stage:
-        out.level, lvl = 0, out.level
-        out("#endif")
-        out.level = lvl
+        out.directive("#endif")
 
     def ref(r: ArrayRef) -> str:
         return f"{r.array}_REF({r.array}_sel{r.access}_v, {', '.join(str(x) for x in r.index)})"
@@ -517,9 +521,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                 if not any(isinstance(c, LoopNode) for c in n.children):
                     # a work-item walks it alone (mvt's column): unrolled, its loads
                     # are in flight together instead of one after the other
-                    out.level, lvl = 0, out.level
-                    out("#if BBMM_UNROLL\n#pragma unroll 8\n#endif")
-                    out.level = lvl
+                    out.directive(_UNROLL8)
                 out(f"for (int {lp.iterator} = {lp.lower}; {lp.iterator} <= {lp.upper}; "
                     f"{lp.iterator}++) {{")
                 out.level += 1
@@ -538,12 +540,9 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     # the host may build this kernel with each access's slot known (-DA_SEL<id>_IS=s):
     # then every access compiles to one direct load (the paper's common unsplit case)
     sel_names = [(a.name, k) for a, ids in zip(arrays, access_ids) for k in ids]
-    lvl = out.level
-    out.level = 0
     for an, k in sel_names:
-        out(f"#ifdef {an}_SEL{k}_IS\n#define {an}_sel{k}_v ({an}_SEL{k}_IS)\n#else\n"
-            f"#define {an}_sel{k}_v {an}_sel{k}\n#endif")
-    out.level = lvl
+        out.directive(f"#ifdef {an}_SEL{k}_IS\n#define {an}_sel{k}_v ({an}_SEL{k}_IS)\n#else\n"
+                      f"#define {an}_sel{k}_v {an}_sel{k}\n#endif")
     if coarsen:
         st = body[0]
         it = band[-1].iterator
@@ -616,17 +615,11 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             each_point(load)
         each_point(f"{ref(st.lhs)} = {v}{index};")
     elif stage:
-        out.level, lvl = 0, out.level
-        out("#if BBMM_SG")
-        out.level = lvl
+        out.directive("#if BBMM_SG")
         _emit_staged(out, scop, stage, lower, ref, fresh, gs[0], band[0].iterator, outside)
-        out.level, lvl = 0, out.level
-        out("#else")
-        out.level = lvl
+        out.directive("#else")
         emit(body)
-        out.level, lvl = 0, out.level
-        out("#endif")
-        out.level = lvl
+        out.directive("#endif")
     else:
         emit(body)
     out.level = 0
@@ -851,9 +844,7 @@ def _emit_staged(out: _Emitter, scop: Scop, stage: _Stage, lower, ref, fresh, g0
     out(f"if ({own}) {{")
     out.level += 1
     out(f"const int {nrow} = min(BBMM_SC, {lp.upper} - {jc} + 1);")
-    out.level, lvl = 0, out.level
-    out("#if BBMM_UNROLL\n#pragma unroll 8\n#endif")
-    out.level = lvl
+    out.directive(_UNROLL8)
     out(f"for (int {rw} = 0; {rw} < {nrow}; {rw}++) {{")
     out.level += 1
     out(f"const int {jt} = {jc} + {rw};")

@@ -234,7 +234,7 @@ def bench_column(dev, rows: int, widths: list[int], repeat: int,
             variants.append((f"mem l{ls}", cl.Kernel(base, "col_mem"), (g,), (ls,)))
             variants.append((f"reg l{ls}", cl.Kernel(base, "col_reg"), (g,), (ls,)))
             variants.append((f"bbmm l{ls}", _generated_mvt1(ctx, A, x, y, rows, W), (g,), (ls,)))
-        variants.append(("bbmm long l32", _generated_mvt1(ctx, A, x, y, rows, W, idx="long"),
+        variants.append(("bbmm long l32", _generated_mvt1(ctx, A, x, y, rows, W, small=False),
                          (-(-W // 32) * 32,), (32,)))
         for U in (16, 32):
             pf = cl.Program(ctx, COLUMN).build(options=f"-DU={U} -DG=8 -DK=8")
@@ -362,59 +362,59 @@ def bench_stencil(dev, n: int, repeat: int, strips: list[int],
     return rows
 
 
-def _generated_heat2d(prog, ctx, A, B, n: int, co: tuple[int, int]):
-    """bbmm's own kernel for heat2d's first nest (B from A) of the compiled ``prog``, built
-    as the runtime builds it for one tile holding the whole arrays (each access's slot
-    known, 32-bit offsets, ``co`` points per work-item), as ``launch(queue) -> event``."""
-    from bbmm.box import Box
+def _whole_tile_kernel(ctx, prog, nest: int, arrays, scalars, opts: list[str]):
+    """bbmm's own kernel for ``nest`` of the compiled ``prog``, built as the runtime builds
+    it for one tile holding the whole arrays (each access's slot known, ``opts`` added),
+    with its arguments set: ``arrays`` are ``(name, buffer, box)``, ``scalars`` the
+    leading arguments (parameters, host iterators, lb, ub, g0...)."""
     from bbmm.buffers import Copy
     from bbmm.devices.base import Allocation
     from bbmm.runtime import TileBuffers, kernel_args
 
-    ks = prog.nests[0].kernel
-    whole = Box.from_shape((n, n))
+    ks = prog.nests[nest].kernel
     tb = TileBuffers()
-    for name, buf in (("A", A), ("B", B)):
-        tb.pieces[name] = [(whole, Copy(name, whole, None, Allocation(buf, 0, 4 * n * n), 4))]
-    opts = [f"-DBBMM_CO={co[0]}", f"-DBBMM_CO1={co[1]}", "-DBBMM_IDX=int"]
-    args = [np.int32(1), np.int32(n), np.int32(0),      # tsteps, n, t
-            np.int32(1), np.int32(n - 2), np.int32(1), np.int32(1)]  # lb, ub, g0, g1
+    for name, buf, box in arrays:
+        tb.pieces[name] = [(box, Copy(name, box, None, Allocation(buf, 0, 4 * box.volume), 4))]
+    args = [np.int32(v) for v in scalars]
     for name, ids in zip(ks.arrays, ks.access_ids):
         tb.access[name] = [0] * len(ids)
-        opts += [f"-D{name}_SEL{k}_IS=0" for k in ids]
-        args += kernel_args(tb, name, prog.slots[name], 2)
+        opts = opts + [f"-D{name}_SEL{k}_IS=0" for k in ids]
+        args += kernel_args(tb, name, prog.slots[name], tb.pieces[name][0][0].ndim)
     knl = getattr(cl.Program(ctx, ks.source).build(options=" ".join(opts)), ks.name)
     knl.set_args(*args)
+    return knl
+
+
+def _generated_heat2d(prog, ctx, A, B, n: int, co: tuple[int, int]):
+    """bbmm's own kernel for heat2d's first nest (B from A) of the compiled ``prog`` on one
+    tile holding the whole arrays (32-bit offsets, ``co`` points per work-item), as
+    ``launch(queue) -> event``."""
+    from bbmm.box import Box
+
+    whole = Box.from_shape((n, n))
+    knl = _whole_tile_kernel(
+        ctx, prog, 0, [("A", A, whole), ("B", B, whole)],
+        [1, n, 0, 1, n - 2, 1, 1],                       # tsteps, n, t; lb, ub, g0, g1
+        [f"-DBBMM_CO={co[0]}", f"-DBBMM_CO1={co[1]}", "-DBBMM_IDX=int"])
     m = n - 2
     gsize = (-(-m // (256 * co[0])) * 256, -(-m // co[1]))
     return lambda q: cl.enqueue_nd_range_kernel(q, knl, gsize, (256, 1))
 
 
-def _generated_mvt1(ctx, A, x, y, rows: int, W: int, idx: str = "int"):
+def _generated_mvt1(ctx, A, x, y, rows: int, W: int, small: bool = True):
     """bbmm's own kernel for mvt's second product (polybench/mvt.c, nest 1) on one tile of
-    ``rows`` x ``W`` (m = rows, n = W), built as the runtime builds it (slots known,
-    32-bit offsets), its arguments set; returns ``() -> kernel``."""
+    ``rows`` x ``W`` (m = rows, n = W; 32-bit offsets if ``small``), its arguments set;
+    returns ``() -> kernel``."""
     from bbmm.box import Box
-    from bbmm.buffers import Copy
-    from bbmm.devices.base import Allocation
     from bbmm.hostlib import UNROLL
-    from bbmm.runtime import TileBuffers, kernel_args
     from codegen.compile import compile_program
 
     prog = compile_program(os.path.join(_ROOT, "polybench", "mvt.c"))
-    ks = prog.nests[1].kernel
-    tb = TileBuffers()
-    for name, buf, box in (("A", A, Box.from_shape((rows, W))), ("x2", x, Box.from_shape((W,))),
-                           ("y2", y, Box.from_shape((rows,)))):
-        tb.pieces[name] = [(box, Copy(name, box, None, Allocation(buf, 0, 4 * box.volume), 4))]
-    opts = ([f"-DBBMM_IDX={idx}"] if idx == "int" else []) + ([] if UNROLL else ["-DBBMM_UNROLL=0"])
-    args = [np.int32(rows), np.int32(W), np.int32(0), np.int32(W - 1), np.int32(0)]
-    for name, ids in zip(ks.arrays, ks.access_ids):
-        tb.access[name] = [0] * len(ids)
-        opts += [f"-D{name}_SEL{k}_IS=0" for k in ids]
-        args += kernel_args(tb, name, prog.slots[name], len(tb.pieces[name][0][0].lo))
-    knl = getattr(cl.Program(ctx, ks.source).build(options=" ".join(opts)), ks.name)
-    knl.set_args(*args)
+    knl = _whole_tile_kernel(
+        ctx, prog, 1, [("A", A, Box.from_shape((rows, W))), ("x2", x, Box.from_shape((W,))),
+                       ("y2", y, Box.from_shape((rows,)))],
+        [rows, W, 0, W - 1, 0],                          # m, n; lb, ub, g0
+        (["-DBBMM_IDX=int"] if small else []) + ([] if UNROLL else ["-DBBMM_UNROLL=0"]))
     return lambda: knl
 
 
@@ -574,6 +574,14 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _ints(p: argparse.ArgumentParser, flag: str, spec: str) -> list[int]:
+    """``"16,256"`` -> ``[16, 256]``, or a usage error naming ``flag``."""
+    try:
+        return [int(w) for w in spec.split(",") if w]
+    except ValueError:
+        p.error(f"{flag}: {spec!r} is not a list of integers")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -621,10 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n# host cost per launch, 60 arguments ({args.launches} launches)")
         print(_table(report["launch"]))
     if "rect" in parts:
-        try:
-            widths = [int(w) for w in args.widths.split(",") if w]
-        except ValueError:
-            p.error(f"--widths: {args.widths!r} is not a list of integers")
+        widths = _ints(p, "--widths", args.widths)
         if not widths or min(widths) < 1 or min(args.rows, args.cols) < 1:
             p.error("--widths, --rows and --cols must be positive")
         report["rect"] = bench_rect(devs[0], args.rows, args.cols, widths, max(1, args.repeat // 4))
@@ -632,11 +637,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.cols} float array (median of {max(1, args.repeat // 4)})")
         print(_table(report["rect"]))
     if "column" in parts:
-        try:
-            cw = [int(w) for w in args.col_widths.split(",") if w]
-        except ValueError:
-            p.error(f"--col-widths: {args.col_widths!r} is not a list of integers")
-        report["column"] = bench_column(devs[0], args.col_rows, cw, max(1, args.repeat // 4))
+        report["column"] = bench_column(devs[0], args.col_rows,
+                                        _ints(p, "--col-widths", args.col_widths),
+                                        max(1, args.repeat // 4))
         print(f"\n# column product x[i] += A[j][i] y[j], {args.col_rows} rows, kernel ms "
               f"(median of {max(1, args.repeat // 4)}); same: bit-identical to the first")
         print(_table(report["column"]))

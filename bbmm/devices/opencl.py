@@ -592,10 +592,10 @@ class OpenCLDevice(Device):
         self.global_mem = int(device.global_mem_size)
         self.max_alloc = int(device.max_mem_alloc_size)
         self.compute_units = int(device.max_compute_units)
+        """Work-groups that run at once, at least (``hostlib.spread`` keeps launches wider)."""
         self.max_group = int(device.max_work_group_size)
         # staged kernels hide a GPU's memory latency; a CPU runs a work-item's loop fine
         self.is_gpu = bool(device.type & cl.device_type.GPU)
-        """Work-groups that run at once, at least (``hostlib.spread`` keeps launches wider)."""
         cap = int(CAP_FRACTION * self.global_mem) if cap is None else parse_bytes(cap)
         if cap <= 0:
             raise UsageError(f"{self.name}: device memory cap must be positive, got {cap}")
