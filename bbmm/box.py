@@ -319,30 +319,37 @@ def _subtract_from(r: Box, b: Box) -> list[Box] | None:
     return _subtract(r.lo, r.hi, tuple(lo), tuple(hi))
 
 
+def fused(a: Box, b: Box) -> Box | None:
+    """The one box that disjoint ``a`` and ``b`` together form (equal in all dims but one,
+    touching in that one), or None."""
+    alo, ahi = a.lo, a.hi
+    diff = -1
+    d = 0
+    for al, ah, bl, bh in zip(alo, ahi, b.lo, b.hi):
+        if al != bl or ah != bh:
+            if diff >= 0 or (ah + 1 != bl and bh + 1 != al):
+                return None  # a second difference, or not touching
+            diff = d
+        d += 1
+    if diff < 0:
+        return None
+    return _box(alo[:diff] + (min(alo[diff], b.lo[diff]),) + alo[diff + 1:],
+                ahi[:diff] + (max(ahi[diff], b.hi[diff]),) + ahi[diff + 1:])
+
+
 def _merge_adjacent(boxes: list[Box]) -> list[Box]:
-    """Fuse pairs of disjoint boxes that together form one box (equal in all dims but one,
-    touching in that one). Keeps the set of points; fewer boxes mean fewer buffers/copies."""
+    """Fuse pairs of disjoint boxes that together form one box. Keeps the set of points;
+    fewer boxes mean fewer buffers/copies."""
     changed = True
     while changed and len(boxes) > 1:
         changed = False
         for i in range(len(boxes)):
             a = boxes[i]
-            alo, ahi = a.lo, a.hi
             for j in range(i + 1, len(boxes)):
-                b = boxes[j]
-                diff = -1
-                d = 0
-                for al, ah, bl, bh in zip(alo, ahi, b.lo, b.hi):
-                    if al != bl or ah != bh:
-                        if diff >= 0 or (ah + 1 != bl and bh + 1 != al):
-                            diff = -2  # a second difference, or not touching
-                            break
-                        diff = d
-                    d += 1
-                if diff < 0:
+                f = fused(a, boxes[j])
+                if f is None:
                     continue
-                boxes[i] = _box(alo[:diff] + (min(alo[diff], b.lo[diff]),) + alo[diff + 1:],
-                                ahi[:diff] + (max(ahi[diff], b.hi[diff]),) + ahi[diff + 1:])
+                boxes[i] = f
                 del boxes[j]
                 changed = True
                 break

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from .box import Box
+from .box import Box, fused
 
 
 def volume(region: Iterable[Box]) -> int:
@@ -56,13 +56,32 @@ def clip_all(region: Sequence[Box], to: Iterable[Box]) -> list[Box]:
 
 
 def add(region: Sequence[Box], box: Box) -> list[Box]:
-    """``region | box``: the new points of ``box`` are appended as disjoint pieces."""
+    """``region | box``: the new points of ``box`` are added as disjoint pieces, each fused
+    with a neighbour it forms one box with.
+
+    Fusing keeps a region that is written and refreshed piece by piece from growing a
+    box per step (a Floyd copy's rows, made stale by the other device's writes and valid
+    again one row per iteration: 130 pieces and 0.5 ms of host time per iteration at
+    n=16384 on two devices before).
+    """
     pieces = [box]
     for r in region:
         if not pieces:
             break
         pieces = minus(pieces, r)
-    return list(region) + pieces
+    out = list(region)
+    for p in pieces:
+        while True:
+            for i, r in enumerate(out):
+                f = fused(p, r)
+                if f is not None:
+                    p = f
+                    del out[i]
+                    break
+            else:
+                break
+        out.append(p)
+    return out
 
 
 def overlaps(region: Iterable[Box], box: Box) -> bool:

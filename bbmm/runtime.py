@@ -119,7 +119,8 @@ class Runtime:
         goes on at once and only waits where it needs a result (a blocking copy), so the
         devices keep computing while the host works: 'compute' then counts launches and
         the waits show up in the step that needed the data."""
-        self._disjoint: dict[tuple[tuple[Box, ...], bool], tuple[list[Box], bool]] = {}
+        self._disjoint: dict[tuple[tuple[Box, ...], bool],
+                             tuple[list[Box], bool, list[Box]]] = {}
         if fuse is None:
             fuse = fuse_slack(os.environ.get("BBMM_FUSE"))
         if not 0 <= fuse < 1:
@@ -513,13 +514,20 @@ class Runtime:
             if got is None:
                 if len(self._disjoint) >= 4096:
                     self._disjoint.clear()
-                merged = disjoint(boxes)
+                merged = unfused = disjoint(boxes)
                 fused = len(merged) > 1 and self.fuse > 0 and not fresh
                 if fused:
                     merged = fuse_hull(merged, self.fuse)
                     fused = len(merged) == 1
-                got = self._disjoint[key] = (merged, fused)
-            merged, fused = got
+                got = self._disjoint[key] = (merged, fused, unfused)
+            merged, fused, unfused = got
+            if fused and self.reuse and mgr.present(a, merged[0]) is None and any(
+                    mgr.present(a, q) is not None for q in unfused):
+                # the hull is new but a part of it lives already (Floyd's rows of a tile,
+                # the hull taking in row k next to them): allocating the hull would copy
+                # that part whole, again at every k that moves the hull (130 copies of
+                # half the matrix at n=16384 on two devices), so the parts go as they are
+                merged, fused = unfused, False
         limit = self.max_pieces.get(a, 1 << 30)
         out: list[tuple[Box, Copy | None]] = []
         whole: list[tuple[Box, Copy | None]] = []

@@ -250,6 +250,35 @@ def test_disjoint(bl, merge):
     assert union_volume(bs) == int(union_mask(bs, nd).sum())
 
 
+@FAST
+@given(box_lists(max_size=8))
+def test_region_add_builds_the_union(bl):
+    """``regions.add`` keeps a region disjoint and exact, box after box."""
+    from bbmm import regions as R
+    bs, nd = bl
+    region: list[Box] = []
+    for b in bs:
+        if b.is_empty:
+            continue
+        region = R.add(region, b)
+        assert_disjoint_pieces(region, nd)
+    assert np.array_equal(union_mask(region, nd), union_mask(bs, nd))
+
+
+def test_region_add_fuses_rows_added_one_by_one():
+    """Rows made stale again one by one (Floyd's rows, refreshed and overwritten) stay one
+    box, not a box per row."""
+    from bbmm import regions as R
+    rows = Box((10, 0), (19, 7))
+    region = [rows]
+    for k in range(10, 20):
+        region = R.minus(region, Box((k, 0), (k, 7)))      # row k refreshed
+        region = R.add(region, Box((10, 0), (19, 7)))      # the other device writes all
+        assert region == [rows]
+    assert R.add([Box((0, 0), (0, 3))], Box((0, 5), (0, 6))) == [
+        Box((0, 0), (0, 3)), Box((0, 5), (0, 6))]            # not touching: two boxes
+
+
 @SLOW
 @given(box_lists(max_size=5), st.data())
 def test_covers(bl, data):

@@ -297,3 +297,18 @@ def test_resident_rows_stay_when_no_access_splits():
     assert sorted(got["pieces"], key=lambda b: b.lo) == [rows, row]
     assert -1 not in got["access"] and rt.stats.split_accesses == 0
     assert rt.stats.devices[0].d2d_bytes == 0
+
+
+def test_floyd_row_next_to_resident_rows_is_not_fused():
+    """Row k next to a tile's resident rows: fusing them into their hull would allocate a
+    new hull at every such k and copy the rows into it device to device. With the rows
+    resident the parts go as they are: no device-to-device bytes, and the peak is the
+    tile's rows plus a row (it was twice the rows)."""
+    n, tile = 32, 16
+    path = floyd_input(n, 3)
+    rt = Runtime(make(2), {"path": path.copy()}, verify=True, fuse=0.2)
+    run_floyd(rt, n, tile)
+    np.testing.assert_array_equal(rt.host.array("path"), floyd_reference(path))
+    for d in rt.stats.devices:
+        assert d.d2d_bytes == 0
+        assert d.peak_bytes <= (tile + 1) * n * 4 + 1024  # + the pool's rounding
