@@ -31,7 +31,7 @@ MAX_SLOTS = 4
 
 # names the generated host driver uses itself (besides Python's keywords and builtins)
 _DRIVER_NAMES = frozenset({
-    "Box", "Tile", "np", "launch", "device_of", "tiles_covering", "Progress", "_ints",
+    "Box", "Tile", "np", "launch", "device_of", "once_tiles", "tiles_covering", "Progress", "_ints",
     "KERNELS", "SLOTS", "ARRAYS", "FUNCTION", "SOURCE", "INT_PARAMS", "FLOAT_PARAMS", "run",
     "default_tile", "annotations", "PARAM_DEFAULTS"})
 

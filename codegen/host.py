@@ -97,7 +97,8 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g("import numpy as np")
     g()
     g("from bbmm.box import Box")
-    g("from bbmm.hostlib import Progress, device_of, launch, scalars as _ints, tiles_covering")
+    g("from bbmm.hostlib import (Progress, device_of, launch, once_tiles, scalars as _ints,\n"
+      "                           tiles_covering)")
     g("from bbmm.runtime import Tile")
     g()
     g(f"FUNCTION = {fn!r}")
@@ -331,18 +332,26 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]) -> 
     sc = ", ".join(list(t.params) + [p for p, _ in scop.float_params] + list(t.host))
     g(f"# nest {nid}: {', '.join(nc.nest.statements)}")
     g("_bbmm_tiles = []")
-    if t.lb:
+    if t.lb and not host:
+        pr = t.p0_range_at
+        g("# runs once: spread over every device even if narrower than the grid")
+        g(f"for _bbmm_t, {t.lb}, {t.ub}, _bbmm_d in once_tiles({pr.lo[0]}, {pr.hi[0]}, "
+          "_bbmm_tile, _bbmm_ntiles, _bbmm_ndev):")
+    elif t.lb:
         pr = t.p0_range_at
         g(f"for _bbmm_t in tiles_covering({pr.lo[0]}, {pr.hi[0]}, _bbmm_tile):")
+    if t.lb:
         with g:
-            g(f"{t.lb}, {t.ub} = _bbmm_t * _bbmm_tile, _bbmm_t * _bbmm_tile + _bbmm_tile - 1")
+            if host:
+                g(f"{t.lb}, {t.ub} = _bbmm_t * _bbmm_tile, _bbmm_t * _bbmm_tile + _bbmm_tile - 1")
+                g("_bbmm_d = device_of(_bbmm_t, _bbmm_ntiles, _bbmm_ndev)")
             g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
             g("if _bbmm_spec is None:")
             with g:
                 g("continue  # an empty tile")
             g("_bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec")
             args = f"({sc}{', ' if sc else ''}{t.lb}, {t.ub})"
-            g(f"_bbmm_tiles.append(Tile(device_of(_bbmm_t, _bbmm_ntiles, _bbmm_ndev), _bbmm_b, nest{nid}_kernel("
+            g(f"_bbmm_tiles.append(Tile(_bbmm_d, _bbmm_b, nest{nid}_kernel("
               f"_ints({args}), _bbmm_grid),")
             g("                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST%d_FRESH, "
               "name=f\"nest%d tile {_bbmm_t}\"))" % (nid, nid))

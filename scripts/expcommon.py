@@ -28,7 +28,8 @@ Definitions used by several scripts (also in each script's docstring):
   (mvt, blackscholes, matmul) count as one iteration.
 * *device*: the static 1-D block distribution bbmm uses
   (:func:`bbmm.hostlib.device_of` of the tile index, tile size ``module.default_tile``
-  unless ``--tile``); a statement instance belongs to the tile holding its value of
+  unless ``--tile``; a nest outside every serial loop may be cut by its own range,
+  :func:`bbmm.hostlib.once_grid`); a statement instance belongs to the tile holding its value of
   the nest's first band loop; instances of band-less nests run on device 0.
 """
 from __future__ import annotations
@@ -818,13 +819,20 @@ class Instances:
 
     def __init__(self, prog: Any, params: Mapping[str, int], ndev: int, tile: int,
                  max_instances: int | None = None):
-        from bbmm.hostlib import device_of  # noqa: F401  (the same rule, vectorised)
+        from bbmm.hostlib import once_grid  # device_of: the same rule, vectorised below
 
         scop, plan = prog.scop, prog.plan
         self.params = dict(params)
         self.ndev = ndev
         self.tile = tile
         self.ntiles = ntiles_of(prog, params, tile)
+        env = {"min": min, "max": max, "__builtins__": {}}
+        once = {}  # nests outside every serial loop: their own grid (hostlib.once_grid)
+        for nc in prog.nests:
+            r = nc.boxes.tiling.p0_range_at
+            if nc.nest.band and not nc.nest.host_loops and r is not None:
+                lo, hi = (int(eval(e, env, dict(params))) for e in (r.lo[0], r.hi[0]))  # noqa: S307
+                once[nc.nest.id] = once_grid(lo, hi, tile, self.ntiles, ndev)
         self.arrays = list(scop.arrays)
         self.shapes = [a.shape(params) for a in self.arrays]
         self.itemsize = np.array([np.dtype(_dtype(a.ctype)).itemsize for a in self.arrays])
@@ -858,8 +866,9 @@ class Instances:
             nest = plan.nest_of(st.name)
             if nest.band:
                 p0 = pts[scop.loop(nest.band[0]).iterator]
-                t = p0 // tile
-                dev = np.minimum(ndev - 1, t * ndev // max(1, self.ntiles))
+                origin, size, count = once.get(nest.id, (0, tile, self.ntiles))
+                t = (p0 - origin) // size
+                dev = np.minimum(ndev - 1, t * ndev // max(1, count))
             else:
                 dev = np.zeros(n, dtype=np.int64)
             if st.loops and st.loops[0] in serial:
