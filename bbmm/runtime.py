@@ -535,6 +535,12 @@ class Runtime:
             c = mgr.present(a, p) if self.reuse else None
             if strict and c is not None and c.box != p:
                 c = None
+            if c is None and self.reuse and not strict and not fresh and self.fuse > 0:
+                g = self._grown(mgr, a, p, self.fuse)
+                if g is not None:
+                    whole.append((g, None))
+                    out.append((g, None))
+                    continue
             whole.append((p, c))
             if c is not None or not self.reuse or strict or fused:
                 # a fused hull is allocated whole (absorbing what is resident inside it):
@@ -563,6 +569,27 @@ class Runtime:
             c = mgr.present(a, h) if self.reuse else None
             out = [(h, c if not strict or (c is not None and c.box == h) else None)]
         return out
+
+    @staticmethod
+    def _grown(mgr: BufferManager, a: str, p: Box, slack: float) -> Box | None:
+        """A box for ``p`` that also takes in the resident copies overlapping it, when that
+        adds at most ``slack`` of ``p``'s volume (None: no such copy).
+
+        Two nests of one time step that read an array through slightly different boxes
+        (fdtd2d's ``ey``: rows 1.. for one, columns ..ny-2 for another) would otherwise
+        keep two copies of it per device, refreshed from each other at every step: a
+        whole array copied device to device per step. The grown box absorbs them
+        (:meth:`BufferManager.absorb`) and holds every later box of the step. Growth is
+        bounded by ``p``: a row next to a tile's rows (Floyd's row k) is not taken in.
+        """
+        limit = (1 + slack) * p.volume
+        h = p
+        for c in mgr.copies.get(a, ()):
+            if c.box.overlaps(h) and not c.box.issubset(h):
+                g = h.hull(c.box)
+                if g.volume <= limit:
+                    h = g
+        return None if h is p else h
 
     @staticmethod
     def _cover(mgr: BufferManager, a: str, p: Box) -> list[tuple[Box, Copy | None]]:
