@@ -203,8 +203,13 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     key = (id(dev), name, source, co, stage)
     prep = tb.launches.get(key)
     if prep is None:
-        prep = tb.launches[key] = _prepare(dev, tb, source, name, arrays, co, stage)
-    knl, array_args = prep
+        prep = _prepare(dev, tb, source, name, arrays, co, stage)
+        if stage:
+            fit = _group_fit(dev, prep[0], stage)
+            if fit != stage:  # a kernel with many registers: fewer rows per group
+                prep = _prepare(dev, tb, source, name, arrays, co, fit)
+        tb.launches[key] = prep
+    knl, array_args, stage = prep
     args = list(scalars) + [np.int32(lo) for lo, _ in grid]
     args += array_args
     if not grid:
@@ -226,10 +231,26 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     return dev.launch(knl, gsize, tuple(local), args)
 
 
+def _group_fit(dev: Device, knl: Any, stage: tuple[int, int]) -> tuple[int, int]:
+    """``stage`` with its G halved until a group of :data:`STAGE_LANES` x G work-items fits
+    what ``knl`` allows on ``dev`` (``CL_KERNEL_WORK_GROUP_SIZE``, below the device's
+    maximum when the kernel needs many registers: the launch would else fail)."""
+    limit = getattr(dev, "group_limit", None)
+    if limit is None:
+        return stage
+    most = limit(knl)
+    g = stage[0]
+    while g > 1 and STAGE_LANES * g > most:
+        g //= 2
+    return g, stage[1]
+
+
 def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
              arrays: Sequence[tuple[str, int, int]], co: tuple[int, int] = (1, 1),
-             stage: tuple[int, int] | None = None) -> tuple[Any, list[Any]]:
-    """The kernel object and the array arguments of one tile's launch on ``dev``."""
+             stage: tuple[int, int] | None = None
+             ) -> tuple[Any, list[Any], tuple[int, int] | None]:
+    """The kernel object, the array arguments of one tile's launch on ``dev``, and the
+    staged shape it was built for."""
     args: list[Any] = []
     sels = []
     small = True
@@ -258,7 +279,7 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
             if small:
                 opts.append("-DBBMM_IDX=int")
         knl = cache[key] = dev.kernel(source, name, " ".join(opts))  # type: ignore[attr-defined]
-    return knl, args
+    return knl, args, stage
 
 
 def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:

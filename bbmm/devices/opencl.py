@@ -594,6 +594,7 @@ class OpenCLDevice(Device):
         self.compute_units = int(device.max_compute_units)
         """Work-groups that run at once, at least (``hostlib.spread`` keeps launches wider)."""
         self.max_group = int(device.max_work_group_size)
+        self._group_limits: dict[int, int] = {}
         # staged kernels hide a GPU's memory latency; a CPU runs a work-item's loop fine
         self.is_gpu = bool(device.type & cl.device_type.GPU)
         cap = int(CAP_FRACTION * self.global_mem) if cap is None else parse_bytes(cap)
@@ -899,6 +900,19 @@ class OpenCLDevice(Device):
         if k is None:
             k = self._kernels[key] = cl.Kernel(self.build(source, opts), name)
         return k
+
+    def group_limit(self, kernel: Any) -> int:
+        """Work-items one group of ``kernel`` may hold here (``CL_KERNEL_WORK_GROUP_SIZE``:
+        below :attr:`max_group` when the kernel needs many registers)."""
+        n = self._group_limits.get(id(kernel))
+        if n is None:
+            try:
+                n = int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                                   self.cl_device))
+            except cl.Error:
+                n = self.max_group
+            self._group_limits[id(kernel)] = n  # kernels live as long as the device
+        return n
 
     def launch(self, kernel, global_size, local_size, args):
         """Set ``args`` and enqueue ``kernel`` (built by :meth:`build` on this device).

@@ -153,6 +153,40 @@ def test_local_sizes_override():
             local_sizes(bad)
 
 
+def test_staged_groups_fit_what_the_kernel_allows():
+    """A staged kernel asks for groups of 32 x G work-items; a kernel that needs many
+    registers may allow fewer than the device's maximum (CL_KERNEL_WORK_GROUP_SIZE), and
+    its launch would fail: G is halved until the group fits, and the kernel is built for
+    that G."""
+    from bbmm import hostlib
+    from bbmm.runtime import TileBuffers
+
+    class GPU:
+        is_gpu, compute_units, max_group = True, 132, 1024
+
+        def __init__(self, limit):
+            self.limit, self.built, self.launched = limit, [], []
+
+        def kernel(self, source, name, options):
+            self.built.append(options)
+            return (name, options)
+
+        def group_limit(self, knl):
+            return self.limit
+
+        def launch(self, knl, gsize, local, args):
+            self.launched.append((knl[1], tuple(local)))
+
+    for limit, g in [(1024, 32), (512, 16), (384, 8), (40, 1)]:
+        dev = GPU(limit)
+        with hostlib.staging((32, 128)):
+            hostlib.launch(dev, TileBuffers(), f"src{limit}", "k", [], [(0, 2047)], [0], [],
+                           staged=True)
+        opts, local = dev.launched[0]
+        assert local == (32, g) and f"-DBBMM_SG={g} " in opts + " "
+        assert 32 * g <= limit or g == 1
+
+
 def test_spread_keeps_narrow_launches_on_every_unit():
     """A launch with fewer work-groups than twice the compute units gets smaller groups
     (halved, not below a warp of 32): mvt's 2048-column tile on a 132-unit H200 runs as
