@@ -185,8 +185,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--fuse", type=_fraction, default=None, metavar="F",
                    help="fuse a tile's disjoint boxes of an array it reads into their hull "
                         "when that adds at most F of the hull's points (one box per array: "
-                        "no split accesses in the kernel; default 1/64 or $BBMM_FUSE; 0: "
-                        "the paper's exact disjoint boxes)")
+                        "no split accesses in the kernel), and let a new box grow over "
+                        "resident copies it overlaps by at most F of its points (one copy "
+                        "where two nests read nearly the same box); default 1/64 or "
+                        "$BBMM_FUSE; 0: the paper's exact disjoint boxes")
     g.add_argument("--no-reuse", action="store_true",
                    help="allocate and read in every tile's boxes afresh (no inter-tile reuse)")
     g.add_argument("--no-replay", action="store_true",
