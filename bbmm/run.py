@@ -178,7 +178,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="value of a kernel parameter (repeatable; every integer parameter "
                         "is required; floating ones default to 1.5)")
     g.add_argument("--tile", type=int, default=None, metavar="T",
-                   help="tile size of the outermost parallel loop (default: one tile per device)")
+                   help="tile size of the outermost parallel loop (default: one tile per "
+                        "device of the widest nest; a nest outside every serial loop that "
+                        "this grid would leave on fewer devices is cut smaller, by its own "
+                        "range, so that every device gets tiles)")
     g.add_argument("--mode", choices=MODES, default="disjoint",
                    help="box allocation: disjoint boxes (BBMM) or one convex hull per array "
                         "(Kim et al. 2011)")
