@@ -504,6 +504,7 @@ class Runtime:
         only writes the array (``fresh``: no read-in would fill the hull's extra points).
         """
         fused = False
+        hull_copy = None  # the resident copy holding the fused hull, looked up once
         if self.mode == "convex":
             merged = [hull_all(boxes)]
         else:
@@ -521,7 +522,9 @@ class Runtime:
                     fused = len(merged) == 1
                 got = self._disjoint[key] = (merged, fused, unfused)
             merged, fused, unfused = got
-            if fused and self.reuse and mgr.present(a, merged[0]) is None and any(
+            if fused and self.reuse:
+                hull_copy = mgr.present(a, merged[0])
+            if fused and self.reuse and hull_copy is None and any(
                     mgr.present(a, q) is not None for q in unfused):
                 # the hull is new but a part of it lives already (Floyd's rows of a tile,
                 # the hull taking in row k next to them): allocating the hull would copy
@@ -532,7 +535,10 @@ class Runtime:
         out: list[tuple[Box, Copy | None]] = []
         whole: list[tuple[Box, Copy | None]] = []
         for p in merged:
-            c = mgr.present(a, p) if self.reuse else None
+            if fused:  # merged is the one hull
+                c = hull_copy
+            else:
+                c = mgr.present(a, p) if self.reuse else None
             if strict and c is not None and c.box != p:
                 c = None
             if c is None and self.reuse and not strict and not fresh and self.fuse > 0:

@@ -332,15 +332,14 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]) -> 
     sc = ", ".join(list(t.params) + [p for p, _ in scop.float_params] + list(t.host))
     g(f"# nest {nid}: {', '.join(nc.nest.statements)}")
     g("_bbmm_tiles = []")
-    if t.lb and not host:
-        pr = t.p0_range_at
-        g("# runs once: spread over every device even if narrower than the grid")
-        g(f"for _bbmm_t, {t.lb}, {t.ub}, _bbmm_d in once_tiles({pr.lo[0]}, {pr.hi[0]}, "
-          "_bbmm_tile, _bbmm_ntiles, _bbmm_ndev):")
-    elif t.lb:
-        pr = t.p0_range_at
-        g(f"for _bbmm_t in tiles_covering({pr.lo[0]}, {pr.hi[0]}, _bbmm_tile):")
     if t.lb:
+        pr = t.p0_range_at
+        if host:
+            g(f"for _bbmm_t in tiles_covering({pr.lo[0]}, {pr.hi[0]}, _bbmm_tile):")
+        else:
+            g("# runs once: spread over every device even if narrower than the grid")
+            g(f"for _bbmm_t, {t.lb}, {t.ub}, _bbmm_d in once_tiles({pr.lo[0]}, {pr.hi[0]}, "
+              "_bbmm_tile, _bbmm_ntiles, _bbmm_ndev):")
         with g:
             if host:
                 g(f"{t.lb}, {t.ub} = _bbmm_t * _bbmm_tile, _bbmm_t * _bbmm_tile + _bbmm_tile - 1")

@@ -790,10 +790,16 @@ def _betas(scop: Any) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def bound_value(expr: str, params: Mapping[str, int]) -> int:
+    """A driver's bound expression (Python over the parameters, ``min``/``max``) at
+    ``params``."""
+    env = {"min": min, "max": max, "__builtins__": {}}
+    return int(eval(expr, env, dict(params)))  # noqa: S307
+
+
 def ntiles_of(prog: Any, params: Mapping[str, int], tile: int) -> int:
     """The driver's global tile grid size (``_bbmm_ntiles``)."""
-    env = {"min": min, "max": max, "__builtins__": {}}
-    his = [int(eval(nc.boxes.p0_range.hi[0], env, dict(params)))  # noqa: S307
+    his = [bound_value(nc.boxes.p0_range.hi[0], params)
            for nc in prog.nests if nc.boxes.p0_range is not None]
     if not his:
         return 1
@@ -826,12 +832,11 @@ class Instances:
         self.ndev = ndev
         self.tile = tile
         self.ntiles = ntiles_of(prog, params, tile)
-        env = {"min": min, "max": max, "__builtins__": {}}
         once = {}  # nests outside every serial loop: their own grid (hostlib.once_grid)
         for nc in prog.nests:
             r = nc.boxes.tiling.p0_range_at
             if nc.nest.band and not nc.nest.host_loops and r is not None:
-                lo, hi = (int(eval(e, env, dict(params))) for e in (r.lo[0], r.hi[0]))  # noqa: S307
+                lo, hi = bound_value(r.lo[0], params), bound_value(r.hi[0], params)
                 once[nc.nest.id] = once_grid(lo, hi, tile, self.ntiles, ndev)
         self.arrays = list(scop.arrays)
         self.shapes = [a.shape(params) for a in self.arrays]
