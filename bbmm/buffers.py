@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from .box import Box
 from .coherence import Directory
@@ -38,6 +39,9 @@ class Copy:
     """Serial iteration at whose end the box is freed (cleanup flag), or None."""
     touched: bool = True
     """Used by a tile since the last end of a serial iteration."""
+    last: Any = None
+    """The event of the last command that used the copy's memory (None: none pending
+    that a later user of the memory must wait for); handed to the device on free."""
     _kargs: list | None = None
     _bargs: tuple | None = None
     _fits: bool | None = None
@@ -146,8 +150,11 @@ class BufferManager:
         return c
 
     def readin(self, c: Copy) -> None:
-        """bb_readin (Algorithm 3): fill a new copy from resident copies and the host."""
-        self.directory.refresh(c, [c.box], "readin")
+        """bb_readin (Algorithm 3): fill a new copy from resident copies and the host.
+
+        The host's part goes on the device's side queue, where it overlaps the kernels
+        enqueued before it (the next tile's boxes arrive while this tile computes)."""
+        self.directory.refresh(c, [c.box], "readin", side=True)
 
     def absorb(self, c: Copy) -> int:
         """Free unused copies whose box lies inside the new copy ``c`` (a box that grew).
@@ -192,7 +199,7 @@ class BufferManager:
         self.directory.remove(c)
         self.unused.pop(c, None)
         self.copies[c.array].remove(c)
-        self.device.free(c.alloc)
+        self.device.free(c.alloc, c.last)
         self.stats.on_free(c.nbytes)
 
     def cleanup(self, serial_iter: object, idle: bool = True) -> int:

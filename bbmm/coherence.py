@@ -66,18 +66,21 @@ class HostOrder:
     Host-device copies are enqueued without waiting; a copy *into* host memory (a
     store) and a copy *out of* it (a load) on two devices must still happen in program
     order where their regions overlap. Each pending copy is kept as ``(region, event,
-    device, stores)``; a new copy waits for the overlapping pending stores (a load) or
-    the overlapping pending loads and stores (a store) of other devices. Copies of one
-    device need no events: its queue is in order. Events of a device of another domain
-    (context) are waited for on the host.
+    device, stores, lane)``; a new copy waits for the overlapping pending stores (a load)
+    or the overlapping pending loads and stores (a store) of other devices. Copies of one
+    device need no events: its queue is in order. A load on a device's side queue
+    (``lane`` 1, :meth:`bbmm.devices.base.Device.write_rect`) also waits for that
+    device's own pending stores; the device's queue waits for the load before its next
+    command, so later copies of the device need not wait for it. Events of a device of
+    another domain (context) are waited for on the host.
 
     A store that waited for everything overlapping it (or follows it in its queue)
     stands for the records it covers, which are dropped: whatever later waits for it
     waits for them too.
 
     Past :attr:`PRUNE_AT` records of an array, completed ones are dropped. A device's
-    queue is in order, so one status query of its newest record tells whether all of its
-    records are complete; the next pruning waits until the list has doubled. (Querying
+    queues are in order, so one status query of the newest record of each (device,
+    lane) tells whether all of its records are complete; the next pruning waits until the list has doubled. (Querying
     every record each time cost 7 ms per copy on the H200 host for mvt under a cap: 1.2
     of its 1.5 s.)
     """
@@ -85,18 +88,20 @@ class HostOrder:
     PRUNE_AT = 16
 
     def __init__(self) -> None:
-        self.pending: dict[str, list[tuple[Box, Any, Any, bool]]] = {}
+        self.pending: dict[str, list[tuple[Box, Any, Any, bool, int]]] = {}
         self._prune_at: dict[str, int] = {}
 
-    def before(self, array: str, region: Box, device: Any, stores: bool) -> list[Any]:
-        """Events the copy of ``region`` of ``array`` on ``device`` must wait for."""
+    def before(self, array: str, region: Box, device: Any, stores: bool,
+               lane: int = 0) -> list[Any]:
+        """Events the copy of ``region`` of ``array`` on ``device`` (``lane`` 1: its side
+        queue) must wait for."""
         recs = self.pending.get(array)
         if not recs:
             return []
         out = []
         dom = device.domain
-        for b, e, d, st in recs:
-            if d is device or not (st or stores) or not b.overlaps(region):
+        for b, e, d, st, _ in recs:
+            if (d is device and not lane) or not (st or stores) or not b.overlaps(region):
                 continue
             if dom is not None and d.domain is dom:
                 out.append(e)
@@ -104,18 +109,19 @@ class HostOrder:
                 e.wait()  # another context: only the host can order the two
         return out
 
-    def after(self, array: str, region: Box, device: Any, stores: bool, event: Any) -> None:
+    def after(self, array: str, region: Box, device: Any, stores: bool, event: Any,
+              lane: int = 0) -> None:
         """Record the copy just enqueued (None: it is complete already)."""
         if event is None:
             return
         recs = self.pending.setdefault(array, [])
         if stores:
             recs[:] = [r for r in recs if not r[0].issubset(region)]
-        recs.append((region, event, device, stores))
+        recs.append((region, event, device, stores, lane))
         if len(recs) > self._prune_at.get(array, self.PRUNE_AT):
-            newest = {id(r[2]): r[1] for r in recs}  # each device's last record
-            done = {d for d, e in newest.items() if e.command_execution_status == 0}
-            recs[:] = [r for r in recs if id(r[2]) not in done]  # 0: CL_COMPLETE
+            newest = {(id(r[2]), r[4]): r[1] for r in recs}  # each queue's last record
+            done = {q for q, e in newest.items() if e.command_execution_status == 0}
+            recs[:] = [r for r in recs if (id(r[2]), r[4]) not in done]  # 0: CL_COMPLETE
             self._prune_at[array] = max(self.PRUNE_AT, 2 * len(recs))
 
     def clear(self) -> None:
@@ -161,15 +167,18 @@ class Directory:
 
     # ---- transfers (the only places bytes move) --------------------------------
 
-    def _h2d(self, dst: Copy, region: Box, what: str) -> None:
+    def _h2d(self, dst: Copy, region: Box, what: str, side: bool = False) -> None:
         host = self.host.array(dst.array)
         self.host.loading(dst.array, region)
         dev = dst.device
-        waits = self.order.before(dst.array, region, dev, False)
+        lane = 1 if side and dev.side and not self.blocking else 0
+        waits = self.order.before(dst.array, region, dev, False, lane)
         e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
-                           blocking=self.blocking)
+                           blocking=self.blocking, side=bool(lane))
         if not self.blocking:
-            self.order.after(dst.array, region, dev, False, e)
+            self.order.after(dst.array, region, dev, False, e, lane)
+        if e is not None:
+            dst.last = e
         if self.tape is not None:
             self.tape.add("h2d", (dst, region, what))
         n = region.volume * host.itemsize
@@ -184,6 +193,8 @@ class Directory:
                           blocking=self.blocking)
         if not self.blocking:
             self.order.after(src.array, region, dev, True, e)
+        if e is not None:
+            src.last = e
         if self.tape is not None:
             self.tape.add("d2h", (src, region, what))
         self.host.stored(src.array, region)
@@ -193,7 +204,9 @@ class Directory:
 
     def _d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
         item = self.host.array(dst.array).itemsize
-        dst.device.copy_rect(dst.alloc, dst.box, src.alloc, src.box, region, item)
+        e = dst.device.copy_rect(dst.alloc, dst.box, src.alloc, src.box, region, item)
+        if e is not None:
+            dst.last = src.last = e
         if self.tape is not None:
             self.tape.add("d2d", (dst, src, region, what))
         n = region.volume * item
@@ -228,14 +241,17 @@ class Directory:
                 out.append((b, h))
         self.dirty[array] = out
 
-    def refresh(self, dst: Copy, want: Iterable[Box], what: str, flush: bool = True) -> int:
+    def refresh(self, dst: Copy, want: Iterable[Box], what: str, flush: bool = True,
+                side: bool = False) -> int:
         """Make ``dst`` newest on ``want`` (Algorithm 3, bb_readin, generalised).
 
         Parts held non-stale by another copy of the same device are copied
         device-to-device (the paper's intra-device reuse); parts whose newest
         value lives dirty in a copy elsewhere are first stored to the host (only
         with ``flush``; otherwise they stay stale); the rest comes from the host.
-        Returns the number of elements made valid.
+        Returns the number of elements made valid. With ``side`` the parts from the host
+        may run on the device's side queue (a new box's read-in: see
+        :meth:`bbmm.devices.base.Device.write_rect`).
         """
         want = list(want)
         if len(want) > 1:
@@ -273,7 +289,7 @@ class Directory:
             else:
                 todo = R.minus(todo, b)
         for t in todo:
-            self._h2d(dst, t, what)
+            self._h2d(dst, t, what, side)
             done.append(t)
         dst.stale = R.minus_all(dst.stale, done)
         return sum(b.volume for b in done)

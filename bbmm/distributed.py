@@ -535,7 +535,7 @@ class DistributedRuntime:
         """Wait for the asynchronous host copies that touch ``region`` of the host array:
         stores into it (before its bytes are sent or overwritten) and, with ``loads``,
         loads from it (before it is overwritten)."""
-        for b, e, _, stores in self.local.directory.order.pending.get(array, ()):
+        for b, e, _, stores, _ in self.local.directory.order.pending.get(array, ()):
             if (stores or loads) and b.overlaps(region):
                 e.wait()
 

@@ -96,6 +96,7 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object]]) -> 
     """Issue ``tape``'s operations again for ``phases`` (one tile list per recorded phase,
     each matching the recorded keys), with this iteration's kernels and scalars."""
     import time
+    from .runtime import used
     clock = time.perf_counter
     d = rt.directory
     times = rt.stats.times
@@ -105,7 +106,9 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object]]) -> 
         if kind == "launch":
             p, i, tb = args
             t = phases[p][0][i]
-            t.kernel(devices[t.device], tb)
+            dev = devices[t.device]
+            t.kernel(dev, tb)
+            used(tb, dev.last)
         elif kind == "h2d":
             d._h2d(*args)
         elif kind == "d2h":

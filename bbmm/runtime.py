@@ -203,7 +203,9 @@ class Runtime:
             for t, tb in zip(rnd, bufs):
                 if tape is not None:
                     tape.add("launch", (phase_no, index[id(t)], tb))
-                t.kernel(self.devices[t.device], tb)
+                dev = self.devices[t.device]
+                t.kernel(dev, tb)
+                used(tb, dev.last)
             if self.sync:
                 for t in rnd:
                     self.devices[t.device].finish()
@@ -673,6 +675,15 @@ def fuse_hull(boxes: list[Box], slack: float) -> list[Box]:
     assert h is not None
     extra = h.volume - sum(b.volume for b in boxes)
     return [h] if extra <= slack * h.volume else boxes
+
+
+def used(tb: TileBuffers, event: Any) -> None:
+    """The tile's kernel (``event``) is the last use so far of every copy it took: a side
+    read-in into their memory once they are freed waits for it."""
+    if event is not None:
+        for ps in tb.pieces.values():
+            for _, c in ps:
+                c.last = event
 
 
 def _i32(v: int) -> np.int32:

@@ -101,6 +101,10 @@ class Device(ABC):
     domain: Any = None
     """Devices of one domain (an OpenCL context) order each other's commands with events;
     None: the device completes every command before returning (nothing to order)."""
+    side: bool = False
+    """``write_rect(side=True)`` really runs beside the queue (:meth:`write_rect`)."""
+    last: Any = None
+    """The event of the last kernel this device enqueued (None: it has no events)."""
 
     @property
     def cap(self) -> int:
@@ -112,13 +116,15 @@ class Device(ABC):
         buf, off = self.pool.alloc(nbytes)
         return Allocation(buf, off, nbytes)
 
-    def free(self, a: Allocation) -> None:
+    def free(self, a: Allocation, last: Any = None) -> None:
+        """Give ``a`` back; ``last`` is the event of the last command that used it (None:
+        complete or none), which a side copy into the same memory waits for."""
         self.pool.free(a.buf, a.offset)
 
     @abstractmethod
     def write_rect(self, dst: Allocation, dst_box: Box, region: Box, host: np.ndarray,
                    host_origin: Sequence[int] | None = None, *, wait_for: Sequence[Any] = (),
-                   blocking: bool = True) -> Any:
+                   blocking: bool = True, side: bool = False) -> Any:
         """Copy ``region`` (array coordinates) from ``host`` into ``dst`` (holding ``dst_box``).
 
         ``host`` is C-contiguous; its element 0 has array coordinates ``host_origin``
@@ -127,6 +133,12 @@ class Device(ABC):
         device) and after everything enqueued on this device before it; with
         ``blocking=False`` the call returns at once and ``host`` must not change until
         the returned event (None: already done) completes.
+
+        With ``side`` (where :attr:`side` is true) the copy may instead run beside the
+        commands enqueued before it (a read-in overlapping the previous tile's kernel):
+        it waits only for ``wait_for`` and for the last uses of ``dst``'s memory by the
+        allocations freed before (:meth:`free`'s ``last``); every command enqueued after
+        it still starts after it.
         """
 
     @abstractmethod
@@ -185,7 +197,7 @@ class NullDevice(Device):
         return a.buf[a.offset:a.offset + n].view(dtype).reshape(box.shape)
 
     def write_rect(self, dst, dst_box, region, host, host_origin=None, *, wait_for=(),
-                   blocking=True):
+                   blocking=True, side=False):
         v = self.view(dst, dst_box, host.dtype)
         v[region.slices(dst_box.lo)] = host[region.slices(host_origin)]
         self.log.append(("h2d", region, region.volume * host.itemsize))
@@ -229,7 +241,7 @@ class DryDevice(NullDevice):
         return object()  # an arena is only an identity: nothing is stored
 
     def write_rect(self, dst, dst_box, region, host, host_origin=None, *, wait_for=(),
-                   blocking=True):
+                   blocking=True, side=False):
         self.log.append(("h2d", region, region.volume * host.itemsize))
 
     def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),

@@ -76,6 +76,11 @@ PROFILE_LIMIT = 200_000
 """Commands a profiling run records, over all its devices; later ones are only counted
 (each record holds an OpenCL event: a long run must not hold millions)."""
 
+SIDE = os.environ.get("BBMM_SIDE", "1").strip().lower() not in ("0", "off", "no", "false")
+"""Read-ins into new boxes run on a second queue of each device, beside the kernels
+enqueued before them (``$BBMM_SIDE=0``: on the device's one queue)."""
+_FREED_PRUNE = 64
+
 # the status codes of a driver that ran out of memory
 _OOM = frozenset({cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
                   cl.status_code.OUT_OF_RESOURCES, cl.status_code.OUT_OF_HOST_MEMORY})
@@ -573,12 +578,15 @@ class OpenCLDevice(Device):
     :arg arena_size: pool arena size; clamped to ``min(cap, max_mem_alloc_size)``.
     :arg profile: record every command (``queue`` must have ``PROFILING_ENABLE``), up
         to ``profile_limit`` of them; see :meth:`take_profile`.
+    :arg side: run read-ins into new boxes on a second queue (:meth:`write_rect`), so
+        that they overlap the kernels before them; default :data:`SIDE`.
     """
 
     def __init__(self, context: Any, queue: Any, device: Any, *, index: int = 0,
                  cap: int | str | None = None, name: str | None = None,
                  arena_size: int = DEFAULT_ARENA, programs: dict | None = None,
-                 profile: bool = False, profile_limit: int = PROFILE_LIMIT):
+                 profile: bool = False, profile_limit: int = PROFILE_LIMIT,
+                 side: bool | None = None):
         self.context = context
         self.domain = context
         """Devices with the same domain order each other's commands by events (one context)."""
@@ -614,6 +622,12 @@ class OpenCLDevice(Device):
         self._plans: dict[tuple, tuple] = {}
         self._kernels: dict[tuple[str, str, str], Any] = {}
         self._copy_kernels: dict[int, Any] | None = None
+        self.side = SIDE if side is None else side
+        self._side_queue: Any = None
+        # (buffer, first byte, end byte, event) of each freed allocation whose last use
+        # may still be queued: what a side copy into that memory must wait for
+        self._freed: list[tuple[int, int, int, Any]] = []
+        self._prune_freed = _FREED_PRUNE
 
     @classmethod
     def create(cls, device: Any, *, index: int = 0, cap: int | str | None = None,
@@ -716,6 +730,32 @@ class OpenCLDevice(Device):
         # the commands using it have finished
         buf.release()
 
+    def free(self, a: Allocation, last: Any = None) -> None:
+        if last is not None and self.side:
+            self._freed.append((a.buf.int_ptr, a.offset, a.offset + a.nbytes, last))
+            if len(self._freed) > self._prune_freed:
+                self._prune()
+        self.pool.free(a.buf, a.offset)
+
+    def _prune(self) -> None:
+        """Forget the freed allocations whose last use has completed."""
+        self._freed = [f for f in self._freed if f[3].command_execution_status != 0]
+        self._prune_freed = max(_FREED_PRUNE, 2 * len(self._freed))
+
+    def _reuse_waits(self, a: Allocation) -> list[Any]:
+        """The last uses, possibly still queued, of the freed allocations that shared
+        memory with ``a``: a side copy into ``a`` must not overtake them."""
+        ptr = a.buf.int_ptr
+        lo, hi = a.offset, a.offset + a.nbytes
+        return [f[3] for f in self._freed if f[0] == ptr and f[1] < hi and lo < f[2]]
+
+    def _side(self) -> Any:
+        q = self._side_queue
+        if q is None:
+            q = self._side_queue = cl.CommandQueue(self.context, self.cl_device,
+                                                   properties=self.queue.properties)
+        return q
+
     def pinned_empty(self, shape: int | Sequence[int], dtype: Any = np.float64) -> np.ndarray:
         """A page-locked host array usable with this device (see :func:`pinned_empty`)."""
         return pinned_empty(self.context, shape, dtype, queue=self.queue)
@@ -730,6 +770,9 @@ class OpenCLDevice(Device):
         if self._touch_queue is not None:
             self._touch_queue.finish()
             self._touch_queue = None
+        self._side_queue = None
+        self._freed.clear()
+        self.last = None
         self._programs.clear()
         self._kernels.clear()
         self._plans.clear()
@@ -767,23 +810,38 @@ class OpenCLDevice(Device):
         return host.reshape(-1)[geo[0]:geo[1]], geo[2]
 
     def write_rect(self, dst, dst_box, region, host, host_origin=None, *, wait_for=(),
-                   blocking=True):
+                   blocking=True, side=False):
         if region.is_empty:
             _host_box(host, host_origin, region)
             return None
         flat, plan = self._host_plan(dst, dst_box, region, host, host_origin, "destination")
         waits = self._waits(wait_for)
+        queue = self.queue
+        side = side and self.side and not blocking
+        if side:
+            # the side queue is ordered with the device's queue only by events: the
+            # copy waits for the last uses of its memory by boxes freed before
+            queue = self._side()
+            reuse = self._reuse_waits(dst)
+            if reuse:
+                waits = (waits or []) + reuse
         try:
             if flat is not None:
-                return self._h2d(self.queue, dst.buf, flat, dst_offset=plan,
-                                 is_blocking=blocking, wait_for=waits)
-            for i, (ao, bo, ext, ap, bp) in enumerate(plan):
-                # the in-order queue runs the pieces one after the other: the last
-                # one's event (or blocking wait) stands for all
-                evt = self._h2d(self.queue, dst.buf, host, buffer_origin=ao,
-                                host_origin=bo, region=ext, buffer_pitches=ap,
-                                host_pitches=bp, is_blocking=blocking and i == len(plan) - 1,
-                                wait_for=waits if i == 0 else None)
+                evt = self._h2d(queue, dst.buf, flat, dst_offset=plan,
+                                is_blocking=blocking, wait_for=waits)
+            else:
+                for i, (ao, bo, ext, ap, bp) in enumerate(plan):
+                    # the in-order queue runs the pieces one after the other: the last
+                    # one's event (or blocking wait) stands for all
+                    evt = self._h2d(queue, dst.buf, host, buffer_origin=ao,
+                                    host_origin=bo, region=ext, buffer_pitches=ap,
+                                    host_pitches=bp,
+                                    is_blocking=blocking and i == len(plan) - 1,
+                                    wait_for=waits if i == 0 else None)
+            if side:
+                # whatever is enqueued on the device from now on sees the copy's data;
+                # what was enqueued before (the last tile's kernel) runs beside it
+                cl.enqueue_barrier(self.queue, wait_for=[evt])
             return evt
         except cl.Error as e:
             raise _device_error(e, self.name, f"writing {region} to the device") from None
@@ -923,9 +981,10 @@ class OpenCLDevice(Device):
         """
         try:
             _set_changed(kernel, args)
-            return self._enqueue_kernel(
+            evt = self.last = self._enqueue_kernel(
                 self.queue, kernel, tuple(int(g) for g in global_size),
                 None if local_size is None else tuple(int(l) for l in local_size))
+            return evt
         except (cl.Error, TypeError) as e:
             _KERNEL_ARGS.pop(id(kernel), None)  # what the kernel holds is now unknown
             what = f"launching {kernel.function_name} on {tuple(global_size)}"
@@ -937,9 +996,12 @@ class OpenCLDevice(Device):
 
     def finish(self) -> None:
         try:
+            if self._side_queue is not None:
+                self._side_queue.finish()
             self.queue.finish()
         except cl.Error as e:
             raise _device_error(e, self.name, "waiting for the queue") from None
+        self._freed.clear()
 
     # }}}
 

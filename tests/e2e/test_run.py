@@ -289,3 +289,18 @@ def test_fuse_keeps_the_result(fuse, tmp_path):
     assert doc["check"] == "pass" and doc["fuse"] == pytest.approx(eval(fuse))
     # heat2d's halo columns split only with the paper's exact boxes
     assert (doc["split_accesses"] > 0) == (fuse == "0")
+
+
+@needs_cl
+@pytest.mark.parametrize("ndev", [1, 2])
+def test_side_readins_under_box_out(ndev, tmp_path):
+    """Slow kernels under a cap that makes every tile reuse freed memory: each tile's
+    read-in runs on the side queue beside the previous tile's kernel and must wait for
+    the last use of the memory it lands in (with that wait dropped, all of 3 runs fail
+    the check with up to 13311 of 16384 elements wrong)."""
+    out = tmp_path / "r.json"
+    assert run(KERNELS / "slow_tiles.c", ["n=64", "m=256", "r=3000"], "--devices", ndev,
+               "--tile", 4, "--device-mem", "24KiB", json_path=out) == 0
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass"
+    assert all(d["evictions"] > 0 for d in doc["per_device"])

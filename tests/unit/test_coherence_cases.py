@@ -218,7 +218,7 @@ def test_host_order_waits_only_where_regions_overlap_across_devices():
     # a store covering earlier records stands for them
     s1 = _Event("store1")
     o.after("A", Box((0, 0), (19, 99)), d1, True, s1)
-    assert o.pending["A"] == [(Box((0, 0), (19, 99)), s1, d1, True)]
+    assert o.pending["A"] == [(Box((0, 0), (19, 99)), s1, d1, True, 0)]
     # completed records are pruned once the list grows
     for i in range(HostOrder.PRUNE_AT + 1):
         e = _Event(f"l{i}")
@@ -239,6 +239,35 @@ class _CountedEvent:
     def command_execution_status(self):
         _CountedEvent.queries += 1
         return 0 if self.done else 1
+
+
+def test_host_order_side_loads_wait_for_their_own_device():
+    """A load on a device's side queue is not ordered after that device's queue: it
+    waits for the device's own pending stores too, and its records are pruned apart
+    from the device's queue's (one complete side load says nothing of the queue)."""
+    from bbmm.coherence import HostOrder
+    ctx = object()
+    d0, d1 = _Dev(ctx), _Dev(ctx)
+    o = HostOrder()
+    rows = Box((0, 0), (9, 99))
+    s0 = _Event("store0")
+    s0.command_execution_status = 1
+    o.after("A", rows, d0, True, s0)
+    assert o.before("A", rows, d0, False) == []           # its queue is in order
+    assert o.before("A", rows, d0, False, lane=1) == [s0]  # its side queue is not
+    assert o.before("A", Box((20, 0), (29, 99)), d0, False, lane=1) == []
+    # the device's queue waits for its side loads: its later copies need no event
+    side = _Event("side")
+    o.after("A", rows, d0, False, side, lane=1)
+    assert o.before("A", rows, d0, True) == []
+    assert o.before("A", rows, d1, True) == [s0, side]
+    # many complete side loads: pruned, while the pending store of the queue stays
+    for i in range(HostOrder.PRUNE_AT + 1):
+        e = _Event(f"s{i}")
+        e.command_execution_status = 0
+        o.after("A", Box((100 + i, 0), (100 + i, 9)), d0, False, e, lane=1)
+    left = [r[1] for r in o.pending["A"]]
+    assert left[0] is s0 and side not in left and len(left) <= 3
 
 
 def test_host_order_prunes_with_one_query_per_device_and_amortized():

@@ -393,3 +393,69 @@ def test_two_views_of_an_array_grow_into_one_copy():
     assert grown.d2d_bytes <= n * n * 8                    # the one absorption
     assert exact.d2d_bytes >= (steps - 1) * (n - 1) * (n - 1) * 8
     assert grown.peak_bytes < exact.peak_bytes
+
+
+class _EventDevice(NullDevice):
+    """A null device whose launches and copies return events (tokens), that loads on a
+    side queue, and that records the ``last`` event each free is given."""
+
+    side = True
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.n = 0
+        self.freed = []
+        self.sides = 0
+
+    def _event(self, kind):
+        self.n += 1
+        return f"{kind}{self.n}"
+
+    def write_rect(self, *a, side=False, **kw):
+        super().write_rect(*a, **kw)
+        self.sides += side
+        return self._event("h2d")
+
+    def read_rect(self, *a, **kw):
+        super().read_rect(*a, **kw)
+        return self._event("d2h")
+
+    def launch(self, kernel, global_size, local_size, args):
+        super().launch(kernel, global_size, local_size, args)
+        self.last = self._event("kernel")
+        return self.last
+
+    def free(self, a, last=None):
+        self.freed.append(last)
+        super().free(a, last)
+
+
+def test_freed_boxes_hand_their_last_use_to_the_device():
+    """Under box-out each freed box carries the event of the last command that used it
+    (its tile's kernel, or the write-back after it) to the device, where a side read-in
+    into its memory waits for it; new boxes are read in on the side queue."""
+    from bbmm.box import Box
+    from bbmm.runtime import Tile
+    n = 8
+    dev = _EventDevice(0, cap=2 * 4 * n * 4, arena_size=2 * 4 * n * 4)
+    A = np.arange(4 * n * n, dtype=np.float32).reshape(4 * n, n)
+    rt = Runtime([dev], {"A": A.copy()}, verify=True)
+    launched = []
+    for r in range(0, 4 * n, 4):
+        rows = Box((r, 0), (r + 3, n - 1))
+
+        def k(d, tb, rows=rows):
+            d.launch(lambda *a: None, (1,), None, [])
+            launched.append(d.last)
+        writes = {"A": [rows]} if r % 8 else {}
+        rt.run_phase([Tile(0, {"A": [rows]}, k, writes=writes)], serial=0)
+    rt.finish()
+    rt.release_all()
+    np.testing.assert_array_equal(rt.host.array("A"), A)
+    assert rt.stats.devices[0].evictions > 0
+    assert dev.sides == len(launched)  # every tile's box was read in beside the queue
+    # read-only boxes: their kernel was their last use; written ones: the write-back
+    assert all(f is not None for f in dev.freed)
+    kernels = [f for f in dev.freed if f.startswith("kernel")]
+    assert kernels and set(kernels) <= set(launched)
+    assert any(f.startswith("d2h") for f in dev.freed)
