@@ -134,10 +134,17 @@ class BufferManager:
             except DeviceMemoryError:
                 if not self.unused:
                     in_use = sum(c.nbytes for cs in self.copies.values() for c in cs)
+                    pool = getattr(self.device, "pool", None)
+                    held = max(in_use, getattr(pool, "in_use", 0))
+                    # small boxes take whole alignment blocks: say so, or "64 B of 1 KiB
+                    # held" would not explain why 16 B more do not fit
+                    aligned = (f", {format_bytes(held)} in blocks of {pool.align} B"
+                               if held > in_use and pool is not None else "")
                     raise TileTooLargeError(
-                        self.device.name, nbytes, in_use, self.device.cap,
+                        self.device.name, nbytes, held, self.device.cap,
                         f"{array} {box} ({len(self._in_use())} boxes of the current tile "
-                        f"hold {format_bytes(in_use)}; raise --device-mem or lower --tile)"
+                        f"hold {format_bytes(in_use)}{aligned}; raise --device-mem or "
+                        f"lower --tile)"
                     ) from None
                 self.evict(next(iter(self.unused)))
         c = Copy(array, box, self.device, a, itemsize)

@@ -459,3 +459,18 @@ def test_freed_boxes_hand_their_last_use_to_the_device():
     kernels = [f for f in dev.freed if f.startswith("kernel")]
     assert kernels and set(kernels) <= set(launched)
     assert any(f.startswith("d2h") for f in dev.freed)
+
+
+def test_tile_too_large_counts_alignment_blocks():
+    """Four 16-byte boxes fill a 1 KiB device of 256-byte blocks: the error says so
+    (before, it said 64 B of 1 KiB held, and a fifth 16 B did not fit)."""
+    from bbmm.box import Box
+    from bbmm.runtime import Tile
+    dev = NullDevice(0, cap=1024, arena_size=1024, align=256)
+    arrays = {n: np.zeros(4, np.float32) for n in "abcde"}
+    rt = Runtime([dev], arrays)
+    box = Box((0,), (3,))
+    with pytest.raises(TileTooLargeError) as e:
+        rt.run_phase([Tile(0, {n: [box] for n in arrays}, lambda d, tb: None)], serial=0)
+    msg = str(e.value)
+    assert "hold 64 B, 1.00 KiB in blocks of 256 B" in msg and "1.00 KiB of 1.00 KiB held" in msg
