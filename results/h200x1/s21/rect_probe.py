@@ -53,6 +53,44 @@ for c0 in (0, cols // 2 - w // 2, cols - w):
 c0 = 0
 for chunks, nq in ((4, 1), (16, 1), (2, 2), (4, 2), (16, 2), (4, 4), (16, 4)):
     print(f"{chunks:3d} chunks on {nq} queues: {gbs(lambda: copy(c0, chunks, nq)):5.1f} GB/s")
+# the run's boxes land in memory the copy touches first (a new arena, or one whose
+# pages the driver maps lazily): time single copies by their profiling events
+pq = cl.CommandQueue(dev.context, dev.cl_device,
+                     properties=cl.command_queue_properties.PROFILING_ENABLE)
+
+
+def one(buf_alloc, c0):
+    dev.queue = pq
+    e = dev.write_rect(buf_alloc, Box((0, c0), (rows - 1, c0 + w - 1)),
+                       Box((0, c0), (rows - 1, c0 + w - 1)), host, blocking=False)
+    e.wait()
+    dev.queue = main
+    return rows * w * 4 / ((e.profile.end - e.profile.start) * 1e-9) / 1e9
+
+
+for trial in range(3):
+    fresh = dev.alloc(rows * w * 4)  # a new arena each time (larger than the arena size)
+    print(f"fresh box {trial}: first copy {one(fresh, 0):5.1f} GB/s, "
+          f"second {one(fresh, 0):5.1f} GB/s")
+    dev.free(fresh)
+    dev.pool.trim()
+for trial in range(2):
+    fresh = dev.alloc(rows * w * 4)
+    t0 = time.perf_counter()
+    cl.enqueue_fill_buffer(main, fresh.buf, np.uint8(0), 0, fresh.buf.size).wait()
+    t1 = time.perf_counter()
+    print(f"fresh box filled whole first ({(t1 - t0) * 1e3:.1f} ms): copy "
+          f"{one(fresh, 0):5.1f} GB/s")
+    dev.free(fresh)
+    dev.pool.trim()
+lin = pinned_empty(dev, (rows // 2, cols // 8), np.float32)
+big = dev.alloc(lin.nbytes)
+full = Box((0, 0), (rows // 2 - 1, cols // 8 - 1))
+for trial in range(2):
+    dev.queue = pq
+    dev.write_rect(big, full, full, lin, blocking=False)
+    dev.queue = main
+    print(f"after a linear {lin.nbytes / 1e6:.0f} MB copy: {one(a, 0):5.1f} GB/s")
 back = np.zeros((rows, w), np.float32)
 dev.queue = main
 dev.read_rect(a, Box((0, 0), (rows - 1, w - 1)), Box((0, 0), (rows - 1, w - 1)), back)
