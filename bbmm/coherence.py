@@ -80,9 +80,9 @@ class HostOrder:
 
     Past :attr:`PRUNE_AT` records of an array, completed ones are dropped. A device's
     queues are in order, so one status query of the newest record of each (device,
-    lane) tells whether all of its records are complete; the next pruning waits until the list has doubled. (Querying
-    every record each time cost 7 ms per copy on the H200 host for mvt under a cap: 1.2
-    of its 1.5 s.)
+    lane) tells whether all of its records are complete; the next pruning waits until
+    the list has doubled. (Querying every record each time cost 7 ms per copy on the
+    H200 host for mvt under a cap: 1.2 of its 1.5 s.)
     """
 
     PRUNE_AT = 16

@@ -96,19 +96,14 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object]]) -> 
     """Issue ``tape``'s operations again for ``phases`` (one tile list per recorded phase,
     each matching the recorded keys), with this iteration's kernels and scalars."""
     import time
-    from .runtime import used
     clock = time.perf_counter
     d = rt.directory
     times = rt.stats.times
-    devices = rt.devices
     for timer, kind, args in tape.ops:
         t0 = clock()
         if kind == "launch":
             p, i, tb = args
-            t = phases[p][0][i]
-            dev = devices[t.device]
-            t.kernel(dev, tb)
-            used(tb, dev.last)
+            rt._launch(phases[p][0][i], tb)
         elif kind == "h2d":
             d._h2d(*args)
         elif kind == "d2h":

@@ -203,9 +203,7 @@ class Runtime:
             for t, tb in zip(rnd, bufs):
                 if tape is not None:
                     tape.add("launch", (phase_no, index[id(t)], tb))
-                dev = self.devices[t.device]
-                t.kernel(dev, tb)
-                used(tb, dev.last)
+                self._launch(t, tb)
             if self.sync:
                 for t in rnd:
                     self.devices[t.device].finish()
@@ -316,6 +314,19 @@ class Runtime:
             if a in cleanup:
                 cleanup[a] = [False] * len(cleanup[a])
         return replace(t, boxes=boxes, cleanup=cleanup, original=t)
+
+    def _launch(self, t: Tile, tb: TileBuffers) -> None:
+        """Run the tile's kernel callback. What it enqueued last is the last use so far of
+        every copy the tile took: a side read-in into their memory, once they are freed,
+        waits for it. A callback that enqueued nothing leaves them as they were (the
+        device's older kernel would understate a read-in still queued)."""
+        dev = self.devices[t.device]
+        before = dev.last
+        t.kernel(dev, tb)
+        event = dev.last
+        if event is not before:
+            for c in tb.copies():
+                c.last = event
 
     # ---- replay (bbmm.replay) ----------------------------------------------------------
 
@@ -675,15 +686,6 @@ def fuse_hull(boxes: list[Box], slack: float) -> list[Box]:
     assert h is not None
     extra = h.volume - sum(b.volume for b in boxes)
     return [h] if extra <= slack * h.volume else boxes
-
-
-def used(tb: TileBuffers, event: Any) -> None:
-    """The tile's kernel (``event``) is the last use so far of every copy it took: a side
-    read-in into their memory once they are freed waits for it."""
-    if event is not None:
-        for ps in tb.pieces.values():
-            for _, c in ps:
-                c.last = event
 
 
 def _i32(v: int) -> np.int32:

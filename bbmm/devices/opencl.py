@@ -718,8 +718,7 @@ class OpenCLDevice(Device):
         # device would sit idle while the host went on. Nothing else can use the new
         # buffer before the wait returns, so the two queues need no other order.
         if self._touch_queue is None:
-            self._touch_queue = cl.CommandQueue(self.context, self.cl_device,
-                                                properties=self.queue.properties)
+            self._touch_queue = self._queue_like()
         self._fill(self._touch_queue, buf, np.uint8(0), 0, min(nbytes, 4096)).wait()
         logger.debug("%s: new arena of %s", self.name, format_bytes(nbytes))
         return buf
@@ -750,11 +749,13 @@ class OpenCLDevice(Device):
         return [f[3] for f in self._freed if f[0] == ptr and f[1] < hi and lo < f[2]]
 
     def _side(self) -> Any:
-        q = self._side_queue
-        if q is None:
-            q = self._side_queue = cl.CommandQueue(self.context, self.cl_device,
-                                                   properties=self.queue.properties)
-        return q
+        if self._side_queue is None:
+            self._side_queue = self._queue_like()
+        return self._side_queue
+
+    def _queue_like(self) -> Any:
+        """Another queue on this device with the properties of its own (profiling)."""
+        return cl.CommandQueue(self.context, self.cl_device, properties=self.queue.properties)
 
     def pinned_empty(self, shape: int | Sequence[int], dtype: Any = np.float64) -> np.ndarray:
         """A page-locked host array usable with this device (see :func:`pinned_empty`)."""

@@ -458,6 +458,13 @@ def test_freed_boxes_hand_their_last_use_to_the_device():
     assert all(f is not None for f in dev.freed)
     kernels = [f for f in dev.freed if f.startswith("kernel")]
     assert kernels and set(kernels) <= set(launched)
+    # a callback that enqueues nothing leaves the read-in as the box's last use, not the
+    # device's older kernel
+    seen = {}
+    rows = Box((0, 0), (3, n - 1))
+    rt.run_phase([Tile(0, {"A": [rows]}, lambda d, tb: seen.update(tb=tb))], serial=1)
+    last = [c.last for c in seen["tb"].copies()]
+    assert last and all(e.startswith("h2d") for e in last), last
     assert any(f.startswith("d2h") for f in dev.freed)
 
 
