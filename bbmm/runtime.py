@@ -38,6 +38,10 @@ from .replay import Tape, phase_key, replay, signature
 from .stats import DeviceStats, Stats
 
 MODES = ("disjoint", "convex")
+REPLAY_MISSES = 8
+"""Recorded serial iterations in a row that are no fixed point before recording pauses."""
+REPLAY_PAUSE = (16, 512)
+"""First and longest pause of recording, in serial iterations (each pause doubles)."""
 COHERENCE = ("exact", "block")
 
 
@@ -336,12 +340,33 @@ class Runtime:
         self._prev_keys = self._prev_sig = None
         self._tape = Tape() if self.replay else None
         self.directory.tape = self._tape
+        self._misses = 0                    # recorded iterations in a row, no fixed point
+        self._pause_len = REPLAY_PAUSE[0]   # iterations the next pause lasts
+        self._paused = 0                    # iterations left in the current pause
+
+    def _pause(self) -> None:
+        """Stop recording for a while: ``REPLAY_MISSES`` recorded iterations in a row were
+        no fixed point (Floyd's row k moves every iteration), and recording costs about a
+        tenth of the host's work. Pauses double up to ``REPLAY_PAUSE[1]``, so a program
+        whose iterations start repeating late still replays soon after. Safe: an
+        iteration not recorded is only run for real, and the comparison starts afresh."""
+        self._misses = 0
+        self._paused = self._pause_len
+        self._pause_len = min(2 * self._pause_len, REPLAY_PAUSE[1])
+        self._prev_keys = self._prev_sig = None
+        self._tape = None
+        self.directory.tape = None
 
     def _close_segment(self) -> None:
         """End of a recorded serial iteration: is it a fixed point? (Its state signature
         is compared with the previous iteration's only when their tiles matched.)"""
         tape = self._tape
         if tape is None:
+            if self._paused:
+                self._paused -= 1
+                if not self._paused:   # record again, from this iteration's end
+                    self._tape = Tape()
+                    self.directory.tape = self._tape
             return
         keys = tuple(tape.phases)
         if keys == self._prev_keys:
@@ -353,6 +378,14 @@ class Runtime:
         else:
             self._prev_sig = None
         self._prev_keys = keys
+        if self._fixed is None:
+            self._misses += 1
+            if self._misses >= REPLAY_MISSES:
+                self._pause()
+                return
+        else:
+            self._misses = 0
+            self._pause_len = REPLAY_PAUSE[0]
         self._tape = Tape()
         self.directory.tape = None if self._fixed is not None else self._tape
 

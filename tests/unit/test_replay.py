@@ -123,6 +123,63 @@ def test_leaving_replay_midway_is_exact(odd, ndev):
     assert on.stats.replayed > 0
 
 
+def test_recording_pauses_where_iterations_never_repeat_and_resumes():
+    """Iterations that are no fixed point REPLAY_MISSES times in a row pause recording
+    (Floyd pays for it at every k otherwise); recording resumes after the pause, so a
+    program whose steps start repeating late (here after 30 alternating steps) still
+    replays, and every result and byte is as without replay."""
+    from bbmm import runtime as rtm
+    n, steps, tile = 14, 80, 4
+    warm = 30
+    odd = {t: "retile" for t in range(0, warm, 2)}
+    A, B = jacobi_input(n, 4)
+    recorded = []
+
+    class Watch(Runtime):
+        def end_serial(self, serial=None):
+            recorded.append(self._tape is not None or self._fixed is not None)
+            super().end_serial(serial)
+
+    out = []
+    for replay in (True, False):
+        rt = Watch(make(2), {"A": A.copy(), "B": B.copy()}, verify=True, replay=replay)
+        perturbed_jacobi(rt, n, steps, tile, odd)
+        out.append(rt)
+    on, off = out
+    np.testing.assert_array_equal(on.host.array("A"), off.host.array("A"))
+    np.testing.assert_array_equal(on.host.array("B"), off.host.array("B"))
+    assert counters(on) == counters(off)
+    seen = recorded[:steps]
+    first_pause = rtm.REPLAY_MISSES
+    # recorded first, then paused for REPLAY_PAUSE[0] steps, then recorded again
+    assert all(seen[:first_pause])
+    assert not any(seen[first_pause:first_pause + rtm.REPLAY_PAUSE[0]])
+    assert seen[first_pause + rtm.REPLAY_PAUSE[0]]
+    # found the fixed point once the steps repeat: all but a few late steps replayed
+    assert on.stats.replayed >= steps - warm - rtm.REPLAY_MISSES - 2 * rtm.REPLAY_PAUSE[0] - 4
+
+
+def test_floyd_records_only_a_few_iterations():
+    """Row k moves every k: after the first misses recording runs only between ever
+    longer pauses."""
+    from bbmm import runtime as rtm
+    n = 200
+    path = np.random.default_rng(5).integers(1, 50, (n, n)).astype(np.float32)
+    tapes = []
+
+    class Watch(Runtime):
+        def end_serial(self, serial=None):
+            tapes.append(self._tape is not None)
+            super().end_serial(serial)
+
+    rt = Watch(make(2), {"path": path.copy()}, replay=True)
+    run_floyd(rt, n, 100)
+    np.testing.assert_array_equal(rt.host.array("path"), floyd_reference(path))
+    assert len(tapes) == n
+    # 8 recorded, pause 16, 8, pause 32, 8, pause 64, 8, pause 128 (cut at n = 200)
+    assert sum(tapes) == 4 * rtm.REPLAY_MISSES
+
+
 def test_scalars_of_the_replayed_iteration_reach_the_kernel():
     """The kernel adds 1e-3 * t: a replay that launched the recorded tile's kernel would
     repeat the recorded t and differ from the run without replay."""
