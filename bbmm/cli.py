@@ -248,6 +248,7 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
     from codegen.compile import load_driver, out_of_bounds
 
     from .diagnostic import BBMMWarning
+    from .hostlib import prebuild
     from .reference import init_arrays, init_function, reference_library
     from .run import host_arrays, parse_params
 
@@ -263,6 +264,7 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
         lib = reference_library(scop, _defines(args), args.include_dirs, init=init_name)
     module = load_driver(prog)
     devices = make_devices_from_args(args)
+    prebuild(module, devices)   # kernels build while the inputs are made
     init, scalars = init_arrays(scop, params, seed=args.seed, scalars=scalars,
                                 defines=_defines(args), use_init=not args.no_init,
                                 init=init_name, lib=lib, include_dirs=args.include_dirs)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
+import threading
 import time
 from typing import Any, Iterator, Sequence
 
@@ -18,6 +20,8 @@ from .devices.base import Device
 from .runtime import TileBuffers, kernel_args
 
 
+PREBUILD = os.environ.get("BBMM_PREBUILD", "1") != "0"
+"""Build kernels in the background from the moment the devices are made (:func:`prebuild`)."""
 SPECIALIZE = os.environ.get("BBMM_SPECIALIZE", "1") != "0"
 """Build each kernel for the slot of every access and the index width of the tile (one
 build per distinct combination, cached): every unsplit access becomes one direct load."""
@@ -261,10 +265,23 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
             sels.append(tuple(tb.access.get(a, ())))
         for _, c in tb.pieces.get(a, ()):
             small = small and c.fits_int()
-    # one kernel object per (kernel, slot of every access, index width) and device
+    return _kernel(dev, source, name, arrays, tuple(sels), small, co, stage), args, stage
+
+
+def _kernel(dev: Device, source: str, name: str, arrays: Sequence[tuple],
+            sels: tuple, small: bool, co: tuple[int, int], stage: tuple[int, int] | None,
+            wait: bool = True) -> Any:
+    """One kernel object per (kernel, slot of every access, index width) and device;
+    built here unless cached (after the device's :func:`prebuild`, if any, is done:
+    ``wait`` is False only in the prebuild thread itself)."""
     cache = dev.__dict__.setdefault("_bbmm_kernels", {})
-    key = (source, name, tuple(sels), small, co, RESTRICT, UNROLL, stage)
+    key = (source, name, sels, small, co, RESTRICT, UNROLL, stage)
     knl = cache.get(key)
+    if knl is None and wait:
+        pending = dev.__dict__.pop("_bbmm_prebuild", None)
+        if pending is not None:
+            pending.join()  # it may be building this very kernel: wait, not build twice
+            knl = cache.get(key)
     if knl is None:
         opts = [f"-DBBMM_CO={co[0]}"] if co[0] > 1 else []
         if stage:
@@ -279,7 +296,58 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
             if small:
                 opts.append("-DBBMM_IDX=int")
         knl = cache[key] = dev.kernel(source, name, " ".join(opts))  # type: ignore[attr-defined]
-    return knl, args, stage
+    return knl
+
+
+def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
+    """Start building each nest's kernel on every OpenCL device in a background thread,
+    in the variant a tile most likely takes (every access in one box, 32-bit offsets).
+
+    A build from pyopencl's cache still takes 5-30 ms on an H200, and the first launch
+    needed it after the read-ins were queued: the device sat idle for it. Started when
+    the devices are made, it overlaps the preparation of the inputs and the first
+    copies. Safe: the thread only fills the device's kernel cache; the first
+    :func:`_kernel` call that misses waits for it, and a variant it did not guess is
+    built then as before. Staged nests (shape chosen per launch) are left out, and so
+    is any failure (the launch builds again and reports it)."""
+    if not PREBUILD:
+        return []
+    nests = sorted(int(m.group(1)) for m in
+                   (re.fullmatch(r"NEST(\d+)_LAUNCH", k) for k in vars(module)) if m)
+    nests_jobs = []
+    for i in nests:
+        band = getattr(module, f"NEST{i}_CL_BAND", None)
+        if band is None:
+            continue
+        arrays = getattr(module, f"NEST{i}_LAUNCH")
+        coarsen = getattr(module, f"NEST{i}_COARSEN", False)
+        co = (COARSEN, COARSEN1 if len(band) > 1 else 1) if coarsen and band else (1, 1)
+        sels = tuple(tuple(0 for _ in e[3]) for e in arrays if len(e) > 3) if SPECIALIZE else ()
+        staged = bool(getattr(module, f"NEST{i}_STAGED", False)) and len(band) == 1
+        nests_jobs.append((staged, (f"{module.FUNCTION}_nest{i}", arrays, sels, co)))
+    threads = []
+    for dev in devices:
+        if getattr(dev, "build", None) is None or "_bbmm_prebuild" in vars(dev):
+            continue
+        # a staged kernel's shape is chosen per launch where it runs staged (see launch)
+        jobs = [job for staged, job in nests_jobs
+                if not (staged and STAGE is not None
+                        and (STAGE != (0, 0) or getattr(dev, "is_gpu", False)))]
+        if not jobs:
+            continue
+
+        def work(dev: Device = dev, jobs: list = jobs) -> None:
+            for name, arrays, sels, co in jobs:
+                try:
+                    _kernel(dev, module.KERNELS, name, arrays, sels, True, co, None, wait=False)
+                except Exception:  # noqa: BLE001 - the launch builds again and reports it
+                    return
+
+        t = threading.Thread(target=work, name=f"bbmm-prebuild-{dev.name}", daemon=True)
+        dev.__dict__["_bbmm_prebuild"] = t
+        t.start()
+        threads.append(t)
+    return threads
 
 
 def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:

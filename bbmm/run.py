@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .diagnostic import UsageError, format_bytes
+from .hostlib import prebuild
 from .runtime import COHERENCE, MODES, Runtime, fuse_slack
 
 DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32}
@@ -138,6 +139,7 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
         raise UsageError(f"--tile must be at least 1, got {tile}")
     rt = Runtime(devices, arrays, mode=mode, reuse=reuse, coherence=coherence, replay=replay,
                  fuse=fuse, **runtime_options(module, arrays))
+    prebuild(module, devices)  # unless started already: builds beside the first read-ins
     t0 = time.perf_counter()
     module.run(rt, params, scalars, tile, progress)
     wall = time.perf_counter() - t0
