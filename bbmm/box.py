@@ -114,6 +114,12 @@ class Box:
     @property
     def volume(self) -> int:
         """Number of integer points (0 when empty)."""
+        lo = self.lo
+        if len(lo) == 2:  # the common case, unrolled: box algebra runs per tile
+            hi = self.hi
+            a = hi[0] - lo[0] + 1
+            b = hi[1] - lo[1] + 1
+            return a * b if a > 0 and b > 0 else 0
         v = 1
         for l, h in zip(self.lo, self.hi):
             if h < l:
@@ -123,7 +129,11 @@ class Box:
 
     @property
     def is_empty(self) -> bool:
-        for l, h in zip(self.lo, self.hi):
+        lo = self.lo
+        if len(lo) == 2:
+            hi = self.hi
+            return hi[0] < lo[0] or hi[1] < lo[1]
+        for l, h in zip(lo, self.hi):
             if h < l:
                 return True
         return False
@@ -171,6 +181,24 @@ class Box:
         """bb_intersection: the common points, or None when there are none."""
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "intersect")
+        if len(self.lo) == 2:
+            l0, l1 = self.lo
+            h0, h1 = self.hi
+            m0, m1 = other.lo
+            n0, n1 = other.hi
+            if m0 > l0:
+                l0 = m0
+            if n0 < h0:
+                h0 = n0
+            if h0 < l0:
+                return None
+            if m1 > l1:
+                l1 = m1
+            if n1 < h1:
+                h1 = n1
+            if h1 < l1:
+                return None
+            return _box((l0, l1), (h0, h1))
         lo = []
         hi = []
         for l, h, ol, oh in zip(self.lo, self.hi, other.lo, other.hi):
@@ -246,6 +274,13 @@ class Box:
         """True when the two boxes share at least one point."""
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "overlaps")
+        if len(self.lo) == 2:
+            l0, l1 = self.lo
+            h0, h1 = self.hi
+            m0, m1 = other.lo
+            n0, n1 = other.hi
+            return (l0 <= h0 and m0 <= n0 and l1 <= h1 and m1 <= n1 and l0 <= n0
+                    and m0 <= h0 and l1 <= n1 and m1 <= h1)
         for l, h, ol, oh in zip(self.lo, self.hi, other.lo, other.hi):
             if h < ol or oh < l or h < l or oh < ol:
                 return False

@@ -525,11 +525,14 @@ class Runtime:
                         mgr.absorb(c)
                 out.append((p, c))
             tb.pieces[a] = out
-            slot: dict[Box, int] = {}
-            for b in boxes:
-                hits = [i for i, (p, _) in enumerate(out) if p.overlaps(b)]
-                slot[b] = hits[0] if len(hits) == 1 else -1
-            acc = [slot.get(b, 0) for b in init]  # an empty access: any slot
+            if len(out) == 1:
+                acc = [0] * len(init)  # one piece holds every access (an empty one: any slot)
+            else:
+                slot: dict[Box, int] = {}
+                for b in boxes:
+                    hits = [i for i, (p, _) in enumerate(out) if p.overlaps(b)]
+                    slot[b] = hits[0] if len(hits) == 1 else -1
+                acc = [slot.get(b, 0) for b in init]  # an empty access: any slot
             self.stats.split_accesses += acc.count(-1)
             tb.access[a] = acc
         return tb

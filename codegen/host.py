@@ -157,6 +157,28 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
         g(f"if {nb.empty_cond}:")
         with g:
             g("return None")
+        writeouts = {af.array: [af.write_out] if af.write_out.exact or
+                     len(af.write_out_parts) <= 1 else list(af.write_out_parts)
+                     for af in fl.arrays}
+        # a box that several accesses share (Floyd's path[i][j] is read and written) is
+        # evaluated once: the tile's boxes are computed at every serial iteration
+        every = [box_py(ab) for a in nb.arrays for ab in nb.of_array(a)]
+        every += [box_py(ab) for ab in nb.writes]
+        every += [box_py(p) for af in fl.arrays for p in af.flow_out_boxes]
+        every += [box_py(p) for ps in writeouts.values() for p in ps]
+        shared: dict[str, str] = {}
+        for text in every:
+            if every.count(text) > 1 and text not in shared:
+                shared[text] = f"_bbmm_b{len(shared)}"
+        if shared:
+            g("# boxes that several accesses share, evaluated once")
+        for text, name in shared.items():
+            g(f"{name} = {text}")
+
+        def ref(b: ParamBox) -> str:
+            text = box_py(b)
+            return shared.get(text, text)
+
         g("# Algorithm 1: the initial bounding box of every access, per array")
         g("_bbmm_boxes = {")
         with g:
@@ -164,27 +186,25 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
                 g(f"{a!r}: [")
                 with g:
                     for ab in nb.of_array(a):
-                        g(f"{box_py(ab)},  # {ab.text} ({ab.kind}"
+                        g(f"{ref(ab)},  # {ab.text} ({ab.kind}"
                           f"{', cleanup' if ab.cleanup else ''})")
                 g("],")
         g("}")
         g("_bbmm_writes = {")
         with g:
             for a in dict.fromkeys(ab.array for ab in nb.writes):
-                g(f"{a!r}: [{', '.join(box_py(ab) for ab in nb.writes if ab.array == a)}],")
+                g(f"{a!r}: [{', '.join(ref(ab) for ab in nb.writes if ab.array == a)}],")
         g("}")
         g("# Table III: flow-out (read later by other tiles) and write-out (final values)")
         g("_bbmm_flowout = {")
         with g:
             for af in fl.arrays:
-                g(f"{af.array!r}: [{', '.join(box_py(p) for p in af.flow_out_boxes)}],")
+                g(f"{af.array!r}: [{', '.join(ref(p) for p in af.flow_out_boxes)}],")
         g("}")
         g("_bbmm_writeout = {")
         with g:
-            for af in fl.arrays:
-                parts = [af.write_out] if af.write_out.exact or len(af.write_out_parts) <= 1 \
-                    else list(af.write_out_parts)
-                g(f"{af.array!r}: [{', '.join(box_py(p) for p in parts)}],")
+            for a, parts in writeouts.items():
+                g(f"{a!r}: [{', '.join(ref(p) for p in parts)}],")
         g("}")
         g("_bbmm_cleanup = {%s}" % ", ".join(
             f"{a!r}: {[ab.cleanup for ab in nb.of_array(a)]!r}" for a in nb.arrays))
