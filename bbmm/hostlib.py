@@ -343,7 +343,9 @@ def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
                 except Exception:  # noqa: BLE001 - the launch builds again and reports it
                     return
 
-        t = threading.Thread(target=work, name=f"bbmm-prebuild-{dev.name}", daemon=True)
+        # not a daemon: the interpreter waits for it at exit (a build cut off while the
+        # OpenCL driver is torn down crashed short runs, PoCL under MPI)
+        t = threading.Thread(target=work, name=f"bbmm-prebuild-{dev.name}", daemon=False)
         dev.__dict__["_bbmm_prebuild"] = t
         t.start()
         threads.append(t)

@@ -763,6 +763,9 @@ class OpenCLDevice(Device):
 
     def close(self) -> None:
         """Release every arena (live allocations included) and cached programs."""
+        pending = self.__dict__.pop("_bbmm_prebuild", None)  # hostlib.prebuild's thread
+        if pending is not None:
+            pending.join()
         self.finish()
         for key, (k, _) in list(_KERNEL_ARGS.items()):
             if k.context.int_ptr == self._context_ptr:
