@@ -197,11 +197,10 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     ``BBMM_SG``) and :data:`STAGE` not off, it runs as work-groups of
     :data:`STAGE_LANES` x G work-items (:func:`stage_shape`).
     """
-    co = (COARSEN, COARSEN1 if len(grid) > 1 else 1) if coarsen and grid else (1, 1)
+    co = _points(coarsen, len(grid))
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
     stage = None
-    if staged and STAGE is not None and len(extent) == 1 and (
-            STAGE != (0, 0) or getattr(dev, "is_gpu", False)):
+    if _runs_staged(dev, staged, len(extent)):
         stage = stage_shape(extent[0], getattr(dev, "compute_units", 0),
                             getattr(dev, "max_group", 256))
     key = (id(dev), name, source, co, stage)
@@ -233,6 +232,18 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     # may choose a tiny one.
     gsize = tuple(-(-e // (l * p)) * l for e, l, p in zip(extent, local, per))
     return dev.launch(knl, gsize, tuple(local), args)
+
+
+def _points(coarsen: bool, bands: int) -> tuple[int, int]:
+    """Points per work-item along OpenCL dimensions 0 and 1 of a kernel over ``bands``
+    band loops (``coarsen``: it takes ``BBMM_CO``)."""
+    return (COARSEN, COARSEN1 if bands > 1 else 1) if coarsen and bands else (1, 1)
+
+
+def _runs_staged(dev: Device, staged: bool, dims: int) -> bool:
+    """A staged kernel (``staged``) of ``dims`` OpenCL dimensions runs staged on ``dev``."""
+    return (staged and STAGE is not None and dims == 1
+            and (STAGE != (0, 0) or getattr(dev, "is_gpu", False)))
 
 
 def _group_fit(dev: Device, knl: Any, stage: tuple[int, int]) -> tuple[int, int]:
@@ -320,19 +331,17 @@ def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
         if band is None:
             continue
         arrays = getattr(module, f"NEST{i}_LAUNCH")
-        coarsen = getattr(module, f"NEST{i}_COARSEN", False)
-        co = (COARSEN, COARSEN1 if len(band) > 1 else 1) if coarsen and band else (1, 1)
+        co = _points(getattr(module, f"NEST{i}_COARSEN", False), len(band))
         sels = tuple(tuple(0 for _ in e[3]) for e in arrays if len(e) > 3) if SPECIALIZE else ()
-        staged = bool(getattr(module, f"NEST{i}_STAGED", False)) and len(band) == 1
-        nests_jobs.append((staged, (f"{module.FUNCTION}_nest{i}", arrays, sels, co)))
+        staged = bool(getattr(module, f"NEST{i}_STAGED", False))
+        nests_jobs.append((staged, len(band), (f"{module.FUNCTION}_nest{i}", arrays, sels, co)))
     threads = []
     for dev in devices:
         if getattr(dev, "build", None) is None or "_bbmm_prebuild" in vars(dev):
             continue
         # a staged kernel's shape is chosen per launch where it runs staged (see launch)
-        jobs = [job for staged, job in nests_jobs
-                if not (staged and STAGE is not None
-                        and (STAGE != (0, 0) or getattr(dev, "is_gpu", False)))]
+        jobs = [job for staged, dims, job in nests_jobs
+                if not _runs_staged(dev, staged, dims)]
         if not jobs:
             continue
 
