@@ -42,8 +42,8 @@ class _Arena:
     no: int                       # creation number: orders arenas in the best-fit index
     free_by_addr: dict[int, int]  # offset -> size of each free block
     free_by_end: dict[int, int]   # end offset -> offset of each free block (coalescing)
-    used: dict[int, int]          # offset -> size of each allocated block
-    parked: dict[int, int]        # offset -> size of each freed block held by the cache
+    used: dict[int, int]          # offset -> size of each allocated block (parked: neither
+                                  # here nor free, only in Pool._parked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +108,6 @@ class Pool:
         parked = self._parked.get(size)
         if parked:  # exact-size hit: the block was freed by an earlier box of this size
             arena, off = parked.pop()
-            del arena.parked[off]
             arena.used[off] = size
             self._parked_bytes -= size
             self.in_use += size
@@ -130,15 +129,19 @@ class Pool:
     def free(self, buf: Any, offset: int) -> None:
         """Give a block back; it coalesces with free neighbours in its arena."""
         arena = self._by_buf.get(id(buf))
-        if arena is None or arena.buf is not buf or offset not in arena.used:
+        # a parked block is no longer in ``used``: freeing it twice is caught here too
+        size = None if arena is None or arena.buf is not buf else arena.used.pop(offset, None)
+        if size is None:
             raise ValueError(f"{self.name}: free of a block not allocated here (offset {offset})")
-        size = arena.used.pop(offset)
         self.in_use -= size
         if self.cache and self.reserved <= self.release_threshold:
             # park it: safe, because any request that cannot be served from the parked
             # blocks of its size unparks them all before it looks for room
-            arena.parked[offset] = size
-            self._parked.setdefault(size, []).append((arena, offset))
+            parked = self._parked.get(size)
+            if parked is None:
+                self._parked[size] = [(arena, offset)]
+            else:
+                parked.append((arena, offset))
             self._parked_bytes += size
             return
         self._coalesce(arena, offset, size)
@@ -148,7 +151,6 @@ class Pool:
         parked, self._parked, self._parked_bytes = self._parked, {}, 0
         for size, blocks in parked.items():
             for arena, off in blocks:
-                del arena.parked[off]
                 self._coalesce(arena, off, size)
 
     def _coalesce(self, arena: _Arena, offset: int, size: int) -> None:
@@ -249,7 +251,7 @@ class Pool:
         buf = self._new_arena(want)  # may raise (driver out of memory): nothing changed yet
         no = self._next_no
         self._next_no += 1
-        arena = _Arena(buf, want, no, {0: want}, {want: 0}, {}, {})
+        arena = _Arena(buf, want, no, {0: want}, {want: 0}, {})
         self._arenas.append(arena)
         self._by_buf[id(buf)] = arena
         self._by_no[no] = arena
