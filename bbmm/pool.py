@@ -90,15 +90,24 @@ class Pool:
         self._by_no: dict[int, _Arena] = {}
         self._next_no = 0
         self.reserved = 0
-        self.in_use = 0
         self.allocs = 0
         self.arena_allocs = 0
         # exact-size cache: size -> [(arena, offset)] of parked blocks (see the module doc)
         self.cache = cache
         self._parked: dict[int, list[tuple[_Arena, int]]] = {}
-        self._parked_bytes = 0
 
     # ---- public -----------------------------------------------------------------
+
+    # Neither is kept as a counter: the hot path (a cache hit and its free) only moves
+    # a block between ``_parked`` and its arena's ``used``; both are read rarely.
+    @property
+    def in_use(self) -> int:
+        """Bytes of the blocks allocated now (rounded to the alignment)."""
+        return sum(sum(a.used.values()) for a in self._arenas)
+
+    @property
+    def _parked_bytes(self) -> int:
+        return sum(size * len(blocks) for size, blocks in self._parked.items())
 
     def alloc(self, nbytes: int) -> tuple[Any, int]:
         """Return ``(arena buffer, byte offset)`` of a block of at least ``nbytes`` bytes."""
@@ -109,11 +118,9 @@ class Pool:
         if parked:  # exact-size hit: the block was freed by an earlier box of this size
             arena, off = parked.pop()
             arena.used[off] = size
-            self._parked_bytes -= size
-            self.in_use += size
             self.allocs += 1
             return arena.buf, off
-        if self._parked_bytes:
+        if self._parked:  # (possibly only emptied lists: unparking those costs nothing)
             self.unpark()
         hit = self._best_fit(size)
         if hit is None:
@@ -122,7 +129,6 @@ class Pool:
             assert hit is not None
         arena, off = hit
         self._take(arena, off, size)
-        self.in_use += size
         self.allocs += 1
         return arena.buf, off
 
@@ -133,7 +139,6 @@ class Pool:
         size = None if arena is None or arena.buf is not buf else arena.used.pop(offset, None)
         if size is None:
             raise ValueError(f"{self.name}: free of a block not allocated here (offset {offset})")
-        self.in_use -= size
         if self.cache and self.reserved <= self.release_threshold:
             # park it: safe, because any request that cannot be served from the parked
             # blocks of its size unparks them all before it looks for room
@@ -142,13 +147,12 @@ class Pool:
                 self._parked[size] = [(arena, offset)]
             else:
                 parked.append((arena, offset))
-            self._parked_bytes += size
             return
         self._coalesce(arena, offset, size)
 
     def unpark(self) -> None:
         """Return every parked block to the best-fit layer, coalescing each."""
-        parked, self._parked, self._parked_bytes = self._parked, {}, 0
+        parked, self._parked = self._parked, {}
         for size, blocks in parked.items():
             for arena, off in blocks:
                 self._coalesce(arena, off, size)
@@ -206,7 +210,6 @@ class Pool:
         """Release every arena, live blocks included (the pool is empty afterwards)."""
         self.unpark()
         for a in list(self._arenas):
-            self.in_use -= sum(a.used.values())
             self._release(a, force=True)
 
     # ---- internals --------------------------------------------------------------

@@ -79,6 +79,12 @@ PROFILE_LIMIT = 200_000
 SIDE = os.environ.get("BBMM_SIDE", "1").strip().lower() not in ("0", "off", "no", "false")
 """Read-ins into new boxes run on a second queue of each device, beside the kernels
 enqueued before them (``$BBMM_SIDE=0``: on the device's one queue)."""
+TOUCH = os.environ.get("BBMM_TOUCH", "async").strip().lower()
+"""How a new arena is first touched (:meth:`OpenCLDevice._create_buffer`): ``async`` (a
+4 KiB fill enqueued on the device's queue, not waited for), ``wait`` (the fill on a queue
+of its own, waited for: an allocation failure reported only by the fill's event shows at
+once), ``0`` (none: for measurements only, a lazy driver's failure would show at some
+later copy)."""
 _FREED_PRUNE = 64
 
 # the status codes of a driver that ran out of memory
@@ -712,14 +718,25 @@ class OpenCLDevice(Device):
 
     def _create_buffer(self, nbytes: int) -> Any:
         buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
-        # first touch: drivers allocate lazily, so a failure shows here and not in
-        # some later copy. On a queue of its own: on the device's queue the wait would
-        # also wait for every copy queued before it (blackscholes' read-ins), and the
-        # device would sit idle while the host went on. Nothing else can use the new
-        # buffer before the wait returns, so the two queues need no other order.
-        if self._touch_queue is None:
-            self._touch_queue = self._queue_like()
-        self._fill(self._touch_queue, buf, np.uint8(0), 0, min(nbytes, 4096)).wait()
+        # first touch: drivers allocate lazily, so a failure must show here (where the
+        # pool can give back empty arenas and retry) and not in some later copy. NVIDIA's
+        # driver allocates in the first enqueue that uses the buffer and fails *that
+        # call* (session 23: 7 x 35 GiB created on a 140 GiB H200, the fill of the 4th
+        # raised MEM_OBJECT_ALLOCATION_FAILURE), so enqueueing the fill is enough and
+        # the host need not wait for the device (5 waits cost blackscholes ~0.5 ms).
+        touch = min(nbytes, 4096)
+        if TOUCH == "async":
+            # on the device's in-order queue: everything enqueued there later follows it
+            evt = self._fill(self.queue, buf, np.uint8(0), 0, touch)
+            if self.side:  # a side read-in into those bytes waits for it (_reuse_waits)
+                self._freed.append((buf.int_ptr, 0, touch, evt))
+        elif TOUCH not in ("0", "off", "no"):
+            # waited for on a queue of its own: on the device's queue the wait would
+            # also wait for every copy queued before it (blackscholes' read-ins). Nothing
+            # else can use the new buffer before the wait returns.
+            if self._touch_queue is None:
+                self._touch_queue = self._queue_like()
+            self._fill(self._touch_queue, buf, np.uint8(0), 0, min(nbytes, 4096)).wait()
         logger.debug("%s: new arena of %s", self.name, format_bytes(nbytes))
         return buf
 

@@ -322,6 +322,49 @@ def test_driver_out_of_memory_is_a_device_memory_error(make, monkeypatch):
     dev.free(a)
 
 
+def test_first_touch_failure_is_a_device_memory_error(make, monkeypatch):
+    """A driver that allocates at the first enqueue (NVIDIA's) fails the touch's fill
+    call: that is an allocation failure too, with the same trim-and-retry."""
+    (dev,) = make(1, cap="64MiB", arena_size=1 << 20)
+    real = dev._fill
+    fails = [1]
+
+    def refuse(queue, buf, *args):
+        if fails[0]:
+            fails[0] -= 1
+            raise cl.MemoryError(cl._cl._ErrorRecord(
+                "clEnqueueFillBuffer failed", cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
+                "clEnqueueFillBuffer"))
+        return real(queue, buf, *args)
+
+    monkeypatch.setattr(dev, "_fill", refuse)
+    with pytest.raises(DeviceMemoryError, match="CL_MEM_OBJECT_ALLOCATION_FAILURE"):
+        dev.alloc(1000)
+    assert dev.pool.reserved == 0
+    a = dev.alloc(1000)  # the driver has room again
+    assert dev.pool.reserved == 1 << 20
+    dev.free(a)
+
+
+def test_first_touch_orders_side_read_ins(make, monkeypatch):
+    """The touch is not waited for: a side-queue read-in into the arena's first bytes
+    waits for its event (a fill running after the copy would zero its data)."""
+    import bbmm.devices.opencl as mod
+    monkeypatch.setattr(mod, "TOUCH", "async")
+    (dev,) = make(1, cap="64MiB", arena_size=1 << 20)
+    dev.side = True
+    a = dev.alloc(1000)
+    waits = dev._reuse_waits(a)
+    assert len(waits) == 1 and waits[0].command_type == cl.command_type.FILL_BUFFER
+    box = Box((0, 0), (9, 24))
+    host = np.arange(250, dtype=np.float32).reshape(10, 25)
+    dev.write_rect(a, box, box, host, blocking=False, side=True)
+    out = np.zeros_like(host)
+    dev.read_rect(a, box, box, out)
+    np.testing.assert_array_equal(out, host)
+    dev.free(a)
+
+
 def test_build_error_is_typed(make):
     (dev,) = make(1)
     with pytest.raises(DeviceError, match="CL_BUILD_PROGRAM_FAILURE"):
