@@ -43,6 +43,9 @@ REPLAY_MISSES = 8
 REPLAY_PAUSE = (16, 512)
 """First and longest pause of recording, in serial iterations (each pause doubles)."""
 COHERENCE = ("exact", "block")
+SMALL_PHASE = 1 / 64
+"""A phase whose boxes hold at most this fraction of the bytes of the largest phase so
+far runs each tile where most of its data is (:meth:`Runtime._place`)."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,11 @@ class Runtime:
         self._prev_keys: tuple | None = None
         self._prev_sig: object = None
         self._record()
+        place = os.environ.get("BBMM_PLACE", "1") != "0"
+        self.place = place and len(self.devices) > 1
+        """Move the tiles of small phases to their data (:meth:`_place`)."""
+        self._largest_phase = 0
+        self._placed: dict[tuple, tuple[int, ...]] = {}
 
     # ---- Algorithm 4 ---------------------------------------------------------------
 
@@ -169,6 +177,8 @@ class Runtime:
         recording's is only held back (``end_serial`` replays the whole iteration);
         one that does not match first runs the held-back phases for real.
         """
+        if self.place:
+            tiles = self._place(tiles)
         if self.whole:
             tiles = [self._promote(t) for t in tiles]
         if self._fixed is not None:
@@ -298,6 +308,66 @@ class Runtime:
         for m in self.managers:
             m.free_all()
         self._record()
+
+    def _place(self, tiles: Sequence[Tile]) -> Sequence[Tile]:
+        """Tiles of a small phase run on the device that holds most of their data
+        (valid bytes of their boxes), the static placement winning ties.
+
+        The static placement tiles every nest by the same global grid, so a small nest
+        whose band is another dimension than the big nests' (LU's scaling of row k
+        along j, fdtd2d's ``ey[0][j]``) has its tiles on devices that hold none of its
+        data: each such tile reads its box from the host after the owner flowed it out,
+        and flows it back (four host hops per serial iteration on LU's critical path
+        instead of two). A small phase's kernels are too short for load balance to
+        matter. Any placement is correct: coherence follows validity, not placement.
+        While a recorded iteration is being matched for replay, the placement of the
+        last real run of the same tiles is reused (the state it was chosen from is the
+        fixed point's, and the tiles must match the recording's).
+        """
+        whole = self.whole
+        size = 0
+        for t in tiles:
+            for a, bs in t.boxes.items():
+                if a not in whole:
+                    item = self.host.array(a).itemsize
+                    size += sum(b.volume for b in dict.fromkeys(bs)) * item
+        if size > self._largest_phase:
+            self._largest_phase = size
+        if size > SMALL_PHASE * self._largest_phase:
+            return tiles
+        key = phase_key(tiles)
+        devs = self._placed.get(key) if self._fixed is not None else None
+        if devs is None:
+            devs = tuple(self._best_device(t) for t in tiles)
+            if len(self._placed) >= 4096:
+                self._placed.clear()
+            self._placed[key] = devs
+        return [t if d == t.device else replace(t, device=d) for t, d in zip(tiles, devs)]
+
+    def _best_device(self, t: Tile) -> int:
+        """The device whose resident copies hold the most valid bytes of ``t``'s boxes
+        (``t.device`` unless another holds strictly more)."""
+        best, best_score = t.device, -1
+        for d, mgr in enumerate(self.managers):
+            score = 0
+            for a, bs in t.boxes.items():
+                cs = mgr.copies.get(a)
+                if not cs:
+                    continue
+                for b in dict.fromkeys(bs):
+                    for c in cs:
+                        inter = b.intersect(c.box)
+                        if inter is None:
+                            continue
+                        v = inter.volume
+                        for st in c.stale:
+                            x = st.intersect(inter)
+                            if x is not None:
+                                v -= x.volume
+                        score += v * c.itemsize
+            if score > best_score or (score == best_score and d == t.device):
+                best, best_score = d, score
+        return best
 
     def _promote(self, t: Tile) -> Tile:
         """``t`` with its boxes of the arrays held whole replaced by the whole array (and
@@ -525,6 +595,11 @@ class Runtime:
                         mgr.absorb(c)
                 out.append((p, c))
             tb.pieces[a] = out
+            if self.verify:
+                for i, (p, _) in enumerate(out):
+                    if any(p.overlaps(q) for q, _ in out[:i]):
+                        raise AssertionError(f"tile {t.name}: pieces of {a} overlap: "
+                                             f"{[q for q, _ in out]}")
             if len(out) == 1:
                 acc = [0] * len(init)  # one piece holds every access (an empty one: any slot)
             else:
@@ -592,7 +667,11 @@ class Runtime:
                 c = None
             if c is None and self.reuse and not strict and not fresh and self.fuse > 0:
                 g = self._grown(mgr, a, p, self.fuse)
-                if g is not None:
+                # the tile's pieces must stay disjoint: a box grown over another of its
+                # disjoint boxes (LU's row k grown over column k's resident copy, next
+                # to the column piece) would leave an element in two pieces, of which a
+                # write reaches one while both copies would be recorded as written
+                if g is not None and not any(q is not p and q.overlaps(g) for q in merged):
                     whole.append((g, None))
                     out.append((g, None))
                     continue
