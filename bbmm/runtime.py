@@ -345,11 +345,17 @@ class Runtime:
         return [t if d == t.device else replace(t, device=d) for t, d in zip(tiles, devs)]
 
     def _best_device(self, t: Tile) -> int:
-        """The device whose resident copies hold the most valid bytes of ``t``'s boxes
-        (``t.device`` unless another holds strictly more)."""
-        best, best_score = t.device, -1
+        """The device whose resident copies hold the most valid bytes of ``t``'s boxes,
+        then the one whose largest copy overlapping them is largest (``t.device`` unless
+        another scores strictly more).
+
+        The second rule finds the data's home when both hold it: fdtd2d's tile of
+        ``ey[0][j]`` keeps a small copy of its part of row 0 on its static device, which
+        the flow-in also keeps valid in the big copy of the rows' owner, which reads it.
+        """
+        best, best_score = t.device, (-1, -1)
         for d, mgr in enumerate(self.managers):
-            score = 0
+            valid = big = 0
             for a, bs in t.boxes.items():
                 cs = mgr.copies.get(a)
                 if not cs:
@@ -364,7 +370,10 @@ class Runtime:
                             x = st.intersect(inter)
                             if x is not None:
                                 v -= x.volume
-                        score += v * c.itemsize
+                        valid += v * c.itemsize
+                        if c.nbytes > big:
+                            big = c.nbytes
+            score = (valid, big)
             if score > best_score or (score == best_score and d == t.device):
                 best, best_score = d, score
         return best
