@@ -44,7 +44,7 @@ REPLAY_PAUSE = (16, 512)
 """First and longest pause of recording, in serial iterations (each pause doubles)."""
 COHERENCE = ("exact", "block")
 SMALL_PHASE = 1 / 64
-"""A phase whose boxes hold at most this fraction of the bytes of the largest phase so
+"""A phase whose boxes hold at most this fraction of the points of the largest phase so
 far runs each tile where most of its data is (:meth:`Runtime._place`)."""
 
 
@@ -324,13 +324,11 @@ class Runtime:
         last real run of the same tiles is reused (the state it was chosen from is the
         fixed point's, and the tiles must match the recording's).
         """
-        whole = self.whole
-        size = 0
+        size = 0  # points of the tiles' boxes (all accesses: a measure, not a footprint)
         for t in tiles:
-            for a, bs in t.boxes.items():
-                if a not in whole:
-                    item = self.host.array(a).itemsize
-                    size += sum(b.volume for b in dict.fromkeys(bs)) * item
+            for bs in t.boxes.values():
+                for b in bs:
+                    size += b.volume
         if size > self._largest_phase:
             self._largest_phase = size
         if size > SMALL_PHASE * self._largest_phase:
