@@ -333,13 +333,15 @@ class Runtime:
             self._largest_phase = size
         if size > SMALL_PHASE * self._largest_phase:
             return tiles
-        key = phase_key(tiles)
+        # the tiles' key (costly: every box hashed) only where replay may need it
+        key = phase_key(tiles) if self._fixed is not None or self._tape is not None else None
         devs = self._placed.get(key) if self._fixed is not None else None
         if devs is None:
             devs = tuple(self._best_device(t) for t in tiles)
-            if len(self._placed) >= 4096:
-                self._placed.clear()
-            self._placed[key] = devs
+            if key is not None:  # being recorded: what the replay's matching reuses
+                if len(self._placed) >= 4096:
+                    self._placed.clear()
+                self._placed[key] = devs
         return [t if d == t.device else replace(t, device=d) for t, d in zip(tiles, devs)]
 
     def _best_device(self, t: Tile) -> int:
