@@ -53,6 +53,11 @@ def rect_args(region: Box, outer: Box, itemsize: int) -> tuple[tuple[int, int, i
         raise ValueError(f"rect copies take at most 3 dimensions, got {region}")
     if not region.issubset(outer):
         raise ValueError(f"region {region} is not inside {outer}")
+    if nd == 2:  # unrolled (the common case; the general path below gives the same)
+        (r0, r1), (s0, s1), (o0, o1) = region.lo, region.hi, outer.lo
+        row = (outer.hi[1] - o1 + 1) * itemsize
+        return (((r1 - o1) * itemsize, r0 - o0, 0), ((s1 - r1 + 1) * itemsize, s0 - r0 + 1, 1),
+                (row, 0))
     shape = outer.shape
     origin = [l - o for l, o in zip(region.lo, outer.lo)][::-1]
     extent = list(region.shape)[::-1]

@@ -276,6 +276,12 @@ def contiguous_run(region: Box, outer: Box) -> int | None:
     That is the case when ``region`` spans ``outer`` fully in every dimension after
     some dimension ``k`` and has extent 1 in every dimension before ``k``.
     """
+    lo, olo, ohi = region.lo, outer.lo, outer.hi
+    if len(lo) == 2:  # unrolled: a plan is made per moving row or column (LU, Floyd)
+        hi = region.hi
+        if lo[1] == olo[1] and hi[1] == ohi[1] or lo[0] == hi[0]:
+            return (lo[0] - olo[0]) * (ohi[1] - olo[1] + 1) + lo[1] - olo[1]
+        return None
     shape = outer.shape
     rs = region.shape
     nd = len(shape)
@@ -626,6 +632,7 @@ class OpenCLDevice(Device):
         # programs are per context: logical devices sharing one share their builds
         self._programs: dict[tuple[str, str], Any] = {} if programs is None else programs
         self._plans: dict[tuple, tuple] = {}
+        self._hboxes: dict[tuple, tuple] = {}
         self._kernels: dict[tuple[str, str, str], Any] = {}
         self._copy_kernels: dict[int, Any] | None = None
         self.side = SIDE if side is None else side
@@ -797,6 +804,7 @@ class OpenCLDevice(Device):
         self._programs.clear()
         self._kernels.clear()
         self._plans.clear()
+        self._hboxes.clear()
         self._copy_kernels = None
 
     # }}}
@@ -813,7 +821,19 @@ class OpenCLDevice(Device):
                None if host_origin is None else tuple(host_origin))
         hit = self._plans.get(key)
         if hit is None or hit[0]() is not host:
-            hbox = _host_box(host, host_origin, region)
+            # the host array's box, checked once per array (a moving row or column
+            # misses the plan cache at every serial iteration: LU, Floyd)
+            hkey = (id(host), key[6])
+            hb = self._hboxes.get(hkey)
+            if hb is None or hb[0]() is not host:
+                if len(self._hboxes) >= 256:
+                    self._hboxes.clear()
+                hb = self._hboxes[hkey] = (weakref.ref(host),
+                                           _host_box(host, host_origin, region))
+            hbox = hb[1]
+            if len(hbox.lo) != len(region.lo):
+                raise ValueError(f"host array has {host.ndim} dimensions, region {region} "
+                                 f"{region.ndim}")
             item = host.itemsize
             _check_inside(region, a_box, a, item, what)
             hs = contiguous_run(region, hbox)

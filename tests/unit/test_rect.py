@@ -288,3 +288,28 @@ def test_opencl_rect_plan_matches_numpy():
                 assert start == flat.reshape(-1)[0]
 
 # }}}
+
+
+def test_2d_fast_paths_agree_with_the_general_rule():
+    """``rect_args`` and ``contiguous_run`` take unrolled paths for 2-D boxes; embedded
+    as 3-D boxes with one leading index they take the general one: same copies."""
+    from bbmm.devices import opencl
+    rng = np.random.default_rng(23)
+    for _ in range(3000):
+        lo = rng.integers(-5, 5, size=2)
+        shape = rng.integers(1, 7, size=2)
+        outer = Box(tuple(int(v) for v in lo), tuple(int(v) for v in lo + shape - 1))
+        a = [int(rng.integers(outer.lo[d], outer.hi[d] + 1)) for d in range(2)]
+        b = [int(rng.integers(a[d], outer.hi[d] + 1)) for d in range(2)]
+        region = Box(tuple(a), tuple(b))
+        item = int(rng.choice([1, 4, 8]))
+        o3, r3 = Box((0,) + outer.lo, (0,) + outer.hi), Box((0,) + region.lo, (0,) + region.hi)
+        origin, extent, (row, _) = rect_args(region, outer, item)
+        origin3, extent3, (row3, _) = rect_args(r3, o3, item)
+        assert (origin, extent, row) == (origin3, extent3, row3), (region, outer)
+        assert opencl.contiguous_run(region, outer) == opencl.contiguous_run(r3, o3)
+        # and against numpy: a contiguous run is one slice of the flattened array
+        idx = np.arange(outer.volume).reshape(outer.shape)[region.slices(outer.lo)].ravel()
+        run = opencl.contiguous_run(region, outer)
+        contiguous = bool(np.all(np.diff(idx) == 1))
+        assert (run is not None) == contiguous and (run is None or run == idx[0])
