@@ -166,6 +166,7 @@ class Runtime:
         self.place = place and len(self.devices) > 1
         """Move the tiles of small phases to their data (:meth:`_place`)."""
         self._largest_phase = 0
+        self._nests: dict[Any, list] = {}  # kernel code -> [phases seen, small]
         self._placed: dict[tuple, tuple[int, ...]] = {}
 
     # ---- Algorithm 4 ---------------------------------------------------------------
@@ -324,14 +325,30 @@ class Runtime:
         last real run of the same tiles is reused (the state it was chosen from is the
         fixed point's, and the tiles must match the recording's).
         """
-        size = 0  # points of the tiles' boxes (all accesses: a measure, not a footprint)
-        for t in tiles:
-            for bs in t.boxes.values():
-                for b in bs:
-                    size += b.volume
-        if size > self._largest_phase:
-            self._largest_phase = size
-        if size > SMALL_PHASE * self._largest_phase:
+        if not tiles:
+            return tiles
+        # whether the phase is small: measured for the first 16 phases of its nest (a
+        # nest's tiles share their kernel callback's code), then for a large nest only
+        # at every 16th (Floyd's one large nest pays a lookup)
+        nest = getattr(tiles[0].kernel, "__code__", None)
+        seen = self._nests.get(nest)
+        if seen is None or seen[1] or seen[0] < 16 or seen[0] % 16 == 0 or nest is None:
+            size = 0  # points of the tiles' boxes (all accesses: a measure, not a footprint)
+            for t in tiles:
+                for bs in t.boxes.values():
+                    for b in bs:
+                        size += b.volume
+            if size > self._largest_phase:
+                self._largest_phase = size
+            small = size <= SMALL_PHASE * self._largest_phase
+            if nest is not None:
+                if len(self._nests) >= 256:
+                    self._nests.clear()
+                self._nests[nest] = [1 if seen is None else seen[0] + 1, small]
+        else:
+            seen[0] += 1
+            small = seen[1]
+        if not small:
             return tiles
         # the tiles' key (costly: every box hashed) only where replay may need it
         key = phase_key(tiles) if self._fixed is not None or self._tape is not None else None
