@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from . import regions as R
 from .box import Box, disjoint, hull_all, merge_adjacent
 from .buffers import BufferManager, Copy
 from .coherence import Directory, HostCopy
@@ -382,12 +383,8 @@ class Runtime:
                         inter = b.intersect(c.box)
                         if inter is None:
                             continue
-                        v = inter.volume
-                        for st in c.stale:
-                            x = st.intersect(inter)
-                            if x is not None:
-                                v -= x.volume
-                        valid += v * c.itemsize
+                        stale = R.volume(R.clip(c.stale, inter))
+                        valid += (inter.volume - stale) * c.itemsize
                         if c.nbytes > big:
                             big = c.nbytes
             score = (valid, big)

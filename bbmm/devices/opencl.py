@@ -393,10 +393,14 @@ BBMM_COPY(uint4, _bbmm_copy_16)
 def _host_box(host: np.ndarray, host_origin: Sequence[int] | None, region: Box) -> Box:
     if not isinstance(host, np.ndarray) or not host.flags.c_contiguous:
         raise ValueError("host arrays for rect copies must be C-contiguous numpy arrays")
-    if host.ndim != region.ndim:
-        raise ValueError(f"host array has {host.ndim} dimensions, region {region} {region.ndim}")
+    _check_ndim(host, region)
     lo = tuple(int(o) for o in host_origin) if host_origin is not None else (0,) * host.ndim
     return Box._new(lo, tuple(l + s - 1 for l, s in zip(lo, host.shape)))
+
+
+def _check_ndim(host: np.ndarray, region: Box) -> None:
+    if host.ndim != len(region.lo):
+        raise ValueError(f"host array has {host.ndim} dimensions, region {region} {region.ndim}")
 
 
 def _check_inside(region: Box, box: Box, a: Allocation, itemsize: int, what: str) -> None:
@@ -735,15 +739,14 @@ class OpenCLDevice(Device):
         if TOUCH == "async":
             # on the device's in-order queue: everything enqueued there later follows it
             evt = self._fill(self.queue, buf, np.uint8(0), 0, touch)
-            if self.side:  # a side read-in into those bytes waits for it (_reuse_waits)
-                self._freed.append((buf.int_ptr, 0, touch, evt))
+            self._last_use(buf, 0, touch, evt)  # a side read-in there waits for it
         elif TOUCH not in ("0", "off", "no"):
             # waited for on a queue of its own: on the device's queue the wait would
             # also wait for every copy queued before it (blackscholes' read-ins). Nothing
             # else can use the new buffer before the wait returns.
             if self._touch_queue is None:
                 self._touch_queue = self._queue_like()
-            self._fill(self._touch_queue, buf, np.uint8(0), 0, min(nbytes, 4096)).wait()
+            self._fill(self._touch_queue, buf, np.uint8(0), 0, touch).wait()
         logger.debug("%s: new arena of %s", self.name, format_bytes(nbytes))
         return buf
 
@@ -754,11 +757,17 @@ class OpenCLDevice(Device):
         buf.release()
 
     def free(self, a: Allocation, last: Any = None) -> None:
-        if last is not None and self.side:
-            self._freed.append((a.buf.int_ptr, a.offset, a.offset + a.nbytes, last))
+        if last is not None:
+            self._last_use(a.buf, a.offset, a.offset + a.nbytes, last)
+        self.pool.free(a.buf, a.offset)
+
+    def _last_use(self, buf: Any, lo: int, hi: int, event: Any) -> None:
+        """Bytes ``[lo, hi)`` of ``buf`` may still be in use by ``event``'s command: a side
+        copy into them waits for it (:meth:`_reuse_waits`)."""
+        if self.side:
+            self._freed.append((buf.int_ptr, lo, hi, event))
             if len(self._freed) > self._prune_freed:
                 self._prune()
-        self.pool.free(a.buf, a.offset)
 
     def _prune(self) -> None:
         """Forget the freed allocations whose last use has completed."""
@@ -830,10 +839,9 @@ class OpenCLDevice(Device):
                     self._hboxes.clear()
                 hb = self._hboxes[hkey] = (weakref.ref(host),
                                            _host_box(host, host_origin, region))
+            else:
+                _check_ndim(host, region)  # (the host's own checks were made once)
             hbox = hb[1]
-            if len(hbox.lo) != len(region.lo):
-                raise ValueError(f"host array has {host.ndim} dimensions, region {region} "
-                                 f"{region.ndim}")
             item = host.itemsize
             _check_inside(region, a_box, a, item, what)
             hs = contiguous_run(region, hbox)
