@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from . import regions as R
-from .box import Box, disjoint
+from .box import Box, disjoint, hull_all
 from .stats import Stats
 
 if TYPE_CHECKING:
@@ -133,7 +133,19 @@ class HostOrder:
 class Directory:
     """All resident copies of all arrays on all devices, their stale parts, and dirty records."""
 
-    def __init__(self, host: HostCopy, stats: Stats, reuse: bool = True):
+    DEFER_BYTES = 256 << 10
+    """A write-out box of at most this many bytes is deferred (:meth:`writeout`)."""
+    FLUSH_BYTES = 4 << 20
+    """A group of deferred write-outs is stored once it holds this many bytes."""
+    GROUPS = 4
+    """Groups of deferred write-outs per copy; a new one past it stores the oldest."""
+    RECORDS = 32
+    """Past this many dirty records of an array, its deferred write-outs are stored: a
+    deferred region that other stores carve up leaves a record per piece (LU on two
+    devices: the flow-out of row k splits off row k's final left part every step), and
+    every write and store walks the array's records."""
+
+    def __init__(self, host: HostCopy, stats: Stats, reuse: bool = True, defer: bool = True):
         self.host = host
         self.stats = stats
         self.reuse = reuse
@@ -148,6 +160,11 @@ class Directory:
         cls = type(host)
         self.blocking = (cls.stored is not HostCopy.stored or cls.loading is not HostCopy.loading
                          or getattr(host, "blocking", False))
+        self.defer = defer and not self.blocking
+        """Small write-outs are deferred and merged (:meth:`writeout`); never with a
+        blocking host copy, whose hooks publish each stored region at once (MPI)."""
+        self._groups: dict[Copy, list[list]] = {}
+        """Deferred write-outs per holder: ``[hull, points]`` groups, oldest first."""
 
     # ---- membership ------------------------------------------------------------
 
@@ -161,6 +178,7 @@ class Directory:
     def remove(self, c: Copy) -> None:
         """Forget a copy that is about to be freed; it must hold no dirty record."""
         assert not any(h is c for _, h in self.dirty[c.array]), "free of a dirty copy"
+        self._groups.pop(c, None)
         self.copies[c.array].remove(c)
         if self.tape is not None:
             self.tape.mutated = True
@@ -313,8 +331,13 @@ class Directory:
         for c in self.copies[writer.array]:
             if c is not writer and c.box.overlaps(region):
                 c.stale = R.add(c.stale, region.intersect(c.box))
+        recs = self.dirty[writer.array]
+        for b, h in recs:
+            if h is writer and region.issubset(b):
+                return  # already the writer's record: records are disjoint, none else overlaps
         self._clean(writer.array, region)
-        self.dirty[writer.array].append((region, writer))
+        recs = self.dirty[writer.array]
+        recs.append((region, writer))
 
     def flowin(self, array: str, region: Box) -> None:
         """cpu_to_gpu_flowin: refresh every copy stale on ``region`` from its newest holder.
@@ -350,14 +373,75 @@ class Directory:
                     f"transfer of {b} to {new}, which is not newest there"
                 recs[i] = (b, new)
 
+    def writeout(self, holder: Copy, region: Box) -> None:
+        """Write-out (Table III): bring ``region``, written for the last time, home.
+
+        A small region is deferred: its elements stay dirty in ``holder`` (the directory
+        already knows where their newest value is, so nothing is lost) and it joins a
+        group of the holder's deferred write-outs whose hull adds at most as many points
+        as the group holds; a group is stored as its hull once it holds
+        :attr:`FLUSH_BYTES`, and every group of a copy when the copy is freed or at the
+        end. LU's final column and row per step (a 4-byte-wide rectangle, 0.3 GB/s, and a
+        host copy plan each) become one copy per ~4 MiB. Storing a hull is safe: ``store``
+        moves only the parts where the holder is not stale, which hold the newest value.
+        The groups are part of the state replay compares (:func:`bbmm.replay.signature`),
+        so an iteration that defers is never taken for a fixed point.
+        """
+        inter = region.intersect(holder.box)
+        if inter is None:
+            return
+        n = inter.volume
+        if not n:
+            return
+        if not self.defer or n * holder.itemsize > self.DEFER_BYTES:
+            self.store(holder, inter, "writeout")
+            return
+        groups = self._groups.setdefault(holder, [])
+        for g in groups:
+            h = g[0].hull(inter)
+            if h.volume <= 2 * (g[1] + n):
+                g[0] = h
+                g[1] += n
+                if g[1] * holder.itemsize >= self.FLUSH_BYTES:
+                    groups.remove(g)
+                    self._groups[holder] = [g]
+                    self._flush_groups(holder)
+                    self._groups[holder] = groups
+                break
+        else:
+            groups.append([inter, n])
+            if len(groups) > self.GROUPS:
+                self._groups[holder] = [groups.pop(0)]
+                self._flush_groups(holder)
+                self._groups[holder] = groups
+        if len(self.dirty[holder.array]) > self.RECORDS:
+            for c in [c for c in self._groups if c.array == holder.array]:
+                self._flush_groups(c)
+
+    def _flush_groups(self, c: Copy) -> None:
+        """Store each deferred group of ``c`` as the hull of what ``c`` still holds dirty
+        in it (other stores may have taken parts home since)."""
+        groups = self._groups.pop(c, ())
+        if not groups:
+            return
+        mine = [b for b, h in self.dirty[c.array] if h is c]
+        for g, _ in groups:
+            h = hull_all(R.clip(mine, g))
+            if h is not None:
+                self.store(c, h, "writeout")
+                mine = R.minus(mine, h)
+
     def writeback(self, c: Copy) -> None:
         """Box-out: store the regions ``c`` alone holds newest, before it is freed."""
+        self._flush_groups(c)
         for b, h in list(self.dirty[c.array]):
             if h is c:
                 self.store(c, b, "writeback")
 
     def flush_all(self) -> None:
         """Store every dirty record: afterwards the host holds the newest of everything."""
+        for c in list(self._groups):
+            self._flush_groups(c)
         for name in self.dirty:
             for b, h in list(self.dirty[name]):
                 self.store(h, b, "writeback")

@@ -55,8 +55,8 @@ def signature(rt: Runtime) -> Hashable:
     Copies are named by identity: a fixed point allocates and frees nothing, so the
     same objects are compared. Per array: each copy in directory order with its box,
     stale parts, usage count and touched flag, then the dirty records; per device the
-    LRU order of the unused list. (Pending host-copy events are not part of it: a
-    replayed transfer asks ``HostOrder`` for its waits again.)
+    LRU order of the unused list; the deferred write-outs. (Pending host-copy events are
+    not part of it: a replayed transfer asks ``HostOrder`` for its waits again.)
     """
     d = rt.directory
     arrays = tuple(
@@ -64,7 +64,8 @@ def signature(rt: Runtime) -> Hashable:
          tuple((b, id(h)) for b, h in d.dirty[a]))
         for a, cs in d.copies.items())
     lru = tuple(tuple(id(c) for c in m.unused) for m in rt.managers)
-    return arrays, lru
+    deferred = tuple((id(c), tuple((h, n) for h, n in gs)) for c, gs in d._groups.items())
+    return arrays, lru, deferred
 
 
 @dataclass

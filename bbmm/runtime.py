@@ -116,7 +116,8 @@ class Runtime:
         self.host = arrays if isinstance(arrays, HostCopy) else HostCopy(dict(arrays))
         self.mode, self.reuse, self.coherence = mode, reuse, coherence
         self.stats = Stats([DeviceStats(d.name) for d in self.devices])
-        self.directory = Directory(self.host, self.stats, reuse=reuse)
+        self.directory = Directory(self.host, self.stats, reuse=reuse,
+                                   defer=os.environ.get("BBMM_DEFER", "1") != "0")
         self.managers = [BufferManager(d, self.directory, s)
                          for d, s in zip(self.devices, self.stats.devices)]
         self.verify = bool(int(os.environ.get("BBMM_DEBUG", "0"))) if verify is None else verify
@@ -246,7 +247,11 @@ class Runtime:
                 tape.timer = "writeout"
             for t, tb in zip(rnd, bufs):
                 for a, boxes in t.writeout.items():
-                    self._store(tb, a, boxes, "writeout")
+                    for f in boxes:
+                        for p, c in tb.pieces.get(a, ()):
+                            inter = f.intersect(p)
+                            if inter is not None:
+                                directory.writeout(c, inter)
             t6 = clock()
             if tape is not None:
                 tape.timer = "memory_mgmt"

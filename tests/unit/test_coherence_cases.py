@@ -294,3 +294,36 @@ def test_host_order_prunes_with_one_query_per_device_and_amortized():
     assert _CountedEvent.queries == 3
 
 # }}}
+
+
+def test_deferred_writeout_is_read_from_its_holder_and_never_clobbers():
+    """A small write-out is deferred (its elements stay dirty in the writer's copy).
+    A tile on another device that reads them must get them from that copy; once another
+    device has written part of them again and that part has gone home, storing the
+    deferred group at the end must not write the older values over the newer ones."""
+    n = 8
+    x = np.arange(n, dtype=np.int64)
+    devs = [NullDevice(i) for i in range(3)]
+    rt = Runtime(devs, {"x": x.copy(), "y": np.zeros(n, dtype=np.int64)}, verify=True)
+    whole, half = Box((0,), (n - 1,)), Box((0,), (n // 2 - 1,))
+    rt.run_phase([Tile(0, {"x": [whole]}, add_one(whole), writes={"x": [whole]},
+                       writeout={"x": [whole]})], serial=0)
+    assert rt.directory._groups and not any(k == "d2h" for k, *_ in devs[0].log)
+
+    def x_to_y(box):
+        def k(d, tb):
+            scatter(d, tb, "y", box, gather(d, tb, "x", box, np.int64) * 10)
+        return k
+    rt.run_phase([Tile(1, {"x": [whole], "y": [whole]}, x_to_y(whole),
+                       writes={"y": [whole]})], serial=1)
+    # device 1 writes half of x again (dirty there, device 0 stale on it) ...
+    rt.run_phase([Tile(1, {"x": [half]}, add_one(half), writes={"x": [half]})], serial=2)
+    # ... and device 2 reads it: device 1's values go home, device 0 stays stale
+    rt.run_phase([Tile(2, {"x": [half], "y": [half]}, x_to_y(half),
+                       writes={"y": [half]})], serial=3)
+    assert rt.directory.copies["x"][0].stale == [half]
+    rt.finish()
+    expect_x = x + 1 + (np.arange(n) < n // 2)
+    np.testing.assert_array_equal(rt.host.array("x"), expect_x)
+    np.testing.assert_array_equal(rt.host.array("y"), np.where(np.arange(n) < n // 2,
+                                                                expect_x, x + 1) * 10)

@@ -562,6 +562,53 @@ def test_small_phase_runs_where_its_data_is(ndev):
     assert d2d[1] < d2d[0]
 
 
+@pytest.mark.parametrize("ndev", [1, 2, 3])
+@pytest.mark.parametrize("cap", [1 << 24, 26 << 10])
+def test_small_writeouts_are_deferred_and_merged(ndev, cap):
+    """LU writes out its final column (and, on one device, row) every k: with deferral
+    they stay dirty on their device and go home merged, in a handful of copies instead of
+    one or two per k, the result bit for bit the same. The dirty records stay few (a
+    deferred region carved up by other stores is stored before they pile up), and under
+    a small cap box-out stores a copy's deferred groups before freeing it."""
+    n, tile = 96, 32
+    rng = np.random.default_rng(3)
+    A0 = rng.random((n, n)) + n * np.eye(n)
+    got = {}
+    for defer in (False, True):
+        devs = [NullDevice(i, cap=cap, arena_size=min(cap, 1 << 16)) for i in range(ndev)]
+        rt = Runtime(devs, {"A": A0.copy()}, verify=True)
+        rt.directory.defer = defer
+        most = [0]
+        real = rt._run_phase
+
+        def run(tiles, serial, real=real, rt=rt, most=most):
+            real(tiles, serial)
+            most[0] = max(most[0], len(rt.directory.dirty["A"]))
+        rt._run_phase = run
+        outs = []
+        d2h = rt.directory._d2h
+
+        def count(src, region, what, d2h=d2h, outs=outs):
+            outs.append(what)
+            d2h(src, region, what)
+        rt.directory._d2h = count
+        _run_lu(rt, n, tile)
+        np.testing.assert_allclose(rt.host.array("A"), _lu_reference(A0), rtol=1e-12)
+        got[defer] = rt, outs.count("writeout"), most[0]
+    np.testing.assert_array_equal(got[True][0].host.array("A"), got[False][0].host.array("A"))
+    (off, outs_off, _), (on, outs_on, most) = got[False], got[True]
+    assert most <= on.directory.RECORDS + 4
+    assert not on.directory._groups
+    if cap > 1 << 20:  # no box-out: every write-out copy of the run is counted
+        assert outs_off >= n - 1 and outs_on <= outs_off / 8
+        moved = [sum(r.stats.bytes[w] for w in ("flowout", "writeout", "writeback"))
+                 for r in (off, on)]
+        assert moved[1] <= 1.05 * moved[0]
+    elif ndev < 3:  # three devices hold their rows in 26 KiB
+        assert sum(d.evictions for d in on.stats.devices) > 0
+        assert on.stats.bytes["writeback"] > 0
+
+
 def test_large_phases_keep_the_static_placement():
     """Phases as large as the largest so far stay where the grid puts them (Floyd's
     tiles are all large: placement by data would put every tile where row k is)."""
