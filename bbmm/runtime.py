@@ -655,6 +655,15 @@ class Runtime:
         Boxes whose hull wastes little are fused first (:attr:`fuse`), unless the tile
         only writes the array (``fresh``: no read-in would fill the hull's extra points).
         """
+        if self.reuse and not strict:
+            # a resident copy valid on the hull of every box serves the tile as one piece,
+            # whatever Algorithm 2 would split the boxes into: nothing to read in, no split
+            # access (LU's moving boxes inside the one copy of A: a disjoint-box
+            # computation per tile saved)
+            h = boxes[0] if len(boxes) == 1 else hull_all(boxes)
+            c = mgr.present(a, h)
+            if c is not None and not (c.stale and R.overlaps(c.stale, h)):
+                return [(h, c)]
         fused = False
         hull_copy = None  # the resident copy holding the fused hull, looked up once
         if self.mode == "convex":
