@@ -331,13 +331,11 @@ class Directory:
         for c in self.copies[writer.array]:
             if c is not writer and c.box.overlaps(region):
                 c.stale = R.add(c.stale, region.intersect(c.box))
-        recs = self.dirty[writer.array]
-        for b, h in recs:
+        for b, h in self.dirty[writer.array]:
             if h is writer and region.issubset(b):
                 return  # already the writer's record: records are disjoint, none else overlaps
         self._clean(writer.array, region)
-        recs = self.dirty[writer.array]
-        recs.append((region, writer))
+        self.dirty[writer.array].append((region, writer))
 
     def flowin(self, array: str, region: Box) -> None:
         """cpu_to_gpu_flowin: refresh every copy stale on ``region`` from its newest holder.
@@ -404,26 +402,25 @@ class Directory:
                 g[1] += n
                 if g[1] * holder.itemsize >= self.FLUSH_BYTES:
                     groups.remove(g)
-                    self._groups[holder] = [g]
-                    self._flush_groups(holder)
-                    self._groups[holder] = groups
+                    self._store_groups(holder, [g])
                 break
         else:
             groups.append([inter, n])
             if len(groups) > self.GROUPS:
-                self._groups[holder] = [groups.pop(0)]
-                self._flush_groups(holder)
-                self._groups[holder] = groups
+                self._store_groups(holder, [groups.pop(0)])
         if len(self.dirty[holder.array]) > self.RECORDS:
             for c in [c for c in self._groups if c.array == holder.array]:
                 self._flush_groups(c)
 
     def _flush_groups(self, c: Copy) -> None:
-        """Store each deferred group of ``c`` as the hull of what ``c`` still holds dirty
-        in it (other stores may have taken parts home since)."""
-        groups = self._groups.pop(c, ())
-        if not groups:
-            return
+        """Store every deferred group of ``c``."""
+        groups = self._groups.pop(c, None)
+        if groups:
+            self._store_groups(c, groups)
+
+    def _store_groups(self, c: Copy, groups: list[list]) -> None:
+        """Store each of ``groups`` as the hull of what ``c`` still holds dirty in it
+        (other stores may have taken parts of it home since)."""
         mine = [b for b, h in self.dirty[c.array] if h is c]
         for g, _ in groups:
             h = hull_all(R.clip(mine, g))
