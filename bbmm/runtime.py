@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -233,7 +233,8 @@ class Runtime:
             flows = [self._flowout_boxes(t) for t in rnd]
             for tb, fl in zip(bufs, flows):
                 for a, boxes in fl.items():
-                    self._store(tb, a, boxes, "flowout")
+                    for c, r in _clipped(tb, a, boxes):
+                        directory.store(c, r, "flowout")
             t4 = clock()
             if tape is not None:
                 tape.timer = "flowin"
@@ -247,11 +248,8 @@ class Runtime:
                 tape.timer = "writeout"
             for t, tb in zip(rnd, bufs):
                 for a, boxes in t.writeout.items():
-                    for f in boxes:
-                        for p, c in tb.pieces.get(a, ()):
-                            inter = f.intersect(p)
-                            if inter is not None:
-                                directory.writeout(c, inter)
+                    for c, r in _clipped(tb, a, boxes):
+                        directory.writeout(c, r)
             t6 = clock()
             if tape is not None:
                 tape.timer = "memory_mgmt"
@@ -655,6 +653,7 @@ class Runtime:
         Boxes whose hull wastes little are fused first (:attr:`fuse`), unless the tile
         only writes the array (``fresh``: no read-in would fill the hull's extra points).
         """
+        h = c = None
         if self.reuse and not strict:
             # a resident copy valid on the hull of every box serves the tile as one piece,
             # whatever Algorithm 2 would split the boxes into: nothing to read in, no split
@@ -684,7 +683,8 @@ class Runtime:
                 got = self._disjoint[key] = (merged, fused, unfused)
             merged, fused, unfused = got
             if fused and self.reuse:
-                hull_copy = mgr.present(a, merged[0])
+                # the fused hull is the boxes' hull, looked up above unless strict
+                hull_copy = c if merged[0] == h else mgr.present(a, merged[0])
             if fused and self.reuse and hull_copy is None and any(
                     mgr.present(a, q) is not None for q in unfused):
                 # the hull is new but a part of it lives already (Floyd's rows of a tile,
@@ -806,16 +806,18 @@ class Runtime:
         """Exact coherence: the flow-out boxes; block coherence: every written box whole."""
         return t.writes if self.coherence == "block" else t.flowout
 
-    def _store(self, tb: TileBuffers, a: str, boxes: Sequence[Box], what: str) -> None:
-        for f in boxes:
-            for p, c in tb.pieces.get(a, ()):
-                inter = f.intersect(p)
-                if inter is not None:
-                    self.directory.store(c, inter, what)
-
 
 _I64_0 = np.int64(0)
 _I32 = {i: np.int32(i) for i in range(-1, 64)}
+
+
+def _clipped(tb: TileBuffers, a: str, boxes: Sequence[Box]) -> Iterator[tuple[Copy, Box]]:
+    """Each of ``boxes`` of array ``a`` cut by the tile's pieces: ``(copy, part)``."""
+    for f in boxes:
+        for p, c in tb.pieces.get(a, ()):
+            inter = f.intersect(p)
+            if inter is not None:
+                yield c, inter
 
 
 def fuse_slack(spec: str | None) -> float:
