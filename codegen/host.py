@@ -112,6 +112,7 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     written = {acc.array for st in scop.statements for acc in st.accesses if acc.kind == "write"}
     read_only = sorted(a.name for a in scop.arrays if a.name not in written)
     g(f"READ_ONLY = frozenset({read_only!r})  # arrays the program never writes")
+    g(f"RUNS_ONCE = {not plan.serial_loops!r}  # no serial loop on the host: every nest runs once")
     g()
     g('KERNELS = r"""')
     for line in kernel_source.rstrip("\n").split("\n"):
