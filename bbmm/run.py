@@ -115,15 +115,16 @@ WHOLE_LIMIT = int(os.environ.get("BBMM_WHOLE", str(1 << 20)))
 device that reads them (``$BBMM_WHOLE``; 0: never)."""
 
 
-PIPELINE_BYTES = 16 << 20
+PIPELINE_BYTES = 64 << 20
 """The least data per tile when a program is cut into several tiles per device: its copies
-take about 0.3 ms at 55 GB/s, well above the host's work per tile (about 0.1 ms)."""
+take about 1.2 ms at 55 GB/s, far above the host's and the queues' cost per tile (0.1-0.2
+ms; blackscholes with 80 MiB on one H200 ran slower in 4 tiles than in one)."""
 
 
 def pipeline_split() -> int:
     """``$BBMM_PIPELINE``: at most this many tiles per device for a program whose nests
-    all run once (default 4; 1: one tile per device, the paper's grid)."""
-    text = os.environ.get("BBMM_PIPELINE", "4")
+    all run once (default 16; 1: one tile per device, the paper's grid)."""
+    text = os.environ.get("BBMM_PIPELINE", "16")
     try:
         value = int(text)
     except ValueError:
@@ -136,16 +137,21 @@ def pipeline_split() -> int:
 def default_tile(module: ModuleType, params: Mapping[str, int],
                  arrays: Mapping[str, np.ndarray], ndev: int, split: int | None = None) -> int:
     """The tile size when none is given: one tile per device (the paper's grid), or, for a
-    program with no serial loop (every nest runs once: blackscholes, matmul), up to
-    ``split`` tiles per device of at least :data:`PIPELINE_BYTES` each. One tile per
-    device would read everything in, then compute, then write everything back, each step
-    waiting for the one before; with several, a tile's read-in (on the side queue) runs
-    beside the kernel and the write-back of the tile before it. A program with serial
-    loops keeps one tile per device: its data stays resident from one iteration to the
-    next, and more tiles would only add host work per iteration."""
+    program with no serial loop and no array that two nests access (blackscholes,
+    matmul), up to ``split`` tiles per device of at least :data:`PIPELINE_BYTES` each.
+
+    One tile per device reads everything in, then computes, then writes everything back,
+    each step waiting for the one before; with several, a tile's read-in (on the side
+    queue) runs beside the kernel and the write-back of the tile before it (blackscholes
+    on one H200: 25.9 ms in one tile, 17.9 in 16). A program with serial loops keeps one
+    tile per device: its data stays resident from one iteration to the next, and more
+    tiles would only add host work per iteration. Nor is a program cut whose nests share
+    an array: a later nest reads boxes of another shape than an earlier one left (mvt:
+    A's columns over A's row blocks), and more row blocks cover them in more pieces, which
+    costs copies (mvt in memory: 0.96x in 4 tiles per device, 0.58x in 16)."""
     if split is None:
         split = pipeline_split()
-    if split > 1 and getattr(module, "RUNS_ONCE", False):
+    if split > 1 and getattr(module, "RUNS_ONCE", False) and not getattr(module, "SHARED", True):
         total = sum(a.nbytes for a in arrays.values())
         split = max(1, min(split, total // (max(1, ndev) * PIPELINE_BYTES)))
     else:
@@ -220,7 +226,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tile", type=int, default=None, metavar="T",
                    help="tile size of the outermost parallel loop (default: one tile per "
                         "device of the widest nest; for a program without serial loops up to "
-                        "$BBMM_PIPELINE (4) tiles per device of at least 16 MiB each, so that "
+                        "$BBMM_PIPELINE (16) tiles per device of at least 64 MiB each, so that "
                         "read-ins, kernels and write-backs overlap; a nest outside every "
                         "serial loop that this grid would leave on fewer devices is cut "
                         "smaller, by its own range, so that every device gets tiles)")

@@ -113,6 +113,13 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     read_only = sorted(a.name for a in scop.arrays if a.name not in written)
     g(f"READ_ONLY = frozenset({read_only!r})  # arrays the program never writes")
     g(f"RUNS_ONCE = {not plan.serial_loops!r}  # no serial loop on the host: every nest runs once")
+    by_name = {st.name: st for st in scop.statements}
+    touched: dict[str, int] = {}
+    for nc in nests:
+        for a in {acc.array for s in nc.nest.statements for acc in by_name[s].accesses}:
+            touched[a] = touched.get(a, 0) + 1
+    shared = sorted(a for a, c in touched.items() if c > 1)
+    g(f"SHARED = frozenset({shared!r})  # arrays more than one nest accesses")
     g()
     g('KERNELS = r"""')
     for line in kernel_source.rstrip("\n").split("\n"):

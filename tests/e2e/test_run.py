@@ -304,3 +304,37 @@ def test_side_readins_under_box_out(ndev, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["check"] == "pass"
     assert all(d["evictions"] > 0 for d in doc["per_device"])
+
+
+@needs_cl
+@pytest.mark.parametrize("ndev", [1, 2])
+def test_programs_that_run_once_are_pipelined_by_default(ndev, tmp_path, monkeypatch):
+    """With the least data per tile lowered, blackscholes and matmul get $BBMM_PIPELINE
+    tiles per device by default and still give the sequential result; mvt, whose nests
+    share A, and floyd, which has a serial loop, keep one tile per device."""
+    import bbmm.run
+    monkeypatch.setattr(bbmm.run, "PIPELINE_BYTES", 1024)
+    monkeypatch.setenv("BBMM_PIPELINE", "3")
+    cases = [(POLYBENCH / "blackscholes.c", ["n=4000"], 3 * ndev),
+             (POLYBENCH / "matmul.c", ["ni=48", "nj=40", "nk=32"], 3 * ndev),
+             (POLYBENCH / "mvt.c", ["m=64", "n=48"], None),
+             (POLYBENCH / "floyd.c", ["n=32"], None)]
+    for path, params, tiles in cases:
+        out = tmp_path / f"{path.stem}.json"
+        assert run(path, params, "--devices", ndev, json_path=out) == 0
+        doc = json.loads(out.read_text())
+        assert doc["check"] == "pass", path.stem
+        rows = int(params[0].split("=")[1])
+        if tiles is None:     # one tile per device of the widest nest
+            assert doc["tile"] == -(-rows // ndev), path.stem
+        else:
+            assert doc["tiles"] == tiles and doc["tile"] == -(-rows // tiles), path.stem
+
+
+@needs_cl
+def test_bad_pipeline_setting_is_one_line(capsys, monkeypatch):
+    monkeypatch.setenv("BBMM_PIPELINE", "many")
+    assert main(["run", str(POLYBENCH / "blackscholes.c"), "--param", "n=64",
+                 "--no-progress", "--device-kind", "cpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["bbmm: error: BBMM_PIPELINE: 'many' is not an integer"]
