@@ -359,7 +359,11 @@ def _one_line_warnings() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (0 ok, 1 error, 2 usage error)."""
-    parser = build_parser()
+    try:
+        parser = build_parser()     # imports the runtime, which reads the $BBMM_* settings
+    except UsageError as e:
+        print(f"bbmm: error: {e}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)  # exits 2 with argparse's message on bad usage
     _one_line_warnings()
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)

@@ -16,6 +16,10 @@ class UsageError(BBMMError):
     """A command-line or API argument is wrong (unknown size unit, missing --param...)."""
 
 
+class SettingError(UsageError, ValueError):
+    """A bad ``$BBMM_*`` environment setting (read when bbmm's modules load)."""
+
+
 class UnsupportedProgramError(BBMMError):
     """The C input is outside the accepted subset; the message starts with file:line:col."""
 

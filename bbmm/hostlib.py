@@ -17,6 +17,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from .devices.base import Device
+from .diagnostic import SettingError
 from .runtime import TileBuffers, kernel_args
 
 
@@ -33,9 +34,9 @@ def _coarsen(var: str, default: int) -> int:
     try:
         co = int(spec) if spec else default
     except ValueError:
-        raise ValueError(f"{var}: {spec!r} is not a positive integer") from None
+        raise SettingError(f"{var}: {spec!r} is not a positive integer") from None
     if not 1 <= co <= 64:
-        raise ValueError(f"{var}: {co} is not in 1..64")
+        raise SettingError(f"{var}: {co} is not in 1..64")
     return co
 
 
@@ -45,6 +46,23 @@ COARSEN1 = _coarsen("BBMM_COARSEN1", 8)
 """Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``). The default
 1 x 8 was the fastest shape on one H200 for floyd, heat2d, heat3d and lu, and within 2%
 of the best for fdtd2d and matmul (docs/performance.md, change 22)."""
+def _block(spec: str | None) -> tuple[int, int]:
+    """``$BBMM_BLOCK``: ``RxQ``, the rows and columns of a register block (default 8x2)."""
+    text = spec or "8x2"
+    try:
+        r, q = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise SettingError(f"BBMM_BLOCK: {text!r} is not RxQ (8x2)") from None
+    if not (1 <= r <= 32 and 1 <= q <= 32):
+        raise SettingError(f"BBMM_BLOCK: {text!r}: R and Q must lie in 1..32")
+    return q, r
+
+
+BLOCK = _block(os.environ.get("BBMM_BLOCK"))
+"""Points per work-item of register-blocked kernels (:attr:`codegen.opencl.KernelSource.
+blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=RxQ``: R
+consecutive rows by Q columns. On one H200, matmul n = 8192: 1 x 1 199 ms, 8 x 1 208,
+8 x 2 87, 8 x 4 118, 8 x 8 102 (docs/performance.md)."""
 RESTRICT = os.environ.get("BBMM_RESTRICT", "1") != "0"
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
 UNROLL = os.environ.get("BBMM_UNROLL", "1") != "0"
@@ -62,9 +80,9 @@ def _stage(spec: str | None) -> tuple[int, int] | None:
     try:
         g, c = (int(x) for x in spec.lower().split("x"))
     except ValueError:
-        raise ValueError(f"BBMM_STAGE: {spec!r} is not 0, auto or GxC (16x128)") from None
+        raise SettingError(f"BBMM_STAGE: {spec!r} is not 0, auto or GxC (16x128)") from None
     if not (1 <= g <= 64 and 1 <= c <= 1024):
-        raise ValueError(f"BBMM_STAGE: {spec!r}: G must lie in 1..64 and C in 1..1024")
+        raise SettingError(f"BBMM_STAGE: {spec!r}: G must lie in 1..64 and C in 1..1024")
     return g, c
 
 
@@ -184,7 +202,7 @@ def scalars(values: Sequence[Any]) -> list[Any]:
 def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
            grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
            arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None = None,
-           coarsen: bool = False, staged: bool = False) -> Any:
+           coarsen: bool = False, staged: bool = False, blocked: bool = False) -> Any:
     """Launch one tile's kernel.
 
     ``scalars`` are the leading arguments (parameters, host iterators, lb, ub);
@@ -195,9 +213,10 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     work-item runs :data:`COARSEN` points of OpenCL dimension 0 and, for a band of two or
     more loops, :data:`COARSEN1` of dimension 1. With ``staged`` (the kernel takes
     ``BBMM_SG``) and :data:`STAGE` not off, it runs as work-groups of
-    :data:`STAGE_LANES` x G work-items (:func:`stage_shape`).
+    :data:`STAGE_LANES` x G work-items (:func:`stage_shape`). With ``blocked`` each runs
+    a register block of :data:`BLOCK` points.
     """
-    co = _points(coarsen, len(grid))
+    co = _points(coarsen, len(grid), blocked)
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
     stage = None
     if _runs_staged(dev, staged, len(extent)):
@@ -234,9 +253,11 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     return dev.launch(knl, gsize, tuple(local), args)
 
 
-def _points(coarsen: bool, bands: int) -> tuple[int, int]:
+def _points(coarsen: bool, bands: int, blocked: bool = False) -> tuple[int, int]:
     """Points per work-item along OpenCL dimensions 0 and 1 of a kernel over ``bands``
-    band loops (``coarsen``: it takes ``BBMM_CO``)."""
+    band loops (``coarsen``: it takes ``BBMM_CO``; ``blocked``: a register block)."""
+    if blocked and bands:
+        return BLOCK[0], BLOCK[1] if bands > 1 else 1
     return (COARSEN, COARSEN1 if bands > 1 else 1) if coarsen and bands else (1, 1)
 
 
@@ -331,7 +352,8 @@ def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
         if band is None:
             continue
         arrays = getattr(module, f"NEST{i}_LAUNCH")
-        co = _points(getattr(module, f"NEST{i}_COARSEN", False), len(band))
+        co = _points(getattr(module, f"NEST{i}_COARSEN", False), len(band),
+                     getattr(module, f"NEST{i}_BLOCKED", False))
         sels = tuple(tuple(0 for _ in e[3]) for e in arrays if len(e) > 3) if SPECIALIZE else ()
         staged = bool(getattr(module, f"NEST{i}_STAGED", False))
         nests_jobs.append((staged, len(band), (f"{module.FUNCTION}_nest{i}", arrays, sels, co)))
@@ -378,9 +400,9 @@ def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
         try:
             shape = tuple(int(f) for f in item.lower().split("x"))
         except ValueError:
-            raise ValueError(f"BBMM_LOCAL: {item!r} is not a shape such as 128x2") from None
+            raise SettingError(f"BBMM_LOCAL: {item!r} is not a shape such as 128x2") from None
         if not 1 <= len(shape) <= 3 or min(shape) < 1:
-            raise ValueError(f"BBMM_LOCAL: {item!r} needs 1 to 3 positive factors")
+            raise SettingError(f"BBMM_LOCAL: {item!r} needs 1 to 3 positive factors")
         sizes[len(shape)] = shape
     return sizes
 

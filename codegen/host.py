@@ -239,6 +239,7 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
       f"  # (array, ndim, access ids) in kernel order")
     g(f"NEST{nest.id}_CL_BAND = {tuple(ks.band_dim_of_cl_dim)!r}  # band loop of each OpenCL dim")
     g(f"NEST{nest.id}_COARSEN = {ks.coarsen!r}  # several points per work-item (one assignment)")
+    g(f"NEST{nest.id}_BLOCKED = {ks.blocked!r}  # a register block of points per work-item")
     g(f"NEST{nest.id}_STAGED = {ks.staged!r}  # inner-loop reads staged in local memory")
     g(f"NEST{nest.id}_LAUNCH = tuple((a, SLOTS[a], n, ids) for a, n, ids in NEST{nest.id}_ARRAYS)")
     g()
@@ -250,7 +251,8 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
         with g:
             g(f"return launch(_bbmm_dev, _bbmm_tb, KERNELS, {ks.name!r}, _bbmm_scalars, _bbmm_grid,")
             g(f"              NEST{nest.id}_CL_BAND, NEST{nest.id}_LAUNCH, "
-              f"coarsen=NEST{nest.id}_COARSEN, staged=NEST{nest.id}_STAGED)")
+              f"coarsen=NEST{nest.id}_COARSEN, staged=NEST{nest.id}_STAGED,")
+            g(f"              blocked=NEST{nest.id}_BLOCKED)")
         g("return kernel")
     g()
     g("# }}}")
