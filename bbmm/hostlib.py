@@ -47,12 +47,12 @@ COARSEN1 = _coarsen("BBMM_COARSEN1", 8)
 1 x 8 was the fastest shape on one H200 for floyd, heat2d, heat3d and lu, and within 2%
 of the best for fdtd2d and matmul (docs/performance.md, change 22)."""
 def _block(spec: str | None) -> tuple[int, int]:
-    """``$BBMM_BLOCK``: ``RxQ``, the rows and columns of a register block (default 8x2)."""
-    text = spec or "8x2"
+    """``$BBMM_BLOCK``: ``RxQ``, the rows and columns of a register block (default 4x1)."""
+    text = spec or "4x1"
     try:
         r, q = (int(x) for x in text.lower().split("x"))
     except ValueError:
-        raise SettingError(f"BBMM_BLOCK: {text!r} is not RxQ (8x2)") from None
+        raise SettingError(f"BBMM_BLOCK: {text!r} is not RxQ (4x1)") from None
     if not (1 <= r <= 32 and 1 <= q <= 32):
         raise SettingError(f"BBMM_BLOCK: {text!r}: R and Q must lie in 1..32")
     return q, r
@@ -61,8 +61,9 @@ def _block(spec: str | None) -> tuple[int, int]:
 BLOCK = _block(os.environ.get("BBMM_BLOCK"))
 """Points per work-item of register-blocked kernels (:attr:`codegen.opencl.KernelSource.
 blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=RxQ``: R
-consecutive rows by Q columns. On one H200, matmul n = 8192: 1 x 1 199 ms, 8 x 1 208,
-8 x 2 87, 8 x 4 118, 8 x 8 102 (docs/performance.md)."""
+consecutive rows by Q columns. bbmm's matmul kernel on one H200 at n = 8192 (profiled,
+two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197; the
+kernel of session 24 (one point per work-item) about 200 (docs/performance.md, change 51)."""
 RESTRICT = os.environ.get("BBMM_RESTRICT", "1") != "0"
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
 UNROLL = os.environ.get("BBMM_UNROLL", "1") != "0"

@@ -892,8 +892,9 @@ def _block_plan(band: list, body: tuple[Node, ...]) -> _Block | None:
     matmul's ``C[i][j] += alpha * A[i][k] * B[k][j]`` with one point per work-item reads
     ``B[k][j]`` once per point and trip; a work-item holding ``BBMM_CO1`` rows by
     ``BBMM_CO`` columns in registers reads ``A[i][k]`` once per row and ``B[k][j]`` once
-    per column of its block (on one H200 at n = 8192, 8 x 2 points: 199 -> 87 ms). The
-    result is bit-identical: every point runs its own statements in the source's order;
+    per column of its block (on one H200 at n = 8192, 4 x 1 points: about 200 -> 172 ms;
+    hand-written kernels of this form ran in 68-156 ms, depending on details the compiler
+    should not care about: docs/performance.md, change 51). The result is bit-identical: every point runs its own statements in the source's order;
     only the order *between* points changes, and no dependence joins two points of a
     parallel band.
 

@@ -277,7 +277,7 @@ def run_case(cl_env, scop, nest, params, host_iters, tile, *, split, split_all=F
             lo, ext = [l - 1 for l in lo], [e + 2 for e in ext]
         args += [np.int32(lb), np.int32(ub)] + [np.int32(v) for v in lo]
         global_size = ks.global_size(ext)
-        if ks.coarsen:
+        if ks.coarsen or ks.blocked:
             co0, co1 = co if isinstance(co, tuple) else (co, 1)
             global_size = tuple(-(-g // p) for g, p in
                                 zip(global_size, (co0, co1) + (1,) * (len(global_size) - 2)))
@@ -365,6 +365,23 @@ def test_coarsening_only_for_one_plain_assignment():
     assert "const int k0 = g2 + (int)(get_group_id(0) * get_local_size(0) * BBMM_CO" in src
     assert "const int j0 = g1 + (int)get_global_id(1) * BBMM_CO1;" in src
     assert src.index("v[r][u] = ") < src.index("= v[r][u];")
+
+
+def test_which_nests_are_register_blocked():
+    """A band body of statements around one inner loop whose bounds ignore the band and
+    whose statements write only elements that stay put across it (kept in registers);
+    the loop then writes no global memory."""
+    assert gen("matmul").blocked and gen("imperfect").blocked
+    assert not gen("matmul").coarsen
+    assert not gen("floyd").blocked           # no inner loop: one plain assignment per point
+    assert not gen("triangular").blocked      # the inner loop's bounds depend on i
+    assert not gen("heat3d").blocked and not gen("prefix_sum").blocked
+    src = gen("matmul").source
+    loop = src[src.index("if (full) {"):src.index("} else {", src.index("if (full) {"))]
+    assert "C_reg[r][u] += ((alpha * A_REF(" in loop
+    assert "C_REF(" not in loop               # C stays in registers inside the loop
+    assert src.index("C_reg[r][u] = C_REF(") < src.index("if (full) {") \
+        < src.index(", i, j) = C_reg[r][u];")
 
 
 def test_strips_slide_windows_only_where_rows_share_values():

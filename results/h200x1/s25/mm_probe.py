@@ -91,6 +91,96 @@ __kernel void block(int n, float alpha, float beta, __global float* C,
       C[(long)(i0 + r) * n + j0 + s * L] = c[r][s];
 }
 
+/* bbmm's generated form: alpha * A and B loaded per point, rows outer, columns inner */
+__kernel void bbmm_like(int n, float alpha, float beta, __global float* C,
+                        __global const float* restrict A, __global const float* restrict B) {
+  const int L = get_local_size(0);
+  const int i0 = get_global_id(1) * R;
+  const int j0 = get_group_id(0) * L * Q + get_local_id(0);
+  float c[R][Q];
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int s = 0; s < Q; s++)
+      c[r][s] = C[(long)(i0 + r) * n + j0 + s * L] * beta;
+#pragma unroll 4
+  for (int k = 0; k < n; k++) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+#pragma unroll
+      for (int s = 0; s < Q; s++)
+        c[r][s] = c[r][s] + ((alpha * A[(int)(i0 + r) * n + k]) * B[(int)k * n + j0 + s * L]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int s = 0; s < Q; s++)
+      C[(long)(i0 + r) * n + j0 + s * L] = c[r][s];
+}
+
+/* bbmm_like plus one feature of bbmm's kernel at a time: -DLONGBASE (addresses from a
+   long base argument, as bbmm's slots), -DTWOPATH (a guarded copy of the loop for blocks
+   that leave the tile), -DSTRIDE (row strides from arguments, not n) */
+__kernel void bbmm_like2(int n, float alpha, float beta, __global float* C,
+                         __global const float* restrict A, __global const float* restrict B,
+                         long base, int st, int lb, int ub) {
+#ifdef STRIDE
+  const int sA = st, sB = st;
+#else
+  const int sA = n, sB = n;
+#endif
+#ifdef LONGBASE
+#define AT(X, s, x0, x1) X[base + (int)(x0) * s + (int)(x1)]
+#else
+#define AT(X, s, x0, x1) X[(int)(x0) * s + (int)(x1)]
+#endif
+  const int L = get_local_size(0);
+  const int i0 = get_global_id(1) * R;
+  const int j0 = get_group_id(0) * L * Q + get_local_id(0);
+  float c[R][Q];
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int s = 0; s < Q; s++)
+      c[r][s] = C[(long)(i0 + r) * n + j0 + s * L] * beta;
+  bool full = true;
+#ifdef TWOPATH
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int s = 0; s < Q; s++)
+      full = full && !(i0 + r < lb || i0 + r > ub) && !(j0 + s * L > n - 1);
+#endif
+  if (full) {
+#pragma unroll 4
+    for (int k = 0; k < n; k++) {
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+#pragma unroll
+        for (int s = 0; s < Q; s++)
+          c[r][s] = c[r][s] + ((alpha * AT(A, sA, i0 + r, k)) * AT(B, sB, k, j0 + s * L));
+      }
+    }
+  } else {
+#pragma unroll 4
+    for (int k = 0; k < n; k++) {
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+#pragma unroll
+        for (int s = 0; s < Q; s++)
+          if (!(i0 + r < lb || i0 + r > ub) && !(j0 + s * L > n - 1))
+            c[r][s] = c[r][s] + ((alpha * AT(A, sA, i0 + r, k)) * AT(B, sB, k, j0 + s * L));
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; r++)
+#pragma unroll
+    for (int s = 0; s < Q; s++)
+      C[(long)(i0 + r) * n + j0 + s * L] = c[r][s];
+}
+
 /* the same with A's rows of the group staged in local memory, KC trips at a time */
 __kernel void block_lds(int n, float alpha, float beta, __global float* C,
                         __global const float* restrict A, __global const float* restrict B) {
@@ -138,7 +228,9 @@ __kernel void block_lds(int n, float alpha, float beta, __global float* C,
 def run(name, opts, gsize, lsize):
     prg = cl.Program(ctx, SRC).build(options=opts)
     k = getattr(prg, name)
-    k.set_args(np.int32(n), alpha, beta, dC, dA, dB)
+    extra = ((np.int64(0), np.int32(n), np.int32(0), np.int32(n - 1))
+             if name == "bbmm_like2" else ())
+    k.set_args(np.int32(n), alpha, beta, dC, dA, dB, *extra)
     ts = []
     for _ in range(5):
         cl.enqueue_copy(q, dC, C0).wait()
@@ -154,7 +246,16 @@ flop = 2.0 * n ** 3
 ref = None
 print(f"matmul n={n}, {dev.name}: ms, TFLOP/s, bit-identical to the first")
 cases = [("global_c", [], (n, n), (256, 1)), ("reg_c", [], (n, n), (256, 1))]
-for R, Q, L, G in ((8, 1, 256, 1), (8, 2, 128, 1), (8, 4, 64, 1), (4, 4, 64, 4), (8, 4, 32, 4),
+if len(sys.argv) > 2 and sys.argv[2] == "features":
+    for R, Q, L in ((8, 2, 256), (8, 4, 64)):
+        for f in ([], ["-DLONGBASE"], ["-DTWOPATH"], ["-DSTRIDE"],
+                  ["-DLONGBASE", "-DTWOPATH", "-DSTRIDE"]):
+            cases.append(("bbmm_like2", [f"-DR={R}", f"-DQ={Q}"] + f, (n // Q, n // R), (L, 1)))
+elif len(sys.argv) > 2:      # bbmm's form in its work-group shapes
+    for R, Q, L in ((8, 1, 256), (8, 2, 256), (8, 2, 128), (4, 2, 256), (8, 4, 256), (8, 4, 64)):
+        cases.append(("bbmm_like", [f"-DR={R}", f"-DQ={Q}"], (n // Q, n // R), (L, 1)))
+        cases.append(("block", [f"-DR={R}", f"-DQ={Q}"], (n // Q, n // R), (L, 1)))
+for R, Q, L, G in () if len(sys.argv) > 2 else ((8, 1, 256, 1), (8, 2, 128, 1), (8, 4, 64, 1), (4, 4, 64, 4), (8, 4, 32, 4),
                    (8, 8, 32, 4), (4, 8, 32, 8), (8, 8, 16, 8)):
     if n % (L * Q) or n % (R * G):
         continue
