@@ -357,6 +357,26 @@ def _one_line_warnings() -> None:
     warnings.showwarning = show
 
 
+def run_json(argv: Sequence[str]) -> dict[str, Any]:
+    """``bbmm run ...`` in this process, its console captured: the run's ``--json``
+    statistics (for scripts that time runs side by side); RuntimeError with the console
+    when it fails."""
+    import contextlib
+    import io
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bbmm.json")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = main(list(argv) + ["--json", path])
+        if rc != 0 or not os.path.exists(path):
+            raise RuntimeError(f"bbmm {' '.join(argv)} failed (exit {rc}):\n{out.getvalue()}")
+        with open(path) as f:
+            return json.load(f)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (0 ok, 1 error, 2 usage error)."""
     try:

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .diagnostic import UsageError, format_bytes
+from .diagnostic import SettingError, UsageError, format_bytes
 from .hostlib import prebuild
 from .runtime import COHERENCE, MODES, Runtime, fuse_slack
 
@@ -128,9 +128,9 @@ def pipeline_split() -> int:
     try:
         value = int(text)
     except ValueError:
-        raise UsageError(f"BBMM_PIPELINE: {text!r} is not an integer") from None
+        raise SettingError(f"BBMM_PIPELINE: {text!r} is not an integer") from None
     if value < 1:
-        raise UsageError(f"BBMM_PIPELINE must be at least 1, got {value}")
+        raise SettingError(f"BBMM_PIPELINE must be at least 1, got {value}")
     return value
 
 

@@ -17,13 +17,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import statistics
 import sys
-import tempfile
 from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,7 +32,7 @@ import expcommon as ec  # noqa: E402
 def run_once(prog: str, params: dict[str, Any], devices: int, split: int,
              extra: list[str]) -> dict[str, Any]:
     """One ``bbmm run`` in this process with ``$BBMM_PIPELINE=split``; its JSON."""
-    from bbmm.cli import main as bbmm_main
+    from bbmm.cli import run_json
 
     argv = ["run", str(ec.PROGRAMS[prog].path), "--devices", str(devices), "--no-progress"]
     for k, v in params.items():
@@ -44,15 +41,9 @@ def run_once(prog: str, params: dict[str, Any], devices: int, split: int,
     old = os.environ.get("BBMM_PIPELINE")
     os.environ["BBMM_PIPELINE"] = str(split)
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "run.json")
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                rc = bbmm_main(argv + ["--json", path])
-            if rc != 0 or not os.path.exists(path):
-                raise SystemExit(f"bbmm {' '.join(argv)} failed (exit {rc}):\n{out.getvalue()}")
-            with open(path) as f:
-                return json.load(f)
+        return run_json(argv)
+    except RuntimeError as e:
+        raise SystemExit(str(e)) from None
     finally:
         if old is None:
             del os.environ["BBMM_PIPELINE"]

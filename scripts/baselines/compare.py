@@ -43,14 +43,11 @@ sides (bbmm against the C program, the baseline against numpy) where small enoug
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
-import io
 import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -101,7 +98,7 @@ def iterations_of(prog: str, params: dict[str, Any]) -> int:
 
 def bbmm_once(prog: str, params: dict[str, Any], devices: int, args: argparse.Namespace,
               check: bool = False) -> dict[str, Any]:
-    from bbmm.cli import main as bbmm_main
+    from bbmm.cli import run_json
 
     argv = ["run", os.path.join(_ROOT, "polybench", f"{prog}.c")]
     for k, v in {**params, **SCALARS.get(prog, {})}.items():
@@ -113,15 +110,7 @@ def bbmm_once(prog: str, params: dict[str, Any], devices: int, args: argparse.Na
         argv += ["--device-kind", args.device_kind]
     if check:
         argv.append("--check")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "bbmm.json")
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            rc = bbmm_main(argv + ["--json", path])
-        if rc != 0 or not os.path.exists(path):
-            raise RuntimeError(f"bbmm {' '.join(argv)} failed (exit {rc}):\n{out.getvalue()}")
-        with open(path) as f:
-            return json.load(f)
+    return run_json(argv)
 
 
 _DRIVERS: dict[str, Any] = {}
