@@ -63,8 +63,10 @@ def test_mvt_timeline_under_box_out(ndev, tmp_path, capsys):
         for k in KINDS:
             assert 0 <= s["busy_us"][k] <= s["span_us"]
         assert 0 <= s["idle_us"] <= s["span_us"] and s["union_us"] <= s["span_us"] + 1e-6
-        # one in-order queue: commands never overlap, so busy time and idle time make the span
-        assert sum(s["busy_us"].values()) + s["idle_us"] == pytest.approx(s["span_us"], abs=0.01)
+        # covered time and idle time make the span; read-ins run on a side queue beside
+        # the main queue's commands (change 39), so the busy times may add up to more
+        assert s["union_us"] + s["idle_us"] == pytest.approx(s["span_us"], abs=0.01)
+        assert sum(s["busy_us"].values()) >= s["union_us"] - 0.01
         assert s["idle_host_us"] is None or 0 <= s["idle_host_us"] <= s["idle_us"] + 1e-6
         assert len(s["gaps"]) == min(10, s["gap_count"])
         # the cross-check: the copies the device ran are the bytes the runtime counted
