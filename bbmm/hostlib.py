@@ -203,8 +203,10 @@ def scalars(values: Sequence[Any]) -> list[Any]:
 def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
            grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
            arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None = None,
-           coarsen: bool = False, staged: bool = False, blocked: bool = False) -> Any:
-    """Launch one tile's kernel.
+           coarsen: bool = False, staged: bool = False, blocked: bool = False,
+           rows: tuple[int, int] | None = None) -> Any:
+    """Launch one tile's kernel (``rows``: only its points whose tiled iterator, band loop
+    0, lies in ``[rows[0], rows[1]]``).
 
     ``scalars`` are the leading arguments (parameters, host iterators, lb, ub);
     ``grid[d] = (lo, hi)`` is band loop ``d``'s iterator range over the tile, whose
@@ -217,6 +219,12 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     :data:`STAGE_LANES` x G work-items (:func:`stage_shape`). With ``blocked`` each runs
     a register block of :data:`BLOCK` points.
     """
+    if rows is not None:
+        # a part of the tile is a smaller tile on the same boxes: the kernel's tile
+        # bounds lb, ub (the last scalars) and band loop 0's range narrow to the rows
+        lb, ub = max(int(scalars[-2]), rows[0]), min(int(scalars[-1]), rows[1])
+        scalars = [*scalars[:-2], np.int32(lb), np.int32(ub)]
+        grid = [(max(grid[0][0], rows[0]), min(grid[0][1], rows[1])), *grid[1:]]
     co = _points(coarsen, len(grid), blocked)
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
     stage = None

@@ -38,7 +38,7 @@ def tile_key(t: Tile) -> Hashable:
     """Everything about a tile that the runtime's decisions depend on (not its kernel:
     a replayed launch goes through the new tile's own callback)."""
     return (t.device, _dkey(t.boxes), _dkey(t.writes), _dkey(t.flowout), _dkey(t.writeout),
-            _dkey(t.cleanup), t.fresh)
+            _dkey(t.cleanup), t.fresh, t.span, tuple(t.writers.items()))
 
 
 def _dkey(d: Any) -> tuple:
@@ -74,7 +74,8 @@ class Tape:
 
     ``ops`` holds ``(timer, kind, args)``: kind ``h2d``/``d2h`` with ``(copy, region,
     what)``, ``d2d`` with ``(dst, src, region, what)``, ``launch`` with ``(phase, tile
-    index, TileBuffers)``. ``timer`` is the runtime timer the operation ran under.
+    index, TileBuffers, rows)`` (rows: None for the whole tile). ``timer`` is the runtime
+    timer the operation ran under.
     """
 
     phases: list[tuple] = field(default_factory=list)
@@ -103,8 +104,8 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object]]) -> 
     for timer, kind, args in tape.ops:
         t0 = clock()
         if kind == "launch":
-            p, i, tb = args
-            rt._launch(phases[p][0][i], tb)
+            p, i, tb, rows = args
+            rt._launch(phases[p][0][i], tb, rows)
         elif kind == "h2d":
             d._h2d(*args)
         elif kind == "d2h":

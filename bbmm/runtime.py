@@ -73,6 +73,14 @@ class Tile:
     """Arrays the tile only writes, through exact write boxes: every element of their
     boxes is overwritten, so new boxes need no read-in."""
     name: str = ""
+    span: tuple[int, int] | None = None
+    """The range of the tiled iterator (band loop 0) over the tile, when the kernel runs
+    a part of it as ``kernel(device, buffers, rows=(lo, hi))``."""
+    writers: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    """Per array, ``(d, cmin, cmax)``: its element ``x`` along dimension ``d`` is written
+    only by points whose tiled iterator lies in ``[x - cmax, x - cmin]``
+    (:func:`codegen.flow.edge_writers`; only for a tiled loop that carries no
+    dependence, so that the tile's rows may run as several launches)."""
     original: "Tile | None" = field(default=None, compare=False, repr=False)
     """The tile as the driver gave it, when the runtime widened its boxes of arrays held
     whole (taken instead if the widened tile does not fit the device)."""
@@ -157,6 +165,11 @@ class Runtime:
         # with hooks, as over MPI, has side effects beyond the device operations) and
         # no per-round waits (BBMM_SYNC measures exact kernel times).
         self.replay = replay and not self.directory.blocking and not self.sync
+        edges = os.environ.get("BBMM_EDGE", "1").strip().lower() not in ("0", "off", "no")
+        self.edges = (edges and len(self.devices) > 1 and not self.directory.blocking
+                      and not self.sync)
+        """Run the rows of a tile that write flow-out another device holds first, then store
+        the flow-out, then launch the rest of the tile (:meth:`_edges`)."""
         """Record serial iterations and replay the ones that repeat (:mod:`bbmm.replay`)."""
         self._tape: Tape | None = None
         self._fixed: Tape | None = None     # the recorded fixed point being replayed
@@ -214,13 +227,19 @@ class Runtime:
             if tape is not None:
                 tape.timer = "memory_mgmt"
             bufs = [self._acquire(t) for t in rnd]
+            flows = [self._flowout_boxes(t) for t in rnd]
             t1 = clock()
             if tape is not None:
                 tape.timer = "compute"
-            for t, tb in zip(rnd, bufs):
-                if tape is not None:
-                    tape.add("launch", (phase_no, index[id(t)], tb))
-                self._launch(t, tb)
+            rests = []
+            for t, tb, fl in zip(rnd, bufs, flows):
+                parts = self._edges(t, fl) if self.edges else None
+                for rows in (None,) if parts is None else parts[0]:
+                    if tape is not None:
+                        tape.add("launch", (phase_no, index[id(t)], tb, rows))
+                    self._launch(t, tb, rows)
+                if parts is not None:
+                    rests.append((t, tb, parts[1]))
             if self.sync:
                 for t in rnd:
                     self.devices[t.device].finish()
@@ -230,12 +249,25 @@ class Runtime:
             t3 = clock()
             if tape is not None:
                 tape.timer = "flowout"
-            flows = [self._flowout_boxes(t) for t in rnd]
             for tb, fl in zip(bufs, flows):
                 for a, boxes in fl.items():
                     for c, r in _clipped(tb, a, boxes):
                         directory.store(c, r, "flowout")
             t4 = clock()
+            if rests:
+                # the flow-out of these tiles is on its way (its rows ran first): now the
+                # rest of their rows, while it travels
+                if tape is not None:
+                    tape.timer = "compute"
+                for t, tb, rest in rests:
+                    for rows in rest:
+                        if tape is not None:
+                            tape.add("launch", (phase_no, index[id(t)], tb, rows))
+                        self._launch(t, tb, rows)
+                self.stats.edge_first += len(rests)
+                t4b = clock()
+                times["compute"] += t4b - t4
+                t4 = t4b
             if tape is not None:
                 tape.timer = "flowin"
             for fl in flows:
@@ -415,14 +447,18 @@ class Runtime:
                 cleanup[a] = [False] * len(cleanup[a])
         return replace(t, boxes=boxes, cleanup=cleanup, original=t)
 
-    def _launch(self, t: Tile, tb: TileBuffers) -> None:
-        """Run the tile's kernel callback. What it enqueued last is the last use so far of
-        every copy the tile took: a side read-in into their memory, once they are freed,
-        waits for it. A callback that enqueued nothing leaves them as they were (the
-        device's older kernel would understate a read-in still queued)."""
+    def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None = None) -> None:
+        """Run the tile's kernel callback (on its ``rows`` only, when given). What it
+        enqueued last is the last use so far of every copy the tile took: a side read-in
+        into their memory, once they are freed, waits for it. A callback that enqueued
+        nothing leaves them as they were (the device's older kernel would understate a
+        read-in still queued)."""
         dev = self.devices[t.device]
         before = dev.last
-        t.kernel(dev, tb)
+        if rows is None:
+            t.kernel(dev, tb)
+        else:
+            t.kernel(dev, tb, rows=rows)
         event = dev.last
         if event is not before:
             for c in tb.copies():
@@ -801,6 +837,64 @@ class Runtime:
                 if covered != w.volume:
                     raise UsageError(f"tile {t.name}: write box {a}{w} is not inside the "
                                      f"tile's boxes {[p for p, _ in tb.pieces.get(a, ())]}")
+
+    def _edges(self, t: Tile, flows: Mapping[str, Sequence[Box]]
+               ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
+        """The tile's rows (ranges of its tiled iterator) that write its flow-out, and the
+        rest of its rows; None to launch the tile whole.
+
+        Without this, a device's flow-out leaves only when its whole tile is done, and a
+        device that needs it waits for the copy out, the copy in and the events between
+        them at every nest (a stencil's halo on two GPUs: about 40 us per nest on the
+        H200s against 180 us of kernel). With it the rows writing the flow-out run
+        first, the flow-out is stored behind them, and the rest of the tile computes
+        while it travels. Safe because the tile's rows are independent
+        (:attr:`Tile.writers` is given only for a tiled loop that carries no dependence)
+        and every element of the flow-out is written by the first rows
+        (:attr:`Tile.writers`), so the store reads final values. Worth it only when
+        another device holds a copy of the flow-out (the halo of a neighbour, not rows
+        that the same device reads next) and the first rows are a small part of the tile.
+        """
+        if t.span is None or not t.writers:
+            return None
+        lo, hi = t.span
+        dev = self.devices[t.device]
+        first = []
+        elsewhere = False
+        for a, boxes in flows.items():
+            w = t.writers.get(a)
+            for f in boxes:
+                if f.is_empty:
+                    continue
+                if w is None:
+                    return None  # flow-out whose writers the tile cannot place
+                d, cmin, cmax = w
+                r0, r1 = max(lo, f.lo[d] - cmax), min(hi, f.hi[d] - cmin)
+                if r0 <= r1:
+                    first.append((r0, r1))
+                if not elsewhere:
+                    elsewhere = any(c.device is not dev and c.box.overlaps(f)
+                                    for c in self.directory.copies[a])
+        if not first or not elsewhere:
+            return None
+        first.sort()
+        merged = [first[0]]
+        for r0, r1 in first[1:]:
+            if r0 <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], r1))
+            else:
+                merged.append((r0, r1))
+        if 2 * sum(r1 - r0 + 1 for r0, r1 in merged) > hi - lo + 1:
+            return None
+        rest = []
+        at = lo
+        for r0, r1 in merged:
+            if r0 > at:
+                rest.append((at, r0 - 1))
+            at = r1 + 1
+        if at <= hi:
+            rest.append((at, hi))
+        return merged, rest
 
     def _flowout_boxes(self, t: Tile) -> Mapping[str, Sequence[Box]]:
         """Exact coherence: the flow-out boxes; block coherence: every written box whole."""

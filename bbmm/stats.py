@@ -68,6 +68,8 @@ class Stats:
     times: dict[str, float] = field(default_factory=lambda: dict.fromkeys(TIMERS, 0.0))
     split_accesses: int = 0
     tiles: int = 0
+    edge_first: int = 0
+    """Tiles whose rows writing the flow-out ran first (:meth:`bbmm.runtime.Runtime._edges`)."""
     replayed: int = 0
     """Serial iterations replayed from a recorded fixed point (:mod:`bbmm.replay`)."""
 
@@ -95,4 +97,5 @@ class Stats:
         return {"per_device": [d.as_json() for d in self.devices],
                 **{f"{k}_bytes": v for k, v in self.bytes.items()},
                 "time_s": t, "overhead_percent": self.overhead_percent, "tiles": self.tiles,
-                "split_accesses": self.split_accesses, "replayed_iterations": self.replayed}
+                "split_accesses": self.split_accesses, "replayed_iterations": self.replayed,
+                "edge_first_tiles": self.edge_first}

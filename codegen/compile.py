@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 from codegen.boxes import extract_initial_bounding_boxes
 from codegen.deps import Plan, dependences, plan as make_plan
-from codegen.flow import plan_flow
+from codegen.flow import edge_writers, plan_flow
 from codegen.frontend import parse_file
 from codegen.host import NestCode, generate_host
 from codegen.opencl import generate_kernel
@@ -187,7 +187,7 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
             want = tuple(ab.access_id for ab in nb.of_array(a))
             assert tuple(ids) == want, (a, ids, want)
         kernels.append(ks.source)
-        nests.append(NestCode(n, nb, fl, ks))
+        nests.append(NestCode(n, nb, fl, ks, edge_writers(scop, n, t, deps)))
     kernel_source = "\n".join(kernels)
     host = generate_host(scop, plan, nests, kernel_source, slots, os.path.basename(path),
                          __version__)

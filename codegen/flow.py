@@ -39,6 +39,7 @@ flow-out of iteration k is row k+1 from the tile that holds it, nothing from the
 .. autofunction:: same_tile
 .. autofunction:: nest_flow
 .. autofunction:: plan_flow
+.. autofunction:: edge_writers
 """
 from __future__ import annotations
 
@@ -47,12 +48,12 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from codegen.deps import Dependences, Plan, dependences
+from codegen.deps import Dependences, Nest, Plan, carried, dependences
 from codegen.scop import Scop
 from codegen.tiling import NestTiling, ParamBox, param_box, tile_plan
 
 __all__ = ["SetBox", "ArrayFlow", "NestFlow", "MAX_PIECES", "parallel_flow", "last_writer",
-           "same_tile", "unordered", "nest_flow", "plan_flow"]
+           "same_tile", "unordered", "nest_flow", "plan_flow", "edge_writers"]
 
 
 @dataclass(frozen=True)
@@ -282,6 +283,41 @@ def plan_flow(scop: Scop, plan: Plan, tilings: Sequence[NestTiling] | None = Non
     pflow = parallel_flow(scop, plan, deps)
     lastw = last_writer(scop)
     return tuple(nest_flow(scop, plan, t, pflow, lastw) for t in tilings)
+
+# }}}
+
+# {{{ which rows of a tile write its flow-out
+
+
+def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences
+                 ) -> dict[str, tuple[int, int, int]]:
+    """Per array the nest writes, ``(d, cmin, cmax)`` when every write access to it has
+    dimension ``d`` equal to the tiled iterator plus a constant in ``[cmin, cmax]``: element
+    ``x`` along ``d`` is then written only where the tiled iterator ``i`` lies in
+    ``[x - cmax, x - cmin]`` (``B[i][j]``: ``(0, 0, 0)``).
+
+    The runtime uses it to run the rows of a tile that write its flow-out first, so the
+    flow-out travels while the rest of the tile computes (:meth:`bbmm.runtime.Runtime.
+    _edge_parts`). Running a tile's rows as two launches, one after the other, is the
+    same computation only when no dependence joins two rows: empty when the tiled loop
+    carries one (Floyd's row ``k``, parallel by its pragma), or for an empty band.
+    """
+    if not tiling.band or not carried(scop, nest.band[0], deps).is_empty():
+        return {}
+    it = tiling.band[0]
+    per: dict[str, list[dict[int, int]]] = {}
+    for s in nest.statements:
+        w = scop.statement(s).write
+        per.setdefault(w.array, []).append(
+            {d: e.const for d, e in enumerate(w.index) if e.terms == ((it, 1),)})
+    out = {}
+    for a, forms in per.items():
+        common = set(forms[0]).intersection(*forms[1:])
+        if common:
+            d = min(common)
+            cs = [f[d] for f in forms]
+            out[a] = (d, min(cs), max(cs))
+    return out
 
 # }}}
 

@@ -9,7 +9,8 @@ The driver mirrors the C program's loop tree: serial (host) loops become Python
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from codegen.boxes import NestBoxes
 from codegen.deps import Nest, Plan
@@ -75,6 +76,8 @@ class NestCode:
     boxes: NestBoxes
     flow: NestFlow
     kernel: KernelSource
+    writers: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    """:func:`codegen.flow.edge_writers`: where the tile's rows write each array."""
 
 
 def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: str,
@@ -242,17 +245,20 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g(f"NEST{nest.id}_BLOCKED = {ks.blocked!r}  # a register block of points per work-item")
     g(f"NEST{nest.id}_STAGED = {ks.staged!r}  # inner-loop reads staged in local memory")
     g(f"NEST{nest.id}_LAUNCH = tuple((a, SLOTS[a], n, ids) for a, n, ids in NEST{nest.id}_ARRAYS)")
+    g(f"NEST{nest.id}_WRITERS = {dict(nc.writers)!r}  # array: (d, cmin, cmax): element x along d "
+      f"is written by rows {t.band[0] if t.band else 'p0'} in [x - cmax, x - cmin]")
     g()
     g()
     g(f"def nest{nest.id}_kernel(_bbmm_scalars, _bbmm_grid):")
     with g:
-        g(f'"""The compute step of Algorithm 4 (line 13): launch {ks.name} on the tile."""')
-        g("def kernel(_bbmm_dev, _bbmm_tb):")
+        g(f'"""The compute step of Algorithm 4 (line 13): launch {ks.name} on the tile '
+          f'(``rows``: on its rows in that range only)."""')
+        g("def kernel(_bbmm_dev, _bbmm_tb, rows=None):")
         with g:
             g(f"return launch(_bbmm_dev, _bbmm_tb, KERNELS, {ks.name!r}, _bbmm_scalars, _bbmm_grid,")
             g(f"              NEST{nest.id}_CL_BAND, NEST{nest.id}_LAUNCH, "
               f"coarsen=NEST{nest.id}_COARSEN, staged=NEST{nest.id}_STAGED,")
-            g(f"              blocked=NEST{nest.id}_BLOCKED)")
+            g(f"              blocked=NEST{nest.id}_BLOCKED, rows=rows)")
         g("return kernel")
     g()
     g("# }}}")
@@ -383,7 +389,9 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]) -> 
             g(f"_bbmm_tiles.append(Tile(_bbmm_d, _bbmm_b, nest{nid}_kernel("
               f"_ints({args}), _bbmm_grid),")
             g("                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST%d_FRESH, "
-              "name=f\"nest%d tile {_bbmm_t}\"))" % (nid, nid))
+              "name=f\"nest%d tile {_bbmm_t}\"," % (nid, nid))
+            span = "_bbmm_grid[0]" if t.grid is not None else "None"
+            g(f"                  span={span}, writers=NEST{nid}_WRITERS))")
     else:
         g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
         g("if _bbmm_spec is not None:")

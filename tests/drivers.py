@@ -77,7 +77,11 @@ def jacobi_reference(A: np.ndarray, B: np.ndarray, steps: int) -> tuple[np.ndarr
     return A, B
 
 
-def run_jacobi(rt: Runtime, n: int, steps: int, tile: int, flowout: bool = True) -> None:
+def run_jacobi(rt: Runtime, n: int, steps: int, tile: int, flowout: bool = True,
+               rows: bool = False) -> None:
+    """Jacobi's two sweeps; with ``rows`` the second sweep's tiles can run a part of their
+    rows (``Tile.span``/``writers``), and each launch is logged on its device as
+    ``("launch", Box((first row,), (last row,)), 0)``."""
     dt = rt.host.array("A").dtype
     inner = tiles_of(n - 2, tile, len(rt.devices))
     for t in range(steps):
@@ -93,15 +97,20 @@ def run_jacobi(rt: Runtime, n: int, steps: int, tile: int, flowout: bool = True)
                         [(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)])
                 scatter(d, tb, "B", c, (0.2 * s).astype(dt))
 
-            def k2(d, tb, c=c):
+            def k2(d, tb, rows=None, c=c):
+                if rows is not None:
+                    c = Box((max(c.lo[0], rows[0]), c.lo[1]), (min(c.hi[0], rows[1]), c.hi[1]))
+                d.log.append(("launch", Box((c.lo[0],), (c.hi[0],)), 0))
                 scatter(d, tb, "A", c, gather(d, tb, "B", c, dt))
 
             nest1.append(Tile(dev, {"A": reads, "B": [c]}, k1, writes={"B": [c]},
                               writeout={"B": [c]} if last else {}, name=f"t{t}:S1:{lb}"))
             fo = [Box((lb, 1), (lb, n - 2)), Box((ub, 1), (ub, n - 2))]
+            part = dict(span=(lb, ub), writers={"A": (0, 0, 0)}) if rows else {}
             nest2.append(Tile(dev, {"A": [c], "B": [c]}, k2, writes={"A": [c]},
                               flowout={"A": fo} if flowout else {},
-                              writeout={"A": [c]} if last else {}, name=f"t{t}:S2:{lb}"))
+                              writeout={"A": [c]} if last else {}, name=f"t{t}:S2:{lb}",
+                              **part))
         rt.run_phase(nest1, serial=t)
         rt.run_phase(nest2, serial=t)
         rt.end_serial(t)

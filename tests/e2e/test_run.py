@@ -332,6 +332,25 @@ def test_programs_that_run_once_are_pipelined_by_default(ndev, tmp_path, monkeyp
 
 
 @needs_cl
+@pytest.mark.parametrize("edge", ["1", "0"])
+def test_stencils_run_their_flowout_rows_first(edge, tmp_path, monkeypatch):
+    """On three devices the tiles of heat2d, fdtd2d and heat3d whose flow-out another device
+    holds run the rows writing it first, then the rest of their rows (two and three
+    launches of the generated kernels, on 1-row and partial strips): still the sequential
+    result; with $BBMM_EDGE=0 every tile is launched whole."""
+    monkeypatch.setenv("BBMM_EDGE", edge)
+    cases = [(POLYBENCH / "heat2d.c", ["tsteps=5", "n=40"]),
+             (POLYBENCH / "fdtd2d.c", ["tmax=4", "nx=37", "ny=29"]),
+             (POLYBENCH / "heat3d.c", ["tsteps=3", "n=19"])]
+    for path, params in cases:
+        out = tmp_path / f"{path.stem}.json"
+        assert run(path, params, "--devices", 3, json_path=out) == 0
+        doc = json.loads(out.read_text())
+        assert doc["check"] == "pass", path.stem
+        assert (doc["edge_first_tiles"] > 0) == (edge == "1"), path.stem
+
+
+@needs_cl
 def test_bad_pipeline_setting_is_one_line(capsys, monkeypatch):
     monkeypatch.setenv("BBMM_PIPELINE", "many")
     assert main(["run", str(POLYBENCH / "blackscholes.c"), "--param", "n=64",
