@@ -100,9 +100,21 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g("import numpy as np")
     g()
     g("from bbmm.box import Box")
-    g("from bbmm.hostlib import (Progress, device_of, launch, once_tiles, scalars as _ints,\n"
-      "                           tiles_covering)")
+    g("from bbmm.diagnostic import SettingError")
     g("from bbmm.runtime import Tile")
+    g()
+    g("try:")
+    with g:
+        g("from bbmm.hostlib import (Progress, device_of, launch, once_tiles, scalars as _ints,\n"
+          "                               tiles_covering)")
+    g("except SettingError as _bbmm_e:  # a bad $BBMM_* setting, read when hostlib loads")
+    with g:
+        g('if __name__ != "__main__":')
+        with g:
+            g("raise")
+        g("import sys")
+        g('print(f"bbmm: error: {_bbmm_e}", file=sys.stderr)  # one line, as bbmm run says it')
+        g("sys.exit(2)")
     g()
     g(f"FUNCTION = {fn!r}")
     g(f"SOURCE = {c_path!r}")

@@ -166,6 +166,11 @@ def test_compile_writes_a_standalone_driver(tmp_path):
                        env=env)
     assert r.returncode == 0, r.stderr
     assert "heat2d: 2 device(s)" in r.stdout
+    # a bad setting, read when the driver loads bbmm.hostlib: one line, as from bbmm run
+    r = subprocess.run([sys.executable, str(driver), "--param", "tsteps=2", "--param", "n=16"],
+                       capture_output=True, text=True, env=dict(env, BBMM_BLOCK="4by1"))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == ["bbmm: error: BBMM_BLOCK: '4by1' is not RxQ (4x1)"]
 
 
 def test_python_keyword_names_are_refused_cleanly(capsys):
