@@ -34,7 +34,7 @@ from .box import Box, disjoint, hull_all, merge_adjacent
 from .buffers import BufferManager, Copy
 from .coherence import Directory, HostCopy
 from .devices.base import Device
-from .diagnostic import TileTooLargeError, UsageError
+from .diagnostic import SettingError, TileTooLargeError, UsageError
 from .replay import Tape, phase_key, replay, signature
 from .stats import DeviceStats, Stats
 
@@ -165,11 +165,12 @@ class Runtime:
         # with hooks, as over MPI, has side effects beyond the device operations) and
         # no per-round waits (BBMM_SYNC measures exact kernel times).
         self.replay = replay and not self.directory.blocking and not self.sync
-        edges = os.environ.get("BBMM_EDGE", "1").strip().lower() not in ("0", "off", "no")
-        self.edges = (edges and len(self.devices) > 1 and not self.directory.blocking
-                      and not self.sync)
-        """Run the rows of a tile that write flow-out another device holds first, then store
-        the flow-out, then launch the rest of the tile (:meth:`_edges`)."""
+        edges = edge_points(os.environ.get("BBMM_EDGE"))
+        self.edges = (edges if len(self.devices) > 1 and not self.directory.blocking
+                      and not self.sync else 0)
+        """Tiles that write at least this many points (0: none) run the rows that write
+        flow-out another device holds first, then store the flow-out, then launch the rest
+        of the tile (:meth:`_edges`)."""
         """Record serial iterations and replay the ones that repeat (:mod:`bbmm.replay`)."""
         self._tape: Tape | None = None
         self._fixed: Tape | None = None     # the recorded fixed point being replayed
@@ -857,6 +858,8 @@ class Runtime:
         """
         if t.span is None or not t.writers:
             return None
+        if sum(b.volume for ws in t.writes.values() for b in ws) < self.edges:
+            return None  # a small tile: the hop it would hide is shorter than a launch
         lo, hi = t.span
         dev = self.devices[t.device]
         first = []
@@ -912,6 +915,30 @@ def _clipped(tb: TileBuffers, a: str, boxes: Sequence[Box]) -> Iterator[tuple[Co
             inter = f.intersect(p)
             if inter is not None:
                 yield c, inter
+
+
+EDGE_POINTS = 1 << 22
+"""Default of ``$BBMM_EDGE``: the fewest points a tile writes for its flow-out rows to run
+first. A hop of the flow-out costs about 30 us on the H200s (``s17/kernels.txt``), and a
+tile of 4M float points moves at least 32 MB, about 8 us at 4 TB/s: below that, the
+launch a split adds costs about what it hides."""
+
+
+def edge_points(spec: str | None) -> int:
+    """``$BBMM_EDGE``: ``0`` (or ``off``) never splits a tile, ``N`` splits tiles that write
+    at least N points (``1``: every tile with flow-out another device holds)."""
+    if spec is None or not spec.strip():
+        return EDGE_POINTS
+    text = spec.strip().lower()
+    if text in ("off", "no"):
+        return 0
+    try:
+        n = int(text)
+    except ValueError:
+        raise SettingError(f"BBMM_EDGE: {spec!r} is not a number of points (0: off)") from None
+    if n < 0:
+        raise SettingError(f"BBMM_EDGE: {n} is negative")
+    return n
 
 
 def fuse_slack(spec: str | None) -> float:

@@ -140,7 +140,7 @@ def test_unwritable_profile_path_is_one_line(tmp_path, capsys):
 def test_standalone_driver_writes_a_timeline(tmp_path):
     assert main(["compile", str(ROOT / "polybench" / "heat2d.c"), "-o", str(tmp_path)]) == 0
     prof = tmp_path / "t.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), BBMM_EDGE="1")  # split even tiny tiles
     r = subprocess.run([sys.executable, str(tmp_path / "heat2d_host.py"), "--devices", "2",
                         "--param", "tsteps=2", "--param", "n=16", "--no-progress",
                         "--profile", str(prof), "--json", str(tmp_path / "r.json")],

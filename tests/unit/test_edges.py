@@ -7,7 +7,8 @@ import pytest
 
 from bbmm.box import Box
 from bbmm.devices import NullDevice
-from bbmm.runtime import Runtime, Tile
+from bbmm.diagnostic import SettingError
+from bbmm.runtime import EDGE_POINTS, Runtime, Tile, edge_points
 from codegen.deps import dependences, plan
 from codegen.flow import edge_writers
 from codegen.frontend import parse_source
@@ -15,6 +16,11 @@ from codegen.tiling import tile_plan
 
 from analysis import kernel
 from drivers import jacobi_reference, run_jacobi
+
+
+@pytest.fixture(autouse=True)
+def _split_small_tiles(monkeypatch):
+    monkeypatch.setenv("BBMM_EDGE", "1")  # these tiles are far below the default's 4M points
 
 
 def make(ndev):
@@ -151,6 +157,34 @@ def test_edges_off(monkeypatch):
     run_jacobi(rt, n, steps, 6, rows=True)
     assert rt.stats.edge_first == 0
     np.testing.assert_allclose(rt.host.array("A"), jacobi_reference(A, B, steps)[0], rtol=1e-12)
+
+
+def test_small_tiles_stay_whole_by_default(monkeypatch):
+    monkeypatch.delenv("BBMM_EDGE")
+    rng = np.random.default_rng(6)
+    rt = Runtime(make(2), {"A": rng.random((26, 26)), "B": rng.random((26, 26))})
+    run_jacobi(rt, 26, 3, 12, rows=True)
+    assert rt.stats.edge_first == 0
+    monkeypatch.setenv("BBMM_EDGE", "120")          # tiles of 12 x 24 = 288 points split
+    rt = Runtime(make(2), {"A": rng.random((26, 26)), "B": rng.random((26, 26))})
+    run_jacobi(rt, 26, 3, 12, rows=True)
+    assert rt.stats.edge_first == 2 * 3
+    monkeypatch.setenv("BBMM_EDGE", "300")
+    rt = Runtime(make(2), {"A": rng.random((26, 26)), "B": rng.random((26, 26))})
+    run_jacobi(rt, 26, 3, 12, rows=True)
+    assert rt.stats.edge_first == 0
+
+
+@pytest.mark.parametrize("spec,points", [(None, EDGE_POINTS), ("", EDGE_POINTS), ("0", 0),
+                                         ("off", 0), ("1", 1), (" 4096 ", 4096)])
+def test_edge_setting(spec, points):
+    assert edge_points(spec) == points
+
+
+@pytest.mark.parametrize("spec", ["yes", "-3", "1e6"])
+def test_bad_edge_setting_is_a_setting_error(spec):
+    with pytest.raises(SettingError, match="BBMM_EDGE"):
+        edge_points(spec)
 
 
 def _tile(span, writers, flowout):
