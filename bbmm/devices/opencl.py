@@ -61,6 +61,12 @@ from ..diagnostic import DeviceError, DeviceMemoryError, UsageError, format_byte
 from ..pool import Pool
 from .base import Allocation, Device, rect_args, split_leading
 
+# pyopencl's own functions behind cl.enqueue_copy for the two host directions
+_enqueue_write = cl._cl._enqueue_write_buffer
+_enqueue_write_rect = cl._cl._enqueue_write_buffer_rect
+_enqueue_read = cl._cl._enqueue_read_buffer
+_enqueue_read_rect = cl._cl._enqueue_read_buffer_rect
+
 __all__ = ["PhysicalDevice", "Discovery", "discover", "OpenCLDevice", "make_devices",
            "pinned_empty", "is_pinned", "rect_plan", "contiguous_run", "nvidia_opencl_library",
            "register_nvidia_icd", "plan_logical", "status_name", "DEFAULT_ARENA",
@@ -79,6 +85,10 @@ PROFILE_LIMIT = 200_000
 SIDE = os.environ.get("BBMM_SIDE", "1").strip().lower() not in ("0", "off", "no", "false")
 """Read-ins into new boxes run on a second queue of each device, beside the kernels
 enqueued before them (``$BBMM_SIDE=0``: on the device's one queue)."""
+SIDE_BYTES = 1 << 20
+"""Smaller read-ins stay on the device's queue: a side copy also enqueues a barrier on the
+queue and waits for the last uses of its memory, host work that a row (Floyd's row k
+at every k, 64 KiB at n=16384) does not repay; a copy of 1 MiB takes 20 us at 55 GB/s."""
 TOUCH = os.environ.get("BBMM_TOUCH", "async").strip().lower()
 """How a new arena is first touched (:meth:`OpenCLDevice._create_buffer`): ``async`` (a
 4 KiB fill enqueued on the device's queue, not waited for), ``wait`` (the fill on a queue
@@ -536,6 +546,23 @@ def _label_text(label: Any, names: dict[int, str]) -> str:
     return name
 
 
+def _write_host(queue: Any, buf: Any, host: Any, **kw: Any) -> Any:
+    """``cl.enqueue_copy(queue, buf, host, **kw)`` for a host-to-buffer copy, without its
+    dispatch on the kinds of both sides (a query of the buffer's type per call): a moving
+    row copied at every serial iteration pays it on the host's critical path."""
+    if "buffer_origin" in kw:
+        return _enqueue_write_rect(queue, buf, host, **kw)
+    return _enqueue_write(queue, buf, host, **kw)
+
+
+def _read_host(queue: Any, host: Any, buf: Any, **kw: Any) -> Any:
+    """``cl.enqueue_copy(queue, host, buf, **kw)`` for a buffer-to-host copy (see
+    :func:`_write_host`)."""
+    if "buffer_origin" in kw:
+        return _enqueue_read_rect(queue, buf, host, **kw)
+    return _enqueue_read(queue, buf, host, **kw)
+
+
 def _recording_copy(kind: str, log: CommandLog) -> Any:
     """``cl.enqueue_copy`` that also records the copy in ``log`` (bytes from its region,
     its byte count, or the host array it copies whole).
@@ -640,6 +667,7 @@ class OpenCLDevice(Device):
         self._kernels: dict[tuple[str, str, str], Any] = {}
         self._copy_kernels: dict[int, Any] | None = None
         self.side = SIDE if side is None else side
+        self.side_bytes = SIDE_BYTES
         self._side_queue: Any = None
         # (buffer, first byte, end byte, event) of each freed allocation whose last use
         # may still be queued: what a side copy into that memory must wait for
@@ -674,7 +702,8 @@ class OpenCLDevice(Device):
                               f"PROFILING_ENABLE")
         log = self._log = CommandLog(limit) if on else None
         if log is None:
-            self._h2d = self._d2h = self._d2d = cl.enqueue_copy
+            self._h2d, self._d2h = _write_host, _read_host
+            self._d2d = cl.enqueue_copy
             self._enqueue_kernel = cl.enqueue_nd_range_kernel
             self._fill = cl.enqueue_fill_buffer
         else:
