@@ -190,7 +190,7 @@ class Directory:
         self.host.loading(dst.array, region)
         dev = dst.device
         n = region.volume * host.itemsize
-        lane = 1 if side and dev.side and not self.blocking and n >= dev.side_bytes else 0
+        lane = 1 if side and dev.side and not self.blocking else 0
         waits = self.order.before(dst.array, region, dev, False, lane)
         e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
                            blocking=self.blocking, side=bool(lane))

@@ -109,8 +109,8 @@ class Device(ABC):
     side: bool = False
     """``write_rect(side=True)`` really runs beside the queue (:meth:`write_rect`)."""
     side_bytes: int = 0
-    """Read-ins smaller than this go on the queue even where a side copy may run: what a
-    side copy costs the host (its ordering with the queue) is more than it saves there."""
+    """A read-in of a box of the serial iteration itself smaller than this goes on the
+    queue even where a side copy may run (:meth:`bbmm.buffers.BufferManager.readin`)."""
     last: Any = None
     """The event of the last kernel this device enqueued (None: it has no events)."""
 

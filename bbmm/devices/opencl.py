@@ -86,9 +86,10 @@ SIDE = os.environ.get("BBMM_SIDE", "1").strip().lower() not in ("0", "off", "no"
 """Read-ins into new boxes run on a second queue of each device, beside the kernels
 enqueued before them (``$BBMM_SIDE=0``: on the device's one queue)."""
 SIDE_BYTES = 1 << 20
-"""Smaller read-ins stay on the device's queue: a side copy also enqueues a barrier on the
-queue and waits for the last uses of its memory, host work that a row (Floyd's row k
-at every k, 64 KiB at n=16384) does not repay; a copy of 1 MiB takes 20 us at 55 GB/s."""
+"""Smaller read-ins of boxes of the serial iteration itself (Floyd's row k at every k,
+64 KiB at n=16384) stay on the device's queue: a side copy also enqueues a barrier on the
+queue and waits for the last uses of its memory, host work that such a row does not
+repay (a copy of 1 MiB takes 20 us at 55 GB/s)."""
 TOUCH = os.environ.get("BBMM_TOUCH", "async").strip().lower()
 """How a new arena is first touched (:meth:`OpenCLDevice._create_buffer`): ``async`` (a
 4 KiB fill enqueued on the device's queue, not waited for), ``wait`` (the fill on a queue
