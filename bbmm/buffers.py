@@ -160,13 +160,8 @@ class BufferManager:
         """bb_readin (Algorithm 3): fill a new copy from resident copies and the host.
 
         The host's part goes on the device's side queue, where it overlaps the kernels
-        enqueued before it (the next tile's boxes arrive while this tile computes), unless
-        the copy is a small box of the serial iteration itself (cleaned up at its end, under
-        :attr:`~bbmm.devices.base.Device.side_bytes`: Floyd's row k at every k), whose side
-        copy would cost the host more than it saves. A tile's own small boxes keep the side
-        queue: under box-out (mvt at 5x its cap) putting them on the queue cost 9%."""
-        side = c.cleanup_iter is None or c.nbytes >= self.device.side_bytes
-        self.directory.refresh(c, [c.box], "readin", side=side)
+        enqueued before it (the next tile's boxes arrive while this tile computes)."""
+        self.directory.refresh(c, [c.box], "readin", side=True)
 
     def absorb(self, c: Copy) -> int:
         """Free unused copies whose box lies inside the new copy ``c`` (a box that grew).

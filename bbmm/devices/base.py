@@ -108,9 +108,6 @@ class Device(ABC):
     None: the device completes every command before returning (nothing to order)."""
     side: bool = False
     """``write_rect(side=True)`` really runs beside the queue (:meth:`write_rect`)."""
-    side_bytes: int = 0
-    """A read-in of a box of the serial iteration itself smaller than this goes on the
-    queue even where a side copy may run (:meth:`bbmm.buffers.BufferManager.readin`)."""
     last: Any = None
     """The event of the last kernel this device enqueued (None: it has no events)."""
 

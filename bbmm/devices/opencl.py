@@ -85,11 +85,6 @@ PROFILE_LIMIT = 200_000
 SIDE = os.environ.get("BBMM_SIDE", "1").strip().lower() not in ("0", "off", "no", "false")
 """Read-ins into new boxes run on a second queue of each device, beside the kernels
 enqueued before them (``$BBMM_SIDE=0``: on the device's one queue)."""
-SIDE_BYTES = 1 << 20
-"""Smaller read-ins of boxes of the serial iteration itself (Floyd's row k at every k,
-64 KiB at n=16384) stay on the device's queue: a side copy also enqueues a barrier on the
-queue and waits for the last uses of its memory, host work that such a row does not
-repay (a copy of 1 MiB takes 20 us at 55 GB/s)."""
 TOUCH = os.environ.get("BBMM_TOUCH", "async").strip().lower()
 """How a new arena is first touched (:meth:`OpenCLDevice._create_buffer`): ``async`` (a
 4 KiB fill enqueued on the device's queue, not waited for), ``wait`` (the fill on a queue
@@ -668,7 +663,6 @@ class OpenCLDevice(Device):
         self._kernels: dict[tuple[str, str, str], Any] = {}
         self._copy_kernels: dict[int, Any] | None = None
         self.side = SIDE if side is None else side
-        self.side_bytes = SIDE_BYTES
         self._side_queue: Any = None
         # (buffer, first byte, end byte, event) of each freed allocation whose last use
         # may still be queued: what a side copy into that memory must wait for

@@ -470,29 +470,6 @@ def test_freed_boxes_hand_their_last_use_to_the_device():
     assert any(f.startswith("d2h") for f in dev.freed)
 
 
-def test_small_read_ins_of_the_serial_iteration_stay_on_the_queue():
-    """A device that runs read-ins beside its queue keeps a box of the serial iteration
-    itself (cleaned up at its end: Floyd's row k) below ``side_bytes`` on the queue, where
-    the side copy's barrier and waits would cost the host more than they save; the tiles'
-    own boxes, however small, keep the side queue."""
-    from bbmm.box import Box
-    from bbmm.runtime import Tile
-    n = 8
-    for limit, serial_box, sides in ((0, True, 4), (4 * n * 4, True, 4),
-                                     (4 * n * 4 + 1, True, 0), (4 * n * 4 + 1, False, 4)):
-        dev = _EventDevice(0, cap=1 << 16, arena_size=1 << 16)
-        dev.side_bytes = limit
-        A = np.arange(4 * n * n, dtype=np.float32).reshape(4 * n, n)
-        rt = Runtime([dev], {"A": A.copy()})
-        for k, r in enumerate(range(0, 4 * n, n)):   # four new boxes of 4 x 8 floats (128 B)
-            rows = Box((r, 0), (r + 3, n - 1))
-            rt.run_phase([Tile(0, {"A": [rows]}, lambda d, tb: None,
-                               cleanup={"A": [serial_box]})], serial=k)
-            rt.end_serial(k)
-        rt.finish()
-        assert dev.sides == sides, (limit, serial_box)
-
-
 def test_tile_too_large_counts_alignment_blocks():
     """Four 16-byte boxes fill a 1 KiB device of 256-byte blocks: the error says so
     (before, it said 64 B of 1 KiB held, and a fifth 16 B did not fit)."""
