@@ -189,7 +189,6 @@ class Directory:
         host = self.host.array(dst.array)
         self.host.loading(dst.array, region)
         dev = dst.device
-        n = region.volume * host.itemsize
         lane = 1 if side and dev.side and not self.blocking else 0
         waits = self.order.before(dst.array, region, dev, False, lane)
         e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
@@ -200,6 +199,7 @@ class Directory:
             dst.last = e
         if self.tape is not None:
             self.tape.add("h2d", (dst, region, what))
+        n = region.volume * host.itemsize
         self.stats.devices[dst.device.index].h2d_bytes += n
         self.stats.bytes[what] += n
 

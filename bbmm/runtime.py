@@ -223,6 +223,11 @@ class Runtime:
             index = {id(t): i for i, t in enumerate(tiles)}
             split0 = self.stats.split_accesses
             present0 = [d.boxes_present for d in self.stats.devices]
+
+        def launch(t: Tile, tb: TileBuffers, rows: tuple[int, int] | None) -> None:
+            if tape is not None:
+                tape.add("launch", (phase_no, index[id(t)], tb, rows))
+            self._launch(t, tb, rows)
         for rnd in self._rounds(tiles):
             t0 = clock()
             if tape is not None:
@@ -236,9 +241,7 @@ class Runtime:
             for t, tb, fl in zip(rnd, bufs, flows):
                 parts = self._edges(t, fl) if self.edges else None
                 for rows in (None,) if parts is None else parts[0]:
-                    if tape is not None:
-                        tape.add("launch", (phase_no, index[id(t)], tb, rows))
-                    self._launch(t, tb, rows)
+                    launch(t, tb, rows)
                 if parts is not None:
                     rests.append((t, tb, parts[1]))
             if self.sync:
@@ -262,9 +265,7 @@ class Runtime:
                     tape.timer = "compute"
                 for t, tb, rest in rests:
                     for rows in rest:
-                        if tape is not None:
-                            tape.add("launch", (phase_no, index[id(t)], tb, rows))
-                        self._launch(t, tb, rows)
+                        launch(t, tb, rows)
                 self.stats.edge_first += len(rests)
                 t4b = clock()
                 times["compute"] += t4b - t4
@@ -880,24 +881,14 @@ class Runtime:
                                     for c in self.directory.copies[a])
         if not first or not elsewhere:
             return None
-        first.sort()
-        merged = [first[0]]
-        for r0, r1 in first[1:]:
-            if r0 <= merged[-1][1] + 1:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], r1))
-            else:
-                merged.append((r0, r1))
-        if 2 * sum(r1 - r0 + 1 for r0, r1 in merged) > hi - lo + 1:
+        # the rows as 1-D boxes: their union (Algorithm 2, touching pieces fused) and the
+        # rest of the tile's range
+        rows = disjoint(Box((r0,), (r1,)) for r0, r1 in first)
+        if 2 * R.volume(rows) > hi - lo + 1:
             return None
-        rest = []
-        at = lo
-        for r0, r1 in merged:
-            if r0 > at:
-                rest.append((at, r0 - 1))
-            at = r1 + 1
-        if at <= hi:
-            rest.append((at, hi))
-        return merged, rest
+        rest = R.minus_all([Box((lo,), (hi,))], rows)
+        return ([(b.lo[0], b.hi[0]) for b in sorted(rows, key=_lo0)],
+                [(b.lo[0], b.hi[0]) for b in sorted(rest, key=_lo0)])
 
     def _flowout_boxes(self, t: Tile) -> Mapping[str, Sequence[Box]]:
         """Exact coherence: the flow-out boxes; block coherence: every written box whole."""
@@ -906,6 +897,10 @@ class Runtime:
 
 _I64_0 = np.int64(0)
 _I32 = {i: np.int32(i) for i in range(-1, 64)}
+
+
+def _lo0(b: Box) -> int:
+    return b.lo[0]
 
 
 def _clipped(tb: TileBuffers, a: str, boxes: Sequence[Box]) -> Iterator[tuple[Copy, Box]]:

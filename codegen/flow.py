@@ -298,7 +298,7 @@ def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences
 
     The runtime uses it to run the rows of a tile that write its flow-out first, so the
     flow-out travels while the rest of the tile computes (:meth:`bbmm.runtime.Runtime.
-    _edge_parts`). Running a tile's rows as two launches, one after the other, is the
+    _edges`). Running a tile's rows as two launches, one after the other, is the
     same computation only when no dependence joins two rows: empty when the tiled loop
     carries one (Floyd's row ``k``, parallel by its pragma), or for an empty band.
     """
