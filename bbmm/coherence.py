@@ -189,7 +189,8 @@ class Directory:
         host = self.host.array(dst.array)
         self.host.loading(dst.array, region)
         dev = dst.device
-        lane = 1 if side and dev.side and not self.blocking else 0
+        lane = 1 if (side and dev.side and not self.blocking
+                     and dev.side_for(dst.alloc, region.volume * host.itemsize)) else 0
         waits = self.order.before(dst.array, region, dev, False, lane)
         e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
                            blocking=self.blocking, side=bool(lane))

@@ -126,6 +126,11 @@ class Device(ABC):
         complete or none), which a side copy into the same memory waits for."""
         self.pool.free(a.buf, a.offset)
 
+    def side_for(self, dst: Allocation, nbytes: int) -> bool:
+        """Whether a read-in of ``nbytes`` into ``dst`` should run on the side queue
+        (``write_rect(side=True)``); here: whenever the device has one."""
+        return self.side
+
     @abstractmethod
     def write_rect(self, dst: Allocation, dst_box: Box, region: Box, host: np.ndarray,
                    host_origin: Sequence[int] | None = None, *, wait_for: Sequence[Any] = (),

@@ -92,6 +92,9 @@ of its own, waited for: an allocation failure reported only by the fill's event 
 once), ``0`` (none: for measurements only, a lazy driver's failure would show at some
 later copy)."""
 _FREED_PRUNE = 64
+SIDE_SMALL = 1 << 20
+"""A read-in of at most this many bytes that must wait for the device's newest kernel
+anyway runs on the device's own queue (:meth:`OpenCLDevice.side_for`)."""
 
 # the status codes of a driver that ran out of memory
 _OOM = frozenset({cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
@@ -804,6 +807,22 @@ class OpenCLDevice(Device):
         ptr = a.buf.int_ptr
         lo, hi = a.offset, a.offset + a.nbytes
         return [f[3] for f in self._freed if f[0] == ptr and f[1] < hi and lo < f[2]]
+
+    def side_for(self, dst: Allocation, nbytes: int) -> bool:
+        """A read-in into ``dst`` runs on the side queue unless it is small and its memory
+        was last used by the device's newest kernel (a freed box's memory taken again at
+        once: Floyd's row k where row k - 1 was, every k). Such a copy can start only
+        after that kernel whatever the queue, so the side queue adds nothing but two hops
+        between queues to the device's own chain (kernel, copy, barrier, next kernel);
+        on the device's queue the copy simply follows the kernel. A large copy stays on
+        the side queue, where it can still run beside the copies out of that kernel's
+        results (both directions of the bus at once, a box-out pipeline)."""
+        if not self.side:
+            return False
+        last = self.last
+        if nbytes > SIDE_SMALL or last is None:
+            return True
+        return not any(e is last for e in self._reuse_waits(dst))
 
     def _side(self) -> Any:
         if self._side_queue is None:

@@ -610,6 +610,56 @@ _SLOW = """__kernel void slow(__global const float *a, long off, __global float 
 }"""
 
 
+def test_small_read_in_behind_the_newest_kernel_takes_the_queue(make):
+    """A small read-in into memory that the device's newest kernel used last could start
+    only after that kernel on any queue: it goes on the device's own queue (no hops
+    between queues), and the data arrives in order. Into memory an older kernel used,
+    or too large to wait behind the queue's later copies, it stays on the side queue."""
+    import pyopencl as cl
+
+    from bbmm.devices import opencl as O
+    dev, = make(1, cap="4MiB", arena_size=1 << 20)
+    assert dev.side
+    n = 1 << 14
+    box = Box((0, 0), (127, 127))
+    k = dev.kernel(_SLOW, "slow")
+    a = dev.alloc(4 * n)
+    dev.write_rect(a, box, box, np.full(box.shape, 1.0, np.float32))
+    out = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, 4 * n)
+    args = [a.buf, np.int64(a.offset // 4), out, np.int32(n), np.int32(2000)]
+    dev.launch(k, (n,), None, args)
+    dev.free(a, dev.last)
+    b = dev.alloc(4 * n)
+    assert (b.buf, b.offset) == (a.buf, a.offset)
+    assert not dev.side_for(b, 4 * n)
+    assert dev.side_for(b, O.SIDE_SMALL + 1)
+    c = dev.alloc(4 * n)  # fresh memory: nothing to wait for
+    assert dev.side_for(c, 4 * n)
+    # the same copy through the directory: on the device's queue, after the kernel
+    from bbmm.coherence import Directory, HostCopy
+    from bbmm.buffers import Copy
+    from bbmm.stats import DeviceStats, Stats
+    host = np.full(box.shape, 1000.0, np.float32)
+    d = Directory(HostCopy({"A": host}), Stats([DeviceStats(dev.name)]))
+    cp = Copy("A", box, dev, b, 4)
+    d.add(cp)
+    d.refresh(cp, [box], "readin", side=True)
+    assert cp.last.command_queue.int_ptr == dev.queue.int_ptr
+    res = np.empty(n, np.float32)
+    cl.enqueue_copy(dev.queue, res, out)
+    back = np.zeros(box.shape, np.float32)
+    dev.read_rect(b, box, box, back)
+    dev.finish()
+    assert res.max() < 2.0, "the read-in overtook the kernel that used its memory"
+    np.testing.assert_array_equal(back, host)
+    # a newer kernel since: the memory's last user is older, the side queue pays again
+    dev.launch(k, (n,), None, [c.buf, np.int64(c.offset // 4), out, np.int32(n), np.int32(1)])
+    assert dev.side_for(b, 4 * n)
+    dev.finish()
+    for x in (b, c):
+        dev.free(x)
+
+
 @pytest.mark.parametrize("rect", [False, True], ids=["linear", "rect"])
 def test_side_copy_waits_for_the_last_use_of_freed_memory(make, rect):
     """A side read-in into memory whose last user (a slow kernel) is still queued waits

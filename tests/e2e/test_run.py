@@ -297,12 +297,18 @@ def test_fuse_keeps_the_result(fuse, tmp_path):
 
 
 @needs_cl
+@pytest.mark.parametrize("small", [None, 0], ids=["default", "all-side"])
 @pytest.mark.parametrize("ndev", [1, 2])
-def test_side_readins_under_box_out(ndev, tmp_path):
+def test_side_readins_under_box_out(ndev, small, tmp_path, monkeypatch):
     """Slow kernels under a cap that makes every tile reuse freed memory: each tile's
     read-in runs on the side queue beside the previous tile's kernel and must wait for
     the last use of the memory it lands in (with that wait dropped, all of 3 runs fail
-    the check with up to 13311 of 16384 elements wrong)."""
+    the check with up to 13311 of 16384 elements wrong). ``all-side``: every read-in on
+    the side queue, also the small ones behind the newest kernel
+    (:meth:`~bbmm.devices.opencl.OpenCLDevice.side_for`)."""
+    if small is not None:
+        import bbmm.devices.opencl as O
+        monkeypatch.setattr(O, "SIDE_SMALL", small)
     out = tmp_path / "r.json"
     assert run(KERNELS / "slow_tiles.c", ["n=64", "m=256", "r=3000"], "--devices", ndev,
                "--tile", 4, "--device-mem", "24KiB", json_path=out) == 0
