@@ -50,6 +50,7 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from . import settings
 from .box import Box, disjoint, hull_all, merge_adjacent
 from .coherence import HostCopy
 from .devices.base import Device
@@ -248,7 +249,7 @@ class MPIComm:
     """
 
     TAG = 0xBB
-    SPIN_S = float(os.environ.get("BBMM_MPI_SPIN_S", "2e-3"))
+    SPIN_S = settings.number("BBMM_MPI_SPIN_S", 2e-3, 0.0)
     MAX_SLEEP_S = 1e-3
 
     def __init__(self, comm: Any = None):

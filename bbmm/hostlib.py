@@ -16,33 +16,22 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from . import settings
 from .devices.base import Device
 from .diagnostic import SettingError
 from .runtime import TileBuffers, kernel_args
 
 
-PREBUILD = os.environ.get("BBMM_PREBUILD", "1") != "0"
+PREBUILD = settings.switch("BBMM_PREBUILD", True)
 """Build kernels in the background from the moment the devices are made (:func:`prebuild`)."""
-SPECIALIZE = os.environ.get("BBMM_SPECIALIZE", "1") != "0"
+SPECIALIZE = settings.switch("BBMM_SPECIALIZE", True)
 """Build each kernel for the slot of every access and the index width of the tile (one
 build per distinct combination, cached): every unsplit access becomes one direct load."""
 
 
-def _coarsen(var: str, default: int) -> int:
-    """Points per work-item of kernels whose band body is one assignment, from ``$var``."""
-    spec = os.environ.get(var)
-    try:
-        co = int(spec) if spec else default
-    except ValueError:
-        raise SettingError(f"{var}: {spec!r} is not a positive integer") from None
-    if not 1 <= co <= 64:
-        raise SettingError(f"{var}: {co} is not in 1..64")
-    return co
-
-
-COARSEN = _coarsen("BBMM_COARSEN", 1)
+COARSEN = settings.integer("BBMM_COARSEN", 1, 1, 64)
 """Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``."""
-COARSEN1 = _coarsen("BBMM_COARSEN1", 8)
+COARSEN1 = settings.integer("BBMM_COARSEN1", 8, 1, 64)
 """Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``). The default
 1 x 8 was the fastest shape on one H200 for floyd, heat2d, heat3d and lu, and within 2%
 of the best for fdtd2d and matmul (docs/performance.md, change 22)."""
@@ -64,9 +53,9 @@ blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=R
 consecutive rows by Q columns. bbmm's matmul kernel on one H200 at n = 8192 (profiled,
 two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197; the
 kernel of session 24 (one point per work-item) about 200 (docs/performance.md, change 51)."""
-RESTRICT = os.environ.get("BBMM_RESTRICT", "1") != "0"
+RESTRICT = settings.switch("BBMM_RESTRICT", True)
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
-UNROLL = os.environ.get("BBMM_UNROLL", "1") != "0"
+UNROLL = settings.switch("BBMM_UNROLL", True)
 """Innermost loops inside a work-item are unrolled 8 times (``$BBMM_UNROLL=0``: not)."""
 
 

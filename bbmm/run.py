@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -15,7 +14,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .diagnostic import SettingError, UsageError, format_bytes
+from . import settings
+from .diagnostic import UsageError, format_bytes
 from .hostlib import prebuild
 from .runtime import COHERENCE, MODES, Runtime, fuse_slack
 
@@ -110,7 +110,7 @@ def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence
     return out
 
 
-WHOLE_LIMIT = int(os.environ.get("BBMM_WHOLE", str(1 << 20)))
+WHOLE_LIMIT = settings.size("BBMM_WHOLE", 1 << 20)
 """Arrays the program never writes, of at most this many bytes, are held whole on every
 device that reads them (``$BBMM_WHOLE``; 0: never)."""
 
@@ -124,14 +124,7 @@ ms; blackscholes with 80 MiB on one H200 ran slower in 4 tiles than in one)."""
 def pipeline_split() -> int:
     """``$BBMM_PIPELINE``: at most this many tiles per device for a program whose nests
     all run once (default 16; 1: one tile per device, the paper's grid)."""
-    text = os.environ.get("BBMM_PIPELINE", "16")
-    try:
-        value = int(text)
-    except ValueError:
-        raise SettingError(f"BBMM_PIPELINE: {text!r} is not an integer") from None
-    if value < 1:
-        raise SettingError(f"BBMM_PIPELINE must be at least 1, got {value}")
-    return value
+    return settings.integer("BBMM_PIPELINE", 16, 1)
 
 
 def default_tile(module: ModuleType, params: Mapping[str, int],

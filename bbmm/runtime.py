@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from . import regions as R
+from . import settings
 from .box import Box, disjoint, hull_all, merge_adjacent
 from .buffers import BufferManager, Copy
 from .coherence import Directory, HostCopy
@@ -125,13 +126,13 @@ class Runtime:
         self.mode, self.reuse, self.coherence = mode, reuse, coherence
         self.stats = Stats([DeviceStats(d.name) for d in self.devices])
         self.directory = Directory(self.host, self.stats, reuse=reuse,
-                                   defer=os.environ.get("BBMM_DEFER", "1") != "0")
+                                   defer=settings.switch("BBMM_DEFER", True))
         self.managers = [BufferManager(d, self.directory, s)
                          for d, s in zip(self.devices, self.stats.devices)]
-        self.verify = bool(int(os.environ.get("BBMM_DEBUG", "0"))) if verify is None else verify
+        self.verify = settings.switch("BBMM_DEBUG", False) if verify is None else verify
         self._serial: object = None
         self.keep_idle = keep_idle
-        self.sync = os.environ.get("BBMM_SYNC", "0") != "0"
+        self.sync = settings.switch("BBMM_SYNC", False)
         """Wait for every kernel before flow-out (exact compute times); otherwise the host
         goes on at once and only waits where it needs a result (a blocking copy), so the
         devices keep computing while the host works: 'compute' then counts launches and
@@ -160,7 +161,7 @@ class Runtime:
                 continue  # not small next to the device memory: boxes as usual
             self.whole[a] = Box.from_shape(host.shape)
         if replay is None:
-            replay = os.environ.get("BBMM_REPLAY", "1") != "0"
+            replay = settings.switch("BBMM_REPLAY", True)
         # Replay needs asynchronous host copies in program order (a blocking host copy
         # with hooks, as over MPI, has side effects beyond the device operations) and
         # no per-round waits (BBMM_SYNC measures exact kernel times).
@@ -178,7 +179,7 @@ class Runtime:
         self._prev_keys: tuple | None = None
         self._prev_sig: object = None
         self._record()
-        place = os.environ.get("BBMM_PLACE", "1") != "0"
+        place = settings.switch("BBMM_PLACE", True)
         self.place = place and len(self.devices) > 1
         """Move the tiles of small phases to their data (:meth:`_place`)."""
         self._largest_phase = 0

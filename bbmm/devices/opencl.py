@@ -56,6 +56,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pyopencl as cl
 
+from .. import settings
 from ..box import Box
 from ..diagnostic import DeviceError, DeviceMemoryError, UsageError, format_bytes, parse_bytes
 from ..pool import Pool
@@ -82,10 +83,10 @@ PROFILE_LIMIT = 200_000
 """Commands a profiling run records, over all its devices; later ones are only counted
 (each record holds an OpenCL event: a long run must not hold millions)."""
 
-SIDE = os.environ.get("BBMM_SIDE", "1").strip().lower() not in ("0", "off", "no", "false")
+SIDE = settings.switch("BBMM_SIDE", True)
 """Read-ins into new boxes run on a second queue of each device, beside the kernels
 enqueued before them (``$BBMM_SIDE=0``: on the device's one queue)."""
-TOUCH = os.environ.get("BBMM_TOUCH", "async").strip().lower()
+TOUCH = settings.word("BBMM_TOUCH", "async", ("async", "wait", "0", "off", "no"))
 """How a new arena is first touched (:meth:`OpenCLDevice._create_buffer`): ``async`` (a
 4 KiB fill enqueued on the device's queue, not waited for), ``wait`` (the fill on a queue
 of its own, waited for: an allocation failure reported only by the fill's event shows at

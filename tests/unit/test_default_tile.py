@@ -64,7 +64,7 @@ def test_pipeline_setting(monkeypatch):
     monkeypatch.setenv("BBMM_PIPELINE", "3")
     assert pipeline_split() == 3
     for bad, msg in (("x", "BBMM_PIPELINE: 'x' is not an integer"),
-                     ("0", "BBMM_PIPELINE must be at least 1, got 0")):
+                     ("0", "BBMM_PIPELINE: 0 is less than 1")):
         monkeypatch.setenv("BBMM_PIPELINE", bad)
         with pytest.raises(UsageError, match=msg):
             pipeline_split()

@@ -1,0 +1,96 @@
+"""``$BBMM_*`` settings, each read and checked by one of these functions.
+
+A setting is read where it is used (most when bbmm's modules load, the runtime's when a
+runtime is made); an unset or blank variable gives the default, and a value that is not
+of the setting's kind raises :class:`~bbmm.diagnostic.SettingError`, which the command
+line and the generated drivers print as one line (exit status 2). Switches accept
+``1``/``0``, ``on``/``off``, ``yes``/``no``, ``true``/``false`` in any case: ``off`` must
+never read as on.
+"""
+from __future__ import annotations
+
+import os
+
+from .diagnostic import SettingError, UsageError, parse_bytes
+
+ON = ("1", "on", "yes", "true")
+OFF = ("0", "off", "no", "false")
+
+
+def _raw(name: str) -> str | None:
+    text = os.environ.get(name)
+    return text if text is not None and text.strip() else None
+
+
+def switch(name: str, default: bool) -> bool:
+    """A setting that is on or off."""
+    text = _raw(name)
+    if text is None:
+        return default
+    t = text.strip().lower()
+    if t in ON:
+        return True
+    if t in OFF:
+        return False
+    raise SettingError(f"{name}: {text!r} is neither on nor off (1/0, on/off, yes/no, "
+                       "true/false)")
+
+
+def integer(name: str, default: int, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer setting in ``[lo, hi]`` (either bound may be absent)."""
+    text = _raw(name)
+    if text is None:
+        return default
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise SettingError(f"{name}: {text!r} is not an integer") from None
+    _check_range(name, value, lo, hi)
+    return value
+
+
+def number(name: str, default: float, lo: float | None = None) -> float:
+    """A real-valued setting of at least ``lo``."""
+    text = _raw(name)
+    if text is None:
+        return default
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise SettingError(f"{name}: {text!r} is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise SettingError(f"{name}: {text!r} is not a finite number")
+    _check_range(name, value, lo, None)
+    return value
+
+
+def size(name: str, default: int) -> int:
+    """A number of bytes (``1048576``, ``256KiB``, ``1MiB``)."""
+    text = _raw(name)
+    if text is None:
+        return default
+    try:
+        return parse_bytes(text.strip())
+    except (UsageError, ValueError):
+        raise SettingError(f"{name}: {text!r} is not a size such as 1048576 or "
+                           "256KiB") from None
+
+
+def word(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (compared in lower case)."""
+    text = _raw(name)
+    if text is None:
+        return default
+    t = text.strip().lower()
+    if t not in choices:
+        raise SettingError(f"{name}: {text!r} is not one of {', '.join(choices)}")
+    return t
+
+
+def _check_range(name: str, value: float, lo: float | None, hi: float | None) -> None:
+    if lo is not None and hi is not None and not lo <= value <= hi:
+        raise SettingError(f"{name}: {value} is not in {lo}..{hi}")
+    if lo is not None and value < lo:
+        raise SettingError(f"{name}: {value} is less than {lo}")
+    if hi is not None and value > hi:
+        raise SettingError(f"{name}: {value} is more than {hi}")
