@@ -29,6 +29,10 @@ SPECIALIZE = settings.switch("BBMM_SPECIALIZE", True)
 build per distinct combination, cached): every unsplit access becomes one direct load."""
 
 
+ALIGN = settings.integer("BBMM_ALIGN", 32, 1, 1024)
+"""The first work-item of OpenCL dimension 0 gets an index that is a multiple of this
+(``$BBMM_ALIGN``; 1: the loop's lower bound, as before session 27): a warp of 32 floats
+then reads one 128-byte segment of a row that starts on one (:func:`launch`)."""
 COARSEN = settings.integer("BBMM_COARSEN", 1, 1, 64)
 """Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``."""
 COARSEN1 = settings.integer("BBMM_COARSEN1", 8, 1, 64)
@@ -214,6 +218,18 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         lb, ub = max(int(scalars[-2]), rows[0]), min(int(scalars[-1]), rows[1])
         scalars = [*scalars[:-2], np.int32(lb), np.int32(ub)]
         grid = [(max(grid[0][0], rows[0]), min(grid[0][1], rows[1])), *grid[1:]]
+    if grid and ALIGN > 1:
+        # the work-items of OpenCL dimension 0 start on a multiple of ALIGN indices, so
+        # that a warp's loads of a row (whose boxes start at column 0 of rows a multiple
+        # of ALIGN long) cover whole memory segments instead of straddling two (heat2d's
+        # j from 1: its sweep 6% slower). Safe: every kernel skips the indices below its
+        # loop's lower bound and outside the tile (codegen.opencl), so the work-items added
+        # in front of the range do nothing.
+        d0 = cl_band[0]
+        lo, hi = grid[d0]
+        start = lo - lo % ALIGN
+        if start != lo:
+            grid = [*grid[:d0], (start, hi), *grid[d0 + 1:]]
     co = _points(coarsen, len(grid), blocked)
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
     stage = None

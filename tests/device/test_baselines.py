@@ -204,8 +204,9 @@ def test_bench_kernels_runs_every_part_and_checks_its_variants(tmp_path, capsys)
                     "--json", str(out)]) == 0
     rep = json.loads(out.read_text())
     assert [r["variant"] for r in rep["stencil"]] == [
-        "enqueue_copy", "copy-float", "copy-float4", "point 256x1", "point 32x8",
-        "strip 3", "vec4 3", "strip 8", "vec4 8", "bbmm 1x1", "bbmm 2x3"]
+        "enqueue_copy", "copy-float", "copy-float4", "copy-float4 256x1", "point 256x1",
+        "point 32x8", "strip 3", "vec4 3", "strip 8", "vec4 8", "bbmm 1x1", "bbmm 1x1 from 0",
+        "bbmm 2x3", "bbmm 2x3 from 0"]
     assert rep["stencil"][0]["x floor"] == 1.0
     assert len(rep["launch"]) == 5 and all(r["us per launch"] > 0 for r in rep["launch"])
     assert len(rep["hop"]) == 2 and all(r["us per hop"] > 0 for r in rep["hop"])
