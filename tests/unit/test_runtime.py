@@ -621,3 +621,40 @@ def test_large_phases_keep_the_static_placement():
                                            real(tiles, serial))
     run_floyd(rt, n, tile)
     assert all(s == [0, 1] for s in seen)
+
+
+def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
+    """The first index of OpenCL dimension 0 (the innermost band loop, here band loop 1
+    with cl_band (1, 0)) moves down to a multiple of ALIGN, the NDRange growing to still
+    cover the loop's last index; the other dimension keeps its origin; ALIGN 1 leaves the
+    loop's own bound (heat2d's j from 1: every warp straddled two memory segments)."""
+    from bbmm import hostlib
+    from bbmm.runtime import TileBuffers
+
+    class Dev:
+        def __init__(self):
+            self.launched = []
+
+        def kernel(self, source, name, options):
+            return name
+
+        def launch(self, knl, gsize, local, args):
+            self.launched.append((tuple(gsize), tuple(local), [int(a) for a in args]))
+
+    grid = [(5, 99), (1, 1000)]  # band loop 0 (i, OpenCL dim 1), band loop 1 (j, dim 0)
+    for align, g1 in [(32, 0), (1, 1), (7, 0), (16, 0)]:
+        monkeypatch.setattr(hostlib, "ALIGN", align)
+        dev = Dev()
+        hostlib.launch(dev, TileBuffers(), "src", "k", [5, 99], grid, [1, 0], [],
+                       local=(256, 1))
+        gsize, local, args = dev.launched[0]
+        assert args == [5, 99, 5, g1]          # lb, ub, then each band loop's first index
+        assert gsize[1] == 99 - 5 + 1          # rows as before
+        assert gsize[0] % 256 == 0 and g1 + gsize[0] - 1 >= 1000 and g1 % align == 0
+    # a 1-D band: dimension 0 is the tiled loop, its origin below the tile's lb
+    monkeypatch.setattr(hostlib, "ALIGN", 32)
+    dev = Dev()
+    hostlib.launch(dev, TileBuffers(), "src", "k", [70, 140], [(70, 140)], [0], [],
+                   local=(64,))
+    gsize, _, args = dev.launched[0]
+    assert args == [70, 140, 64] and 64 + gsize[0] - 1 >= 140
