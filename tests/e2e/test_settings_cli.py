@@ -10,6 +10,12 @@ from needs import needs_cl  # skipped only without an OpenCL platform
 
 ROOT = Path(__file__).resolve().parents[2]
 
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One cache of compiled drivers for these runs: floyd is compiled once."""
+    return tmp_path_factory.mktemp("cache")
+
+
 # each module that reads settings, one bad value each: the command line's answer
 BAD = [("BBMM_DEBUG", "2", "BBMM_DEBUG: '2' is neither on nor off"),
        ("BBMM_REPLAY", "maybe", "BBMM_REPLAY: 'maybe' is neither on nor off"),
@@ -24,8 +30,9 @@ BAD = [("BBMM_DEBUG", "2", "BBMM_DEBUG: '2' is neither on nor off"),
 
 @needs_cl
 @pytest.mark.parametrize("name,text,message", BAD, ids=[b[0] for b in BAD])
-def test_bad_setting_through_the_command_line_is_one_line(tmp_path, name, text, message):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BBMM_CACHE": str(tmp_path),
+def test_bad_setting_through_the_command_line_is_one_line(tmp_path, cache, name, text,
+                                                          message):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BBMM_CACHE": str(cache),
            "PYTHONPATH": str(ROOT), name: text}
     r = subprocess.run([sys.executable, "-m", "bbmm", "run", str(ROOT / "polybench" / "floyd.c"),
                         "--param", "n=16", "--devices", "2", "--no-progress",
