@@ -222,7 +222,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         # the work-items of OpenCL dimension 0 start on a multiple of ALIGN indices, so
         # that a warp's loads of a row (whose boxes start at column 0 of rows a multiple
         # of ALIGN long) cover whole memory segments instead of straddling two (heat2d's
-        # j from 1: its sweep 6% slower). Safe: every kernel skips the indices below its
+        # j from 1: its kernel 4.5% slower). Safe: every kernel skips the indices below its
         # loop's lower bound and outside the tile (codegen.opencl), so the work-items added
         # in front of the range do nothing.
         d0 = cl_band[0]
