@@ -189,8 +189,8 @@ class Directory:
         host = self.host.array(dst.array)
         self.host.loading(dst.array, region)
         dev = dst.device
-        lane = 1 if (side and dev.side and not self.blocking
-                     and dev.side_for(dst.alloc, region.volume * host.itemsize)) else 0
+        n = region.volume * host.itemsize
+        lane = 1 if side and dev.side and not self.blocking and dev.side_for(dst.alloc, n) else 0
         waits = self.order.before(dst.array, region, dev, False, lane)
         e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
                            blocking=self.blocking, side=bool(lane))
@@ -200,7 +200,6 @@ class Directory:
             dst.last = e
         if self.tape is not None:
             self.tape.add("h2d", (dst, region, what))
-        n = region.volume * host.itemsize
         self.stats.devices[dst.device.index].h2d_bytes += n
         self.stats.bytes[what] += n
 
