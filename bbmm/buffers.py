@@ -228,8 +228,12 @@ class BufferManager:
         return len(doomed)
 
     def free_all(self) -> None:
+        """Free every unused copy and coalesce the pool's parked blocks: the last resort
+        against fragmentation must not hand a block back at the offset that fragmented
+        memory (the exact-size cache would)."""
         for c in list(self.unused):
             self.free(c)
+        self.device.pool.unpark()
 
     def _in_use(self) -> list[Copy]:
         return [c for cs in self.copies.values() for c in cs if c.uses]

@@ -161,29 +161,31 @@ def tiles_covering(lo: int, hi: int, size: int) -> range:
     return range(lo // size, hi // size + 1)
 
 
-def once_grid(lo: int, hi: int, size: int, ntiles: int, ndev: int) -> tuple[int, int, int]:
+def once_grid(lo: int, hi: int, size: int, ntiles: int, ndev: int, t0: int = 0
+              ) -> tuple[int, int, int]:
     """``(origin, size, count)``: the grid of a nest that runs once (outside every serial
     loop) over parallel iterations ``[lo, hi]``. Tile ``t`` holds
     ``[origin + t*size, origin + t*size + size - 1]`` and runs on
     ``device_of(t, count, ndev)``.
 
-    The global grid ``(0, size, ntiles)``, as for every other nest, when it gives the nest
+    The global grid ``(t0*size, size, ntiles)`` (its first tile is ``t0``, below 0 where
+    an iteration range starts below 0), as for every other nest, when it gives the nest
     as many devices as it can use; otherwise the nest is cut by its own range, at most
     ``size`` per tile, so that every device gets tiles. A nest narrower than the grid
     (mvt's product with A's columns, ``n`` of ``m = 2n``) would else run on the first
     device alone. Locality is not at stake: nothing runs the nest again.
     """
-    devices = {device_of(t, ntiles, ndev) for t in tiles_covering(lo, hi, size)}
+    devices = {device_of(t - t0, ntiles, ndev) for t in tiles_covering(lo, hi, size)}
     if len(devices) >= min(ndev, hi - lo + 1):
-        return 0, size, ntiles
+        return t0 * size, size, ntiles
     size = min(size, -(-(hi - lo + 1) // ndev))
     return lo, size, -(-(hi - lo + 1) // size)
 
 
-def once_tiles(lo: int, hi: int, size: int, ntiles: int, ndev: int
+def once_tiles(lo: int, hi: int, size: int, ntiles: int, ndev: int, t0: int = 0
                ) -> list[tuple[int, int, int, int]]:
     """``(t, lb, ub, device)`` of each tile of a nest that runs once (:func:`once_grid`)."""
-    origin, size, count = once_grid(lo, hi, size, ntiles, ndev)
+    origin, size, count = once_grid(lo, hi, size, ntiles, ndev, t0)
     return [(t, origin + t * size, origin + t * size + size - 1, device_of(t, count, ndev))
             for t in tiles_covering(lo - origin, hi - origin, size)]
 

@@ -57,8 +57,8 @@ def check_host_names(scop: Scop) -> None:
             return "a Python built-in"
         return None
 
-    names = [(n, scop.coord_of(n) if hasattr(scop, "coord_of") else None)
-             for n in scop.int_params] + [(n, None) for n, _ in scop.float_params]
+    names = [(n, scop.coord_of(n)) for n in scop.int_params]
+    names += [(n, scop.coord_of(n)) for n, _ in scop.float_params]
     names += [(lp.iterator, lp.coord) for lp in scop.loops()]
     for n, coord in names:
         why = bad(n)

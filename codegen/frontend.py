@@ -5,8 +5,8 @@
 
 The accepted subset: integer and floating scalar parameters, C99 array parameters
 (float/double/int) with sizes affine in the integer parameters, ``for`` loops with unit
-step and affine bounds (``min``/``max``/``MIN``/``MAX``/ternaries, ``&&`` of upper
-bounds), affine ``if``/``else`` conditions, assignments (``=``, ``+=``, ``-=``,
+step, counting up or down, and affine bounds (``min``/``max``/``MIN``/``MAX``/ternaries,
+``&&`` of upper bounds, or of lower bounds for a loop counting down), affine ``if``/``else`` conditions, assignments (``=``, ``+=``, ``-=``,
 ``*=``, ``/=``, ``A[..]++``) to array elements with affine subscripts, and scalar
 temporaries (``float d1 = ...; d1 = CND(d1);`` in a loop body, C block scope). The region is the
 function body, or what lies between ``#pragma scop`` and ``#pragma endscop``.
@@ -42,7 +42,7 @@ from codegen.csource import INT_WORDS, ColumnMap, find_kernel, main_sizes, read_
 from codegen.scop import (
     Access, AffAnd, AffExpr, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
     ArrayRef, BinOp, Call, Cast, Cmp, Expr, Loop, LoopNode, Node, Num, Scop, Statement,
-    Temp, Ternary, UnOp, Var, bound_c, bound_shift, cond_c, cond_isl, relate_isl)
+    Temp, Ternary, UnOp, Var, bound_c, bound_neg, bound_shift, cond_c, cond_isl, relate_isl)
 
 _Cur = tuple  # (statement name, domain, list of its accesses) while a statement is built;
 # (None, None, list of _Ref) while a temporary's assignment is read
@@ -199,6 +199,10 @@ class _Builder:
         self.versions: list[_Version] = []          # every assignment of a temporary
         self.temp_names: set[str] = set()
         self.uses: list[int] = []                    # versions read by the expression at hand
+        self.down: dict[str, str] = {}              # C iterator of a loop counting down ->
+                                                    # its model iterator (i == -i_neg)
+        self.idents: set[str] = set()               # every identifier of the function
+        self.param_coords: dict[str, Coord | None] = {}
 
     # {{{ helpers
 
@@ -227,6 +231,7 @@ class _Builder:
 
     def build(self, func: c_ast.FuncDef) -> Scop:
         fname = func.decl.name
+        self.idents = _identifiers(func)
         params = func.decl.type.args.params if func.decl.type.args else []
         arrays = []
         for p in params:
@@ -255,6 +260,7 @@ class _Builder:
         names = getattr(getattr(p.type, "type", None), "names", None)
         if not isinstance(p.type, c_ast.TypeDecl) or not names:
             raise self.err(f"parameter '{p.name}' has an unsupported type", p)
+        self.param_coords[p.name] = self.coord(p)
         if set(names) <= _INT_WORDS:
             self.int_params[p.name] = " ".join(names)
         elif names in (["float"], ["double"]):
@@ -533,18 +539,48 @@ class _Builder:
 
     def loop(self, node: c_ast.For, ctx: _Ctx, pragma: bool, collapse: int = 0,
              pragma_node: c_ast.Node | None = None) -> LoopNode:
+        """A loop node; a loop counting down (``for (i = n - 1; i >= 0; i--)``) becomes the
+        loop of ``i_neg = -i`` counting up from ``-(n - 1)`` to ``0``, every use of ``i`` in
+        its body reading ``-i_neg``: the same instances in the same order, so everything
+        downstream sees an ordinary loop and subscripts stay affine."""
         v, lower, upper = self.loop_header(node, ctx)
+        c_name = v
+        if self.loop_step(node, v) < 0:
+            v = self.down_name(v)
         head = [self.text(x) if x is not None else "" for x in (node.init, node.cond, node.next)]
         lp = Loop(self.n_loops, v, bound_c(lower), bound_c(upper), pragma, self.coord(node),
                   len(ctx.loops), lower, upper, f"for ({'; '.join(head)})")
         self.n_loops += 1
         self.seen_iters.add(v)
+        self.seen_iters.add(c_name)
         cons = (relate_isl(v, ">=", lower), relate_isl(v, "<=", upper))
         body = _Ctx(ctx.loops + (lp,), ctx.cons + cons, ctx.guards, ctx.beta, ctx.iters + (v,))
         saved = dict(self.temps)                 # the body is a scope of its own
+        saved_down = dict(self.down)
+        if v != c_name:
+            self.down[c_name] = v
         children = self.block(_items(node.stmt), body, collapse, pragma_node)
         self.temps = saved
+        self.down = saved_down
         return LoopNode(lp, children)
+
+    def down_name(self, v: str) -> str:
+        """The model iterator of a loop over ``v`` counting down: ``v_neg`` (``v_neg_``...
+        if the function already uses that name)."""
+        w = f"{v}_neg"
+        while w in self.idents or w in self.seen_iters or w in self.down.values():
+            w += "_"
+        return w
+
+    def iterator(self, n: str, iters: Sequence[str]) -> Affine | None:
+        """``n`` as an affine expression when it is an iterator in scope (``-i_neg`` for
+        the C iterator of a loop counting down), else None."""
+        if n in iters:
+            return Affine.var(n)
+        w = self.down.get(n)
+        if w is not None and w in iters:
+            return -Affine.var(w)
+        return None
 
     def loop_header(self, node: c_ast.For, ctx: _Ctx) -> tuple[str, AffExpr, AffExpr]:
         init = node.init
@@ -559,45 +595,58 @@ class _Builder:
             raise self.err("loop initialisation must be 'i = lower' or 'int i = lower'",
                            init or node)
         self.check_name(v, node)
-        if v in ctx.iters:
+        if self.iterator(v, ctx.iters) is not None:
             raise self.err(f"loop iterator '{v}' reuses the iterator of an enclosing loop", node)
         if v in self.int_params or v in self.float_params or v in self.arrays:
             raise self.err(f"loop iterator '{v}' is a parameter of the function", node)
-        lower = self.bound(lb, ctx, "lower")
-        self.loop_step(node, v)
+        down = self.loop_step(node, v) < 0
+        first = self.bound(lb, ctx, "first" if down else "lower")
         if node.cond is None:
             raise self.err(f"loop over '{v}' has no condition", node)
-        uppers = []
+        # counting up: upper bounds (i < ub, i <= ub); counting down: lower bounds of i,
+        # which are upper bounds of -i (i > lb: -i < -lb)
+        below, above = (("<", "<="), (">", ">=")) if not down else ((">", ">="), ("<", "<="))
+        limits = []
         for c in _conjuncts(node.cond):
-            if isinstance(c, c_ast.BinaryOp) and c.op in ("<", "<=") and _is_id(c.left, v):
-                e, op = c.right, c.op
-            elif isinstance(c, c_ast.BinaryOp) and c.op in (">", ">=") and _is_id(c.right, v):
-                e, op = c.left, {">": "<", ">=": "<="}[c.op]
+            if isinstance(c, c_ast.BinaryOp) and c.op in below and _is_id(c.left, v):
+                e, strict = c.right, c.op in ("<", ">")
+            elif isinstance(c, c_ast.BinaryOp) and c.op in above and _is_id(c.right, v):
+                e, strict = c.left, c.op in ("<", ">")
+            elif down:
+                raise self.err(f"the condition of a loop counting down must bound the iterator "
+                               f"from below ('{v} >= lb' or '{v} > lb'): '{self.text(c)}'", c)
             else:
                 raise self.err(f"loop condition must bound the iterator from above "
                                f"('{v} < ub' or '{v} <= ub'): '{self.text(c)}'", c)
-            b = self.bound(e, ctx, "upper")
-            uppers.append(bound_shift(b, -1) if op == "<" else b)
-        upper = uppers[0] if len(uppers) == 1 else AffMin(tuple(uppers))
-        return v, lower, upper
+            b = self.bound(e, ctx, "lower" if down else "upper")
+            if down:
+                b = bound_neg(b)
+            limits.append(bound_shift(b, -1) if strict else b)
+        last = limits[0] if len(limits) == 1 else AffMin(tuple(limits))
+        return v, bound_neg(first) if down else first, last
 
-    def loop_step(self, node: c_ast.For, v: str) -> None:
+    def loop_step(self, node: c_ast.For, v: str) -> int:
+        """+1 for a loop counting up (``i++``, ``++i``, ``i += 1``, ``i = i + 1``), -1 for
+        one counting down (the same with ``-``)."""
         nx = node.next
-        if isinstance(nx, c_ast.UnaryOp) and nx.op in ("p++", "++") and _is_id(nx.expr, v):
-            return
+        if isinstance(nx, c_ast.UnaryOp) and nx.op in ("p++", "++", "p--", "--") \
+                and _is_id(nx.expr, v):
+            return 1 if "++" in nx.op else -1
         if isinstance(nx, c_ast.Assignment) and _is_id(nx.lvalue, v):
             r = nx.rvalue
-            if nx.op == "+=" and _is_const(r, 1):
-                return
+            if nx.op in ("+=", "-=") and _is_const(r, 1):
+                return 1 if nx.op == "+=" else -1
             if nx.op == "=" and isinstance(r, c_ast.BinaryOp) and r.op == "+" and (
                     (_is_id(r.left, v) and _is_const(r.right, 1))
                     or (_is_const(r.left, 1) and _is_id(r.right, v))):
-                return
-            raise self.err(f"non-unit loop step '{self.text(nx)}' (only {v}++ is supported)", nx)
-        if isinstance(nx, c_ast.UnaryOp) and nx.op in ("p--", "--") and _is_id(nx.expr, v):
-            raise self.err(f"non-unit loop step '{self.text(nx)}' (only {v}++ is supported)", nx)
-        raise self.err(f"loop increment must be '{v}++', '++{v}' or '{v} += 1'",
-                       nx if nx is not None else node)
+                return 1
+            if nx.op == "=" and isinstance(r, c_ast.BinaryOp) and r.op == "-" and \
+                    _is_id(r.left, v) and _is_const(r.right, 1):
+                return -1
+            raise self.err(f"non-unit loop step '{self.text(nx)}' (only {v}++ and {v}-- are "
+                           f"supported)", nx)
+        raise self.err(f"loop increment must be '{v}++', '++{v}', '{v} += 1' or the same "
+                       f"with '-'", nx if nx is not None else node)
 
     def assignment(self, node: c_ast.Node) -> tuple[str, c_ast.Node, c_ast.Node | None] | None:
         """``(op, target, right-hand side)`` of an assignment statement (``x++`` is ``+=``
@@ -674,7 +723,8 @@ class _Builder:
         return Scop(self.filename, fname, tuple(self.int_params),
                     tuple(self.float_params.items()), tuple(self.arrays.values()),
                     tuple(stmts.values()), rebuild(tree), ctx, tuple(self.args),
-                    tuple(self.int_params.values()))
+                    tuple(self.int_params.values()),
+                    param_coords=tuple(self.param_coords.items()))
 
     # }}}
 
@@ -687,7 +737,10 @@ class _Builder:
             return Affine((), _int_literal(node.value))
         if isinstance(node, c_ast.ID):
             n = node.name
-            if n in iters or n in self.int_params:
+            it = self.iterator(n, iters)
+            if it is not None:
+                return it
+            if n in self.int_params:
                 return Affine.var(n)
             raise _NotAffine(self.unknown_name(n, iters))
         if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
@@ -782,6 +835,9 @@ class _Builder:
             n = node.name
             if n in ctx.iters:
                 return Var(n, "iterator", "int")
+            w = self.down.get(n)
+            if w is not None and w in ctx.iters:   # a loop counting down: i == -i_neg
+                return UnOp("-", Var(w, "iterator", "int"))
             if n in self.int_params:
                 return Var(n, "param", self.int_params[n])
             if n in self.float_params:
@@ -888,6 +944,23 @@ def _map_refs(e: Expr, f) -> Expr:
     if isinstance(e, Ternary):
         return Ternary(_map_refs(e.cond, f), _map_refs(e.then, f), _map_refs(e.else_, f))
     return e
+
+
+def _identifiers(node: c_ast.Node) -> set[str]:
+    """Every name the function uses or declares (new names must avoid them)."""
+    out: set[str] = set()
+
+    class V(c_ast.NodeVisitor):
+        def visit_ID(self, n: c_ast.ID) -> None:
+            out.add(n.name)
+
+        def visit_Decl(self, n: c_ast.Decl) -> None:
+            if n.name:
+                out.add(n.name)
+            self.generic_visit(n)
+
+    V().visit(node)
+    return out
 
 
 def _items(node: c_ast.Node) -> list[c_ast.Node]:

@@ -285,9 +285,11 @@ def _emit_default_tile(g: Emitter, scop: Scop, nests: list[NestCode]) -> None:
         for p in scop.int_params:
             g(f"{p} = int(_bbmm_params[{p!r}])")
         his = [f"({nc.boxes.p0_range.hi[0]})" for nc in nests if nc.boxes.p0_range is not None]
+        los = [f"({nc.boxes.p0_range.lo[0]})" for nc in nests if nc.boxes.p0_range is not None]
         if his:
             g(f"_bbmm_hi = max({', '.join(his)}, 0)")
-            g("return max(1, -(-(_bbmm_hi + 1) // _bbmm_ndev))")
+            g(f"_bbmm_lo = min({', '.join(los)}, 0)  # the grid starts at 0 or below")
+            g("return max(1, -(-(_bbmm_hi - _bbmm_lo + 1) // _bbmm_ndev))")
         else:
             g("return 1")
     g()
@@ -309,12 +311,14 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
         g("_bbmm_ndev = len(_bbmm_rt.devices)")
         ranges = [nc for nc in nests if nc.boxes.p0_range is not None]
         if ranges:
-            g("# the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest")
+            g("# the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest;")
+            g("# tiles _bbmm_t0 .. _bbmm_t0 + _bbmm_ntiles - 1 (t0 < 0 where a range starts below 0)")
             his = [f"({nc.boxes.p0_range.hi[0]})" for nc in ranges]
-            g(f"_bbmm_ntiles = max(1, max({', '.join(his)}, 0) // _bbmm_tile + 1)" if len(his) > 1
-              else f"_bbmm_ntiles = max(1, {his[0]} // _bbmm_tile + 1)")
+            los = [f"({nc.boxes.p0_range.lo[0]})" for nc in ranges]
+            g(f"_bbmm_t0 = min({', '.join(los)}, 0) // _bbmm_tile")
+            g(f"_bbmm_ntiles = max(1, max({', '.join(his)}, 0) // _bbmm_tile + 1 - _bbmm_t0)")
         else:
-            g("_bbmm_ntiles = 1")
+            g("_bbmm_t0, _bbmm_ntiles = 0, 1")
         top = [n for n in scop.tree]
         outer = next((n for n in top if isinstance(n, LoopNode) and n.loop.id in serial), None)
         if outer is not None:
@@ -387,11 +391,11 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]) -> 
         else:
             g("# runs once: spread over every device even if narrower than the grid")
             g(f"for _bbmm_t, {t.lb}, {t.ub}, _bbmm_d in once_tiles({pr.lo[0]}, {pr.hi[0]}, "
-              "_bbmm_tile, _bbmm_ntiles, _bbmm_ndev):")
+              "_bbmm_tile, _bbmm_ntiles, _bbmm_ndev, _bbmm_t0):")
         with g:
             if host:
                 g(f"{t.lb}, {t.ub} = _bbmm_t * _bbmm_tile, _bbmm_t * _bbmm_tile + _bbmm_tile - 1")
-                g("_bbmm_d = device_of(_bbmm_t, _bbmm_ntiles, _bbmm_ndev)")
+                g("_bbmm_d = device_of(_bbmm_t - _bbmm_t0, _bbmm_ntiles, _bbmm_ndev)")
             g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
             g("if _bbmm_spec is None:")
             with g:

@@ -188,6 +188,16 @@ def bound_shift(e: AffExpr, k: int) -> AffExpr:
     return type(e)(tuple(bound_shift(a, k) for a in e.args))
 
 
+def bound_neg(e: AffExpr) -> AffExpr:
+    """``-e`` pushed into the leaves (``-min(a, b)`` is ``max(-a, -b)``)."""
+    if isinstance(e, Affine):
+        return -e
+    if isinstance(e, AffSelect):
+        return AffSelect(e.cond, bound_neg(e.then), bound_neg(e.else_))
+    flip = AffMax if isinstance(e, AffMin) else AffMin
+    return flip(tuple(bound_neg(a) for a in e.args))
+
+
 def relate_isl(var: str, op: str, e: AffExpr) -> str:
     """isl text of ``var op e`` (op ``<=``/``>=``): ``i <= min(a, b)`` -> ``i <= a and i <= b``."""
     if isinstance(e, Affine):
@@ -519,10 +529,16 @@ class Scop:
     """(name, value) of the integer parameters whose value the C program's ``main`` passes
     the kernel as a compile-time constant (PolyBench's ``int n = N;``): ``--param`` may
     leave them out."""
+    param_coords: tuple[tuple[str, object], ...] = ()
+    """(name, source location) of each scalar parameter's declaration."""
 
     copy = replace
 
     # {{{ look-ups
+
+    def coord_of(self, param: str) -> object:
+        """Where the scalar parameter ``param`` is declared (None: unknown)."""
+        return dict(self.param_coords).get(param)
 
     def loops(self) -> tuple[Loop, ...]:
         """All loops, preorder (by id)."""

@@ -797,13 +797,20 @@ def bound_value(expr: str, params: Mapping[str, int]) -> int:
     return int(eval(expr, env, dict(params)))  # noqa: S307
 
 
+def grid_of(prog: Any, params: Mapping[str, int], tile: int) -> tuple[int, int]:
+    """The driver's global tile grid: its first tile and its size (``_bbmm_t0``,
+    ``_bbmm_ntiles``)."""
+    ranges = [nc.boxes.p0_range for nc in prog.nests if nc.boxes.p0_range is not None]
+    if not ranges:
+        return 0, 1
+    t0 = min(min(bound_value(r.lo[0], params) for r in ranges), 0) // tile
+    hi = max(max(bound_value(r.hi[0], params) for r in ranges), 0)
+    return t0, max(1, hi // tile + 1 - t0)
+
+
 def ntiles_of(prog: Any, params: Mapping[str, int], tile: int) -> int:
     """The driver's global tile grid size (``_bbmm_ntiles``)."""
-    his = [bound_value(nc.boxes.p0_range.hi[0], params)
-           for nc in prog.nests if nc.boxes.p0_range is not None]
-    if not his:
-        return 1
-    return max(1, max(max(his), 0) // tile + 1)
+    return grid_of(prog, params, tile)[1]
 
 
 class Instances:
@@ -831,13 +838,13 @@ class Instances:
         self.params = dict(params)
         self.ndev = ndev
         self.tile = tile
-        self.ntiles = ntiles_of(prog, params, tile)
+        t0, self.ntiles = grid_of(prog, params, tile)
         once = {}  # nests outside every serial loop: their own grid (hostlib.once_grid)
         for nc in prog.nests:
             r = nc.boxes.tiling.p0_range_at
             if nc.nest.band and not nc.nest.host_loops and r is not None:
                 lo, hi = bound_value(r.lo[0], params), bound_value(r.hi[0], params)
-                once[nc.nest.id] = once_grid(lo, hi, tile, self.ntiles, ndev)
+                once[nc.nest.id] = once_grid(lo, hi, tile, self.ntiles, ndev, t0)
         self.arrays = list(scop.arrays)
         self.shapes = [a.shape(params) for a in self.arrays]
         self.itemsize = np.array([np.dtype(_dtype(a.ctype)).itemsize for a in self.arrays])
@@ -871,7 +878,7 @@ class Instances:
             nest = plan.nest_of(st.name)
             if nest.band:
                 p0 = pts[scop.loop(nest.band[0]).iterator]
-                origin, size, count = once.get(nest.id, (0, tile, self.ntiles))
+                origin, size, count = once.get(nest.id, (t0 * tile, tile, self.ntiles))
                 t = (p0 - origin) // size
                 dev = np.minimum(ndev - 1, t * ndev // max(1, count))
             else:

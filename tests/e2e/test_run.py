@@ -46,6 +46,8 @@ PROGRAMS = [
     (KERNELS / "temps.c", ["tsteps=3", "n=14"], "3KiB"),
     (KERNELS / "promote.c", ["n=15"], "2KiB"),
     (KERNELS / "staged.c", ["m=21", "n=14"], "2KiB"),
+    (KERNELS / "counting_down.c", ["tsteps=3", "n=14"], "1KiB"),
+    (KERNELS / "negative_range.c", ["tsteps=3", "n=14"], "1KiB"),
 ]
 STAGED = [p for p in PROGRAMS if p[0].stem in ("mvt", "adi", "staged")]
 
@@ -178,6 +180,7 @@ def test_python_keyword_names_are_refused_cleanly(capsys):
     assert main(["compile", str(path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'lambda' is a Python keyword" in err[0]
+    assert err[0].startswith(f"bbmm: error: {path}:2:12: "), err[0]   # the declaration
 
 
 def test_out_of_bounds_access_warns_with_location(capsys):

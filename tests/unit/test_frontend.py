@@ -272,6 +272,31 @@ def test_loop_forms_and_min_conjunction():
     assert Num("M_PI", "double") in list(_walk(s.statements[0].rhs))
 
 
+def test_loops_counting_down_are_loops_of_minus_i():
+    """``for (i = U; i >= L && i > M; i--)`` is the loop of ``i_neg = -i`` from ``-U`` to
+    ``min(-L, -M - 1)``; subscripts and values read ``-i_neg``, and the schedule keeps the
+    C order (i decreasing is i_neg increasing)."""
+    src = """void f(int n, int m, float A[n], float B[n][n], float i_neg[n]) {
+      for (int i = n - 1; i >= 1 && i > m; i--)
+        for (int j = i; j >= 0; j -= 1)
+          B[i][j] = A[n - 1 - i] + j + i_neg[i]; }"""
+    s = parse_source(src, "down.c")
+    outer, inner = s.loops()
+    # i_neg is an array of the function: the model's name avoids it
+    assert (outer.iterator, inner.iterator) == ("i_neg_", "j_neg")
+    assert outer.lower == "-n + 1" and outer.upper == "min(-1, -m - 1)"
+    assert same(s.statements[0].domain,
+                "[n, m] -> { S0[a, b] : 1 <= -a <= n - 1 and -a > m and 0 <= -b <= -a }")
+    w = next(a for a in s.statements[0].accesses if a.kind == "write")
+    assert same(w.relation, "[n, m] -> { S0[a, b] -> B[-a, -b] : 1 <= -a <= n - 1 and "
+                            "-a > m and 0 <= -b <= -a }")
+    text = to_c(s.statements[0].rhs)
+    assert "-i_neg_" in text and "-j_neg" in text
+    with pytest.raises(UnsupportedProgramError, match="reuses the iterator of an enclosing"):
+        parse_source("void f(int n, float A[n]) { for (int i = n; i > 0; i--) "
+                     "for (int i = 0; i < n; i++) A[i] = 0; }", "re.c")
+
+
 def test_comments_keep_columns():
     src = "void f(int n, float A[n]) { /* c */ for (int i = 0; i < n; i++) A[i * i] = 0; }"
     with pytest.raises(UnsupportedProgramError) as e:
