@@ -188,6 +188,15 @@ def bound_shift(e: AffExpr, k: int) -> AffExpr:
     return type(e)(tuple(bound_shift(a, k) for a in e.args))
 
 
+def bound_plus(e: AffExpr, a: Affine) -> AffExpr:
+    """``e + a`` pushed into the leaves (``min(x, y) + a`` is ``min(x + a, y + a)``)."""
+    if isinstance(e, Affine):
+        return e + a
+    if isinstance(e, AffSelect):
+        return AffSelect(e.cond, bound_plus(e.then, a), bound_plus(e.else_, a))
+    return type(e)(tuple(bound_plus(x, a) for x in e.args))
+
+
 def bound_neg(e: AffExpr) -> AffExpr:
     """``-e`` pushed into the leaves (``-min(a, b)`` is ``max(-a, -b)``)."""
     if isinstance(e, Affine):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -97,6 +98,7 @@ class _Gen:
         self.r = random.Random(seed)
         self.rt = random.Random(seed * 7919 + 17)   # temporaries: apart from the rest
         self.rs = random.Random(seed * 104729 + 5)  # reduction nests: apart again
+        self.rd = random.Random(seed * 15485863 + 11)  # loops counting down: apart again
         self.n_temps = 0
 
     # ---------------------------------------------------------------- accesses
@@ -213,6 +215,20 @@ class _Gen:
 
     # ---------------------------------------------------------------- loops
     def loop_header(self, name: str, scope: list[It], host: It | None) -> tuple[str, It]:
+        """A loop over ``name``: one of the forms below, counting up, or with probability
+        1/6 the same values counting down (a separate stream, so that the programs of
+        earlier seeds keep their other choices)."""
+        head, it = self._loop_up(name, scope, host)
+        if self.rd.random() < 1 / 6:
+            m = re.fullmatch(rf"for \(int {name} = (.*); {name} (<=?) (.*); {name}\+\+\)", head)
+            assert m, head
+            lo, op, hi = m.groups()
+            first = hi if op == "<=" else f"{hi} - 1"
+            step = self.rd.choice([f"{name}--", f"--{name}", f"{name} -= 1"])
+            head = f"for (int {name} = {first}; {name} >= {lo}; {step})"
+        return head, it
+
+    def _loop_up(self, name: str, scope: list[It], host: It | None) -> tuple[str, It]:
         r = self.r
         cls = r.choice(self.classes)
         same = [it for it in scope if it.cls == cls]
