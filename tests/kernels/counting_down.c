@@ -11,7 +11,7 @@ void counting_down(int tsteps, int n, float A[n], float B[n][n], float x[n], flo
       for (int j = n - 1; j >= i && j >= 2; j -= 1)
         B[i][j] = B[i][j] * 0.5f + B[i + 1][j] * 0.25f + x[n - 1 - i];
     for (int j = n - 1; 0 <= j; j = j - 1)
-      y[j] = y[j] * 0.5f + B[1][j] * t + A[n - 1 - j];
+      y[j] = y[j] * 0.5f + B[0][j] * t + A[n - 1 - j];
   }
   for (int i = n - 1; i >= 0; i--) {
     x[i] = x[i] * 2.0f;
