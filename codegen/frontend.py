@@ -42,7 +42,7 @@ from codegen.csource import INT_WORDS, ColumnMap, find_kernel, main_sizes, read_
 from codegen.scop import (
     Access, AffAnd, AffExpr, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
     ArrayRef, BinOp, Call, Cast, Cmp, Expr, Loop, LoopNode, Node, Num, Scop, Statement,
-    Temp, Ternary, UnOp, Var, bound_c, bound_neg, bound_plus, bound_shift, cond_c, cond_isl, relate_isl)
+    Temp, Ternary, UnOp, Var, bound_c, bound_neg, bound_shift, cond_c, cond_isl, relate_isl)
 
 _Cur = tuple  # (statement name, domain, list of its accesses) while a statement is built;
 # (None, None, list of _Ref) while a temporary's assignment is read
@@ -815,9 +815,9 @@ class _Builder:
             if node.op == "-":
                 b = bound_neg(b)
             if isinstance(b, Affine):
-                return bound_plus(a, b)
+                return bound_shift(a, b)
             if isinstance(a, Affine):
-                return bound_plus(b, a)
+                return bound_shift(b, a)
             raise _NotAffine("sum of two piecewise bounds (min, max or ?:)")
         return self.affine(node, ctx.iters)
 

@@ -179,22 +179,13 @@ def bound_c(e: AffExpr) -> str:
     return out
 
 
-def bound_shift(e: AffExpr, k: int) -> AffExpr:
-    """``e + k`` pushed into the leaves."""
+def bound_shift(e: AffExpr, k: Affine | int) -> AffExpr:
+    """``e + k`` pushed into the leaves (``min(x, y) + k`` is ``min(x + k, y + k)``)."""
     if isinstance(e, Affine):
         return e + k
     if isinstance(e, AffSelect):
         return AffSelect(e.cond, bound_shift(e.then, k), bound_shift(e.else_, k))
     return type(e)(tuple(bound_shift(a, k) for a in e.args))
-
-
-def bound_plus(e: AffExpr, a: Affine) -> AffExpr:
-    """``e + a`` pushed into the leaves (``min(x, y) + a`` is ``min(x + a, y + a)``)."""
-    if isinstance(e, Affine):
-        return e + a
-    if isinstance(e, AffSelect):
-        return AffSelect(e.cond, bound_plus(e.then, a), bound_plus(e.else_, a))
-    return type(e)(tuple(bound_plus(x, a) for x in e.args))
 
 
 def bound_neg(e: AffExpr) -> AffExpr:

@@ -292,6 +292,10 @@ def test_loops_counting_down_are_loops_of_minus_i():
                             "-a > m and 0 <= -b <= -a }")
     text = to_c(s.statements[0].rhs)
     assert "-i_neg_" in text and "-j_neg" in text
+    # a first value that is a piecewise bound minus a constant (random programs make these)
+    s = parse_source("void f(int n, float A[n]) { for (int i = 0; i < n; i++) "
+                     "for (int j = MIN(n, i + 2) - 1; j >= 0; j--) A[j] += 1; }", "m.c")
+    assert s.loops()[1].lower == "max(-n + 1, -i - 1)" and s.loops()[1].upper == "0"
     with pytest.raises(UnsupportedProgramError, match="reuses the iterator of an enclosing"):
         parse_source("void f(int n, float A[n]) { for (int i = n; i > 0; i--) "
                      "for (int i = 0; i < n; i++) A[i] = 0; }", "re.c")
