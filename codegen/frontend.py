@@ -6,8 +6,9 @@
 The accepted subset: integer and floating scalar parameters, C99 array parameters
 (float/double/int) with sizes affine in the integer parameters, ``for`` loops with unit
 step, counting up or down, and affine bounds (``min``/``max``/``MIN``/``MAX``/ternaries,
-``&&`` of upper bounds, or of lower bounds for a loop counting down), affine ``if``/``else`` conditions, assignments (``=``, ``+=``, ``-=``,
-``*=``, ``/=``, ``A[..]++``) to array elements with affine subscripts, and scalar
+``&&`` of upper bounds, or of lower bounds for a loop counting down), affine
+``if``/``else`` conditions, assignments (``=``, ``+=``, ``-=``, ``*=``, ``/=``,
+``A[..]++``) to array elements with affine subscripts, and scalar
 temporaries (``float d1 = ...; d1 = CND(d1);`` in a loop body, C block scope). The region is the
 function body, or what lies between ``#pragma scop`` and ``#pragma endscop``.
 ``#pragma omp parallel for`` / ``#pragma bbmm parallel`` before a loop asserts it parallel;
@@ -543,9 +544,9 @@ class _Builder:
         loop of ``i_neg = -i`` counting up from ``-(n - 1)`` to ``0``, every use of ``i`` in
         its body reading ``-i_neg``: the same instances in the same order, so everything
         downstream sees an ordinary loop and subscripts stay affine."""
-        v, lower, upper = self.loop_header(node, ctx)
+        v, lower, upper, down = self.loop_header(node, ctx)
         c_name = v
-        if self.loop_step(node, v) < 0:
+        if down:
             v = self.down_name(v)
         head = [self.text(x) if x is not None else "" for x in (node.init, node.cond, node.next)]
         lp = Loop(self.n_loops, v, bound_c(lower), bound_c(upper), pragma, self.coord(node),
@@ -582,7 +583,9 @@ class _Builder:
             return -Affine.var(w)
         return None
 
-    def loop_header(self, node: c_ast.For, ctx: _Ctx) -> tuple[str, AffExpr, AffExpr]:
+    def loop_header(self, node: c_ast.For, ctx: _Ctx) -> tuple[str, AffExpr, AffExpr, bool]:
+        """``(C iterator, lower, upper, counts down)``; for a loop counting down, the bounds
+        are those of the negated iterator."""
         init = node.init
         if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 \
                 and set(getattr(init.decls[0].type.type, "names", ["?"])) <= _INT_WORDS \
@@ -623,7 +626,7 @@ class _Builder:
                 b = bound_neg(b)
             limits.append(bound_shift(b, -1) if strict else b)
         last = limits[0] if len(limits) == 1 else AffMin(tuple(limits))
-        return v, bound_neg(first) if down else first, last
+        return v, bound_neg(first) if down else first, last, down
 
     def loop_step(self, node: c_ast.For, v: str) -> int:
         """+1 for a loop counting up (``i++``, ``++i``, ``i += 1``, ``i = i + 1``), -1 for

@@ -278,17 +278,26 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g()
 
 
+def _grid_extent(nests: list[NestCode]) -> tuple[str, str] | None:
+    """Python expressions of the lowest and highest tiled iterator value over every nest,
+    0 included (the global grid starts at 0 or below), or None without tiled nests."""
+    ranges = [nc.boxes.p0_range for nc in nests if nc.boxes.p0_range is not None]
+    if not ranges:
+        return None
+    return (f"min({', '.join(f'({r.lo[0]})' for r in ranges)}, 0)",
+            f"max({', '.join(f'({r.hi[0]})' for r in ranges)}, 0)")
+
+
 def _emit_default_tile(g: Emitter, scop: Scop, nests: list[NestCode]) -> None:
     g("def default_tile(_bbmm_params, _bbmm_ndev):")
     with g:
         g('"""A tile size giving each device one tile of the global grid (one box per array)."""')
         for p in scop.int_params:
             g(f"{p} = int(_bbmm_params[{p!r}])")
-        his = [f"({nc.boxes.p0_range.hi[0]})" for nc in nests if nc.boxes.p0_range is not None]
-        los = [f"({nc.boxes.p0_range.lo[0]})" for nc in nests if nc.boxes.p0_range is not None]
-        if his:
-            g(f"_bbmm_hi = max({', '.join(his)}, 0)")
-            g(f"_bbmm_lo = min({', '.join(los)}, 0)  # the grid starts at 0 or below")
+        extent = _grid_extent(nests)
+        if extent is not None:
+            g(f"_bbmm_lo = {extent[0]}  # the grid starts at 0 or below")
+            g(f"_bbmm_hi = {extent[1]}")
             g("return max(1, -(-(_bbmm_hi - _bbmm_lo + 1) // _bbmm_ndev))")
         else:
             g("return 1")
@@ -309,14 +318,12 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
         for p, ct in scop.float_params:
             g(f"{p} = {ftypes.get(ct, 'np.float64')}(_bbmm_scalars[{p!r}])")
         g("_bbmm_ndev = len(_bbmm_rt.devices)")
-        ranges = [nc for nc in nests if nc.boxes.p0_range is not None]
-        if ranges:
+        extent = _grid_extent(nests)
+        if extent is not None:
             g("# the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest;")
             g("# tiles _bbmm_t0 .. _bbmm_t0 + _bbmm_ntiles - 1 (t0 < 0 where a range starts below 0)")
-            his = [f"({nc.boxes.p0_range.hi[0]})" for nc in ranges]
-            los = [f"({nc.boxes.p0_range.lo[0]})" for nc in ranges]
-            g(f"_bbmm_t0 = min({', '.join(los)}, 0) // _bbmm_tile")
-            g(f"_bbmm_ntiles = max(1, max({', '.join(his)}, 0) // _bbmm_tile + 1 - _bbmm_t0)")
+            g(f"_bbmm_t0 = {extent[0]} // _bbmm_tile")
+            g(f"_bbmm_ntiles = max(1, {extent[1]} // _bbmm_tile + 1 - _bbmm_t0)")
         else:
             g("_bbmm_t0, _bbmm_ntiles = 0, 1")
         top = [n for n in scop.tree]

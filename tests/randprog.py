@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import sys
 from dataclasses import dataclass, field
 
@@ -218,29 +217,28 @@ class _Gen:
         """A loop over ``name``: one of the forms below, counting up, or with probability
         1/6 the same values counting down (a separate stream, so that the programs of
         earlier seeds keep their other choices)."""
-        head, it = self._loop_up(name, scope, host)
+        lo, op, hi, it = self._loop_up(name, scope, host)
         if self.rd.random() < 1 / 6:
-            m = re.fullmatch(rf"for \(int {name} = (.*); {name} (<=?) (.*); {name}\+\+\)", head)
-            assert m, head
-            lo, op, hi = m.groups()
             first = hi if op == "<=" else f"{hi} - 1"
             step = self.rd.choice([f"{name}--", f"--{name}", f"{name} -= 1"])
-            head = f"for (int {name} = {first}; {name} >= {lo}; {step})"
-        return head, it
+            return f"for (int {name} = {first}; {name} >= {lo}; {step})", it
+        return f"for (int {name} = {lo}; {name} {op} {hi}; {name}++)", it
 
-    def _loop_up(self, name: str, scope: list[It], host: It | None) -> tuple[str, It]:
+    def _loop_up(self, name: str, scope: list[It], host: It | None
+                 ) -> tuple[str, str, str, It]:
+        """``(first, op, bound, It)`` of a loop counting up: ``name op bound``."""
         r = self.r
         cls = r.choice(self.classes)
         same = [it for it in scope if it.cls == cls]
         if host is not None and host.cls == cls and r.random() < 0.2:
             kind = r.randrange(3)
             if kind == 0:
-                return (f"for (int {name} = 0; {name} <= {host.name}; {name}++)",
+                return ("0", "<=", host.name,
                         It(name, cls, 0, host.a))
             if kind == 1:
-                return (f"for (int {name} = {host.name}; {name} < {cls}; {name}++)",
+                return (host.name, "<", cls,
                         It(name, cls, host.lo, 0))
-            return (f"for (int {name} = {host.name} + 1; {name} < {cls}; {name}++)",
+            return (f"{host.name} + 1", "<", cls,
                     It(name, cls, host.lo + 1, 0))
         if same and r.random() < 0.5:
             p = r.choice(same)
@@ -248,35 +246,35 @@ class _Gen:
             if kind == 0:
                 lo = r.choice([0, 1])
                 lo = min(lo, p.lo) if False else lo
-                return f"for (int {name} = {lo}; {name} <= {p.name}; {name}++)", It(name, cls, lo, p.a)
+                return str(lo), "<=", p.name, It(name, cls, lo, p.a)
             if kind == 1:
                 lo = r.choice([0, 1])
-                return (f"for (int {name} = {lo}; {name} < {p.name} + 1; {name}++)",
+                return (str(lo), "<", f"{p.name} + 1",
                         It(name, cls, lo, p.a))
             a = r.choice([0, 1, 2])
             hi = cls if a == 0 else f"{cls} - {a}"
             if kind == 2:
-                return (f"for (int {name} = {p.name} + 1; {name} < {hi}; {name}++)",
+                return (f"{p.name} + 1", "<", hi,
                         It(name, cls, p.lo + 1, a))
             if kind == 3:
-                return f"for (int {name} = {p.name}; {name} < {hi}; {name}++)", It(name, cls, p.lo, a)
+                return p.name, "<", hi, It(name, cls, p.lo, a)
             if kind == 4:
                 w = r.randint(1, 3)
                 mn = r.choice(["min", "MIN"])
                 lo = r.choice([0, 1])
-                return (f"for (int {name} = {lo}; {name} < {mn}({hi}, {p.name} + {w}); {name}++)",
+                return (str(lo), "<", f"{mn}({hi}, {p.name} + {w})",
                         It(name, cls, lo, a))
             lo = r.choice([0, 1, 2])
             w = r.randint(1, 3)
             mx = r.choice(["max", "MAX"])
-            return (f"for (int {name} = {mx}({lo}, {p.name} - {w}); {name} < {hi}; {name}++)",
+            return (f"{mx}({lo}, {p.name} - {w})", "<", hi,
                     It(name, cls, lo, a))
         lo, a = r.choice([0, 0, 1, 2]), r.choice([0, 0, 1, 2])
         hi = cls if a == 0 else f"{cls} - {a}"
         if r.random() < 0.2:
             hi2 = f"{cls} - {a + 1}" if a + 1 else cls
-            return f"for (int {name} = {lo}; {name} <= {hi2}; {name}++)", It(name, cls, lo, a)
-        return f"for (int {name} = {lo}; {name} < {hi}; {name}++)", It(name, cls, lo, a)
+            return str(lo), "<=", hi2, It(name, cls, lo, a)
+        return str(lo), "<", hi, It(name, cls, lo, a)
 
     def nest(self, names: list[str], scope: list[It], host: It | None, ind: str,
              reads: list, writes: list, imperfect: bool,
