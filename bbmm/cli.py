@@ -270,7 +270,8 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
                                 init=init_name, lib=lib, include_dirs=args.include_dirs)
     arrays = host_arrays(module, params, devices)
     for name, a in arrays.items():
-        a[...] = init[name]
+        if name in init:                 # not a local array (an expanded temporary)
+            a[...] = init[name]
     return params, scalars, module, devices, init, arrays, lib
 
 

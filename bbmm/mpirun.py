@@ -158,7 +158,7 @@ def check_mpi(res: MPIResult, comm: Any, c_path: str, scop: Any,
     expect = run_reference(c_path, scop, res.params, res.scalars, initial, defines=defines,
                            lib=lib, include_dirs=include_dirs)
     bad = []
-    for a in scop.arrays:
+    for a in scop.param_arrays:
         got = expect[a.name].copy()
         for b in rt.held(a.name):
             got[b.slices()] = res.arrays[a.name][b.slices()]

@@ -448,7 +448,7 @@ def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
     int_types = dict(zip(scop.int_params, scop.int_param_types or
                          ("int",) * len(scop.int_params)))
     float_types = dict(scop.float_params)
-    array_names = {a.name for a in scop.arrays}
+    array_names = {a.name for a in scop.param_arrays}
     argtypes, argv, keep = [], [], []
     for name in scop.args:
         if name in int_types:
@@ -499,7 +499,7 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
     kernel = scop.function
     ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
     floats = dict(scop.float_params)
-    arrays_of = {a.name: a for a in scop.arrays}
+    arrays_of = {a.name: a for a in scop.param_arrays}
     out = dict(scalars)
     argtypes, argv, keep, outs = [], [], [], {}
     for p in sig:
@@ -614,7 +614,7 @@ def init_arrays(scop, params: Mapping[str, int], seed: int = 0,
             raise UsageError(f"missing value for integer parameter {p}")
     rng = np.random.default_rng(seed)
     arrays: dict[str, np.ndarray] = {}
-    for arr in scop.arrays:
+    for arr in scop.param_arrays:
         shape = arr.shape(params)
         if any(s < 0 for s in shape):
             raise UsageError(f"array {arr.name} has negative extent {shape} for "
@@ -718,7 +718,7 @@ def run_reference(c_path: str | os.PathLike, scop, params: Mapping[str, int],
         lib = build_library(c_path, defines, cache_dir, include_dirs=include_dirs,
                             entry_points=(_kernel_trampoline(scop),))
     work = {}
-    for arr in scop.arrays:
+    for arr in scop.param_arrays:
         if arr.name not in arrays:
             raise UsageError(f"missing array {arr.name}")
         a = arrays[arr.name]

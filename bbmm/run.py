@@ -95,17 +95,21 @@ def pageable(arrays: Mapping[str, np.ndarray], devices: Sequence[Any]) -> list[s
 
 def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence[Any]
                 ) -> dict[str, np.ndarray]:
-    """Zeroed host arrays for the driver's ARRAYS, page-locked where the platform allows."""
+    """Zeroed host arrays for the driver's ARRAYS, page-locked where the platform allows
+    (a local array, an expanded temporary, is left as allocated: the program writes it
+    before it reads it)."""
 
     env = dict(params)
     out = {}
     pinned = getattr(devices[0], "pinned_empty", None) if devices else None
+    locals_ = getattr(module, "LOCALS", frozenset())
     for name, (ctype, dims) in module.ARRAYS.items():
         shape = tuple(int(eval(d, {"__builtins__": {}, "min": min, "max": max}, env))
                       for d in dims)
         dt = DTYPES[ctype]
         a = pinned(shape, dt) if pinned is not None else np.empty(shape, dt)
-        a[...] = 0
+        if name not in locals_:
+            a[...] = 0
         out[name] = a
     return out
 
@@ -294,7 +298,7 @@ def check_against_reference(res: RunResult, c_path: str, scop: Any, initial: dic
     expect = run_reference(c_path, scop, res.params, res.scalars, initial,
                            defines=dict(defines or {}), lib=lib, include_dirs=include_dirs)
     bad = []
-    for a in scop.arrays:
+    for a in scop.param_arrays:
         m = compare(a.name, res.arrays[a.name], expect[a.name], a.ctype)
         if m is not None:
             bad.append(str(m))

@@ -166,9 +166,15 @@ def parallel_flow(scop: Scop, plan: Plan, deps: Dependences | None = None) -> is
 
 
 def last_writer(scop: Scop) -> isl.UnionMap:
-    """``{ path[a, b] -> S0[k, i, j] }``: the instance that writes each element last."""
+    """``{ path[a, b] -> S0[k, i, j] }``: the instance that writes each element last, for
+    the arrays the caller sees (a local array, an expanded temporary, is dead at the end)."""
     sched = scop.schedule()
-    return scop.writes().reverse().apply_range(sched).lexmax().apply_range(sched.reverse())
+    last = scop.writes().reverse().apply_range(sched).lexmax().apply_range(sched.reverse())
+    for a in scop.arrays:
+        if a.local:
+            dead = isl.Set(f"{{ {a.name}[{', '.join(f'_a{d}' for d in range(a.ndim))}] }}")
+            last = last.subtract_domain(isl.UnionSet.from_set(dead))
+    return last
 
 # }}}
 

@@ -103,10 +103,149 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     quoted includes are looked up in ``base_dir`` (default: the current directory)."""
     src = read_source(text, filename, defines, include_dirs, base_dir)
     func = find_kernel(src.ast, function, filename)
-    scop = _Builder(filename, src.cmap).build(func)
+    scop = _build(filename, src.cmap, func)
     sizes = main_sizes(src.ast, func)
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
                                           if p in sizes))
+
+# {{{ scalar expansion
+
+_Plan = dict
+"""Unique name of a temporary carried across iterations -> ``(loops, webs)``: the loop ids
+of the local array it becomes, and per statement that accesses it the ``(array, loops)``
+of its web (:func:`_build`); statements not listed use ``(unique name, loops)``."""
+
+
+def _build(filename: str, cmap: ColumnMap, func: c_ast.FuncDef) -> Scop:
+    """The scop of ``func``, each temporary carried across iterations (a reduction into a
+    scalar, ``float s = 0; for (j ...) s += A[i][j];``) made local arrays with one element
+    per iteration of the loops that need their own copy (scalar expansion):
+
+    1. over the loops enclosing its declaration: exact, since C gives each of their
+       iterations a fresh variable;
+    2. split into *webs*, the statements joined by its value-based flow (ludcmp's ``w``
+       serves four loop nests one after the other: four arrays, so that one nest's use does
+       not serialize another's);
+    3. each web privatized over the deeper loops that enclose all its statements and that
+       no value of it crosses from one iteration to another (PolyBench's ``temp2``,
+       declared at the top of the function, assigned first in every ``(i, j)``);
+    4. contracted over the loops that are serial anyway (a time loop): the storage is
+       reused from one iteration to the next, which adds dependences carried by those
+       loops only, so every parallel loop stays parallel (checked) and the array holds no
+       more than the parallel loops need.
+    """
+    plan: _Plan = {}
+    while True:
+        try:
+            scop = _Builder(filename, cmap, plan).build(func)
+            break
+        except _Expand as e:                 # carried: build again with it expanded
+            assert e.unique not in plan, e.unique
+            plan[e.unique] = (e.loops, {})
+    if not plan:
+        return scop
+    taken = _identifiers(func) | {a.name for a in scop.arrays} | set(plan)
+    plan = _webs(scop, plan, taken)
+    scop = _Builder(filename, cmap, plan).build(func)
+    from codegen.deps import parallel_loops
+
+    par = parallel_loops(scop)
+    narrow = {u: (loops, {s: (a, tuple(lid for lid in dims if par[lid]))
+                          for s, (a, dims) in webs.items()})
+              for u, (loops, webs) in plan.items()}
+    if narrow != plan:
+        small = _Builder(filename, cmap, narrow).build(func)
+        if parallel_loops(small) == par:     # as argued above; kept wide if not
+            scop = small
+    return scop
+
+
+def _webs(scop: Scop, plan: _Plan, taken: set[str]) -> _Plan:
+    """Steps 2 and 3 of :func:`_build` on the scop built with each temporary expanded over
+    its declaration's loops. Refuses a read that no assignment reaches (the value before
+    the first one)."""
+    out: _Plan = {}
+    sched = scop.schedule()
+    for u, (decl_loops, _) in plan.items():
+        accs = [acc for acc in scop.accesses() if acc.array == u]
+        if not accs:
+            out[u] = (decl_loops, {})
+            continue
+        reads, writes = isl.UnionMap("{ }"), isl.UnionMap("{ }")
+        for acc in accs:
+            m = isl.UnionMap.from_map(acc.relation)
+            if acc.kind == "read":
+                reads = reads.union(m)
+            else:
+                writes = writes.union(m)
+        info = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+                .set_schedule_map(sched).compute_flow())
+        lost = info.get_may_no_source().intersect_params(scop.context)
+        if not lost.is_empty():
+            a = scop.array(u)
+            bad = next(acc for acc in accs if acc.kind == "read" and not isl.UnionMap
+                       .from_map(acc.relation).intersect(lost).is_empty())
+            raise UnsupportedProgramError(
+                f"temporary '{a.local}' (declared at {_format_coord(a.coord)}) may be read "
+                f"here before it is assigned (on some iteration no assignment of it comes "
+                f"first)", bad.coord)
+        flow = info.get_may_dependence().intersect_params(scop.context)
+        stmts = list(dict.fromkeys(acc.statement for acc in accs))
+        root = {n: n for n in stmts}
+
+        def find(n: str) -> str:
+            while root[n] != n:
+                n = root[n]
+            return n
+        pairs: list[tuple[str, str]] = []
+        flow.foreach_map(lambda m: pairs.append((m.get_tuple_name(isl.dim_type.in_),
+                                                 m.get_tuple_name(isl.dim_type.out))))
+        for a, b in pairs:
+            root[find(a)] = find(b)
+        groups: dict[str, list[str]] = {}
+        for n in stmts:
+            groups.setdefault(find(n), []).append(n)
+        webs = {}
+        for k, group in enumerate(groups.values()):
+            name = u
+            if k:
+                j = 1
+                while f"{u}_{j}" in taken:
+                    j += 1
+                name = f"{u}_{j}"
+                taken.add(name)
+            dims = tuple(decl_loops) + _private_loops(scop, group, len(decl_loops), flow)
+            webs.update({n: (name, dims) for n in group})
+        out[u] = (decl_loops, webs)
+    return out
+
+
+def _private_loops(scop: Scop, group: Sequence[str], depth0: int, flow: isl.UnionMap
+                   ) -> tuple[int, ...]:
+    """The loops below depth ``depth0`` that enclose every statement of ``group`` and that
+    no dependence of ``flow`` crosses (``{ S1[i, j] -> S2[i', j'] : j' != j }`` with it is
+    empty): a value of the temporary lives within one of their iterations."""
+    stmts = [scop.statement(n) for n in group]
+    common = stmts[0].loops
+    for st in stmts[1:]:
+        k = 0
+        while k < min(len(common), len(st.loops)) and common[k] == st.loops[k]:
+            k += 1
+        common = common[:k]
+    out = []
+    for depth in range(depth0, len(common)):
+        cross = []
+        for sa in stmts:
+            for sb in stmts:
+                xs = [f"x{m}" for m in range(len(sa.iterators))]
+                ys = [f"y{m}" for m in range(len(sb.iterators))]
+                cross.append(f"{sa.name}[{', '.join(xs)}] -> {sb.name}[{', '.join(ys)}] : "
+                             f"x{depth} != y{depth}")
+        if flow.intersect(isl.UnionMap("{ " + "; ".join(cross) + " }")).is_empty():
+            out.append(common[depth])
+    return tuple(out)
+
+# }}}
 
 # {{{ the builder
 
@@ -140,6 +279,23 @@ class _Temp:
     guards: tuple[str, ...]
     loops: tuple[int, ...]
     version: int | None = None
+    expand: tuple[int, ...] | None = None
+    """Loop ids of a temporary carried across iterations: it is then the local array
+    ``unique[...]`` with one element per iteration of these loops (scalar expansion)."""
+    webs: dict = field(default_factory=dict)
+    """Statement name -> ``(array, loop ids)`` where the temporary's webs have arrays of
+    their own (:func:`_webs`)."""
+    outside: bool = False
+    """Declared before ``#pragma scop``: whatever value it has there is not modelled."""
+
+
+class _Expand(Exception):
+    """A temporary turned out to be carried across iterations (assigned in a loop or under
+    an ``if`` below its declaration): :func:`parse_source` builds again with it expanded."""
+
+    def __init__(self, unique: str, loops: tuple[int, ...]):
+        super().__init__(unique)
+        self.unique, self.loops = unique, loops
 
 
 @dataclass(frozen=True)
@@ -151,6 +307,9 @@ class _Ref:
     index: tuple[Affine, ...]
     text: str
     coord: object
+    temp: _Temp | None = None
+    """An expanded temporary read: its array and subscripts depend on the reading
+    statement (its web), so they are found there."""
 
 
 @dataclass(eq=False)
@@ -183,8 +342,15 @@ _SCOPE_OPEN, _SCOPE_CLOSE = _Scope(), _Scope()
 
 
 class _Builder:
-    def __init__(self, filename: str, cmap: ColumnMap):
+    def __init__(self, filename: str, cmap: ColumnMap,
+                 plan: _Plan | None = None):
+        """``plan``: the temporaries (by unique name) to model as local arrays
+        (:func:`_build` finds them)."""
         self.filename, self.cmap = filename, cmap
+        self.plan = dict(plan or {})
+        self.locals: dict[str, tuple[_Temp, tuple[int, ...]]] = {}  # local arrays in use
+        self.loop_dom: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self.loop_range: dict[int, tuple[Affine, Affine]] = {}
         self.gen = c_generator.CGenerator()
         self.int_params: dict[str, str] = {}
         self.float_params: dict[str, str] = {}
@@ -249,6 +415,9 @@ class _Builder:
         for p in arrays:
             self.arrays[p.name] = self.array_param(p)
         items = self.region(func, fname)
+        for d in self.outer_locals.values():
+            if _scalar_decl(d):                  # PolyBench's 'DATA_TYPE temp2;' before the scop
+                self.local_decl(d, _Ctx(), outside=True)
         tree = self.block(items, _Ctx())
         if not self.stmts:
             raise self.err(f"function '{fname}' has no statement to model", func)
@@ -379,11 +548,14 @@ class _Builder:
                     n = _collapse_count(pragma, self) if pragma is not None else 0
                 out.append(self.loop(it, sub, pragma is not None, max(0, n - 1), pragma))
             elif isinstance(it, c_ast.Decl):
-                self.local_decl(it, sub)
-                continue
+                init = self.local_decl(it, sub)
+                if init is None:
+                    continue
+                out.append(init)                 # an expanded temporary's initialisation
             elif isinstance(it, c_ast.EmptyStatement):
                 continue
-            elif (assigned := self.temp_target(it)) is not None:
+            elif (assigned := self.temp_target(it)) is not None \
+                    and assigned[0].expand is None:
                 self.new_version(*assigned, sub, it)
                 continue
             else:
@@ -396,9 +568,11 @@ class _Builder:
 
     # {{{ scalar temporaries
 
-    def local_decl(self, d: c_ast.Decl, ctx: _Ctx) -> None:
+    def local_decl(self, d: c_ast.Decl, ctx: _Ctx, outside: bool = False) -> str | None:
         """``float t = e;`` declares a scalar temporary (``int i, j;`` may also declare
-        iterators of later loops)."""
+        iterators of later loops). ``outside``: declared before ``#pragma scop`` (its
+        initialiser, if any, is not modelled). Returns the statement that initialises an
+        expanded temporary, else None."""
         if isinstance(d.type, c_ast.ArrayDecl):
             raise self.err(f"local array '{d.name}' not supported: pass it to the kernel "
                            f"function as an array parameter", d)
@@ -421,17 +595,30 @@ class _Builder:
         if isinstance(d.init, c_ast.InitList):
             raise self.err(f"brace initialiser of scalar '{d.name}' not supported", d.init)
         unique, k = d.name, 0
-        while unique in self.temp_names:
+        while unique in self.temp_names or (k and unique in self.idents):
             k += 1
             unique = f"{d.name}_{k}"
         self.temp_names.add(unique)
         t = _Temp(d.name, unique, " ".join(names), self.coord(d), ctx.iters, ctx.guards,
-                  tuple(lp.id for lp in ctx.loops))
+                  tuple(lp.id for lp in ctx.loops), outside=outside)
+        if unique in self.plan:
+            t.expand, t.webs = self.plan[unique]
         self.temps[d.name] = t
-        if d.init is None and set(names) <= _INT_WORDS:
+        if t.expand is not None:
+            if t.ctype not in _ELEM_TYPES:
+                raise self.err(f"temporary '{d.name}' of type '{t.ctype}' is carried across "
+                               f"iterations: bbmm keeps such a value in an array of its own "
+                               f"(scalar expansion), and arrays hold float, double or int",
+                               d)
+        if (d.init is None or outside) and set(names) <= _INT_WORDS:
             self.seen_iters.add(d.name)          # 'int i, j;' may declare iterators
-        if d.init is not None:
-            self.new_version(t, "=", d.init, ctx, d)
+        if d.init is None or outside:
+            return None
+        if t.expand is not None:
+            return self.statement(c_ast.Assignment("=", c_ast.ID(d.name, d.coord), d.init,
+                                                   d.coord), ctx)
+        self.new_version(t, "=", d.init, ctx, d)
+        return None
 
     def temp_target(self, node: c_ast.Node) -> tuple[_Temp, str, c_ast.Node | None] | None:
         """``(temporary, op, right-hand side)`` of a statement that assigns a temporary in
@@ -445,18 +632,8 @@ class _Builder:
                     node: c_ast.Node) -> None:
         """Record one assignment of ``t``: its expression (array references kept as
         :class:`_Ref` until a statement reads the value) and the assignments it reads."""
-        if ctx.iters != t.iters:
-            raise self.err(
-                f"temporary '{t.name}' (declared at {_format_coord(t.coord)}) is assigned "
-                f"inside a loop below its declaration: bbmm models a temporary as a value "
-                f"each iteration computes afresh, not one carried across iterations (a "
-                f"reduction into a scalar); declare it where it is assigned, or accumulate "
-                f"into an array element", node)
-        if ctx.guards != t.guards:
-            raise self.err(
-                f"temporary '{t.name}' (declared at {_format_coord(t.coord)}) is assigned "
-                f"under an 'if' below its declaration; write the condition into the value "
-                f"('{t.name} = cond ? value : {t.name};')", node)
+        if ctx.iters != t.iters or ctx.guards != t.guards:
+            raise _Expand(t.unique, t.loops)     # carried: a local array (parse_source)
         refs: list[_Ref] = []
         self.uses = []
         expr = Num("1", "int") if rhs is None else self.expr(rhs, ctx, (None, None, refs))
@@ -476,6 +653,10 @@ class _Builder:
         if t.version is None:
             if t.name in self.seen_iters:
                 raise self.err(f"iterator '{t.name}' used outside its loop", node)
+            if t.outside:
+                raise self.err(f"local variable '{t.name}' (declared at "
+                               f"{_format_coord(t.coord)}, before '#pragma scop') is read "
+                               f"before the modelled region assigns it", node)
             raise self.err(f"temporary '{t.name}' is read before it is assigned", node)
         v = self.versions[t.version]
         if v.clobbered is not None:
@@ -534,7 +715,75 @@ class _Builder:
 
     def rehome(self, e: ArrayRef, refs: Sequence[_Ref], ctx: _Ctx, cur: _Cur) -> ArrayRef:
         r = refs[-e.access - 1]
-        return self.new_access(self.arrays[r.array], r.index, r.text, r.coord, ctx, cur, "read")
+        if r.temp is not None:
+            return self.temp_access(r.temp, r.coord, ctx, cur, "read")
+        return self.new_access(r.array, r.index, r.text, r.coord, ctx, cur, "read")
+
+    def temp_access(self, t: _Temp, coord: object, ctx: _Ctx, cur: _Cur, kind: str
+                    ) -> ArrayRef:
+        """An access of the expanded temporary ``t`` by the statement ``cur``: to the array
+        of the statement's web, subscripted by the iterators of the web's loops."""
+        name, _, refs = cur
+        if name is None:                         # a temporary's assignment reads it
+            refs.append(_Ref(t.unique, (), t.name, coord, t))
+            return ArrayRef(t.unique, (), -len(refs))
+        arr, loops = t.webs.get(name, (t.unique, t.expand))
+        self.locals.setdefault(arr, (t, loops))
+        return self.new_access(arr, self.temp_index(t, loops, ctx, coord), t.name, coord,
+                               ctx, cur, kind)
+
+    def expanded(self, node: c_ast.Node) -> _Temp | None:
+        """The expanded temporary ``node`` names, else None."""
+        if isinstance(node, c_ast.ID) and node.name in self.temps:
+            t = self.temps[node.name]
+            return t if t.expand is not None else None
+        return None
+
+    def temp_index(self, t: _Temp, loops: tuple[int, ...], ctx: _Ctx, coord: object
+                   ) -> tuple[Affine, ...]:
+        """The subscripts of the expanded temporary ``t`` at ``ctx``: per loop of its array
+        the loop's iterator minus its least value (``[0]`` for no loop)."""
+        out = []
+        for lid in loops:
+            iters, _ = self.loop_dom[lid]
+            # _webs expands over loops that enclose every statement of the web
+            assert iters[-1] in ctx.iters, (t.name, lid, ctx.iters)
+            lo, _ = self.range_of(lid, t, coord)
+            out.append(Affine.var(iters[-1]) - lo)
+        return tuple(out) or (Affine((), 0),)
+
+    def range_of(self, lid: int, t: _Temp, coord: object) -> tuple[Affine, Affine]:
+        """``(least, greatest)`` value of loop ``lid``'s iterator over all its iterations,
+        each one affine expression of the integer parameters."""
+        if lid in self.loop_range:
+            return self.loop_range[lid]
+        iters, cons = self.loop_dom[lid]
+        dom = isl.Set(f"{self.params_text}{{ [{', '.join(iters)}] : "
+                      f"{' and '.join(cons) or 'true'} }}")
+        pos = len(iters) - 1
+        lo = _affine_bound(dom.dim_min(pos), lower=True)
+        hi = _affine_bound(dom.dim_max(pos), lower=False)
+        if lo is None or hi is None:
+            raise UnsupportedProgramError(
+                f"temporary '{t.name}' is carried across iterations of the loop over "
+                f"'{iters[-1]}', whose range is not one affine interval of the parameters; "
+                f"bbmm would keep a copy of it per iteration (scalar expansion) and cannot "
+                f"size that array; accumulate into an array element instead", coord)
+        self.loop_range[lid] = (lo, hi)
+        return lo, hi
+
+    def local_arrays(self) -> list[Array]:
+        """The expanded temporaries as arrays, one element per iteration of their loops."""
+        out = []
+        for name, (t, loops) in self.locals.items():
+            extents = [hi - lo + 1 for lo, hi in (self.loop_range[lid] for lid in loops)]
+            extents = extents or [Affine((), 1)]
+            dims = tuple(str(max(1, e.const)) if e.is_const() else f"max(1, {e})"
+                         for e in extents)
+            sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e})] }}") for e in extents)
+            out.append(Array(name, t.ctype, dims, tuple(extents),
+                             sizes, t.coord, local=t.name))
+        return out
 
     # }}}
 
@@ -556,6 +805,7 @@ class _Builder:
         self.seen_iters.add(c_name)
         cons = (relate_isl(v, ">=", lower), relate_isl(v, "<=", upper))
         body = _Ctx(ctx.loops + (lp,), ctx.cons + cons, ctx.guards, ctx.beta, ctx.iters + (v,))
+        self.loop_dom[lp.id] = (body.iters, body.cons)
         saved = dict(self.temps)                 # the body is a scope of its own
         saved_down = dict(self.down)
         if v != c_name:
@@ -664,10 +914,12 @@ class _Builder:
 
     def statement(self, node: c_ast.Node, ctx: _Ctx) -> str:
         parts = self.assignment(node)
-        if parts is None or (parts[2] is None and not isinstance(parts[1], c_ast.ArrayRef)):
+        if parts is None or (parts[2] is None and not isinstance(parts[1], c_ast.ArrayRef)
+                             and self.expanded(parts[1]) is None):
             raise self.err(_unsupported(node, self.text), node)
         op, lhs_node, rhs_node = parts
-        self.check_lvalue(lhs_node, ctx)
+        if self.expanded(lhs_node) is None:
+            self.check_lvalue(lhs_node, ctx)
         name = f"S{len(self.stmts)}"
         tup = f"{name}[{', '.join(ctx.iters)}]"
         dom = isl.Set(f"{self.params_text}{{ {tup} : {' and '.join(ctx.cons) or 'true'} }}")
@@ -678,7 +930,8 @@ class _Builder:
         rhs = Num("1", "int") if rhs_node is None else self.expr(rhs_node, ctx, cur)
         temps = self.replay(self.uses, ctx, cur, self.coord(node))
         lhs = self.access(lhs_node, ctx, cur, "write")
-        self.temp_writes(lhs.array, ctx, node)
+        t = self.expanded(lhs_node)              # values read from it know it by this name
+        self.temp_writes(t.unique if t is not None else lhs.array, ctx, node)
         self.stmts[name] = Statement(name, ctx.iters, tuple(lp.id for lp in ctx.loops), dom,
                                      None, tuple(cur[2]), lhs, rhs, op, self.coord(node),
                                      self.text(node) + ";", ctx.guards, temps)
@@ -724,7 +977,8 @@ class _Builder:
         cons += [f"{e} >= 1" for a in self.arrays.values() for e in a.extents if not e.is_const()]
         ctx = isl.Set(f"{self.params_text}{{ : {' and '.join(cons) or 'true'} }}")
         return Scop(self.filename, fname, tuple(self.int_params),
-                    tuple(self.float_params.items()), tuple(self.arrays.values()),
+                    tuple(self.float_params.items()),
+                    tuple(self.arrays.values()) + tuple(self.local_arrays()),
                     tuple(stmts.values()), rebuild(tree), ctx, tuple(self.args),
                     tuple(self.int_params.values()),
                     param_coords=tuple(self.param_coords.items()))
@@ -773,7 +1027,8 @@ class _Builder:
             return f"'{n}' is a floating-point parameter"
         if n in self.arrays:
             return f"'{n}' is an array"
-        if n in self.temps and self.temps[n].version is not None:
+        if n in self.temps and (self.temps[n].version is not None
+                                or self.temps[n].expand is not None):
             return (f"'{n}' is a scalar temporary: subscripts, loop bounds and conditions "
                     f"must be affine in iterators and integer parameters")
         if n in self.seen_iters:
@@ -858,6 +1113,8 @@ class _Builder:
                 return Var(n, "param", self.float_params[n])
             if n in self.temps:
                 t = self.temps[n]
+                if t.expand is not None:
+                    return self.access(node, ctx, cur, "read")
                 self.uses.append(self.version_of(t, node))
                 return Var(t.unique, "temp", t.ctype)
             if n in KNOWN_CONSTANTS:
@@ -897,7 +1154,11 @@ class _Builder:
             raise self.err(f"assignment inside an expression: '{self.text(node)}'", node)
         raise self.err(_unsupported(node, self.text), node)
 
-    def access(self, node: c_ast.ArrayRef, ctx: _Ctx, cur: _Cur, kind: str) -> ArrayRef:
+    def access(self, node: c_ast.ArrayRef | c_ast.ID, ctx: _Ctx, cur: _Cur, kind: str
+               ) -> ArrayRef:
+        t = self.expanded(node)
+        if t is not None:                        # an expanded temporary: its local array
+            return self.temp_access(t, self.coord(node), ctx, cur, kind)
         subs, base = [], node
         while isinstance(base, c_ast.ArrayRef):
             subs.append(base.subscript)
@@ -921,20 +1182,20 @@ class _Builder:
             except _NotAffine as e:
                 raise self.err(f"non-affine subscript '{self.text(s)}' in '{text}'" + _why(e),
                                s) from None
-        return self.new_access(arr, tuple(index), text, self.coord(node), ctx, cur, kind)
+        return self.new_access(arr.name, tuple(index), text, self.coord(node), ctx, cur, kind)
 
-    def new_access(self, arr: Array, index: tuple[Affine, ...], text: str, coord: object,
+    def new_access(self, arr: str, index: tuple[Affine, ...], text: str, coord: object,
                    ctx: _Ctx, cur: _Cur, kind: str) -> ArrayRef:
         name, dom, accs = cur
         if name is None:                         # a temporary's assignment: kept for later
-            accs.append(_Ref(arr.name, index, text, coord))
-            return ArrayRef(arr.name, index, -len(accs))
+            accs.append(_Ref(arr, index, text, coord))
+            return ArrayRef(arr, index, -len(accs))
         aid = self.n_access
         self.n_access += 1
         rel = isl.Map(f"{self.params_text}{{ {name}[{', '.join(ctx.iters)}] -> "
-                      f"{arr.name}[{', '.join(map(str, index))}] }}").intersect_domain(dom)
-        accs.append(Access(aid, name, arr.name, kind, rel, index, text, coord))
-        return ArrayRef(arr.name, index, aid)
+                      f"{arr}[{', '.join(map(str, index))}] }}").intersect_domain(dom)
+        accs.append(Access(aid, name, arr, kind, rel, index, text, coord))
+        return ArrayRef(arr, index, aid)
 
     # }}}
 
@@ -958,6 +1219,37 @@ def _map_refs(e: Expr, f) -> Expr:
     if isinstance(e, Ternary):
         return Ternary(_map_refs(e.cond, f), _map_refs(e.then, f), _map_refs(e.else_, f))
     return e
+
+
+def _scalar_decl(d: c_ast.Decl) -> bool:
+    """``d`` declares one scalar of a type a temporary may have."""
+    names = getattr(getattr(d.type, "type", None), "names", None)
+    return isinstance(d.type, c_ast.TypeDecl) and bool(names) and (
+        set(names) <= _INT_WORDS or names in (["float"], ["double"]))
+
+
+def _affine_bound(pw: isl.PwAff, lower: bool) -> Affine | None:
+    """One affine expression of the parameters that bounds ``pw`` from below (``lower``) or
+    above wherever ``pw`` is defined: one of its pieces that does (a minimum of ``n`` and
+    ``m`` is bounded above by either), else None. An empty ``pw`` gives 0."""
+    pw = pw.coalesce()
+    if pw.domain().is_empty():
+        return Affine((), 0)
+    for _, aff in pw.get_pieces():
+        if aff.dim(isl.dim_type.div) or aff.dim(isl.dim_type.in_):
+            continue
+        vals = [aff.get_coefficient_val(isl.dim_type.param, k)
+                for k in range(aff.dim(isl.dim_type.param))]
+        const = aff.get_constant_val()
+        if not all(v.is_int() for v in vals + [const]):
+            continue
+        cand = isl.PwAff.from_aff(aff)
+        ok = pw.ge_set(cand) if lower else pw.le_set(cand)
+        if pw.domain().is_subset(ok):
+            names = [aff.get_dim_name(isl.dim_type.param, k) for k in range(len(vals))]
+            return Affine.of({n: v.to_python() for n, v in zip(names, vals)},
+                             const.to_python())
+    return None
 
 
 def _identifiers(node: c_ast.Node) -> set[str]:

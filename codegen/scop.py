@@ -341,7 +341,9 @@ def array_refs(e: Expr) -> Iterator[ArrayRef]:
 
 @dataclass(frozen=True)
 class Array:
-    """An array parameter ``float path[n][n]``.
+    """An array parameter ``float path[n][n]``, or a *local* array: a scalar temporary
+    whose value is carried across iterations (``float s = 0; for (j ...) s += ...;``),
+    expanded by the front end over the loops that need their own copy of it.
 
     ``sizes[d]`` is the extent of dimension d as ``[n] -> { [(n)] }``.
     """
@@ -354,6 +356,10 @@ class Array:
     extents: tuple[Affine, ...]
     sizes: tuple[isl.PwAff, ...]
     coord: object = None
+    local: str = ""
+    """For a local array, the C name of the temporary it expands (not a parameter of the
+    function: never read in from the caller, never written back, not compared by
+    ``--check``); empty for an array parameter."""
 
     @property
     def ndim(self) -> int:
@@ -565,6 +571,11 @@ class Scop:
 
     def array(self, name: str) -> Array:
         return next(a for a in self.arrays if a.name == name)
+
+    @property
+    def param_arrays(self) -> tuple[Array, ...]:
+        """The arrays the caller passes (every array but the local ones)."""
+        return tuple(a for a in self.arrays if not a.local)
 
     def accesses(self) -> tuple[Access, ...]:
         return tuple(a for s in self.statements for a in s.accesses)

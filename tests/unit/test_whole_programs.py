@@ -157,9 +157,10 @@ def _line_col(path: Path, needle: str) -> tuple[int, int]:
     ("invalid_unknown_call", "scale(C", r"call to unknown function 'scale'"),
     ("invalid_pointer_walk", "p++ =", r"pointer dereference '\*\(p\+\+\)' not supported \(a "
                                       r"pointer walk is not an affine array access"),
-    ("invalid_scalar_temp", "temp2 = 0", r"local variable 'temp2' \(declared at "
-                                         r".*invalid_scalar_temp\.c:12:13\) is a scalar "
-                                         r"temporary: .*no scalar expansion"),
+    ("invalid_scalar_temp", "temp2;", r"local variable 'temp2' \(declared at "
+                                            r".*invalid_scalar_temp\.c:12:13, before '#pragma "
+                                            r"scop'\) is read before the modelled region "
+                                            r"assigns it"),
     ("invalid_missing_header", '"not_there.h"', r"preprocessor: not_there\.h: No such file"),
 ])
 def test_invalid_whole_program_refused_at_user_location(name, needle, message):

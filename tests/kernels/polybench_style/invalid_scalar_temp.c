@@ -1,5 +1,5 @@
-/* PolyBench's symm keeps a running sum in the scalar temp2: bbmm models array elements
- * only (no scalar expansion). */
+/* PolyBench-style kernel whose scalar temp2 gets its value before '#pragma scop': bbmm
+ * models the region only, so the value it reads is unknown to it. */
 #include <polybench.h>
 #include "gemm.h"
 
@@ -9,13 +9,12 @@ void kernel_rowsum(int ni, int nj,
                    DATA_TYPE POLYBENCH_1D(s,NI,ni))
 {
   int i, j;
-  DATA_TYPE temp2;
+  DATA_TYPE temp2 = 1;
 
 #pragma scop
   for (i = 0; i < _PB_NI; i++) {
-    temp2 = 0;
     for (j = 0; j < _PB_NJ; j++)
-      temp2 += C[i][j];
+      C[i][j] += 1;
     s[i] = temp2;
   }
 #pragma endscop
