@@ -415,9 +415,13 @@ class _Builder:
         for p in arrays:
             self.arrays[p.name] = self.array_param(p)
         items = self.region(func, fname)
+        self.idents_in_region = set().union(*(_identifiers(x) for x in items))
         for d in self.outer_locals.values():
             if _scalar_decl(d):                  # PolyBench's 'DATA_TYPE temp2;' before the scop
                 self.local_decl(d, _Ctx(), outside=True)
+            elif isinstance(d.type, c_ast.ArrayDecl) and d.init is None \
+                    and d.name in self.idents_in_region:  # durbin's 'DATA_TYPE z[N];'
+                self.local_array(d, _Ctx())
         tree = self.block(items, _Ctx())
         if not self.stmts:
             raise self.err(f"function '{fname}' has no statement to model", func)
@@ -506,6 +510,11 @@ class _Builder:
                     yield _SCOPE_OPEN, ctx
                     yield from self.flatten(_items(it.iffalse), no)
                     yield _SCOPE_CLOSE, ctx
+            elif isinstance(it, c_ast.Assignment) and it.op == "=" \
+                    and isinstance(it.rvalue, c_ast.Assignment) and it.rvalue.op == "=":
+                # 'a1 = a5 = k;' (deriche): 'a5 = k;' then 'a1 = a5;'
+                yield from self.flatten([it.rvalue], ctx)
+                yield c_ast.Assignment("=", it.lvalue, it.rvalue.lvalue, it.coord), ctx
             else:
                 yield it, ctx
 
@@ -574,8 +583,8 @@ class _Builder:
         initialiser, if any, is not modelled). Returns the statement that initialises an
         expanded temporary, else None."""
         if isinstance(d.type, c_ast.ArrayDecl):
-            raise self.err(f"local array '{d.name}' not supported: pass it to the kernel "
-                           f"function as an array parameter", d)
+            self.local_array(d, ctx)
+            return None
         if isinstance(d.type, c_ast.PtrDecl):
             raise self.err(f"local pointer '{d.name}' not supported: subscript the array "
                            f"parameters instead", d)
@@ -619,6 +628,23 @@ class _Builder:
                                                    d.coord), ctx)
         self.new_version(t, "=", d.init, ctx, d)
         return None
+
+    def local_array(self, d: c_ast.Decl, ctx: _Ctx) -> None:
+        """``double z[n];`` outside every loop (durbin's): a local array, one copy for the
+        whole run; like an array parameter but never read in nor written back."""
+        if ctx.loops:
+            raise self.err(f"local array '{d.name}' declared inside a loop not supported: "
+                           f"declare it before the loops, or pass it to the kernel function "
+                           f"as an array parameter", d)
+        if any(s in ("static", "extern") for s in d.storage or ()) or d.init is not None:
+            what = "initialised" if d.init is not None else d.storage[0]
+            raise self.err(f"{what} local array '{d.name}' not supported: pass it to the "
+                           f"kernel function as an array parameter", d)
+        self.check_name(d.name, d)
+        if d.name in self.int_params or d.name in self.float_params or d.name in self.arrays \
+                or d.name in self.temps:
+            raise self.err(f"local array '{d.name}' shadows a parameter or another local", d)
+        self.arrays[d.name] = replace(self.array_param(d), local=d.name)
 
     def temp_target(self, node: c_ast.Node) -> tuple[_Temp, str, c_ast.Node | None] | None:
         """``(temporary, op, right-hand side)`` of a statement that assigns a temporary in

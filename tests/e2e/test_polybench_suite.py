@@ -27,6 +27,7 @@ KERNELS = {
     "cholesky": (["n=21"], None),
     "correlation": (["m=15", "n=17", "float_n=17"], ("4", "3584B")),
     "covariance": (["m=15", "n=17", "float_n=17"], ("4", "3584B")),
+    "deriche": (["w=23", "h=19", "alpha=0.25"], ("4", "1536B")),
     "doitgen": (["nr=5", "nq=7", "nps=9"], ("2", "512B")),
     "durbin": (["n=23"], ("4", "512B")),
     "gemver": (["n=21"], ("4", "2048B")),

@@ -1,5 +1,5 @@
-/* gramschmidt (PolyBench/C 4.2 linear-algebra/solvers): QR by modified Gram-Schmidt,
- * the norm's running sum kept in R[k][k] (bbmm does no scalar expansion). */
+/* gramschmidt (PolyBench/C 4.2 linear-algebra/solvers) as PolyBench writes it: QR by
+ * modified Gram-Schmidt, the norm's running sum in the scalar nrm. */
 #include <math.h>
 
 void init_gramschmidt(int m, int n, double A[m][n], double R[n][n], double Q[m][n])
@@ -12,19 +12,21 @@ void init_gramschmidt(int m, int n, double A[m][n], double R[n][n], double Q[m][
 
 void kernel_gramschmidt(int m, int n, double A[m][n], double R[n][n], double Q[m][n])
 {
+  int i, j, k;
+  double nrm;
 #pragma scop
-  for (int k = 0; k < n; k++) {
-    R[k][k] = 0.0;
-    for (int i = 0; i < m; i++)
-      R[k][k] += A[i][k] * A[i][k];
-    R[k][k] = sqrt(R[k][k]);
-    for (int i = 0; i < m; i++)
+  for (k = 0; k < n; k++) {
+    nrm = 0.0;
+    for (i = 0; i < m; i++)
+      nrm += A[i][k] * A[i][k];
+    R[k][k] = sqrt(nrm);
+    for (i = 0; i < m; i++)
       Q[i][k] = A[i][k] / R[k][k];
-    for (int j = k + 1; j < n; j++) {
+    for (j = k + 1; j < n; j++) {
       R[k][j] = 0.0;
-      for (int i = 0; i < m; i++)
+      for (i = 0; i < m; i++)
         R[k][j] += Q[i][k] * A[i][j];
-      for (int i = 0; i < m; i++)
+      for (i = 0; i < m; i++)
         A[i][j] = A[i][j] - Q[i][k] * R[k][j];
     }
   }

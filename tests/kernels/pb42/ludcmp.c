@@ -1,6 +1,7 @@
-/* ludcmp (PolyBench/C 4.2 linear-algebra/solvers): LU decomposition, then forward and
- * back substitution (the back substitution counts i down), the scalar w kept in the
- * elements it ends in. */
+/* ludcmp (PolyBench/C 4.2 linear-algebra/solvers) as PolyBench writes it: LU
+ * decomposition, then forward and back substitution (the back substitution counts i
+ * down), all four with the one scalar w (bbmm gives each loop nest's use of it an array
+ * of its own: the second j loop stays parallel). */
 void init_ludcmp(int n, double A[n][n], double b[n], double x[n], double y[n])
 {
   for (int i = 0; i < n; i++) {
@@ -12,27 +13,34 @@ void init_ludcmp(int n, double A[n][n], double b[n], double x[n], double y[n])
 
 void kernel_ludcmp(int n, double A[n][n], double b[n], double x[n], double y[n])
 {
+  int i, j, k;
+  double w;
 #pragma scop
-  for (int i = 0; i < n; i++) {
-    for (int j = 0; j < i; j++) {
-      for (int k = 0; k < j; k++)
-        A[i][j] -= A[i][k] * A[k][j];
-      A[i][j] = A[i][j] / A[j][j];
+  for (i = 0; i < n; i++) {
+    for (j = 0; j < i; j++) {
+      w = A[i][j];
+      for (k = 0; k < j; k++)
+        w -= A[i][k] * A[k][j];
+      A[i][j] = w / A[j][j];
     }
-    for (int j = i; j < n; j++)
-      for (int k = 0; k < i; k++)
-        A[i][j] -= A[i][k] * A[k][j];
+    for (j = i; j < n; j++) {
+      w = A[i][j];
+      for (k = 0; k < i; k++)
+        w -= A[i][k] * A[k][j];
+      A[i][j] = w;
+    }
   }
-  for (int i = 0; i < n; i++) {
-    y[i] = b[i];
-    for (int j = 0; j < i; j++)
-      y[i] -= A[i][j] * y[j];
+  for (i = 0; i < n; i++) {
+    w = b[i];
+    for (j = 0; j < i; j++)
+      w -= A[i][j] * y[j];
+    y[i] = w;
   }
-  for (int i = n - 1; i >= 0; i--) {
-    x[i] = y[i];
-    for (int j = i + 1; j < n; j++)
-      x[i] -= A[i][j] * x[j];
-    x[i] = x[i] / A[i][i];
+  for (i = n - 1; i >= 0; i--) {
+    w = y[i];
+    for (j = i + 1; j < n; j++)
+      w -= A[i][j] * x[j];
+    x[i] = w / A[i][i];
   }
 #pragma endscop
 }
