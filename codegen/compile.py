@@ -37,15 +37,19 @@ _DRIVER_NAMES = frozenset({
 
 
 def check_host_names(scop: Scop) -> None:
-    """Refuse C names that cannot be Python variables of the generated driver.
+    """Refuse C names that cannot be Python variables of the generated driver, or names
+    in its OpenCL kernels.
 
     Integer and floating parameters and loop iterators become Python variables in the
-    host driver; a C name such as ``lambda`` or ``np`` would not work there.
+    host driver; a C name such as ``lambda`` or ``np`` would not work there. They and the
+    arrays are names in the kernels too, where ``half`` or ``local`` would not work (a
+    temporary of such a name is renamed: it appears nowhere else).
     """
     import builtins
     import keyword
 
     from bbmm.diagnostic import UnsupportedProgramError
+    from codegen.csource import OPENCL_RESERVED
 
     def bad(name: str) -> str | None:
         if keyword.iskeyword(name) or keyword.issoftkeyword(name):
@@ -66,6 +70,12 @@ def check_host_names(scop: Scop) -> None:
             raise UnsupportedProgramError(
                 f"the name '{n}' is {why}, which bbmm's generated Python host code cannot use "
                 f"as a variable; rename it in the C source", coord)
+    names += [(a.name, a.coord) for a in scop.arrays]
+    for n, coord in names:
+        if n in OPENCL_RESERVED:
+            raise UnsupportedProgramError(
+                f"the name '{n}' is a word of OpenCL C, which bbmm's generated kernels "
+                f"cannot use as a name; rename it in the C source", coord)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,19 @@ from bbmm.diagnostic import BBMMError, UnsupportedProgramError
 INT_WORDS = frozenset({"int", "long", "short", "unsigned", "signed", "size_t", "ptrdiff_t",
                        "int32_t", "int64_t", "uint32_t", "uint64_t"})
 FLOAT_WORDS = frozenset({"float", "double"})
+_CL_SCALARS = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float",
+               "double", "half")
+OPENCL_RESERVED = frozenset(
+    {"global", "local", "constant", "private", "kernel", "read_only", "write_only",
+     "read_write", "uniform", "pipe", "half", "uchar", "ushort", "uint", "ulong", "bool",
+     "size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "sampler_t", "event_t", "image1d_t",
+     "image2d_t", "image3d_t", "image1d_array_t", "image2d_array_t", "image1d_buffer_t",
+     "complex", "imaginary", "quad", "vector"}
+    | {f"{t}{n}" for t in _CL_SCALARS for n in (2, 3, 4, 8, 16)}
+    | {f"{t}{a}x{b}" for t in ("float", "double", "half") for a in (2, 3, 4, 8, 16)
+       for b in (2, 3, 4, 8, 16)})
+"""Words of OpenCL C (address spaces, types, vector types, reserved names) that a C name
+may be but a name in a generated kernel may not."""
 _PRELUDE = {"size_t": "unsigned long", "ptrdiff_t": "long", "int32_t": "int",
             "int64_t": "long", "uint32_t": "unsigned int", "uint64_t": "unsigned long"}
 _NON_KERNEL_PREFIXES = ("init_", "print_", "check_")

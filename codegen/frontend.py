@@ -39,7 +39,8 @@ from pycparser import c_ast, c_generator
 from pycparser.c_parser import Coord
 
 from bbmm.diagnostic import UnsupportedProgramError, _format_coord
-from codegen.csource import INT_WORDS, ColumnMap, find_kernel, main_sizes, read_source
+from codegen.csource import (
+    INT_WORDS, OPENCL_RESERVED, ColumnMap, find_kernel, main_sizes, read_source)
 from codegen.scop import (
     Access, AffAnd, AffExpr, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
     ArrayRef, BinOp, Call, Cast, Cmp, Expr, Loop, LoopNode, Node, Num, Scop, Statement,
@@ -137,27 +138,28 @@ def _build(filename: str, cmap: ColumnMap, func: c_ast.FuncDef) -> Scop:
     plan: _Plan = {}
     while True:
         try:
-            scop = _Builder(filename, cmap, plan).build(func)
+            scop = _Builder(filename, cmap, plan, analysis=bool(plan)).build(func)
             break
         except _Expand as e:                 # carried: build again with it expanded
             assert e.unique not in plan, e.unique
             plan[e.unique] = (e.loops, {})
     if not plan:
         return scop
+    # the builds in between are for the analyses: subscripted by the loops' iterators
+    # (distinct iterations, distinct elements), not yet shifted to start at 0
     taken = _identifiers(func) | {a.name for a in scop.arrays} | set(plan)
     plan = _webs(scop, plan, taken)
-    scop = _Builder(filename, cmap, plan).build(func)
+    scop = _Builder(filename, cmap, plan, analysis=True).build(func)
     from codegen.deps import parallel_loops
 
     par = parallel_loops(scop)
     narrow = {u: (loops, {s: (a, tuple(lid for lid in dims if par[lid]))
                           for s, (a, dims) in webs.items()})
               for u, (loops, webs) in plan.items()}
-    if narrow != plan:
-        small = _Builder(filename, cmap, narrow).build(func)
-        if parallel_loops(small) == par:     # as argued above; kept wide if not
-            scop = small
-    return scop
+    if narrow != plan and parallel_loops(
+            _Builder(filename, cmap, narrow, analysis=True).build(func)) == par:
+        plan = narrow                        # as argued above; kept wide if not
+    return _Builder(filename, cmap, plan).build(func)
 
 
 def _webs(scop: Scop, plan: _Plan, taken: set[str]) -> _Plan:
@@ -343,11 +345,13 @@ _SCOPE_OPEN, _SCOPE_CLOSE = _Scope(), _Scope()
 
 class _Builder:
     def __init__(self, filename: str, cmap: ColumnMap,
-                 plan: _Plan | None = None):
+                 plan: _Plan | None = None, analysis: bool = False):
         """``plan``: the temporaries (by unique name) to model as local arrays
-        (:func:`_build` finds them)."""
+        (:func:`_build` finds them); ``analysis``: subscript them by their loops'
+        iterators as they are (a model for the analyses, not for code)."""
         self.filename, self.cmap = filename, cmap
         self.plan = dict(plan or {})
+        self.analysis = analysis
         self.locals: dict[str, tuple[_Temp, tuple[int, ...]]] = {}  # local arrays in use
         self.loop_dom: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self.loop_range: dict[int, tuple[Affine, Affine]] = {}
@@ -511,7 +515,8 @@ class _Builder:
                     yield from self.flatten(_items(it.iffalse), no)
                     yield _SCOPE_CLOSE, ctx
             elif isinstance(it, c_ast.Assignment) and it.op == "=" \
-                    and isinstance(it.rvalue, c_ast.Assignment) and it.rvalue.op == "=":
+                    and isinstance(it.rvalue, c_ast.Assignment) and it.rvalue.op == "=" \
+                    and isinstance(it.rvalue.lvalue, c_ast.ID):
                 # 'a1 = a5 = k;' (deriche): 'a5 = k;' then 'a1 = a5;'
                 yield from self.flatten([it.rvalue], ctx)
                 yield c_ast.Assignment("=", it.lvalue, it.rvalue.lvalue, it.coord), ctx
@@ -604,7 +609,9 @@ class _Builder:
         if isinstance(d.init, c_ast.InitList):
             raise self.err(f"brace initialiser of scalar '{d.name}' not supported", d.init)
         unique, k = d.name, 0
-        while unique in self.temp_names or (k and unique in self.idents):
+        # the name in generated kernels: not an OpenCL word ('half'), not another name
+        while unique in self.temp_names or unique in OPENCL_RESERVED \
+                or (k and unique in self.idents):
             k += 1
             unique = f"{d.name}_{k}"
         self.temp_names.add(unique)
@@ -774,7 +781,7 @@ class _Builder:
             iters, _ = self.loop_dom[lid]
             # _webs expands over loops that enclose every statement of the web
             assert iters[-1] in ctx.iters, (t.name, lid, ctx.iters)
-            lo, _ = self.range_of(lid, t, coord)
+            lo = Affine((), 0) if self.analysis else self.range_of(lid, t, coord)[0]
             out.append(Affine.var(iters[-1]) - lo)
         return tuple(out) or (Affine((), 0),)
 
@@ -802,7 +809,8 @@ class _Builder:
         """The expanded temporaries as arrays, one element per iteration of their loops."""
         out = []
         for name, (t, loops) in self.locals.items():
-            extents = [hi - lo + 1 for lo, hi in (self.loop_range[lid] for lid in loops)]
+            extents = [Affine((), 1) if self.analysis else hi - lo + 1
+                       for lo, hi in (self.loop_range.get(lid, (None, None)) for lid in loops)]
             extents = extents or [Affine((), 1)]
             dims = tuple(str(max(1, e.const)) if e.is_const() else f"max(1, {e})"
                          for e in extents)

@@ -29,6 +29,13 @@ A third stream adds, to some programs, a nest in mvt's shape over arrays of its 
 (``X[i] += R[j][i] * Y[j]``, a row or a column of R per ``X[i]``): the shape whose inner
 loop a GPU stages in local memory (``codegen/opencl.py``).
 
+A fifth stream adds scalars carried across iterations, which the front end expands into
+local arrays: a reduction over the inner loops of a nest (``float c0 = A[i]; for (j ...)
+c0 += 0.125f * B[j]; C[i] = 0.5f * c0;``), declared in the loop body or, C89 style, at
+the top of the function and assigned in the body (then sometimes shared by two nests, as
+ludcmp's ``w``), or a running value carried across a whole nest (a prefix sum, which
+serializes it; such a nest gets no parallel pragma).
+
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
 from __future__ import annotations
@@ -98,7 +105,11 @@ class _Gen:
         self.rt = random.Random(seed * 7919 + 17)   # temporaries: apart from the rest
         self.rs = random.Random(seed * 104729 + 5)  # reduction nests: apart again
         self.rd = random.Random(seed * 15485863 + 11)  # loops counting down: apart again
+        self.rc = random.Random(seed * 32452843 + 3)  # carried scalars: apart again
         self.n_temps = 0
+        self.n_carried = 0
+        self.top: list[tuple[str, str]] = []    # (name, C type) declared at the top
+        self.serial_nest = False                # a scalar is carried across this nest
 
     # ---------------------------------------------------------------- accesses
     def access(self, arr: Array, scope: list[It], lhs: bool) -> str:
@@ -142,6 +153,52 @@ class _Gen:
             return (name, "int" if y.ctype == "int" else "real"), [ind + x for x in lines]
         finally:
             self.r = r
+
+    # ---------------------------------------------------------------- carried scalars
+    def _carried_decl(self, ind: str) -> tuple[str, str, str, list[str]]:
+        """``(name, C type, kind, lines)``: a new carried scalar declared here (``lines``
+        its initialisation) or at the top of the function (maybe one declared there
+        before, of the same type), initialised from an array of ``self.rc``'s choice."""
+        r = self.rc
+        y = r.choice(self.arrays)
+        ctype = y.ctype
+        same = [n for n, t in self.top if t == ctype]
+        if same and r.random() < 0.5:
+            name, here = r.choice(same), False
+        else:
+            name = f"c{self.n_carried}"
+            self.n_carried += 1
+            here = r.random() < 0.5
+            if not here:
+                self.top.append((name, ctype))
+        kind = "int" if ctype == "int" else "real"
+        return name, ctype, kind, here
+
+    def _carried_read(self, scope: list[It], reads: list, kind: str) -> str:
+        pool = [a for a in self.arrays if (a.ctype == "int") == (kind == "int")] or self.arrays
+        y = self.r.choice(pool)
+        a = self.access(y, scope, False)
+        reads.append((y.name, a))
+        return a
+
+    def _carried_update(self, name: str, kind: str, scope: list[It], reads: list) -> str:
+        a = self._carried_read(scope, reads, kind)
+        if kind == "int":
+            return f"{name} = ({name} + {a}) % 7;"
+        return self.r.choice([f"{name} += 0.125f * {a};",
+                              f"{name} = {name} > {a} ? {name} : {a};",
+                              f"{name} = 0.5f * {name} + 0.25f * {a};"])
+
+    def _carried_use(self, name: str, kind: str, scope: list[It], writes: list) -> str | None:
+        pool = [a for a in self.arrays if (a.ctype == "int") == (kind == "int")]
+        if not pool:
+            return None
+        x = self.r.choice(pool)
+        lhs = self.access(x, scope, True)
+        writes.append((x.name, lhs))
+        if kind == "int":
+            return f"{lhs} = ({name} + 1) % 5;"
+        return f"{lhs} = 0.5f * {name} + 0.125f;"
 
     def statement(self, scope: list[It], reads: list, writes: list,
                   temps: list[tuple[str, str]] = ()) -> str:
@@ -278,7 +335,9 @@ class _Gen:
 
     def nest(self, names: list[str], scope: list[It], host: It | None, ind: str,
              reads: list, writes: list, imperfect: bool,
-             temps: list[tuple[str, str]] = ()) -> list[str]:
+             temps: list[tuple[str, str]] = (), acc: tuple[str, str] | None = None
+             ) -> list[str]:
+        """``acc``: a carried scalar ``(name, kind)`` that the innermost body updates."""
         head, it = self.loop_header(names[0], scope, host)
         inner = scope + [it]
         body: list[str] = []
@@ -287,14 +346,44 @@ class _Gen:
             t, lines = self.temp(inner, reads, ind + "  ")
             temps.append(t)
             body += lines
+        mine = None                     # a scalar carried over this body's inner loops
+        if len(names) > 1 and acc is None and self.rc.random() < 0.2:
+            r, self.r = self.r, self.rc
+            try:
+                name, ctype, kind, here = self._carried_decl(ind)
+                init = self._carried_read(inner, reads, kind)
+                body.append(ind + "  " + (f"{ctype} " if here else "") + f"{name} = {init};")
+                mine = (name, kind)
+            finally:
+                self.r = r
         if len(names) == 1:
             for _ in range(self.r.choice([1, 1, 2])):
                 body.append(ind + "  " + self.statement(inner, reads, writes, temps))
+            if acc is not None:
+                r, self.r = self.r, self.rc
+                try:
+                    body.append(ind + "  " + self._carried_update(*acc, inner, reads))
+                    if self.serial_nest:         # a running value: read where it runs
+                        use = self._carried_use(*acc, inner, writes)
+                        if use:
+                            body.append(ind + "  " + use)
+                finally:
+                    self.r = r
+        elif mine is not None:
+            body += self.nest(names[1:], inner, host, ind + "  ", reads, writes, imperfect,
+                              temps, mine)
+            r, self.r = self.r, self.rc
+            try:
+                use = self._carried_use(*mine, inner, writes)
+                if use:
+                    body.append(ind + "  " + use)
+            finally:
+                self.r = r
         else:
             if imperfect and self.r.random() < 0.5:
                 body.append(ind + "  " + self.statement(inner, reads, writes, temps))
             body += self.nest(names[1:], inner, host, ind + "  ", reads, writes, imperfect,
-                              temps)
+                              temps, acc)
             if imperfect and (self.r.random() < 0.5 or len(body) == 1):
                 body.append(ind + "  " + self.statement(inner, reads, writes, temps))
         if len(body) == 1:
@@ -335,11 +424,26 @@ class _Gen:
             depth = r.choices([1, 2, 3], [2, 5, 2])[0]
             reads: list = []
             writes: list = []
+            before, acc = [], None
+            self.serial_nest = self.rc.random() < 0.08   # a running value over the nest
+            if self.serial_nest:
+                rr, self.r = self.r, self.rc
+                try:
+                    name, ctype, kind, here = self._carried_decl(ind)
+                    init = self._carried_read(base, reads, kind)
+                    before = [ind + (f"{ctype} " if here else "") + f"{name} = {init};"]
+                    acc = (name, kind)
+                finally:
+                    self.r = rr
             nest = self.nest(["i", "j", "l"][:depth], base, host, ind, reads, writes,
-                             imperfect=r.random() < 0.35)
-            if self._pragma_safe(nest, reads, writes, "i") and r.random() < 0.5:
+                             imperfect=r.random() < 0.35, acc=acc)
+            # a scalar carried within an iteration is private to it (assigned first in
+            # the body, or declared there); one carried across the nest is not
+            if self._pragma_safe(nest, reads, writes, "i") and r.random() < 0.5 \
+                    and not self.serial_nest:
                 nest.insert(0, "#pragma omp parallel for")
-            lines += nest
+            self.serial_nest = False
+            lines += before + nest
         if self.rs.random() < 0.3:
             lines += self.reduction(ind)
         if outer != "none":
@@ -350,7 +454,8 @@ class _Gen:
         for a in self.arrays:
             sig.append(f"{a.ctype} {a.name}" + "".join(f"[{d.size()}]" for d in a.dims))
         name = f"rk{self.seed}"
-        text = f"void {name}({', '.join(sig)}) {{\n" + "\n".join(lines) + "\n}\n"
+        decls = [f"  {t} {n};" for n, t in self.top]
+        text = f"void {name}({', '.join(sig)}) {{\n" + "\n".join(decls + lines) + "\n}\n"
         return Program(self.seed, name, text, params, [a.name for a in self.arrays])
 
     def reduction(self, ind: str) -> list[str]:

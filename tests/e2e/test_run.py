@@ -183,6 +183,14 @@ def test_python_keyword_names_are_refused_cleanly(capsys):
     assert err[0].startswith(f"bbmm: error: {path}:2:12: "), err[0]   # the declaration
 
 
+def test_opencl_words_are_refused_cleanly(capsys):
+    path = KERNELS / "reject_opencl_word.c"
+    assert main(["compile", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'local' is a word of OpenCL C" in err[0]
+    assert err[0].startswith(f"bbmm: error: {path}:2:21: "), err[0]   # the declaration
+
+
 def test_out_of_bounds_access_warns_with_location(capsys):
     path = KERNELS / "warn_out_of_bounds.c"
     assert main(["compile", str(path)]) == 0

@@ -1,0 +1,114 @@
+"""Scalar expansion in the front end (codegen.frontend._build): which local arrays a
+carried scalar becomes, over which loops, and what the rest of the compiler makes of
+them (no write-out, subscripts in bounds, parallel loops kept). Ground truth for the
+results is the e2e tier (tests/e2e/test_scalar_expansion.py, against the C programs)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import islpy as isl
+import pytest
+
+from bbmm.diagnostic import UnsupportedProgramError
+from codegen.compile import out_of_bounds
+from codegen.deps import parallel_loops, plan
+from codegen.flow import plan_flow
+from codegen.frontend import parse_file, parse_source
+
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+EXPAND = sorted((KERNELS / "expand").glob("*.c")) + [
+    KERNELS / "pb42" / f"{k}.c" for k in ("symm", "durbin", "gramschmidt", "ludcmp", "deriche")]
+
+
+def locals_of(scop):
+    """``{name: (C name, dims text)}`` of the local arrays."""
+    return {a.name: (a.local, a.dims) for a in scop.arrays if a.local}
+
+
+@pytest.mark.parametrize("path,expect", [
+    ("expand/rowsum.c", {"s": ("s", ("max(1, n)",))}),
+    # privatized over (t, i, j), t contracted (serial)
+    ("expand/gemm_c89.c", {"acc": ("acc", ("max(1, ni)", "max(1, nj)"))}),
+    # no loop encloses its uses: one element
+    ("expand/dot.c", {"s": ("s", ("1",))}),
+    ("expand/prefix.c", {"run": ("run", ("1",)), "top": ("top", ("1",))}),
+    # one array per nest that uses w
+    ("expand/webs.c", {"w": ("w", ("max(1, n)",)), "w_1": ("w", ("max(1, m)",)),
+                       "w_2": ("w", ("max(1, n)",))}),
+    # s over i only: j is serial (c is carried across it)
+    ("expand/offset.c", {"c": ("c", ("max(1, n)",)), "s": ("s", ("max(1, n)",))}),
+    # i is serial (C[k][j] for k < i): temp2 per column
+    ("pb42/symm.c", {"temp2": ("temp2", ("max(1, n)",))}),
+    ("pb42/ludcmp.c", {"w": ("w", ("1",)), "w_1": ("w", ("max(1, n)",)),
+                       "w_2": ("w", ("1",)), "w_3": ("w", ("1",))}),
+])
+def test_local_arrays(path, expect):
+    assert locals_of(parse_file(KERNELS / path)) == expect
+
+
+def test_durbin_local_array_and_deriche_per_row_state():
+    s = parse_file(KERNELS / "pb42" / "durbin.c")
+    z = s.array("z")
+    assert z.local == "z" and z.dims == ("n",)          # a C local array: one copy
+    assert [a.name for a in s.param_arrays] == ["r", "y"]
+    d = locals_of(parse_file(KERNELS / "pb42" / "deriche.c"))
+    assert d["ym1"] == ("ym1", ("max(1, w)",)) and d["ym1_1"] == ("ym1", ("max(1, h)",))
+    assert len(d) == 14                                 # 7 row states, 7 column states
+
+
+@pytest.mark.parametrize("path", EXPAND, ids=lambda p: p.stem)
+def test_locals_in_bounds_never_written_out_and_parallel_kept(path):
+    s = parse_file(path)
+    assert out_of_bounds(s) == []
+    local = {a.name for a in s.arrays if a.local}
+    p = plan(s)
+    for nf in plan_flow(s, p):
+        for a in local:
+            assert nf.write_out_set.extract_set(
+                isl.Set(f"{{ {a}[{', '.join(f'x{d}' for d in range(s.array(a).ndim))}] }}")
+                .get_space().align_params(nf.write_out_set.get_space())).is_empty()
+
+
+def test_contraction_keeps_every_parallel_loop():
+    """gemm_c89 expanded over (t, i, j) and over (i, j): the same loops are parallel."""
+    src = (KERNELS / "expand" / "gemm_c89.c").read_text()
+    contracted = parse_source(src, "g.c")
+    assert [lp.iterator for lp in contracted.loops() if parallel_loops(contracted)[lp.id]] \
+        == ["i", "j"]
+
+
+def test_flow_across_nests_joins_one_web():
+    s = parse_source("void f(int n, float A[n], float B[n]) { float w = 0; "
+                     "for (int i = 0; i < n; i++) w = w + A[i]; "
+                     "for (int i = 0; i < n; i++) B[i] = w; }", "w.c")
+    assert locals_of(s) == {"w": ("w", ("1",))}
+    # a value live from the first nest into the second: the second stays parallel
+    assert [parallel_loops(s)[lp.id] for lp in s.loops()] == [False, True]
+
+
+@pytest.mark.parametrize("src,message", [
+    ("void f(int n, float A[n]) { float s; for (int i = 0; i < n; i++) { s += A[i]; "
+     "A[i] = s; } }", re.escape("f.c:1:68: temporary 's' (declared at f.c:1:35) may be "
+                               "read here before it is assigned")),
+    ("void f(int n, float A[n]) { for (int i = 0; i < n; i++) { float s; "
+     "if (i > 0) s = A[i]; A[i] = s; } }", "may be read here before it is assigned"),
+    ("void f(int n, int m, float A[n]) { for (int j = 0; j < MAX(n, m); j++) { "
+     "float s = 0; for (int k = 0; k < n; k++) s += A[k]; A[0] = s; } }",
+     None),                                  # j contracted (serial): no range needed
+    ("void f(int n, int m, float A[n], float B[n][n]) { for (int i = 0; i < n; i++) "
+     "for (int j = 0; j < MAX(n, m); j++) { float s = 0; "
+     "for (int k = 0; k < n; k++) s += A[k]; B[i][0] = s; } }",
+     None),
+    ("void f(int n, int m, float A[n], float B[n + m]) { "
+     "for (int j = 0; j < MAX(n, m); j++) { float s = 0; "
+     "for (int k = 0; k < n; k++) s += A[k]; B[j] = s; } }",
+     "f.c:1:96: temporary 's' is carried across iterations of the loop over 'j', whose "
+     "range is not one affine interval"),
+])
+def test_refusals(src, message):
+    if message is None:
+        parse_source(src, "f.c")
+        return
+    with pytest.raises(UnsupportedProgramError, match=message):
+        parse_source(src, "f.c")
