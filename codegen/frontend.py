@@ -8,19 +8,22 @@ The accepted subset: integer and floating scalar parameters, C99 array parameter
 step, counting up or down, and affine bounds (``min``/``max``/``MIN``/``MAX``/ternaries,
 ``&&`` of upper bounds, or of lower bounds for a loop counting down), affine
 ``if``/``else`` conditions, assignments (``=``, ``+=``, ``-=``, ``*=``, ``/=``,
-``A[..]++``) to array elements with affine subscripts, and scalar
-temporaries (``float d1 = ...; d1 = CND(d1);`` in a loop body, C block scope). The region is the
+``A[..]++``, ``a = b = e`` for scalars) to array elements with affine subscripts, scalar
+temporaries (``float d1 = ...; d1 = CND(d1);`` in a loop body, C block scope, or declared
+before ``#pragma scop``), and local arrays declared outside every loop. The region is the
 function body, or what lies between ``#pragma scop`` and ``#pragma endscop``.
 ``#pragma omp parallel for`` / ``#pragma bbmm parallel`` before a loop asserts it parallel;
 with ``collapse(n)`` the n perfectly nested loops it starts are all asserted parallel.
 
-A temporary is a value, not memory (:class:`codegen.scop.Temp`): each statement that reads
-one replays the assignments it needs and models their array reads as its own. That is
-exact when the value is the same wherever it is read, so the front end refuses a
-temporary assigned in a loop or ``if`` below its declaration (a value carried across
-iterations, e.g. a reduction into a scalar), and one computed from an array that is
-written before it is read (in source order, or on a later trip of a loop that holds the
-read but not the assignment). Temporaries may not appear in subscripts, bounds or
+A temporary assigned only where it is declared is a value, not memory
+(:class:`codegen.scop.Temp`): each statement that reads one replays the assignments it
+needs and models their array reads as its own. That is exact when the value is the same
+wherever it is read, so the front end refuses one computed from an array that is written
+before it is read (in source order, or on a later trip of a loop that holds the read but
+not the assignment). A temporary assigned in a loop or under an ``if`` below its
+declaration carries a value across iterations (a reduction into a scalar): it becomes a
+local array (:class:`codegen.scop.Array` with ``local`` set), expanded, split and
+contracted by :func:`codegen.expand.expand_scalars`. Temporaries may not appear in subscripts, bounds or
 conditions (those must stay affine).
 
 Everything else raises :class:`bbmm.diagnostic.UnsupportedProgramError` naming the
@@ -40,11 +43,48 @@ from pycparser.c_parser import Coord
 
 from bbmm.diagnostic import UnsupportedProgramError, _format_coord
 from codegen.csource import (
-    INT_WORDS, OPENCL_RESERVED, ColumnMap, find_kernel, main_sizes, read_source)
+    INT_WORDS,
+    OPENCL_RESERVED,
+    ColumnMap,
+    find_kernel,
+    main_sizes,
+    read_source,
+)
+from codegen.expand import NeedsExpansion, Plan, affine_bound, expand_scalars
 from codegen.scop import (
-    Access, AffAnd, AffExpr, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
-    ArrayRef, BinOp, Call, Cast, Cmp, Expr, Loop, LoopNode, Node, Num, Scop, Statement,
-    Temp, Ternary, UnOp, Var, bound_c, bound_neg, bound_shift, cond_c, cond_isl, relate_isl)
+    Access,
+    AffAnd,
+    AffExpr,
+    Affine,
+    AffMax,
+    AffMin,
+    AffNot,
+    AffOr,
+    AffSelect,
+    Array,
+    ArrayRef,
+    BinOp,
+    Call,
+    Cast,
+    Cmp,
+    Expr,
+    Loop,
+    LoopNode,
+    Node,
+    Num,
+    Scop,
+    Statement,
+    Temp,
+    Ternary,
+    UnOp,
+    Var,
+    bound_c,
+    bound_neg,
+    bound_shift,
+    cond_c,
+    cond_isl,
+    relate_isl,
+)
 
 _Cur = tuple  # (statement name, domain, list of its accesses) while a statement is built;
 # (None, None, list of _Ref) while a temporary's assignment is read
@@ -104,150 +144,12 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     quoted includes are looked up in ``base_dir`` (default: the current directory)."""
     src = read_source(text, filename, defines, include_dirs, base_dir)
     func = find_kernel(src.ast, function, filename)
-    scop = _build(filename, src.cmap, func)
+    taken = _identifiers(func)
+    scop = expand_scalars(lambda plan, analysis=False: _Builder(
+        filename, src.cmap, plan, analysis).build(func), taken)
     sizes = main_sizes(src.ast, func)
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
                                           if p in sizes))
-
-# {{{ scalar expansion
-
-_Plan = dict
-"""Unique name of a temporary carried across iterations -> ``(loops, webs)``: the loop ids
-of the local array it becomes, and per statement that accesses it the ``(array, loops)``
-of its web (:func:`_build`); statements not listed use ``(unique name, loops)``."""
-
-
-def _build(filename: str, cmap: ColumnMap, func: c_ast.FuncDef) -> Scop:
-    """The scop of ``func``, each temporary carried across iterations (a reduction into a
-    scalar, ``float s = 0; for (j ...) s += A[i][j];``) made local arrays with one element
-    per iteration of the loops that need their own copy (scalar expansion):
-
-    1. over the loops enclosing its declaration: exact, since C gives each of their
-       iterations a fresh variable;
-    2. split into *webs*, the statements joined by its value-based flow (ludcmp's ``w``
-       serves four loop nests one after the other: four arrays, so that one nest's use does
-       not serialize another's);
-    3. each web privatized over the deeper loops that enclose all its statements and that
-       no value of it crosses from one iteration to another (PolyBench's ``temp2``,
-       declared at the top of the function, assigned first in every ``(i, j)``);
-    4. contracted over the loops that are serial anyway (a time loop): the storage is
-       reused from one iteration to the next, which adds dependences carried by those
-       loops only, so every parallel loop stays parallel (checked) and the array holds no
-       more than the parallel loops need.
-    """
-    plan: _Plan = {}
-    while True:
-        try:
-            scop = _Builder(filename, cmap, plan, analysis=bool(plan)).build(func)
-            break
-        except _Expand as e:                 # carried: build again with it expanded
-            assert e.unique not in plan, e.unique
-            plan[e.unique] = (e.loops, {})
-    if not plan:
-        return scop
-    # the builds in between are for the analyses: subscripted by the loops' iterators
-    # (distinct iterations, distinct elements), not yet shifted to start at 0
-    taken = _identifiers(func) | {a.name for a in scop.arrays} | set(plan)
-    plan = _webs(scop, plan, taken)
-    scop = _Builder(filename, cmap, plan, analysis=True).build(func)
-    from codegen.deps import parallel_loops
-
-    par = parallel_loops(scop)
-    narrow = {u: (loops, {s: (a, tuple(lid for lid in dims if par[lid]))
-                          for s, (a, dims) in webs.items()})
-              for u, (loops, webs) in plan.items()}
-    if narrow != plan and parallel_loops(
-            _Builder(filename, cmap, narrow, analysis=True).build(func)) == par:
-        plan = narrow                        # as argued above; kept wide if not
-    return _Builder(filename, cmap, plan).build(func)
-
-
-def _webs(scop: Scop, plan: _Plan, taken: set[str]) -> _Plan:
-    """Steps 2 and 3 of :func:`_build` on the scop built with each temporary expanded over
-    its declaration's loops. Refuses a read that no assignment reaches (the value before
-    the first one)."""
-    out: _Plan = {}
-    sched = scop.schedule()
-    for u, (decl_loops, _) in plan.items():
-        accs = [acc for acc in scop.accesses() if acc.array == u]
-        if not accs:
-            out[u] = (decl_loops, {})
-            continue
-        reads, writes = isl.UnionMap("{ }"), isl.UnionMap("{ }")
-        for acc in accs:
-            m = isl.UnionMap.from_map(acc.relation)
-            if acc.kind == "read":
-                reads = reads.union(m)
-            else:
-                writes = writes.union(m)
-        info = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
-                .set_schedule_map(sched).compute_flow())
-        lost = info.get_may_no_source().intersect_params(scop.context)
-        if not lost.is_empty():
-            a = scop.array(u)
-            bad = next(acc for acc in accs if acc.kind == "read" and not isl.UnionMap
-                       .from_map(acc.relation).intersect(lost).is_empty())
-            raise UnsupportedProgramError(
-                f"temporary '{a.local}' (declared at {_format_coord(a.coord)}) may be read "
-                f"here before it is assigned (on some iteration no assignment of it comes "
-                f"first)", bad.coord)
-        flow = info.get_may_dependence().intersect_params(scop.context)
-        stmts = list(dict.fromkeys(acc.statement for acc in accs))
-        root = {n: n for n in stmts}
-
-        def find(n: str) -> str:
-            while root[n] != n:
-                n = root[n]
-            return n
-        pairs: list[tuple[str, str]] = []
-        flow.foreach_map(lambda m: pairs.append((m.get_tuple_name(isl.dim_type.in_),
-                                                 m.get_tuple_name(isl.dim_type.out))))
-        for a, b in pairs:
-            root[find(a)] = find(b)
-        groups: dict[str, list[str]] = {}
-        for n in stmts:
-            groups.setdefault(find(n), []).append(n)
-        webs = {}
-        for k, group in enumerate(groups.values()):
-            name = u
-            if k:
-                j = 1
-                while f"{u}_{j}" in taken:
-                    j += 1
-                name = f"{u}_{j}"
-                taken.add(name)
-            dims = tuple(decl_loops) + _private_loops(scop, group, len(decl_loops), flow)
-            webs.update({n: (name, dims) for n in group})
-        out[u] = (decl_loops, webs)
-    return out
-
-
-def _private_loops(scop: Scop, group: Sequence[str], depth0: int, flow: isl.UnionMap
-                   ) -> tuple[int, ...]:
-    """The loops below depth ``depth0`` that enclose every statement of ``group`` and that
-    no dependence of ``flow`` crosses (``{ S1[i, j] -> S2[i', j'] : j' != j }`` with it is
-    empty): a value of the temporary lives within one of their iterations."""
-    stmts = [scop.statement(n) for n in group]
-    common = stmts[0].loops
-    for st in stmts[1:]:
-        k = 0
-        while k < min(len(common), len(st.loops)) and common[k] == st.loops[k]:
-            k += 1
-        common = common[:k]
-    out = []
-    for depth in range(depth0, len(common)):
-        cross = []
-        for sa in stmts:
-            for sb in stmts:
-                xs = [f"x{m}" for m in range(len(sa.iterators))]
-                ys = [f"y{m}" for m in range(len(sb.iterators))]
-                cross.append(f"{sa.name}[{', '.join(xs)}] -> {sb.name}[{', '.join(ys)}] : "
-                             f"x{depth} != y{depth}")
-        if flow.intersect(isl.UnionMap("{ " + "; ".join(cross) + " }")).is_empty():
-            out.append(common[depth])
-    return tuple(out)
-
-# }}}
 
 # {{{ the builder
 
@@ -286,18 +188,9 @@ class _Temp:
     ``unique[...]`` with one element per iteration of these loops (scalar expansion)."""
     webs: dict = field(default_factory=dict)
     """Statement name -> ``(array, loop ids)`` where the temporary's webs have arrays of
-    their own (:func:`_webs`)."""
+    their own (:func:`codegen.expand.expand_scalars`)."""
     outside: bool = False
     """Declared before ``#pragma scop``: whatever value it has there is not modelled."""
-
-
-class _Expand(Exception):
-    """A temporary turned out to be carried across iterations (assigned in a loop or under
-    an ``if`` below its declaration): :func:`parse_source` builds again with it expanded."""
-
-    def __init__(self, unique: str, loops: tuple[int, ...]):
-        super().__init__(unique)
-        self.unique, self.loops = unique, loops
 
 
 @dataclass(frozen=True)
@@ -345,9 +238,9 @@ _SCOPE_OPEN, _SCOPE_CLOSE = _Scope(), _Scope()
 
 class _Builder:
     def __init__(self, filename: str, cmap: ColumnMap,
-                 plan: _Plan | None = None, analysis: bool = False):
+                 plan: Plan | None = None, analysis: bool = False):
         """``plan``: the temporaries (by unique name) to model as local arrays
-        (:func:`_build` finds them); ``analysis``: subscript them by their loops'
+        (:func:`codegen.expand.expand_scalars` finds them); ``analysis``: subscript them by their loops'
         iterators as they are (a model for the analyses, not for code)."""
         self.filename, self.cmap = filename, cmap
         self.plan = dict(plan or {})
@@ -666,7 +559,7 @@ class _Builder:
         """Record one assignment of ``t``: its expression (array references kept as
         :class:`_Ref` until a statement reads the value) and the assignments it reads."""
         if ctx.iters != t.iters or ctx.guards != t.guards:
-            raise _Expand(t.unique, t.loops)     # carried: a local array (parse_source)
+            raise NeedsExpansion(t.unique, t.loops)     # carried: a local array (parse_source)
         refs: list[_Ref] = []
         self.uses = []
         expr = Num("1", "int") if rhs is None else self.expr(rhs, ctx, (None, None, refs))
@@ -794,8 +687,8 @@ class _Builder:
         dom = isl.Set(f"{self.params_text}{{ [{', '.join(iters)}] : "
                       f"{' and '.join(cons) or 'true'} }}")
         pos = len(iters) - 1
-        lo = _affine_bound(dom.dim_min(pos), lower=True)
-        hi = _affine_bound(dom.dim_max(pos), lower=False)
+        lo = affine_bound(dom.dim_min(pos), lower=True)
+        hi = affine_bound(dom.dim_max(pos), lower=False)
         if lo is None or hi is None:
             raise UnsupportedProgramError(
                 f"temporary '{t.name}' is carried across iterations of the loop over "
@@ -1260,30 +1153,6 @@ def _scalar_decl(d: c_ast.Decl) -> bool:
     names = getattr(getattr(d.type, "type", None), "names", None)
     return isinstance(d.type, c_ast.TypeDecl) and bool(names) and (
         set(names) <= _INT_WORDS or names in (["float"], ["double"]))
-
-
-def _affine_bound(pw: isl.PwAff, lower: bool) -> Affine | None:
-    """One affine expression of the parameters that bounds ``pw`` from below (``lower``) or
-    above wherever ``pw`` is defined: one of its pieces that does (a minimum of ``n`` and
-    ``m`` is bounded above by either), else None. An empty ``pw`` gives 0."""
-    pw = pw.coalesce()
-    if pw.domain().is_empty():
-        return Affine((), 0)
-    for _, aff in pw.get_pieces():
-        if aff.dim(isl.dim_type.div) or aff.dim(isl.dim_type.in_):
-            continue
-        vals = [aff.get_coefficient_val(isl.dim_type.param, k)
-                for k in range(aff.dim(isl.dim_type.param))]
-        const = aff.get_constant_val()
-        if not all(v.is_int() for v in vals + [const]):
-            continue
-        cand = isl.PwAff.from_aff(aff)
-        ok = pw.ge_set(cand) if lower else pw.le_set(cand)
-        if pw.domain().is_subset(ok):
-            names = [aff.get_dim_name(isl.dim_type.param, k) for k in range(len(vals))]
-            return Affine.of({n: v.to_python() for n, v in zip(names, vals)},
-                             const.to_python())
-    return None
 
 
 def _identifiers(node: c_ast.Node) -> set[str]:

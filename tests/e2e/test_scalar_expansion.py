@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from needs import needs_cl  # skipped only without an OpenCL platform
 
 from bbmm.cli import main
 from bbmm.diagnostic import parse_bytes
-from needs import needs_cl  # skipped only without an OpenCL platform
 
 EXPAND = Path(__file__).resolve().parents[1] / "kernels" / "expand"
 
