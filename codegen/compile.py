@@ -95,7 +95,12 @@ class Program:
         s = self.scop
         out = [f"{self.path}: kernel {s.function}({', '.join(s.args)})"]
         out.append("  arrays: " + ", ".join(f"{a.ctype} {a.name}[{']['.join(a.dims)}]"
-                                           for a in s.arrays))
+                                           for a in s.param_arrays))
+        local = [a for a in s.arrays if a.local]
+        if local:   # expanded scalars and C local arrays: the runtime's, not the caller's
+            out.append("  local arrays: " + ", ".join(
+                f"{a.ctype} {a.name}[{']['.join(a.dims)}]"
+                + (f" (for '{a.local}')" if a.local != a.name else "") for a in local))
         ser = [s.loop(i).iterator for i in self.plan.serial_loops]
         out.append(f"  serial loops (host): {', '.join(ser) or 'none'}")
         for nc in self.nests:
