@@ -16,11 +16,12 @@ ordinary array, which the runtime never reads in from the caller nor writes back
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import islpy as isl
 
-from bbmm.diagnostic import UnsupportedProgramError, _format_coord
+from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError, _format_coord
 from codegen.scop import Affine, Scop
 
 __all__ = ["NeedsExpansion", "Plan", "affine_bound", "expand_scalars"]
@@ -42,8 +43,9 @@ of its web (:func:`expand_scalars`); statements not listed use ``(unique name, l
 
 
 def expand_scalars(build: Callable[..., Scop], taken: set[str]) -> Scop:
-    """The scop that ``build(plan, analysis=False)`` makes (the front end's builder; it
-    raises :class:`NeedsExpansion` for a carried temporary the plan leaves out), each
+    """The scop that ``build(plan, analysis=False, unpragma=frozenset())`` makes (the front
+    end's builder; it raises :class:`NeedsExpansion` for a carried temporary the plan leaves
+    out, and ignores the parallel pragmas of the loop ids in ``unpragma``), each
     temporary carried across iterations (a reduction into a scalar, ``float s = 0; for (j
     ...) s += A[i][j];``) made local arrays with one element per iteration of the loops
     that need their own copy (scalar expansion). ``taken``: names new arrays must avoid.
@@ -60,6 +62,12 @@ def expand_scalars(build: Callable[..., Scop], taken: set[str]) -> Scop:
        reused from one iteration to the next, which adds dependences carried by those
        loops only, so every parallel loop stays parallel (checked) and the array holds no
        more than the parallel loops need.
+
+    A loop that a pragma asserts parallel but whose iterations a carried value flows
+    across (``#pragma omp parallel for reduction(+:s)``, or a race in the OpenMP program)
+    would run its iterations at once on one copy of the value: its pragma is not followed,
+    with a warning, and the loop runs in the source's order (bbmm computes the sequential
+    program's result, the additions of a reduction in their order).
     """
     plan: Plan = {}
     while True:
@@ -74,24 +82,37 @@ def expand_scalars(build: Callable[..., Scop], taken: set[str]) -> Scop:
     # the builds in between are for the analyses: subscripted by the loops' iterators
     # (distinct iterations, distinct elements), not yet shifted to start at 0
     taken = set(taken) | {a.name for a in scop.arrays} | set(plan)
-    plan = _webs(scop, plan, taken)
-    scop = build(plan, analysis=True)
+    plan, crossed = _webs(scop, plan, taken)
+    for lid, name in sorted(crossed.items()):
+        lp = scop.loop(lid)
+        where = _format_coord(lp.coord)
+        warnings.warn(f"{where + ': ' if where else ''}the parallel pragma of this loop is not "
+                      f"followed: the scalar '{name}' carries a value from one iteration to "
+                      f"the next (a reduction), so the loop runs in the source's order",
+                      BBMMWarning, stacklevel=2)
+    unpragma = frozenset(crossed)
+    scop = build(plan, analysis=True, unpragma=unpragma)
     from codegen.deps import parallel_loops
 
     par = parallel_loops(scop)
     narrow = {u: (loops, {s: (a, tuple(lid for lid in dims if par[lid]))
                           for s, (a, dims) in webs.items()})
               for u, (loops, webs) in plan.items()}
-    if narrow != plan and parallel_loops(build(narrow, analysis=True)) == par:
+    if narrow != plan and parallel_loops(
+            build(narrow, analysis=True, unpragma=unpragma)) == par:
         plan = narrow                        # as argued above; kept wide if not
-    return build(plan)
+    return build(plan, unpragma=unpragma)
 
 
-def _webs(scop: Scop, plan: Plan, taken: set[str]) -> Plan:
-    """Steps 2 and 3 of :func:`expand_scalars` on the scop built with each temporary expanded over
-    its declaration's loops. Refuses a read that no assignment reaches (the value before
-    the first one)."""
+def _webs(scop: Scop, plan: Plan, taken: set[str]) -> tuple[Plan, dict[int, str]]:
+    """Steps 2 and 3 of :func:`expand_scalars` on the scop built with each temporary
+    expanded over its declaration's loops; and the loops asserted parallel whose
+    iterations a temporary's value flows across (loop id: its C name). Refuses a read that
+    no assignment reaches (the value before the first one)."""
+    from codegen.deps import carried
+
     out: Plan = {}
+    crossed: dict[int, str] = {}
     sched = scop.schedule()
     for u, (decl_loops, _) in plan.items():
         accs = [acc for acc in scop.accesses() if acc.array == u]
@@ -117,6 +138,10 @@ def _webs(scop: Scop, plan: Plan, taken: set[str]) -> Plan:
                 f"here before it is assigned (on some iteration no assignment of it comes "
                 f"first)", bad.coord)
         flow = info.get_may_dependence().intersect_params(scop.context)
+        for lp in scop.loops():
+            if lp.parallel_pragma and lp.id not in crossed \
+                    and not carried(scop, lp.id, flow).is_empty():
+                crossed[lp.id] = scop.array(u).local
         stmts = list(dict.fromkeys(acc.statement for acc in accs))
         webs = {}
         for k, group in enumerate(_groups(stmts, flow)):
@@ -130,7 +155,7 @@ def _webs(scop: Scop, plan: Plan, taken: set[str]) -> Plan:
             dims = tuple(decl_loops) + _private_loops(scop, group, len(decl_loops), flow)
             webs.update({n: (name, dims) for n in group})
         out[u] = (decl_loops, webs)
-    return out
+    return out, crossed
 
 
 def _groups(stmts: Sequence[str], flow: isl.UnionMap) -> list[list[str]]:

@@ -145,8 +145,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     src = read_source(text, filename, defines, include_dirs, base_dir)
     func = find_kernel(src.ast, function, filename)
     taken = _identifiers(func)
-    scop = expand_scalars(lambda plan, analysis=False: _Builder(
-        filename, src.cmap, plan, analysis).build(func), taken)
+    scop = expand_scalars(lambda plan, analysis=False, unpragma=frozenset(): _Builder(
+        filename, src.cmap, plan, analysis, unpragma).build(func), taken)
     sizes = main_sizes(src.ast, func)
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
                                           if p in sizes))
@@ -238,13 +238,15 @@ _SCOPE_OPEN, _SCOPE_CLOSE = _Scope(), _Scope()
 
 class _Builder:
     def __init__(self, filename: str, cmap: ColumnMap,
-                 plan: Plan | None = None, analysis: bool = False):
+                 plan: Plan | None = None, analysis: bool = False,
+                 unpragma: frozenset[int] = frozenset()):
         """``plan``: the temporaries (by unique name) to model as local arrays
         (:func:`codegen.expand.expand_scalars` finds them); ``analysis``: subscript them by their loops'
         iterators as they are (a model for the analyses, not for code)."""
         self.filename, self.cmap = filename, cmap
         self.plan = dict(plan or {})
         self.analysis = analysis
+        self.unpragma = unpragma
         self.locals: dict[str, tuple[_Temp, tuple[int, ...]]] = {}  # local arrays in use
         self.loop_dom: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self.loop_range: dict[int, tuple[Affine, Affine]] = {}
@@ -725,6 +727,9 @@ class _Builder:
         if down:
             v = self.down_name(v)
         head = [self.text(x) if x is not None else "" for x in (node.init, node.cond, node.next)]
+        # a parallel pragma that a carried scalar's value crosses is not followed (the
+        # loop is then what the analysis says: serial)
+        pragma = pragma and self.n_loops not in self.unpragma
         lp = Loop(self.n_loops, v, bound_c(lower), bound_c(upper), pragma, self.coord(node),
                   len(ctx.loops), lower, upper, f"for ({'; '.join(head)})")
         self.n_loops += 1

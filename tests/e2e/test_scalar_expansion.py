@@ -27,6 +27,7 @@ KERNELS = {
     "prefix": (["n=29"], None),
     "webs": (["n=13", "m=11"], "1024B"),
     "offset": (["n=12"], "1024B"),
+    "omp_clauses": (["n=13", "m=11"], "768B"),
 }
 
 

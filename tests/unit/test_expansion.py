@@ -10,7 +10,7 @@ from pathlib import Path
 import islpy as isl
 import pytest
 
-from bbmm.diagnostic import UnsupportedProgramError
+from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError
 from codegen.compile import out_of_bounds
 from codegen.deps import parallel_loops, plan
 from codegen.flow import plan_flow
@@ -112,3 +112,15 @@ def test_refusals(src, message):
         return
     with pytest.raises(UnsupportedProgramError, match=message):
         parse_source(src, "f.c")
+
+
+def test_pragma_a_carried_value_crosses_is_not_followed():
+    path = KERNELS / "expand" / "omp_clauses.c"
+    with pytest.warns(BBMMWarning, match=r"omp_clauses\.c:8:3: the parallel pragma of this "
+                                         r"loop is not followed: the scalar 's' carries"):
+        s = parse_file(path)
+    par = parallel_loops(s)
+    first, second = s.loops()[0], s.loops()[1]
+    assert not first.parallel_pragma and not par[first.id]     # runs in order
+    assert second.parallel_pragma and par[second.id]           # w is private to i
+    assert locals_of(s) == {"s": ("s", ("1",)), "w": ("w", ("max(1, n)",))}
