@@ -8,7 +8,8 @@ The accepted subset: integer and floating scalar parameters, C99 array parameter
 step, counting up or down, and affine bounds (``min``/``max``/``MIN``/``MAX``/ternaries,
 ``&&`` of upper bounds, or of lower bounds for a loop counting down), affine
 ``if``/``else`` conditions, assignments (``=``, ``+=``, ``-=``, ``*=``, ``/=``,
-``A[..]++``, ``a = b = e`` for scalars) to array elements with affine subscripts, scalar
+``A[..]++``, ``a = b = e`` for scalars) to array elements with affine subscripts, calls
+of math functions and of the file's pure helper functions (:mod:`codegen.helpers`), scalar
 temporaries (``float d1 = ...; d1 = CND(d1);`` in a loop body, C block scope, or declared
 before ``#pragma scop``), and local arrays declared outside every loop. The region is the
 function body, or what lies between ``#pragma scop`` and ``#pragma endscop``.
@@ -51,9 +52,11 @@ from codegen.csource import (
     read_source,
 )
 from codegen.expand import NeedsExpansion, Plan, affine_bound, expand_scalars
+from codegen.helpers import helper
 from codegen.scop import (
     Access,
     AffAnd,
+    Helper,
     AffExpr,
     Affine,
     AffMax,
@@ -145,8 +148,15 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     src = read_source(text, filename, defines, include_dirs, base_dir)
     func = find_kernel(src.ast, function, filename)
     taken = _identifiers(func)
-    scop = expand_scalars(lambda plan, analysis=False, unpragma=frozenset(): _Builder(
-        filename, src.cmap, plan, analysis, unpragma).build(func), taken)
+    defs = {f.decl.name: f for f in src.ast.ext if isinstance(f, c_ast.FuncDef)
+            and f is not func and f.decl.name != "main"}
+
+    def build(plan: Plan, analysis: bool = False, unpragma: frozenset[int] = frozenset()
+              ) -> Scop:
+        b = _Builder(filename, src.cmap, plan, analysis, unpragma)
+        b.helper_defs = defs
+        return b.build(func)
+    scop = expand_scalars(build, taken)
     sizes = main_sizes(src.ast, func)
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
                                           if p in sizes))
@@ -247,6 +257,8 @@ class _Builder:
         self.plan = dict(plan or {})
         self.analysis = analysis
         self.unpragma = unpragma
+        self.helper_defs: dict[str, c_ast.FuncDef] = {}  # the file's other functions
+        self.helpers: dict[str, Helper] = {}             # those called, checked
         self.locals: dict[str, tuple[_Temp, tuple[int, ...]]] = {}  # local arrays in use
         self.loop_dom: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self.loop_range: dict[int, tuple[Affine, Affine]] = {}
@@ -913,7 +925,8 @@ class _Builder:
                     tuple(self.arrays.values()) + tuple(self.local_arrays()),
                     tuple(stmts.values()), rebuild(tree), ctx, tuple(self.args),
                     tuple(self.int_params.values()),
-                    param_coords=tuple(self.param_coords.items()))
+                    param_coords=tuple(self.param_coords.items()),
+                    helpers=tuple(self.helpers.values()))
 
     # }}}
 
@@ -1080,6 +1093,14 @@ class _Builder:
             fn = node.name.name if isinstance(node.name, c_ast.ID) else self.text(node.name)
             if fn in MATH_FUNCS:
                 args = node.args.exprs if node.args is not None else []
+                return Call(fn, tuple(self.expr(a, ctx, cur) for a in args))
+            if fn in self.helper_defs:
+                h = helper(fn, self.helper_defs, MATH_FUNCS, KNOWN_CONSTANTS, self.coord,
+                           self.helpers)
+                args = node.args.exprs if node.args is not None else []
+                if len(args) != len(h.params):
+                    raise self.err(f"'{fn}' takes {len(h.params)} argument(s), given "
+                                   f"{len(args)}", node)
                 return Call(fn, tuple(self.expr(a, ctx, cur) for a in args))
             raise self.err(_call_msg(fn), node)
         if isinstance(node, c_ast.Assignment):

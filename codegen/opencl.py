@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 
 from bbmm.diagnostic import UnsupportedProgramError, UsageError
 from codegen.deps import Nest, Plan
+from codegen.helpers import opencl_definitions
 from codegen.scop import (
     Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Temp, Ternary,
     UnOp, Var, array_refs, default_ref, to_c)
@@ -185,6 +186,9 @@ def expr_type(e: Expr, scop: Scop) -> str:
     if isinstance(e, Ternary):
         return _common(expr_type(e.then, scop), expr_type(e.else_, scop))
     if isinstance(e, Call):
+        h = scop.helper(e.func)
+        if h is not None:
+            return _ctype(h.ctype)
         if e.func in _MINMAX:
             out = "int"
             for a in e.args:
@@ -233,6 +237,10 @@ class _Lower:
         raise TypeError(f"not an expression: {e!r}")
 
     def call(self, e: Call) -> Expr:
+        h = self.scop.helper(e.func)
+        if h is not None:                    # C converts each argument to its parameter type
+            return Call(e.func, tuple(self.cast(a, self.real(_ctype(t)))
+                                      for a, t in zip(e.args, h.params)))
         if e.func in _MINMAX:
             t = self.type(e)
             return Call(_MINMAX[e.func], tuple(self.cast(a, t) for a in e.args))
@@ -395,7 +403,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     flat = [arg for _, lines in groups for line in lines for arg in line]
     # }}}
 
-    uses_double = fp64 and _uses_double(scop, stmts, arrays)
+    uses_double = fp64 and (_uses_double(scop, stmts, arrays) or any(
+        re.search(r"\bdouble\b", h.source) for h in scop.helpers))
     out = _Emitter()
     out(_comment(f"{scop.filename}: {scop.function}, nest {nest.id}; band: "
                  f"{', '.join(lp.iterator for lp in band) or '(none: one work-item)'}; "
@@ -406,6 +415,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     # C semantics: no fused multiply-add unless the source has one (the sequential
     # reference is built with -ffp-contract=off; OpenCL C may contract by default)
     out("#pragma OPENCL FP_CONTRACT OFF")
+    for line in opencl_definitions(scop.helpers, _MATH | {m + "f" for m in _MATH}, fp64):
+        out(line)
     out("#ifndef BBMM_IDX\n#define BBMM_IDX long  /* the host passes -DBBMM_IDX=int when "
         "every offset fits */\n#endif")
     out("#ifndef BBMM_CO\n#define BBMM_CO 1  /* points per work-item along OpenCL dimension 0 "

@@ -512,6 +512,22 @@ def _loops(nodes: tuple[Node, ...]) -> Iterator[Loop]:
 
 
 @dataclass(frozen=True)
+class Helper:
+    """A pure function of the C file that statements call (``static inline float sqr(float
+    x)``): scalars in, a scalar out, nothing else touched (:mod:`codegen.helpers`). The
+    kernels get its definition; the reference program calls its own."""
+
+    name: str
+    ctype: str
+    """Return type: ``float``, ``double`` or an integer type."""
+    params: tuple[str, ...]
+    """C type of each parameter."""
+    source: str
+    """Its definition as C text, storage class and ``inline`` dropped."""
+    coord: object = None
+
+
+@dataclass(frozen=True)
 class Scop:
     """The modelled region of one kernel function.
 
@@ -537,6 +553,8 @@ class Scop:
     leave them out."""
     param_coords: tuple[tuple[str, object], ...] = ()
     """(name, source location) of each scalar parameter's declaration."""
+    helpers: tuple[Helper, ...] = ()
+    """The C file's functions that the statements call, callees before callers."""
 
     copy = replace
 
@@ -571,6 +589,9 @@ class Scop:
 
     def array(self, name: str) -> Array:
         return next(a for a in self.arrays if a.name == name)
+
+    def helper(self, name: str) -> Helper | None:
+        return next((h for h in self.helpers if h.name == name), None)
 
     @property
     def param_arrays(self) -> tuple[Array, ...]:

@@ -48,6 +48,7 @@ PROGRAMS = [
     (KERNELS / "staged.c", ["m=21", "n=14"], "2KiB"),
     (KERNELS / "counting_down.c", ["tsteps=3", "n=14"], "1KiB"),
     (KERNELS / "negative_range.c", ["tsteps=3", "n=14"], "1KiB"),
+    (KERNELS / "helpers.c", ["n=40"], "1KiB"),
 ]
 STAGED = [p for p in PROGRAMS if p[0].stem in ("mvt", "adi", "staged")]
 
