@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench = ec.load_bench(name, ec.program_params(args, name))
         tile = args.tile or bench.module.default_tile(bench.params, nd)
         total = bench.array_bytes
-        items = {a.name: bench.init[a.name].itemsize for a in bench.prog.scop.arrays}
+        items = {a.name: {"double": 8}.get(a.ctype, 4) for a in bench.prog.scop.arrays}
         row: dict[str, Any] = {"program": name, "ndev": nd, "params": bench.param_text,
                                "tile": tile, "array_bytes": total}
         per_dev: dict[str, list[int]] = {}

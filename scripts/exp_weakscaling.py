@@ -86,7 +86,8 @@ def worker(cfg: dict[str, Any]) -> int:
         for i in range(cfg["warmup"] + cfg["repeat"]):
             arrays = host_arrays(module, params, devices)
             for k, a in arrays.items():
-                a[...] = init[k]
+                if k in init:                # not a local array (an expanded scalar)
+                    a[...] = init[k]
             res = execute_mpi(module, devices, params, scalars, arrays, comm,
                               tile=cfg["tile"], progress=False)
             if cfg["check"] and i == 0:

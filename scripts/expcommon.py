@@ -600,7 +600,8 @@ def measure(bench: Bench, devices: Sequence[Any], *, tile: int | None = None,
     try:
         for run_no in range(max(0, warmup) + max(1, repeat)):
             for k, a in host.items():
-                a[...] = bench.init[k]
+                if k in bench.init:          # not a local array (an expanded scalar)
+                    a[...] = bench.init[k]
             rt = RecordingRuntime(devices, host, mode=mode, reuse=reuse, coherence=coherence,
                                   record_boxes=record_boxes, fuse=fuse,
                                   **runtime_options(module, host))
