@@ -38,6 +38,17 @@ from bbmm.diagnostic import BBMMError, UnsupportedProgramError
 INT_WORDS = frozenset({"int", "long", "short", "unsigned", "signed", "size_t", "ptrdiff_t",
                        "int32_t", "int64_t", "uint32_t", "uint64_t"})
 FLOAT_WORDS = frozenset({"float", "double"})
+
+
+def scalar_type(t: c_ast.Node | None) -> str | None:
+    """The C type of a scalar declaration's type node (``int``, ``unsigned long``,
+    ``float``, ``double``), else None: an array, a pointer, a struct, ``char``..."""
+    names = getattr(getattr(t, "type", None), "names", None)
+    if isinstance(t, c_ast.TypeDecl) and names and (
+            set(names) <= INT_WORDS or names in (["float"], ["double"])):
+        return " ".join(names)
+    return None
+
 _CL_SCALARS = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float",
                "double", "half")
 OPENCL_RESERVED = frozenset(

@@ -24,8 +24,8 @@ before it is read (in source order, or on a later trip of a loop that holds the 
 not the assignment). A temporary assigned in a loop or under an ``if`` below its
 declaration carries a value across iterations (a reduction into a scalar): it becomes a
 local array (:class:`codegen.scop.Array` with ``local`` set), expanded, split and
-contracted by :func:`codegen.expand.expand_scalars`. Temporaries may not appear in subscripts, bounds or
-conditions (those must stay affine).
+contracted by :func:`codegen.expand.expand_scalars`. Temporaries may not appear in
+subscripts, bounds or conditions (those must stay affine).
 
 Everything else raises :class:`bbmm.diagnostic.UnsupportedProgramError` naming the
 construct and its ``file:line:col`` in the user's file. Preprocessing, finding the
@@ -50,13 +50,13 @@ from codegen.csource import (
     find_kernel,
     main_sizes,
     read_source,
+    scalar_type,
 )
 from codegen.expand import NeedsExpansion, Plan, affine_bound, expand_scalars
 from codegen.helpers import helper
 from codegen.scop import (
     Access,
     AffAnd,
-    Helper,
     AffExpr,
     Affine,
     AffMax,
@@ -71,6 +71,7 @@ from codegen.scop import (
     Cast,
     Cmp,
     Expr,
+    Helper,
     Loop,
     LoopNode,
     Node,
@@ -153,9 +154,7 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
 
     def build(plan: Plan, analysis: bool = False, unpragma: frozenset[int] = frozenset()
               ) -> Scop:
-        b = _Builder(filename, src.cmap, plan, analysis, unpragma)
-        b.helper_defs = defs
-        return b.build(func)
+        return _Builder(filename, src.cmap, plan, analysis, unpragma, defs).build(func)
     scop = expand_scalars(build, taken)
     sizes = main_sizes(src.ast, func)
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
@@ -249,15 +248,18 @@ _SCOPE_OPEN, _SCOPE_CLOSE = _Scope(), _Scope()
 class _Builder:
     def __init__(self, filename: str, cmap: ColumnMap,
                  plan: Plan | None = None, analysis: bool = False,
-                 unpragma: frozenset[int] = frozenset()):
+                 unpragma: frozenset[int] = frozenset(),
+                 helper_defs: Mapping[str, c_ast.FuncDef] | None = None):
         """``plan``: the temporaries (by unique name) to model as local arrays
-        (:func:`codegen.expand.expand_scalars` finds them); ``analysis``: subscript them by their loops'
-        iterators as they are (a model for the analyses, not for code)."""
+        (:func:`codegen.expand.expand_scalars` finds them); ``analysis``: subscript them by
+        their loops' iterators as they are (a model for the analyses, not for code);
+        ``unpragma``: loop ids whose parallel pragma is not followed; ``helper_defs``: the
+        file's other functions, which statements may call."""
         self.filename, self.cmap = filename, cmap
         self.plan = dict(plan or {})
         self.analysis = analysis
         self.unpragma = unpragma
-        self.helper_defs: dict[str, c_ast.FuncDef] = {}  # the file's other functions
+        self.helper_defs = dict(helper_defs or {})
         self.helpers: dict[str, Helper] = {}             # those called, checked
         self.locals: dict[str, tuple[_Temp, tuple[int, ...]]] = {}  # local arrays in use
         self.loop_dom: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
@@ -328,7 +330,7 @@ class _Builder:
         items = self.region(func, fname)
         self.idents_in_region = set().union(*(_identifiers(x) for x in items))
         for d in self.outer_locals.values():
-            if _scalar_decl(d):                  # PolyBench's 'DATA_TYPE temp2;' before the scop
+            if scalar_type(d.type) is not None:  # PolyBench's 'DATA_TYPE temp2;' before the scop
                 self.local_decl(d, _Ctx(), outside=True)
             elif isinstance(d.type, c_ast.ArrayDecl) and d.init is None \
                     and d.name in self.idents_in_region:  # durbin's 'DATA_TYPE z[N];'
@@ -500,9 +502,8 @@ class _Builder:
         if isinstance(d.type, c_ast.PtrDecl):
             raise self.err(f"local pointer '{d.name}' not supported: subscript the array "
                            f"parameters instead", d)
-        names = getattr(getattr(d.type, "type", None), "names", None)
-        if not isinstance(d.type, c_ast.TypeDecl) or not names or not (
-                set(names) <= _INT_WORDS or names in (["float"], ["double"])):
+        ctype = scalar_type(d.type)
+        if ctype is None:
             raise self.err(f"local variable '{d.name}' has an unsupported type (scalar "
                            f"temporaries must be float, double or an integer type)", d)
         if any(s in ("static", "extern") for s in d.storage or ()):
@@ -522,7 +523,7 @@ class _Builder:
             k += 1
             unique = f"{d.name}_{k}"
         self.temp_names.add(unique)
-        t = _Temp(d.name, unique, " ".join(names), self.coord(d), ctx.iters, ctx.guards,
+        t = _Temp(d.name, unique, ctype, self.coord(d), ctx.iters, ctx.guards,
                   tuple(lp.id for lp in ctx.loops), outside=outside)
         if unique in self.plan:
             t.expand, t.webs = self.plan[unique]
@@ -533,7 +534,7 @@ class _Builder:
                                f"iterations: bbmm keeps such a value in an array of its own "
                                f"(scalar expansion), and arrays hold float, double or int",
                                d)
-        if (d.init is None or outside) and set(names) <= _INT_WORDS:
+        if (d.init is None or outside) and ctype not in ("float", "double"):
             self.seen_iters.add(d.name)          # 'int i, j;' may declare iterators
         if d.init is None or outside:
             return None
@@ -1172,13 +1173,6 @@ def _map_refs(e: Expr, f) -> Expr:
     if isinstance(e, Ternary):
         return Ternary(_map_refs(e.cond, f), _map_refs(e.then, f), _map_refs(e.else_, f))
     return e
-
-
-def _scalar_decl(d: c_ast.Decl) -> bool:
-    """``d`` declares one scalar of a type a temporary may have."""
-    names = getattr(getattr(d.type, "type", None), "names", None)
-    return isinstance(d.type, c_ast.TypeDecl) and bool(names) and (
-        set(names) <= _INT_WORDS or names in (["float"], ["double"]))
 
 
 def _identifiers(node: c_ast.Node) -> set[str]:

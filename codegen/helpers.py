@@ -20,21 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pycparser import c_ast, c_generator
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import INT_WORDS, OPENCL_RESERVED
+from codegen.csource import OPENCL_RESERVED, scalar_type
 from codegen.scop import Helper
 
 __all__ = ["helper", "opencl_definitions"]
-
-_SCALARS = ("float", "double")
-
-
-def _scalar_type(t: c_ast.Node) -> str | None:
-    """The C type of a scalar declaration's type node, else None."""
-    names = getattr(getattr(t, "type", None), "names", None)
-    if isinstance(t, c_ast.TypeDecl) and names and (
-            set(names) <= INT_WORDS or names in (["float"], ["double"])):
-        return " ".join(names)
-    return None
 
 
 def helper(name: str, defs: Mapping[str, c_ast.FuncDef], math: frozenset[str],
@@ -55,14 +44,14 @@ def helper(name: str, defs: Mapping[str, c_ast.FuncDef], math: frozenset[str],
     if name in OPENCL_RESERVED:
         raise err("its name is a word of OpenCL C; rename it", fd.decl)
     ftype = fd.decl.type
-    ret = _scalar_type(ftype.type)
+    ret = scalar_type(ftype.type)
     if ret is None:
         raise err("must return an integer, float or double", fd.decl)
     params, names = [], set()
     for p in (ftype.args.params if ftype.args else []):
         if isinstance(p, c_ast.Typename) and c_generator.CGenerator().visit(p) == "void":
             continue
-        t = _scalar_type(getattr(p, "type", None))
+        t = scalar_type(getattr(p, "type", None))
         if t is None or not getattr(p, "name", None):
             raise err(f"parameter '{getattr(p, 'name', '?')}' must be a named integer, float "
                       f"or double (no arrays or pointers)", p)
@@ -72,7 +61,7 @@ def helper(name: str, defs: Mapping[str, c_ast.FuncDef], math: frozenset[str],
 
     class Check(c_ast.NodeVisitor):
         def visit_Decl(self, d: c_ast.Decl) -> None:
-            if _scalar_type(d.type) is None or any(s in ("static", "extern")
+            if scalar_type(d.type) is None or any(s in ("static", "extern")
                                                    for s in d.storage or ()):
                 raise err(f"local '{d.name}' must be an integer, float or double (not "
                           f"static, no arrays or pointers)", d)
@@ -128,14 +117,15 @@ def opencl_definitions(helpers: Sequence[Helper], math: frozenset[str], fp64: bo
     """Lines defining ``helpers`` in a kernel source (guarded, so that the sources of
     several nests can be joined): OpenCL C names C's ``expf`` ``exp`` and its ``abs`` of an
     int returns an unsigned int, so both are mapped back (``abs`` to ``bbmm_c_abs``: PoCL
-    defines ``abs`` as a macro), and without double precision
-    ``double`` is ``float`` as everywhere in the kernels."""
+    defines ``abs`` as a macro), and without double precision ``double`` is ``float`` as
+    everywhere in the kernels. ``math``: the math functions' double-precision names
+    (``exp``; C's float ones add an ``f``)."""
     if not helpers:
         return []
     out = ["/* helper functions of the C file, as written there */"]
     text = "\n".join(h.source for h in helpers)
     for base in sorted({m.group(1) for m in _F_MATH.finditer(text)
-                        if m.group(1) + "f" in math and m.group(1) in math}):
+                        if m.group(1) in math}):
         out += [f"#ifndef {base}f", f"#define {base}f {base}", "#endif"]
     c_abs = re.search(r"\babs\s*\(", text) is not None
     if c_abs:

@@ -124,7 +124,7 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g("ARRAYS = {%s}  # name: (C type, C extents)" % ", ".join(
         f"{a.name!r}: ({a.ctype!r}, {tuple(a.dims)!r})" for a in scop.arrays))
     g(f"LOCALS = frozenset({sorted(a.name for a in scop.arrays if a.local)!r})"
-      f"  # expanded temporaries: the runtime's arrays, not the caller's")
+      f"  # expanded scalars, C local arrays: the runtime's, not the caller's")
     g(f"SLOTS = {slots!r}  # kernel box slots per array (more boxes fall back to their hull)")
     written = {acc.array for st in scop.statements for acc in st.accesses if acc.kind == "write"}
     read_only = sorted(a.name for a in scop.arrays if a.name not in written)

@@ -415,7 +415,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     # C semantics: no fused multiply-add unless the source has one (the sequential
     # reference is built with -ffp-contract=off; OpenCL C may contract by default)
     out("#pragma OPENCL FP_CONTRACT OFF")
-    for line in opencl_definitions(scop.helpers, _MATH | {m + "f" for m in _MATH}, fp64):
+    for line in opencl_definitions(scop.helpers, _MATH, fp64):
         out(line)
     out("#ifndef BBMM_IDX\n#define BBMM_IDX long  /* the host passes -DBBMM_IDX=int when "
         "every offset fits */\n#endif")

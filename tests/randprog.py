@@ -40,6 +40,7 @@ Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sys
@@ -133,10 +134,19 @@ class _Gen:
         return arr.name + "".join(f"[{s}]" for s in subs)
 
     # ---------------------------------------------------------------- statements
+    @contextlib.contextmanager
+    def drawing_from(self, stream: random.Random):
+        """``self.r`` is ``stream`` inside the block: draws that must not shift the rest
+        of the program's choices (temporaries, carried scalars)."""
+        r, self.r = self.r, stream
+        try:
+            yield
+        finally:
+            self.r = r
+
     def temp(self, scope: list[It], reads: list, ind: str) -> tuple[tuple[str, str], list[str]]:
         """A scalar temporary's declaration (and maybe a reassignment) from ``self.rt``."""
-        r, self.r = self.r, self.rt
-        try:
+        with self.drawing_from(self.rt):
             y = self.r.choice(self.arrays)
             name = f"tmp{self.n_temps}"
             self.n_temps += 1
@@ -151,14 +161,19 @@ class _Gen:
                 if self.r.random() < 0.3:
                     lines.append(f"{name} = 0.5f * {name} + 0.25f;")
             return (name, "int" if y.ctype == "int" else "real"), [ind + x for x in lines]
-        finally:
-            self.r = r
 
     # ---------------------------------------------------------------- carried scalars
-    def _carried_decl(self, ind: str) -> tuple[str, str, str, list[str]]:
-        """``(name, C type, kind, lines)``: a new carried scalar declared here (``lines``
-        its initialisation) or at the top of the function (maybe one declared there
-        before, of the same type), initialised from an array of ``self.rc``'s choice."""
+    def _carried_start(self, scope: list[It], reads: list) -> tuple[str, tuple[str, str]]:
+        """``(line, (name, kind))``: the first assignment of a carried scalar, from an
+        array element; with its declaration (``float c0 = ...;``), or of one declared at
+        the top of the function (maybe one declared there before, of the same type)."""
+        name, ctype, kind, here = self._carried_decl()
+        init = self._carried_read(scope, reads, kind)
+        return (f"{ctype} " if here else "") + f"{name} = {init};", (name, kind)
+
+    def _carried_decl(self) -> tuple[str, str, str, bool]:
+        """``(name, C type, kind, declared here)`` of a carried scalar: new and declared
+        where it is first assigned, or declared at the top of the function."""
         r = self.rc
         y = r.choice(self.arrays)
         ctype = y.ctype
@@ -348,37 +363,26 @@ class _Gen:
             body += lines
         mine = None                     # a scalar carried over this body's inner loops
         if len(names) > 1 and acc is None and self.rc.random() < 0.2:
-            r, self.r = self.r, self.rc
-            try:
-                name, ctype, kind, here = self._carried_decl(ind)
-                init = self._carried_read(inner, reads, kind)
-                body.append(ind + "  " + (f"{ctype} " if here else "") + f"{name} = {init};")
-                mine = (name, kind)
-            finally:
-                self.r = r
+            with self.drawing_from(self.rc):
+                line, mine = self._carried_start(inner, reads)
+            body.append(ind + "  " + line)
         if len(names) == 1:
             for _ in range(self.r.choice([1, 1, 2])):
                 body.append(ind + "  " + self.statement(inner, reads, writes, temps))
             if acc is not None:
-                r, self.r = self.r, self.rc
-                try:
+                with self.drawing_from(self.rc):
                     body.append(ind + "  " + self._carried_update(*acc, inner, reads))
                     if self.serial_nest:         # a running value: read where it runs
                         use = self._carried_use(*acc, inner, writes)
                         if use:
                             body.append(ind + "  " + use)
-                finally:
-                    self.r = r
         elif mine is not None:
             body += self.nest(names[1:], inner, host, ind + "  ", reads, writes, imperfect,
                               temps, mine)
-            r, self.r = self.r, self.rc
-            try:
+            with self.drawing_from(self.rc):
                 use = self._carried_use(*mine, inner, writes)
-                if use:
-                    body.append(ind + "  " + use)
-            finally:
-                self.r = r
+            if use:
+                body.append(ind + "  " + use)
         else:
             if imperfect and self.r.random() < 0.5:
                 body.append(ind + "  " + self.statement(inner, reads, writes, temps))
@@ -427,14 +431,9 @@ class _Gen:
             before, acc = [], None
             self.serial_nest = self.rc.random() < 0.08   # a running value over the nest
             if self.serial_nest:
-                rr, self.r = self.r, self.rc
-                try:
-                    name, ctype, kind, here = self._carried_decl(ind)
-                    init = self._carried_read(base, reads, kind)
-                    before = [ind + (f"{ctype} " if here else "") + f"{name} = {init};"]
-                    acc = (name, kind)
-                finally:
-                    self.r = rr
+                with self.drawing_from(self.rc):
+                    line, acc = self._carried_start(base, reads)
+                before = [ind + line]
             nest = self.nest(["i", "j", "l"][:depth], base, host, ind, reads, writes,
                              imperfect=r.random() < 0.35, acc=acc)
             # a scalar carried within an iteration is private to it (assigned first in
