@@ -984,12 +984,12 @@ class _Builder:
         return f"unknown identifier '{n}'"
 
     def scalar_temp(self, n: str) -> str:
-        """Message for a local variable of the kernel declared outside the scop (symm's
-        ``temp2``)."""
+        """Message for a local variable of the kernel declared outside the scop that the
+        front end does not model (scalars of other types, initialised arrays)."""
         where = _format_coord(self.coord(self.outer_locals[n]))
-        return (f"local variable '{n}' (declared at {where}) is a scalar temporary: bbmm models "
-                f"array elements only and does no scalar expansion; keep the value in an "
-                f"array element instead (e.g. {n}[i])")
+        return (f"local variable '{n}' (declared at {where}, before '#pragma scop') is not "
+                f"modelled: bbmm takes scalars of type float, double or an integer type, "
+                f"and local arrays without an initialiser")
 
     def bound(self, node: c_ast.Node, ctx: _Ctx, which: str) -> AffExpr:
         try:

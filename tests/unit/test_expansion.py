@@ -100,6 +100,10 @@ def test_flow_across_nests_joins_one_web():
      "for (int j = 0; j < MAX(n, m); j++) { float s = 0; "
      "for (int k = 0; k < n; k++) s += A[k]; B[i][0] = s; } }",
      None),
+    ("void f(int n, float A[n]) { char c;\n#pragma scop\nfor (int i = 0; i < n; i++) "
+     "c = A[i];\n#pragma endscop\n}",
+     re.escape("f.c:3:29: local variable 'c' (declared at f.c:1:29, before '#pragma scop') "
+               "is not modelled")),
     ("void f(int n, int m, float A[n], float B[n + m]) { "
      "for (int j = 0; j < MAX(n, m); j++) { float s = 0; "
      "for (int k = 0; k < n; k++) s += A[k]; B[j] = s; } }",
@@ -107,6 +111,7 @@ def test_flow_across_nests_joins_one_web():
      "range is not one affine interval"),
 ])
 def test_refusals(src, message):
+    """Each way a carried scalar is refused, or accepted where a refusal would be wrong."""
     if message is None:
         parse_source(src, "f.c")
         return
