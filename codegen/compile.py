@@ -138,7 +138,7 @@ def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
     bounds = {}
     for a in scop.arrays:
         xs = [f"x{d}" for d in range(len(a.extents))]
-        cons = " and ".join(f"0 <= {x} < {e}" for x, e in zip(xs, a.extents))
+        cons = " and ".join(f"0 <= {x} < {e.isl()}" for x, e in zip(xs, a.extents))
         bounds[a.name] = isl.Set(f"[{params}] -> {{ {a.name}[{', '.join(xs)}] : {cons} }}")
     context = scop.context if not at else scop.context.intersect(scop.params_set(at))
     out = []

@@ -206,24 +206,47 @@ def _private_loops(scop: Scop, group: Sequence[str], depth0: int, flow: isl.Unio
 
 
 def affine_bound(pw: isl.PwAff, lower: bool) -> Affine | None:
-    """One affine expression of the parameters that bounds ``pw`` from below (``lower``) or
-    above wherever ``pw`` is defined: one of its pieces that does (a minimum of ``n`` and
-    ``m`` is bounded above by either), else None. An empty ``pw`` gives 0."""
+    """One quasi-affine expression of the parameters that bounds ``pw`` from below
+    (``lower``) or above wherever ``pw`` is defined: one of its pieces that does (a minimum
+    of ``n`` and ``m`` is bounded above by either), else None. An empty ``pw`` gives 0."""
     pw = pw.coalesce()
     if pw.domain().is_empty():
         return Affine((), 0)
     for _, aff in pw.get_pieces():
-        if aff.dim(isl.dim_type.div) or aff.dim(isl.dim_type.in_):
-            continue
-        vals = [aff.get_coefficient_val(isl.dim_type.param, k)
-                for k in range(aff.dim(isl.dim_type.param))]
-        const = aff.get_constant_val()
-        if not all(v.is_int() for v in vals + [const]):
+        if aff.dim(isl.dim_type.in_):
             continue
         cand = isl.PwAff.from_aff(aff)
         ok = pw.ge_set(cand) if lower else pw.le_set(cand)
         if pw.domain().is_subset(ok):
-            names = [aff.get_dim_name(isl.dim_type.param, k) for k in range(len(vals))]
-            return Affine.of({n: v.to_python() for n, v in zip(names, vals)},
-                             const.to_python())
+            out = _aff_affine(aff, 1)
+            if out is not None:
+                return out
     return None
+
+
+def _aff_affine(aff: isl.Aff, mult: int) -> Affine | None:
+    """``mult * aff`` (``[n] -> { [(-1 + floor((1 + n)/2))] }``, no input dimensions) as an
+    :class:`Affine`, or None where a coefficient is not an integer."""
+    def int_of(v: isl.Val) -> int | None:
+        v = v.mul(isl.Val.int_from_si(v.get_ctx(), mult))
+        return v.to_python() if v.is_int() else None
+
+    const = int_of(aff.get_constant_val())
+    coeffs = {aff.get_dim_name(isl.dim_type.param, k): int_of(
+        aff.get_coefficient_val(isl.dim_type.param, k))
+        for k in range(aff.dim(isl.dim_type.param))}
+    if const is None or None in coeffs.values():
+        return None
+    out = Affine.of(coeffs, const)
+    for k in range(aff.dim(isl.dim_type.div)):
+        c = int_of(aff.get_coefficient_val(isl.dim_type.div, k))
+        if c is None:
+            return None
+        if c:
+            inner = aff.get_div(k)           # floor(inner): inner = num / den
+            den = inner.get_denominator_val().to_python()
+            num = _aff_affine(inner, den)
+            if num is None:
+                return None
+            out = out + num.floordiv(den).scale(c)
+    return out

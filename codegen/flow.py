@@ -315,7 +315,7 @@ def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences
     for s in nest.statements:
         w = scop.statement(s).write
         per.setdefault(w.array, []).append(
-            {d: e.const for d, e in enumerate(w.index) if e.terms == ((it, 1),)})
+            {d: e.const for d, e in enumerate(w.index) if e.terms == ((it, 1),) and not e.divs})
     out = {}
     for a, forms in per.items():
         common = set(forms[0]).intersection(*forms[1:])

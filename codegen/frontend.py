@@ -83,6 +83,7 @@ from codegen.scop import (
     UnOp,
     Var,
     bound_c,
+    bound_floordiv,
     bound_neg,
     bound_shift,
     cond_c,
@@ -279,8 +280,10 @@ class _Builder:
         self.versions: list[_Version] = []          # every assignment of a temporary
         self.temp_names: set[str] = set()
         self.uses: list[int] = []                    # versions read by the expression at hand
-        self.down: dict[str, str] = {}              # C iterator of a loop counting down ->
-                                                    # its model iterator (i == -i_neg)
+        self.down: dict[str, tuple[str, Affine]] = {}  # C iterator of a loop counting down
+        # or with a step -> (its model iterator, the C iterator's value: -i_neg, 2*i_s + 1)
+        self.dividends: list[tuple[Affine, c_ast.Node]] = []  # of '/' and '%' in the
+        # affine expression at hand: checked non-negative by check_dividends()
         self.idents: set[str] = set()               # every identifier of the function
         self.param_coords: dict[str, Coord | None] = {}
 
@@ -374,7 +377,8 @@ class _Builder:
             except _NotAffine as e:
                 raise self.err(f"array size not affine in the integer parameters: "
                                f"'{self.text(d)}' in '{p.name}'" + _why(e), d) from None
-        sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e})] }}") for e in extents)
+            self.check_dividends(None)
+        sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e.isl()})] }}") for e in extents)
         return Array(p.name, names[0], tuple(self.text(d) for d in dims), tuple(extents),
                      sizes, self.coord(p))
 
@@ -409,6 +413,7 @@ class _Builder:
             elif isinstance(it, c_ast.If):
                 try:
                     c = self.cond(it.cond, ctx)
+                    self.check_dividends(ctx)
                 except _NotAffine as e:
                     raise self.err(f"if condition is not an affine comparison of iterators and "
                                    f"parameters: '{self.text(it.cond)}'" + _why(e),
@@ -720,9 +725,10 @@ class _Builder:
             extents = [Affine((), 1) if self.analysis else hi - lo + 1
                        for lo, hi in (self.loop_range.get(lid, (None, None)) for lid in loops)]
             extents = extents or [Affine((), 1)]
-            dims = tuple(str(max(1, e.const)) if e.is_const() else f"max(1, {e})"
+            # the driver evaluates dims as Python (run.host_arrays): floor divisions '//'
+            dims = tuple(str(max(1, e.const)) if e.is_const() else f"max(1, {e.py()})"
                          for e in extents)
-            sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e})] }}") for e in extents)
+            sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e.isl()})] }}") for e in extents)
             out.append(Array(name, t.ctype, dims, tuple(extents),
                              sizes, t.coord, local=t.name))
         return out
@@ -735,10 +741,24 @@ class _Builder:
         loop of ``i_neg = -i`` counting up from ``-(n - 1)`` to ``0``, every use of ``i`` in
         its body reading ``-i_neg``: the same instances in the same order, so everything
         downstream sees an ordinary loop and subscripts stay affine."""
-        v, lower, upper, down = self.loop_header(node, ctx)
+        v, lower, upper, step = self.loop_header(node, ctx)
         c_name = v
-        if down:
+        value = None
+        if step == -1:
             v = self.down_name(v)
+            value = -Affine.var(v)
+        elif step != 1:
+            # i = first + step*i_s for i_s = 0, 1, ... while the bound holds: the bounds
+            # (of -i when counting down) shift by -first and divide by |step|, rounding down
+            if not isinstance(lower, Affine):
+                init = node.init.decls[0] if isinstance(node.init, c_ast.DeclList) \
+                    else node.init
+                raise self.err(f"the first value of a loop with step {step} must be affine "
+                               f"(no min, max or ?:): '{self.text(init)}'", init)
+            v = self.down_name(v, "_s")
+            upper = bound_floordiv(bound_shift(upper, -lower), abs(step))
+            value = (lower + Affine.var(v).scale(abs(step))).scale(-1 if step < 0 else 1)
+            lower = Affine()
         head = [self.text(x) if x is not None else "" for x in (node.init, node.cond, node.next)]
         # a parallel pragma that a carried scalar's value crosses is not followed (the
         # loop is then what the analysis says: serial)
@@ -753,34 +773,36 @@ class _Builder:
         self.loop_dom[lp.id] = (body.iters, body.cons)
         saved = dict(self.temps)                 # the body is a scope of its own
         saved_down = dict(self.down)
-        if v != c_name:
-            self.down[c_name] = v
+        if value is not None:
+            self.down[c_name] = (v, value)
         children = self.block(_items(node.stmt), body, collapse, pragma_node)
         self.temps = saved
         self.down = saved_down
         return LoopNode(lp, children)
 
-    def down_name(self, v: str) -> str:
-        """The model iterator of a loop over ``v`` counting down: ``v_neg`` (``v_neg_``...
-        if the function already uses that name)."""
-        w = f"{v}_neg"
-        while w in self.idents or w in self.seen_iters or w in self.down.values():
+    def down_name(self, v: str, suffix: str = "_neg") -> str:
+        """The model iterator of a loop over ``v`` counting down (``v_neg``) or with a step
+        (``v_s``); ``v_neg_``... if the function already uses that name."""
+        w = f"{v}{suffix}"
+        while w in self.idents or w in self.seen_iters \
+                or any(w == m for m, _ in self.down.values()):
             w += "_"
         return w
 
     def iterator(self, n: str, iters: Sequence[str]) -> Affine | None:
         """``n`` as an affine expression when it is an iterator in scope (``-i_neg`` for
-        the C iterator of a loop counting down), else None."""
+        the C iterator of a loop counting down, ``2*i_s + 1`` for one with a step), else
+        None."""
         if n in iters:
             return Affine.var(n)
         w = self.down.get(n)
-        if w is not None and w in iters:
-            return -Affine.var(w)
+        if w is not None and w[0] in iters:
+            return w[1]
         return None
 
-    def loop_header(self, node: c_ast.For, ctx: _Ctx) -> tuple[str, AffExpr, AffExpr, bool]:
-        """``(C iterator, lower, upper, counts down)``; for a loop counting down, the bounds
-        are those of the negated iterator."""
+    def loop_header(self, node: c_ast.For, ctx: _Ctx) -> tuple[str, AffExpr, AffExpr, int]:
+        """``(C iterator, lower, upper, step)``; for a loop counting down (a negative step),
+        the bounds are those of the negated iterator."""
         init = node.init
         if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 \
                 and set(getattr(init.decls[0].type.type, "names", ["?"])) <= _INT_WORDS \
@@ -797,7 +819,8 @@ class _Builder:
             raise self.err(f"loop iterator '{v}' reuses the iterator of an enclosing loop", node)
         if v in self.int_params or v in self.float_params or v in self.arrays:
             raise self.err(f"loop iterator '{v}' is a parameter of the function", node)
-        down = self.loop_step(node, v) < 0
+        step = self.loop_step(node, v, ctx)
+        down = step < 0
         first = self.bound(lb, ctx, "first" if down else "lower")
         if node.cond is None:
             raise self.err(f"loop over '{v}' has no condition", node)
@@ -821,30 +844,39 @@ class _Builder:
                 b = bound_neg(b)
             limits.append(bound_shift(b, -1) if strict else b)
         last = limits[0] if len(limits) == 1 else AffMin(tuple(limits))
-        return v, bound_neg(first) if down else first, last, down
+        return v, bound_neg(first) if down else first, last, step
 
-    def loop_step(self, node: c_ast.For, v: str) -> int:
-        """+1 for a loop counting up (``i++``, ``++i``, ``i += 1``, ``i = i + 1``), -1 for
-        one counting down (the same with ``-``)."""
+    def loop_step(self, node: c_ast.For, v: str, ctx: _Ctx) -> int:
+        """The step of the loop's increment (``i++``, ``++i``, ``i += 2``, ``i = i + 2``,
+        ``i = 2 + i``, or the same with ``-``): a non-zero integer constant."""
         nx = node.next
         if isinstance(nx, c_ast.UnaryOp) and nx.op in ("p++", "++", "p--", "--") \
                 and _is_id(nx.expr, v):
             return 1 if "++" in nx.op else -1
+        by, sign = None, 1
         if isinstance(nx, c_ast.Assignment) and _is_id(nx.lvalue, v):
             r = nx.rvalue
-            if nx.op in ("+=", "-=") and _is_const(r, 1):
-                return 1 if nx.op == "+=" else -1
-            if nx.op == "=" and isinstance(r, c_ast.BinaryOp) and r.op == "+" and (
-                    (_is_id(r.left, v) and _is_const(r.right, 1))
-                    or (_is_const(r.left, 1) and _is_id(r.right, v))):
-                return 1
-            if nx.op == "=" and isinstance(r, c_ast.BinaryOp) and r.op == "-" and \
-                    _is_id(r.left, v) and _is_const(r.right, 1):
-                return -1
-            raise self.err(f"non-unit loop step '{self.text(nx)}' (only {v}++ and {v}-- are "
-                           f"supported)", nx)
-        raise self.err(f"loop increment must be '{v}++', '++{v}', '{v} += 1' or the same "
-                       f"with '-'", nx if nx is not None else node)
+            if nx.op in ("+=", "-="):
+                by, sign = r, (1 if nx.op == "+=" else -1)
+            elif nx.op == "=" and isinstance(r, c_ast.BinaryOp) and r.op in ("+", "-") \
+                    and _is_id(r.left, v):
+                by, sign = r.right, (1 if r.op == "+" else -1)
+            elif nx.op == "=" and isinstance(r, c_ast.BinaryOp) and r.op == "+" \
+                    and _is_id(r.right, v):
+                by = r.left
+        if by is None:
+            raise self.err(f"loop increment must be '{v}++', '{v}--', '{v} += step', "
+                           f"'{v} -= step' or '{v} = {v} + step'", nx if nx is not None else node)
+        try:
+            k = self.affine(by, ())
+        except _NotAffine:
+            k = None
+        self.dividends = []
+        if k is None or not k.is_const():
+            raise self.err(f"loop step must be an integer constant: '{self.text(nx)}'", by)
+        if k.const == 0:
+            raise self.err(f"loop step is 0 (the loop never ends): '{self.text(nx)}'", by)
+        return sign * k.const
 
     def assignment(self, node: c_ast.Node) -> tuple[str, c_ast.Node, c_ast.Node | None] | None:
         """``(op, target, right-hand side)`` of an assignment statement (``x++`` is ``+=``
@@ -919,7 +951,7 @@ class _Builder:
             return tuple(LoopNode(n.loop, rebuild(n.children)) if isinstance(n, LoopNode)
                          else stmts[n] for n in nodes)
         cons = [f"{p} >= 0" for p in self.int_params]
-        cons += [f"{e} >= 1" for a in self.arrays.values() for e in a.extents if not e.is_const()]
+        cons += [f"{e.isl()} >= 1" for a in self.arrays.values() for e in a.extents if not e.is_const()]
         ctx = isl.Set(f"{self.params_text}{{ : {' and '.join(cons) or 'true'} }}")
         return Scop(self.filename, fname, tuple(self.int_params),
                     tuple(self.float_params.items()),
@@ -959,6 +991,27 @@ class _Builder:
             if not b.is_const():
                 raise _NotAffine("product of two variables")
             return a.scale(b.const)
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("/", "%", "<<", ">>"):
+            a, b = self.affine(node.left, iters), self.affine(node.right, iters)
+            if not b.is_const():
+                raise _NotAffine(f"'{node.op}' by a variable")
+            d = b.const
+            if node.op in ("<<", ">>"):          # by 0 <= d < 31: times or over 2**d
+                if not 0 <= d < 31:
+                    raise _NotAffine(f"shift by {d}")
+                if node.op == "<<":
+                    return a.scale(2 ** d)
+                d = 2 ** d
+            if d <= 0:
+                raise _NotAffine(f"'{node.op}' by {d} (only by a positive constant)")
+            if a.is_const():                     # C's rounding toward zero (gcc's >> floors)
+                q = a.const // d if a.const >= 0 or node.op == ">>" else -(-a.const // d)
+                return Affine((), a.const - d * q if node.op == "%" else q)
+            # C rounds toward zero and isl toward minus infinity: the same for a
+            # dividend that is never negative, which check_dividends() proves
+            self.dividends.append((a, node))
+            q = a.floordiv(d)
+            return a - q.scale(d) if node.op == "%" else q
         if isinstance(node, c_ast.Cast) and set(getattr(node.to_type.type.type, "names", ["?"])) \
                 <= _INT_WORDS:
             return self.affine(node.expr, iters)
@@ -967,6 +1020,47 @@ class _Builder:
         if isinstance(node, c_ast.FuncCall):
             raise _NotAffine("function call")
         raise _NotAffine(f"operator '{getattr(node, 'op', type(node).__name__)}'")
+
+    def check_dividends(self, ctx: _Ctx | None) -> None:
+        """Refuse a ``/`` or ``%`` of the expression just built whose dividend can be
+        negative where it is evaluated (the enclosing loops and conditions of ``ctx``;
+        the parameters alone for ``None``): there C and the model round differently."""
+        pending, self.dividends = self.dividends, []
+        if not pending:
+            return
+        iters, cons = (ctx.iters, ctx.cons) if ctx is not None else ((), ())
+        cons = (*cons, *(f"{p} >= 0" for p in self.int_params))
+        dom = isl.Set(f"{self.params_text}{{ [{', '.join(iters)}] : "
+                      f"{' and '.join(cons) or 'true'} }}")
+        for a, node in pending:
+            neg = dom.intersect(isl.Set(f"{self.params_text}{{ [{', '.join(iters)}] : "
+                                        f"{a.isl()} < 0 }}"))
+            if not neg.is_empty():
+                how = "is implementation-defined" if node.op == ">>" else "rounds toward zero"
+                raise self.err(f"'{self.text(node)}': '{self.text(node.left)}' can be negative "
+                               f"here (C's '{node.op}' of a negative value {how}; bbmm models "
+                               f"it for non-negative values only)", node)
+
+    def affine_expr(self, a: Affine) -> Expr:
+        """An iterator's value (:meth:`iterator`) as a right-hand-side expression: ``-i_neg``
+        as before; ``2*i_s + 1``; a floor division is C's ``/``, its dividend being
+        non-negative (checked where it was written)."""
+        if len(a.terms) == 1 and a == -Affine.var(a.terms[0][0]):
+            return UnOp("-", Var(a.terms[0][0], "iterator", "int"))
+        parts: list[Expr] = []
+        for name, k in a.terms:
+            v = Var(name, "param", self.int_params[name]) if name in self.int_params \
+                else Var(name, "iterator", "int")
+            parts.append(v if k == 1 else BinOp("*", Num(str(k), "int"), v))
+        for num, den, k in a.divs:
+            q = BinOp("/", self.affine_expr(num), Num(str(den), "int"))
+            parts.append(q if k == 1 else BinOp("*", Num(str(k), "int"), q))
+        if a.const or not parts:
+            parts.append(Num(str(a.const), "int"))
+        out = parts[0]
+        for p in parts[1:]:
+            out = BinOp("+", out, p)
+        return out
 
     def unknown_name(self, n: str, iters: tuple[str, ...]) -> str:
         if n in self.float_params:
@@ -993,10 +1087,12 @@ class _Builder:
 
     def bound(self, node: c_ast.Node, ctx: _Ctx, which: str) -> AffExpr:
         try:
-            return self.bound_expr(node, ctx)
+            out = self.bound_expr(node, ctx)
         except _NotAffine as e:
             raise self.err(f"{which} loop bound is not affine: '{self.text(node)}'" + _why(e),
                            node) from None
+        self.check_dividends(ctx)
+        return out
 
     def bound_expr(self, node: c_ast.Node, ctx: _Ctx) -> AffExpr:
         if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) \
@@ -1032,8 +1128,14 @@ class _Builder:
         if isinstance(node, c_ast.UnaryOp) and node.op == "!":
             return AffNot(self.cond(node.expr, ctx))
         if isinstance(node, c_ast.BinaryOp) and node.op in _CMP_OPS:
-            return Cmp(node.op, self.affine(node.left, ctx.iters),
-                       self.affine(node.right, ctx.iters))
+            c = Cmp(node.op, self.affine(node.left, ctx.iters),
+                    self.affine(node.right, ctx.iters))
+            if node.op in ("==", "!="):
+                # 'e % d == 0' tests divisibility, whatever the sign of e
+                for m, z in ((node.left, node.right), (node.right, node.left)):
+                    if isinstance(m, c_ast.BinaryOp) and m.op == "%" and _is_zero(z):
+                        self.dividends = [x for x in self.dividends if x[1] is not m]
+            return c
         raise _NotAffine("not a comparison")
 
     # }}}
@@ -1051,8 +1153,8 @@ class _Builder:
             if n in ctx.iters:
                 return Var(n, "iterator", "int")
             w = self.down.get(n)
-            if w is not None and w in ctx.iters:   # a loop counting down: i == -i_neg
-                return UnOp("-", Var(w, "iterator", "int"))
+            if w is not None and w[0] in ctx.iters:   # i == -i_neg, i == 2*i_s + 1
+                return self.affine_expr(w[1])
             if n in self.int_params:
                 return Var(n, "param", self.int_params[n])
             if n in self.float_params:
@@ -1136,6 +1238,7 @@ class _Builder:
             except _NotAffine as e:
                 raise self.err(f"non-affine subscript '{self.text(s)}' in '{text}'" + _why(e),
                                s) from None
+            self.check_dividends(ctx)
         return self.new_access(arr.name, tuple(index), text, self.coord(node), ctx, cur, kind)
 
     def new_access(self, arr: str, index: tuple[Affine, ...], text: str, coord: object,
@@ -1147,7 +1250,7 @@ class _Builder:
         aid = self.n_access
         self.n_access += 1
         rel = isl.Map(f"{self.params_text}{{ {name}[{', '.join(ctx.iters)}] -> "
-                      f"{arr}[{', '.join(map(str, index))}] }}").intersect_domain(dom)
+                      f"{arr}[{', '.join(x.isl() for x in index)}] }}").intersect_domain(dom)
         accs.append(Access(aid, name, arr, kind, rel, index, text, coord))
         return ArrayRef(arr, index, aid)
 
@@ -1206,9 +1309,9 @@ def _is_id(node: c_ast.Node, name: str) -> bool:
     return isinstance(node, c_ast.ID) and node.name == name
 
 
-def _is_const(node: c_ast.Node, value: int) -> bool:
+def _is_zero(node: c_ast.Node) -> bool:
     return isinstance(node, c_ast.Constant) and node.type == "int" \
-        and _int_literal(node.value) == value
+        and _int_literal(node.value) == 0
 
 
 def _int_literal(text: str) -> int:

@@ -16,8 +16,8 @@ from codegen.boxes import NestBoxes
 from codegen.deps import Nest, Plan
 from codegen.flow import NestFlow
 from codegen.opencl import KernelSource
-from codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Cmp,
-                          LoopNode, Scop)
+from codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
+                          Cmp, LoopNode, Scop)
 from codegen.tiling import ParamBox
 
 
@@ -44,8 +44,7 @@ class Emitter:
 def cond_py(c: object) -> str:
     """Python source of an affine condition of the front end's IR."""
     if isinstance(c, Cmp):
-        op = {"==": "==", "!=": "!="}.get(c.op, c.op)
-        return f"{c.lhs} {op} {c.rhs}"
+        return f"{c.lhs.py()} {c.op} {c.rhs.py()}"
     if isinstance(c, AffNot):
         return f"not ({cond_py(c.arg)})"
     sep = " and " if isinstance(c, AffAnd) else " or "
@@ -56,12 +55,18 @@ def cond_py(c: object) -> str:
 def bound_py(e: object) -> str:
     """Python source of a loop bound (affine, min/max, ternary)."""
     if isinstance(e, Affine):
-        return str(e)
+        return e.py()
     if isinstance(e, AffSelect):
         return f"({bound_py(e.then)} if {cond_py(e.cond)} else {bound_py(e.else_)})"
     name = "min" if isinstance(e, AffMin) else "max"
     assert isinstance(e, (AffMin, AffMax))
     return f"{name}({', '.join(bound_py(a) for a in e.args)})"
+
+
+def _extents_py(a: Array) -> tuple[str, ...]:
+    """An array's extents as Python source over the parameters (``n // 2 + 1`` for C's
+    ``n / 2 + 1``: evaluating the C text in Python would divide exactly)."""
+    return a.dims if a.local else tuple(e.py() for e in a.extents)
 
 
 def box_py(b: ParamBox) -> str:
@@ -121,8 +126,8 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g(f"INT_PARAMS = {tuple(scop.int_params)!r}")
     g(f"PARAM_DEFAULTS = {dict(scop.param_defaults)!r}  # sizes main passes the kernel")
     g(f"FLOAT_PARAMS = {tuple(scop.float_params)!r}")
-    g("ARRAYS = {%s}  # name: (C type, C extents)" % ", ".join(
-        f"{a.name!r}: ({a.ctype!r}, {tuple(a.dims)!r})" for a in scop.arrays))
+    g("ARRAYS = {%s}  # name: (C type, extents as Python)" % ", ".join(
+        f"{a.name!r}: ({a.ctype!r}, {_extents_py(a)!r})" for a in scop.arrays))
     g(f"LOCALS = frozenset({sorted(a.name for a in scop.arrays if a.local)!r})"
       f"  # expanded scalars, C local arrays: the runtime's, not the caller's")
     g(f"SLOTS = {slots!r}  # kernel box slots per array (more boxes fall back to their hull)")

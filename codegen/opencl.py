@@ -47,7 +47,7 @@ from bbmm.diagnostic import UnsupportedProgramError, UsageError
 from codegen.deps import Nest, Plan
 from codegen.helpers import opencl_definitions
 from codegen.scop import (
-    Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Temp, Ternary,
+    FLOORD_C, Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Temp, Ternary,
     UnOp, Var, array_refs, default_ref, to_c)
 
 __all__ = ["KernelSource", "expr_type", "generate_kernel"]
@@ -649,6 +649,9 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             f"#undef {a.name}_FIND\n#undef {a.name}_REF")
     for an, k in sel_names:
         out(f"#undef {an}_sel{k}_v")
+    if any("bbmm_floord(" in line for line in out.lines):    # a quasi-affine bound or index
+        at = out.lines.index("#pragma OPENCL FP_CONTRACT OFF") + 1
+        out.lines[at:at] = [f"#ifndef bbmm_floord\n{FLOORD_C}\n#endif"]
     return KernelSource(
         name=name, source="\n".join(out.lines) + "\n",
         arg_names=tuple(n for _, n in flat), arrays=tuple(a.name for a in arrays),
@@ -681,7 +684,8 @@ def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: st
         dims = [d for d, x in enumerate(a.index) if it in x.names]
         if not dims:
             groups.setdefault((a.array, a.index, None), {}).setdefault(0, a)
-        elif len(dims) == 1 and a.index[dims[0]].coeffs[it] == 1:
+        elif len(dims) == 1 and a.index[dims[0]].coeffs.get(it) == 1 \
+                and not a.index[dims[0]].divs:
             d = dims[0]
             x = a.index[d]
             rest = x - Affine.var(it) - x.const

@@ -32,19 +32,30 @@ import islpy as isl
 
 @dataclass(frozen=True)
 class Affine:
-    """``const + sum(coeff * name)`` over loop iterators and integer parameters.
+    """``const + sum(coeff * name) + sum(coeff * floor(num / den))`` over loop iterators and
+    integer parameters: affine, or quasi-affine when it has floor divisions by positive
+    constants (C's ``i / 2`` and ``i % 2`` of a non-negative ``i``, the trip count of a loop
+    with a step).
 
-    As an isl object it is ``[n] -> { [i, j] -> [(2i + n - 1)] }``; :meth:`__str__`
-    gives text that is both valid C and valid isl (``2*i + n - 1``).
+    As an isl object it is ``[n] -> { [i, j] -> [(2i + n - 1)] }``. Three texts: :meth:`__str__`
+    is C (``2*i + n - 1``; a floor division is ``bbmm_floord(i, 2)``, the kernels' macro),
+    :meth:`isl` is isl (``floor((i)/2)``) and :meth:`py` is Python (``((i) // 2)``); without
+    floor divisions the three are the same text.
     """
 
     terms: tuple[tuple[str, int], ...] = ()
     """(name, coefficient) pairs, sorted by name, no zero coefficient."""
     const: int = 0
+    divs: tuple[tuple[Affine, int, int], ...] = ()
+    """(numerator, denominator > 1, coefficient) of each ``coeff * floor(num / den)``,
+    sorted, no zero coefficient."""
 
     @staticmethod
-    def of(coeffs: Mapping[str, int], const: int = 0) -> Affine:
-        return Affine(tuple(sorted((k, v) for k, v in coeffs.items() if v)), const)
+    def of(coeffs: Mapping[str, int], const: int = 0,
+           divs: Mapping[tuple[Affine, int], int] | None = None) -> Affine:
+        return Affine(tuple(sorted((k, v) for k, v in coeffs.items() if v)), const,
+                      tuple(sorted(((n, d, c) for (n, d), c in (divs or {}).items() if c),
+                                   key=repr)))
 
     @staticmethod
     def var(name: str) -> Affine:
@@ -52,22 +63,42 @@ class Affine:
 
     @property
     def coeffs(self) -> dict[str, int]:
+        """Coefficients of the linear terms (names inside floor divisions excluded)."""
         return dict(self.terms)
 
     @property
     def names(self) -> frozenset[str]:
-        return frozenset(k for k, _ in self.terms)
+        """Every name used, inside floor divisions too."""
+        out = frozenset(k for k, _ in self.terms)
+        return out.union(*(n.names for n, _, _ in self.divs))
 
     def is_const(self) -> bool:
-        return not self.terms
+        return not self.terms and not self.divs
+
+    def floordiv(self, den: int) -> Affine:
+        """``floor(self / den)`` for a constant ``den >= 1``, simplified where exact."""
+        assert den >= 1
+        if den == 1:
+            return self
+        if self.is_const():
+            return Affine((), self.const // den)
+        if all(v % den == 0 for _, v in self.terms) and \
+                all(c % den == 0 for _, _, c in self.divs):
+            # floor((den*x + c) / den) = x + floor(c / den) for integer x
+            return Affine.of({k: v // den for k, v in self.terms}, self.const // den,
+                             {(n, d): c // den for n, d, c in self.divs})
+        return Affine.of({}, 0, {(self, den): 1})
 
     def __add__(self, other: Affine | int) -> Affine:
         if isinstance(other, int):
-            return Affine(self.terms, self.const + other)
+            return Affine(self.terms, self.const + other, self.divs)
         c = self.coeffs
         for k, v in other.terms:
             c[k] = c.get(k, 0) + v
-        return Affine.of(c, self.const + other.const)
+        dv = {(n, d): k for n, d, k in self.divs}
+        for n, d, k in other.divs:
+            dv[(n, d)] = dv.get((n, d), 0) + k
+        return Affine.of(c, self.const + other.const, dv)
 
     def __neg__(self) -> Affine:
         return self.scale(-1)
@@ -76,20 +107,59 @@ class Affine:
         return self + (-other)
 
     def scale(self, k: int) -> Affine:
-        return Affine.of({n: v * k for n, v in self.terms}, self.const * k)
+        return Affine.of({n: v * k for n, v in self.terms}, self.const * k,
+                         {(n, d): c * k for n, d, c in self.divs})
+
+    def substitute(self, name: str, value: Affine) -> Affine:
+        """``self`` with ``value`` for ``name`` (in floor divisions too)."""
+        c = self.coeffs
+        k = c.pop(name, 0)
+        out = Affine.of(c, self.const) + value.scale(k)
+        for n, d, v in self.divs:
+            out = out + n.substitute(name, value).floordiv(d).scale(v)
+        return out
 
     def evaluate(self, env: Mapping[str, int]) -> int:
-        return self.const + sum(v * env[k] for k, v in self.terms)
+        return (self.const + sum(v * env[k] for k, v in self.terms)
+                + sum(c * (n.evaluate(env) // d) for n, d, c in self.divs))
 
-    def __str__(self) -> str:
+    def text(self, floordiv: Callable[[str, int], str]) -> str:
+        """The expression, each floor division written ``floordiv(numerator text, den)``."""
+        parts = [(name, v) for name, v in self.terms]
+        parts += [(floordiv(n.text(floordiv), d), c) for n, d, c in self.divs]
         out = ""
-        for name, v in self.terms:
+        for name, v in parts:
             mag = name if abs(v) == 1 else f"{abs(v)}*{name}"
             out += (" - " if v < 0 else " + ") + mag if out else ("-" if v < 0 else "") + mag
         if self.const or not out:
             c = self.const
             out += (f" - {-c}" if c < 0 else f" + {c}") if out else str(c)
         return out
+
+    def __str__(self) -> str:
+        return self.text(_c_floordiv)
+
+    def isl(self) -> str:
+        return self.text(_isl_floordiv)
+
+    def py(self) -> str:
+        return self.text(_py_floordiv)
+
+
+def _c_floordiv(n: str, d: int) -> str:
+    return f"bbmm_floord({n}, {d})"
+
+
+def _isl_floordiv(n: str, d: int) -> str:
+    return f"floor(({n})/{d})"
+
+
+def _py_floordiv(n: str, d: int) -> str:
+    return f"(({n}) // {d})"
+
+
+FLOORD_C = ("#define bbmm_floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))")
+"""OpenCL C definition of the floor division :meth:`Affine.__str__` writes (``d >= 1``)."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +218,7 @@ _ISL_OP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "=", "!=": "!="}
 def cond_isl(c: AffCond) -> str:
     """isl text of a condition (``(i <= n - 1 and j >= 0)``)."""
     if isinstance(c, Cmp):
-        return f"{c.lhs} {_ISL_OP[c.op]} {c.rhs}"
+        return f"{c.lhs.isl()} {_ISL_OP[c.op]} {c.rhs.isl()}"
     if isinstance(c, AffNot):
         return f"not ({cond_isl(c.arg)})"
     sep = " and " if isinstance(c, AffAnd) else " or "
@@ -198,10 +268,20 @@ def bound_neg(e: AffExpr) -> AffExpr:
     return flip(tuple(bound_neg(a) for a in e.args))
 
 
+def bound_floordiv(e: AffExpr, den: int) -> AffExpr:
+    """``floor(e / den)`` pushed into the leaves (floor is monotone: ``floor(min(a, b) / d)``
+    is ``min(floor(a / d), floor(b / d))``)."""
+    if isinstance(e, Affine):
+        return e.floordiv(den)
+    if isinstance(e, AffSelect):
+        return AffSelect(e.cond, bound_floordiv(e.then, den), bound_floordiv(e.else_, den))
+    return type(e)(tuple(bound_floordiv(a, den) for a in e.args))
+
+
 def relate_isl(var: str, op: str, e: AffExpr) -> str:
     """isl text of ``var op e`` (op ``<=``/``>=``): ``i <= min(a, b)`` -> ``i <= a and i <= b``."""
     if isinstance(e, Affine):
-        return f"{var} {op} {e}"
+        return f"{var} {op} {e.isl()}"
     if isinstance(e, AffSelect):
         c = cond_isl(e.cond)
         return (f"((({c}) and {relate_isl(var, op, e.then)}) or "

@@ -49,6 +49,11 @@ PROGRAMS = [
     (KERNELS / "counting_down.c", ["tsteps=3", "n=14"], "1KiB"),
     (KERNELS / "negative_range.c", ["tsteps=3", "n=14"], "1KiB"),
     (KERNELS / "helpers.c", ["n=40"], "1KiB"),
+    # steps other than 1, C's / and % by constants (tests/unit/test_quasi_affine.py)
+    (KERNELS / "quasi" / "redblack.c", ["tsteps=3", "n=14"], "768B"),
+    (KERNELS / "quasi" / "strides.c", ["tsteps=3", "n=14"], "1KiB"),
+    (KERNELS / "quasi" / "multigrid.c", ["tsteps=3", "n=14"], "512B"),
+    (KERNELS / "quasi" / "decimate.c", ["n=22"], "512B"),
 ]
 STAGED = [p for p in PROGRAMS if p[0].stem in ("mvt", "adi", "staged")]
 

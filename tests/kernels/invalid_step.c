@@ -1,6 +1,6 @@
-// expect: non-unit loop step 'i += 2'
-// at: 4:26
-void f(int n, float A[n]) {
-  for (int i = 0; i < n; i += 2)
+// expect: loop step must be an integer constant: 'i += m'
+// at: 4:31
+void f(int n, int m, float A[n]) {
+  for (int i = 0; i < n; i += m)
     A[i] = 0.0f;
 }

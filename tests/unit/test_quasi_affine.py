@@ -1,0 +1,207 @@
+"""Quasi-affine expressions: floor divisions in :class:`codegen.scop.Affine` (its C, isl
+and Python texts agree), loops with steps other than 1 and C's ``/`` and ``%`` by positive
+constants, each checked against the C semantics simulated in Python (brute force)."""
+from __future__ import annotations
+
+import islpy as isl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bbmm.diagnostic import UnsupportedProgramError
+from codegen.frontend import parse_source
+from codegen.scop import Affine, AffMin, bound_floordiv, to_c
+
+# {{{ Affine with floor divisions
+
+
+def _c_div(a: int, d: int) -> int:
+    """C's ``a / d`` (rounds toward zero)."""
+    return a // d if a >= 0 else -(-a // d)
+
+
+@st.composite
+def affines(draw, depth: int = 2) -> Affine:
+    out = Affine.of({n: draw(st.integers(-3, 3)) for n in ("i", "n")},
+                    draw(st.integers(-5, 5)))
+    if depth:
+        for _ in range(draw(st.integers(0, 2))):
+            inner = draw(affines(depth - 1))
+            out = out + inner.floordiv(draw(st.integers(1, 4))).scale(draw(st.integers(-2, 2)))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(affines(), st.integers(-9, 9), st.integers(0, 9))
+def test_affine_texts_agree(a, i, n):
+    """``evaluate``, the isl text and the Python text give the same value everywhere."""
+    env = {"i": i, "n": n}
+    want = a.evaluate(env)
+    assert eval(a.py(), {}, dict(env)) == want
+    pw = isl.PwAff(f"[i, n] -> {{ [({a.isl()})] }}")
+    at = isl.Set(f"[i, n] -> {{ : i = {i} and n = {n} }}")
+    (val,) = [aff.get_constant_val().to_python()
+              for _, aff in pw.intersect_params(at).gist_params(at).get_pieces()]
+    assert val == want
+    # the kernels' macro is floor division too
+    c = a.text(lambda num, d: f"_floord({num}, {d})")
+    assert eval(c, {"_floord": lambda x, d: -((-x + d - 1) // d) if x < 0 else x // d},
+                dict(env)) == want
+
+
+@given(affines(), st.integers(1, 5), st.integers(-9, 9), st.integers(0, 9))
+def test_floordiv_and_substitute(a, d, i, n):
+    assert a.floordiv(d).evaluate({"i": i, "n": n}) == a.evaluate({"i": i, "n": n}) // d
+    v = Affine.of({"k": 3}, 1)                      # i = 3k + 1
+    for k in range(-2, 3):
+        assert a.substitute("i", v).evaluate({"k": k, "n": n}) == \
+            a.evaluate({"i": 3 * k + 1, "n": n})
+
+
+def test_floordiv_simplifies_exact_quotients():
+    i = Affine.var("i")
+    assert (i.scale(4) + 6).floordiv(2) == i.scale(2) + 3
+    assert Affine((), -7).floordiv(2) == Affine((), -4)
+    assert str(i.floordiv(2)) == "bbmm_floord(i, 2)"
+    assert i.floordiv(2).isl() == "floor((i)/2)" and i.floordiv(2).py() == "((i) // 2)"
+    assert i.floordiv(2).names == {"i"} and i.floordiv(2).coeffs == {}
+    b = bound_floordiv(AffMin((i, Affine.var("n"))), 3)
+    assert b == AffMin((i.floordiv(3), Affine.var("n").floordiv(3)))
+
+# }}}
+
+# {{{ loops with steps: the model visits what C visits, in C's order
+
+
+def _visits(header: str, n: int, outer: int | None = None) -> list[int]:
+    """The values the C loop ``header`` gives its iterator ``i`` (simulated)."""
+    init, cond, step = header
+    out = []
+    env = {"n": n, "k": outer}
+    i = eval(init, {}, env)
+    while eval(cond, {}, {**env, "i": i}):
+        out.append(i)
+        i += step
+    return out
+
+
+HEADERS = [  # (C header, its Python simulation: first value, condition, step)
+    ("int i = 0; i < n; i += 2", ("0", "i < n", 2)),
+    ("int i = 1; i <= n; i += 3", ("1", "i <= n", 3)),
+    ("int i = n - 1; i >= 0; i -= 2", ("n - 1", "i >= 0", -2)),
+    ("int i = n; i > 1; i = i - 3", ("n", "i > 1", -3)),
+    ("int i = 2 - n; i < n && i <= 5; i = 4 + i", ("2 - n", "i < n and i <= 5", 4)),
+    ("int i = k % 3; i < n; i += 5", ("k % 3", "i < n", 5)),
+    ("int i = k / 2 + 1; i < k + n; i += 2", ("k // 2 + 1", "i < k + n", 2)),
+]
+
+
+@pytest.mark.parametrize("header,sim", HEADERS, ids=[h[0] for h in HEADERS])
+def test_strided_loop_visits_what_c_visits(header, sim):
+    src = f"""void f(int n, float A[100][100]) {{
+      for (int k = 0; k < 4; k++)
+        for ({header})
+          A[k][i + 50] = A[k][i + 50] + 1; }}"""
+    s = parse_source(src, "step.c")
+    (stmt,) = s.statements
+    w = stmt.write
+    for n in range(9):
+        at = s.params_set({"n": n})
+        for k in range(4):
+            want = [k_i - 50 for k_i in _order(w, at, k)]
+            assert want == _visits(sim, n, k), (n, k)
+
+
+def _order(w, at, k):
+    """The second subscript of the write, instance by instance in schedule order."""
+    pts = [(vals[:2], vals[3]) for vals in _points(w.relation.intersect_params(at).wrap())
+           if vals[2] == k]
+    return [x for _, x in sorted(pts)]        # the iterators' order is the schedule's
+
+
+def _points(s: isl.Set) -> list[tuple[int, ...]]:
+    """Every point of a bounded set, as a tuple of ints (brute force)."""
+    out: list[tuple[int, ...]] = []
+    d = s.dim(isl.dim_type.set)
+    s.foreach_point(lambda p: out.append(tuple(
+        p.get_coordinate_val(isl.dim_type.set, j).to_python() for j in range(d))))
+    return out
+
+
+def test_strided_loop_model_names_and_bounds():
+    s = parse_source("void f(int n, float A[n]) { for (int i = 1; i < n; i += 3) "
+                     "A[i] = i; }", "s.c")
+    (lp,) = s.loops()
+    assert lp.iterator == "i_s" and lp.lower == "0"
+    assert lp.upper == "bbmm_floord(n - 2, 3)"
+    assert to_c(s.statements[0].rhs) == "((3 * i_s) + 1)"   # the value of the C iterator i
+    assert s.statements[0].write.index == (Affine.of({"i_s": 3}, 1),)
+
+# }}}
+
+# {{{ C's / and % by constants
+
+
+def test_division_and_remainder_subscripts_match_c():
+    src = """void f(int n, float A[n], float B[n][3]) {
+      for (int i = 0; i < n; i++)
+        B[(i + 3) / 4][i % 3] = A[(2 * i + 1) / 3] + A[(i >> 1) << 1] + A[-7 / 2 + 3]; }"""
+    s = parse_source(src, "d.c")
+    (stmt,) = s.statements
+    n = 11
+    at = s.params_set({"n": n})
+    for acc, want in [(stmt.write, lambda i: ((i + 3) // 4, i % 3)),
+                      (stmt.reads[0], lambda i: ((2 * i + 1) // 3,)),
+                      (stmt.reads[1], lambda i: (i // 2 * 2,)),
+                      (stmt.reads[2], lambda i: (0,))]:            # C: -7 / 2 is -3
+        got = set(_points(acc.relation.intersect_params(at).wrap()))
+        assert got == {(i, *want(i)) for i in range(n)}
+
+
+@pytest.mark.parametrize("cond,sim", [
+    ("(i - 5) % 3 == 0", lambda i: (i - 5) - 3 * _c_div(i - 5, 3) == 0),
+    ("(i - 5) % 3 != 0", lambda i: (i - 5) - 3 * _c_div(i - 5, 3) != 0),
+    ("i % 4 == 1 || i / 3 == 2", lambda i: i % 4 == 1 or i // 3 == 2),
+    ("!(i % 2)", None),
+])
+def test_conditions_with_remainders_match_c(cond, sim):
+    src = f"""void f(int n, float A[n]) {{
+      for (int i = 0; i < n; i++)
+        if ({cond})
+          A[i] = 0; }}"""
+    if sim is None:       # not a comparison: refused with its location
+        with pytest.raises(UnsupportedProgramError, match="if condition is not an affine"):
+            parse_source(src, "c.c")
+        return
+    s = parse_source(src, "c.c")
+    dom = s.statements[0].domain.intersect_params(s.params_set({"n": 20}))
+    got = {i for (i,) in _points(dom)}
+    assert got == {i for i in range(20) if sim(i)}
+
+
+def test_remainder_of_a_negative_value_is_refused_unless_tested_against_zero():
+    neg = "void f(int n, float A[n]) { for (int i = 0; i < n; i++) A[(i - 1) / 2 + 1] = 0; }"
+    with pytest.raises(UnsupportedProgramError,
+                       match=r"'\(i - 1\) / 2': 'i - 1' can be negative here"):
+        parse_source(neg, "neg.c")
+    # under a guard that makes it non-negative it is fine
+    parse_source("void f(int n, float A[n]) { for (int i = 0; i < n; i++) if (i >= 1) "
+                 "A[(i - 1) / 2] = 0; }", "ok.c")
+    # array sizes may divide the parameters
+    s = parse_source("void f(int n, float A[n / 2 + 1]) { for (int i = 0; i < n; i++) "
+                     "A[i / 2] = 0; }", "size.c")
+    assert s.arrays[0].shape({"n": 7}) == (4,)
+
+
+def test_kernel_defines_floord_only_when_used(tmp_path):
+    from codegen.compile import compile_program
+    srcs = {"w": "void f(int n, float A[n]) { for (int i = 0; i < n; i += 2) A[i] = 1; }",
+            "p": "void f(int n, float A[n]) { for (int i = 0; i < n; i++) A[i] = 1; }"}
+    for k, text in srcs.items():
+        (tmp_path / f"{k}.c").write_text(text)
+    with_div = compile_program(tmp_path / "w.c").kernel_source
+    plain = compile_program(tmp_path / "p.c").kernel_source
+    assert "#define bbmm_floord" in with_div and "i_s > bbmm_floord(n - 1, 2)" in with_div
+    assert "bbmm_floord" not in plain
+
+# }}}
