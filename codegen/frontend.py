@@ -4,9 +4,9 @@
 .. autofunction:: parse_source
 
 The accepted subset: integer and floating scalar parameters, C99 array parameters
-(float/double/int) with sizes affine in the integer parameters, ``for`` loops with unit
-step, counting up or down, and affine bounds (``min``/``max``/``MIN``/``MAX``/ternaries,
-``&&`` of upper bounds, or of lower bounds for a loop counting down), affine
+(float/double/int) with sizes affine in the integer parameters, ``for`` loops with a
+constant step, counting up or down, and affine bounds (``min``/``max``/``MIN``/``MAX``/
+ternaries, ``&&`` of upper bounds, or of lower bounds for a loop counting down), affine
 ``if``/``else`` conditions, assignments (``=``, ``+=``, ``-=``, ``*=``, ``/=``,
 ``A[..]++``, ``a = b = e`` for scalars) to array elements with affine subscripts, calls
 of math functions and of the file's pure helper functions (:mod:`codegen.helpers`), scalar
@@ -26,6 +26,13 @@ declaration carries a value across iterations (a reduction into a scalar): it be
 local array (:class:`codegen.scop.Array` with ``local`` set), expanded, split and
 contracted by :func:`codegen.expand.expand_scalars`. Temporaries may not appear in
 subscripts, bounds or conditions (those must stay affine).
+
+"Affine" here includes C's ``/``, ``%``, ``<<`` and ``>>`` by constants (quasi-affine:
+floor divisions of :class:`codegen.scop.Affine`) of values the front end proves
+non-negative, where C's rounding toward zero and isl's toward minus infinity agree. A loop
+with step ``s`` other than 1 or -1 becomes the loop of ``i_s`` from 0 to
+``floor((last - first) / s)``, ``i`` read as ``first + s*i_s`` (a loop counting down by 1
+keeps its ``i_neg = -i``).
 
 Everything else raises :class:`bbmm.diagnostic.UnsupportedProgramError` naming the
 construct and its ``file:line:col`` in the user's file. Preprocessing, finding the

@@ -36,6 +36,11 @@ the top of the function and assigned in the body (then sometimes shared by two n
 ludcmp's ``w``), or a running value carried across a whole nest (a prefix sum, which
 serializes it; such a nest gets no parallel pragma).
 
+A sixth stream gives some loops a step of 2 or 3 (counting up, from ``lo + k % 2``
+sometimes, or down), some reads a subscript with C's ``/`` or ``%`` of an iterator, and
+some statements a guard on a remainder (``if ((i + j) % 2 == 0)``); ``(i - j) % 2 == 1``
+may be refused (its dividend can be negative), and the tests then redraw.
+
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
 from __future__ import annotations
@@ -107,6 +112,7 @@ class _Gen:
         self.rs = random.Random(seed * 104729 + 5)  # reduction nests: apart again
         self.rd = random.Random(seed * 15485863 + 11)  # loops counting down: apart again
         self.rc = random.Random(seed * 32452843 + 3)  # carried scalars: apart again
+        self.rq = random.Random(seed * 49979687 + 7)  # steps, / and %: apart again
         self.n_temps = 0
         self.n_carried = 0
         self.top: list[tuple[str, str]] = []    # (name, C type) declared at the top
@@ -130,7 +136,12 @@ class _Gen:
                 off = 0 if lo_off <= 0 <= hi_off else r.randint(lo_off, hi_off)
             else:
                 off = r.randint(lo_off, hi_off)
-            subs.append(_sub(it, off))
+            sub = _sub(it, off)
+            if not lhs and self.rq.random() < 0.06:
+                # C's / and % of a non-negative iterator: within [0, it] and [0, 2]
+                sub = self.rq.choice([f"{it.name} / 2", f"({it.name} + 1) / 3",
+                                      f"{it.name} % 2", f"({it.name} + {off + 3}) % 3"])
+            subs.append(sub)
         return arr.name + "".join(f"[{s}]" for s in subs)
 
     # ---------------------------------------------------------------- statements
@@ -290,8 +301,21 @@ class _Gen:
         1/6 the same values counting down (a separate stream, so that the programs of
         earlier seeds keep their other choices)."""
         lo, op, hi, it = self._loop_up(name, scope, host)
-        if self.rd.random() < 1 / 6:
-            first = hi if op == "<=" else f"{hi} - 1"
+        q = self.rq
+        down = self.rd.random() < 1 / 6
+        first = (hi if op == "<=" else f"{hi} - 1") if down else lo
+        if q.random() < 0.2 and not any(w in first for w in ("min", "MIN", "max", "MAX")):
+            # a step of 2 or 3 (the first value must be affine); counting up, sometimes
+            # from lo + (an outer iterator) % 2: every value stays in the interval
+            k = q.choice([2, 3])
+            if down:
+                step = q.choice([f"{name} -= {k}", f"{name} = {name} - {k}"])
+                return f"for (int {name} = {first}; {name} >= {lo}; {step})", it
+            if scope and q.random() < 0.4:
+                first = f"{lo} + {q.choice(scope).name} % 2"
+            step = q.choice([f"{name} += {k}", f"{name} = {name} + {k}", f"{name} = {k} + {name}"])
+            return f"for (int {name} = {first}; {name} {op} {hi}; {step})", it
+        if down:
             step = self.rd.choice([f"{name}--", f"--{name}", f"{name} -= 1"])
             return f"for (int {name} = {first}; {name} >= {lo}; {step})", it
         return f"for (int {name} = {lo}; {name} {op} {hi}; {name}++)", it
@@ -368,7 +392,13 @@ class _Gen:
             body.append(ind + "  " + line)
         if len(names) == 1:
             for _ in range(self.r.choice([1, 1, 2])):
-                body.append(ind + "  " + self.statement(inner, reads, writes, temps))
+                line = self.statement(inner, reads, writes, temps)
+                if self.rq.random() < 0.12:        # a guard on a remainder
+                    a, b = self.rq.choice(inner).name, self.rq.choice(inner).name
+                    guard = self.rq.choice([f"({a} + {b}) % 2 == 0", f"{a} % 3 != 1",
+                                            f"({a} - {b}) % 2 == 1"])
+                    line = f"if ({guard}) {line}"
+                body.append(ind + "  " + line)
             if acc is not None:
                 with self.drawing_from(self.rc):
                     body.append(ind + "  " + self._carried_update(*acc, inner, reads))
