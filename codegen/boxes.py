@@ -99,10 +99,11 @@ class NestBoxes:
         return tuple(a for a in self.accesses if a.array == array)
 
 
-def access_box(acc: Access, tiling: NestTiling) -> AccessBox:
-    """``get_bounding_box(get_data_polyhedron(f))`` of one access for one tile."""
+def access_box(acc: Access, tiling: NestTiling, within: isl.Set | None = None) -> AccessBox:
+    """``get_bounding_box(get_data_polyhedron(f))`` of one access for one tile (``within``:
+    the array's elements, see :func:`codegen.tiling.param_box`)."""
     data = acc.relation.intersect_domain(tiling.tile_of(acc.statement)).range()
-    box = param_box(data, tiling.context)
+    box = param_box(data, tiling.context, within=within)
     bounds = [tiling.lb, tiling.ub] if tiling.lb else []
     return AccessBox(**{f: getattr(box, f) for f in ParamBox.__dataclass_fields__},
                      access_id=acc.id, statement=acc.statement, array=acc.array,
@@ -113,7 +114,7 @@ def extract_initial_bounding_boxes(scop: Scop, tiling: NestTiling) -> NestBoxes:
     """Algorithm 1 for every array of a nest: the initial bounding box of each access."""
     accs = sorted((a for s in tiling.statements for a in scop.statement(s).accesses),
                   key=lambda a: a.id)
-    return NestBoxes(tiling, tuple(access_box(a, tiling) for a in accs))
+    return NestBoxes(tiling, tuple(access_box(a, tiling, scop.bounds(a.array)) for a in accs))
 
 
 def plan_boxes(scop: Scop, plan: Plan, tilings: tuple[NestTiling, ...] | None = None

@@ -134,12 +134,7 @@ def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
 
     from bbmm.diagnostic import _format_coord
 
-    params = ", ".join(scop.int_params)
-    bounds = {}
-    for a in scop.arrays:
-        xs = [f"x{d}" for d in range(len(a.extents))]
-        cons = " and ".join(f"0 <= {x} < {e.isl()}" for x, e in zip(xs, a.extents))
-        bounds[a.name] = isl.Set(f"[{params}] -> {{ {a.name}[{', '.join(xs)}] : {cons} }}")
+    bounds = {a.name: scop.bounds(a.name) for a in scop.arrays}
     context = scop.context if not at else scop.context.intersect(scop.params_set(at))
     out = []
     for acc in scop.accesses():

@@ -213,15 +213,16 @@ def _extract(sets: isl.UnionSet, tiling: NestTiling, scop: Scop, array: str) -> 
     return sets.extract_set(space)
 
 
-def _box(S: isl.Set, tiling: NestTiling, array: str, access_id: int | None) -> SetBox:
-    box = param_box(S, tiling.context)
+def _box(S: isl.Set, tiling: NestTiling, scop: Scop, array: str, access_id: int | None
+         ) -> SetBox:
+    box = param_box(S, tiling.context, within=scop.bounds(array))
     return SetBox(**{f: getattr(box, f) for f in ParamBox.__dataclass_fields__},
                   array=array, access_id=access_id)
 
 
 def _boxes(sets: isl.UnionSet, tiling: NestTiling, scop: Scop, array: str,
            access_id: int | None) -> SetBox:
-    return _box(_extract(sets, tiling, scop, array), tiling, array, access_id)
+    return _box(_extract(sets, tiling, scop, array), tiling, scop, array, access_id)
 
 
 def _pieces(sets: isl.UnionSet, tiling: NestTiling, scop: Scop, array: str
@@ -230,7 +231,7 @@ def _pieces(sets: isl.UnionSet, tiling: NestTiling, scop: Scop, array: str
     bsets = S.get_basic_sets()
     if len(bsets) > MAX_PIECES:
         return ()
-    return tuple(_box(isl.Set.from_basic_set(b), tiling, array, None) for b in bsets)
+    return tuple(_box(isl.Set.from_basic_set(b), tiling, scop, array, None) for b in bsets)
 
 
 def nest_flow(scop: Scop, plan: Plan, tiling: NestTiling, pflow: isl.UnionMap | None = None,

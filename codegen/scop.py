@@ -704,6 +704,14 @@ class Scop:
         """``[n] -> { S0[k, i, j] -> path[i, j] : ... }`` over all write accesses."""
         return _union_map(a.relation for a in self.accesses() if a.kind == "write")
 
+    def bounds(self, array: str) -> isl.Set:
+        """``[n] -> { A[x0, x1] : 0 <= x0 < n and 0 <= x1 < n }``: every element of ``array``."""
+        a = self.array(array)
+        xs = [f"x{d}" for d in range(a.ndim)]
+        cons = " and ".join(f"0 <= {x} < {e.isl()}" for x, e in zip(xs, a.extents)) or "true"
+        return isl.Set(f"[{', '.join(self.int_params)}] -> {{ {a.name}[{', '.join(xs)}] : "
+                       f"{cons} }}")
+
     def params_set(self, values: Mapping[str, int]) -> isl.Set:
         """``[n] -> { : n = 5 }`` for the given parameter values (others free)."""
         cons = " and ".join(f"{k} = {int(v)}" for k, v in values.items()) or "true"

@@ -26,6 +26,7 @@ with :func:`param_box` too.
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -127,14 +128,54 @@ def box_set(S: isl.Set, lo: Sequence[isl.PwAff], hi: Sequence[isl.PwAff]) -> isl
             .intersect_params(S.params()))
 
 
-def param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None = None
-              ) -> ParamBox:
+BOX_OPERATIONS = 3_000_000
+"""isl operations (under a second) that the exact box of one set may take. Parametric integer
+programming over sets with floor divisions (steps, ``%`` in bounds) can take minutes: past
+this, :func:`param_box` boxes an over-approximation instead."""
+
+
+@contextlib.contextmanager
+def _isl_quota(ops: int):
+    """isl's default context stops (raising :class:`islpy.Error`) after ``ops`` operations
+    within the block; the limit is lifted again after it."""
+    ctx = isl.DEFAULT_CONTEXT
+    ctx.reset_operations()
+    ctx.set_max_operations(ops)
+    try:
+        yield
+    finally:
+        ctx.set_max_operations(0)
+        ctx.reset_operations()
+
+
+def param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None = None,
+              within: isl.Set | None = None) -> ParamBox:
     """Bounding box of a parametric set ``S`` (``isl_set_dim_min``/``dim_max`` per
     dimension), made total on ``context`` and printed as Python.
 
     ``context`` is a parameter set (``[n, k, lb, ub] -> { : ... }``); ``names`` renames
-    variables in the Python source.
+    variables in the Python source. When isl cannot find the exact box within
+    :data:`BOX_OPERATIONS`, the box is that of ``S`` with its existentially quantified
+    variables projected out rationally (``isl_set_remove_divs``: a superset, so a box at
+    least as large, marked not exact), within ``within`` (an array's elements: the
+    projection may reach past them). That is safe wherever a box is used: the runtime
+    reads in a box that is not exact before a tile writes it, and moves only the valid
+    elements of a copy (docs/coherence.md).
     """
+    try:
+        with _isl_quota(BOX_OPERATIONS):
+            return _param_box(S, context, names)
+    except isl.Error:
+        pass                    # over the quota (isl reports no other error here)
+    # without floor divisions: the kind of set every affine program gives, no quota
+    loose = S.remove_divs()
+    box = _param_box(loose if within is None else loose.intersect(within), context, names,
+                     check_exact=False)
+    return replace(box, exact=False, inexact_cond="True")
+
+
+def _param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None,
+               check_exact: bool = True) -> ParamBox:
     S = S.intersect_params(context).coalesce()
     nonempty = S.params().coalesce()
     outside = context.subtract(nonempty).coalesce()
@@ -148,7 +189,8 @@ def param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None = No
 
     lo_isl = tuple(total(pa, 0) for pa in lo_raw)
     hi_isl = tuple(total(pa, -1) for pa in hi_raw)
-    inexact = box_set(S, lo_raw, hi_raw).subtract(S).params().intersect(context).coalesce()
+    inexact = (box_set(S, lo_raw, hi_raw).subtract(S).params().intersect(context).coalesce()
+               if check_exact else context)
     return ParamBox(
         lo=tuple(pwaff_to_py(pa, context, names) for pa in lo_isl),
         hi=tuple(pwaff_to_py(pa, context, names) for pa in hi_isl),

@@ -3,10 +3,15 @@ and Python texts agree), loops with steps other than 1 and C's ``/`` and ``%`` b
 constants, each checked against the C semantics simulated in Python (brute force)."""
 from __future__ import annotations
 
+import itertools
+import json
+from pathlib import Path
+
 import islpy as isl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from needs import needs_cl  # skipped only without an OpenCL platform
 
 from bbmm.diagnostic import UnsupportedProgramError
 from codegen.frontend import parse_source
@@ -203,5 +208,49 @@ def test_kernel_defines_floord_only_when_used(tmp_path):
     plain = compile_program(tmp_path / "p.c").kernel_source
     assert "#define bbmm_floord" in with_div and "i_s > bbmm_floord(n - 1, 2)" in with_div
     assert "bbmm_floord" not in plain
+
+# }}}
+
+# {{{ boxes past isl's quota
+
+
+def test_box_past_the_quota_is_a_larger_inexact_box(monkeypatch):
+    """A set with floor divisions whose exact box isl cannot find within the quota gets the
+    box of its rational projection: never smaller, marked not exact."""
+    from codegen import tiling
+    S = isl.Set("[lb, ub, n] -> { A[x, y] : exists (e, f: x = 3e + 1 and y = 2f and "
+                "lb <= e <= ub and 0 <= y <= x and x < n) }")
+    ctx = isl.Set("[lb, ub, n] -> { : 0 <= lb <= ub and n >= 0 }")
+    exact = tiling.param_box(S, ctx)
+    monkeypatch.setattr(tiling, "BOX_OPERATIONS", 50)
+    loose = tiling.param_box(S, ctx)
+    assert exact.exact is False and loose.exact is False
+    f, g = exact.evaluator(["lb", "ub", "n"]), loose.evaluator(["lb", "ub", "n"])
+    wider = 0
+    for lb, ub, n in itertools.product(range(4), range(4), range(12)):
+        if lb > ub:
+            continue
+        (elo, ehi), (llo, lhi) = f(lb, ub, n), g(lb, ub, n)
+        if all(a <= b for a, b in zip(elo, ehi)):            # not empty
+            assert all(a <= b for a, b in zip(llo, elo)) and all(a >= b for a, b in zip(lhi, ehi))
+            wider += llo != elo or lhi != ehi
+    assert wider                     # the projection drops the strides: some box grew
+
+
+@needs_cl
+def test_programs_run_right_with_boxes_past_the_quota(monkeypatch, tmp_path):
+    """Every box of the kernels with steps over-approximated still gives the C result."""
+    from bbmm.cli import main
+    from codegen import tiling
+    monkeypatch.setattr(tiling, "BOX_OPERATIONS", 20_000)
+    kernels = Path(__file__).resolve().parents[1] / "kernels" / "quasi"
+    for name, params in [("redblack", ["tsteps=3", "n=14"]), ("strides", ["tsteps=2", "n=13"])]:
+        out = tmp_path / f"{name}.json"
+        argv = ["run", str(kernels / f"{name}.c"), "--check", "--no-progress", "--devices", "2",
+                "--tile", "3", "--json", str(out)]
+        for p in params:
+            argv += ["--param", p]
+        assert main(argv) == 0
+        assert json.loads(out.read_text())["check"] == "pass"
 
 # }}}

@@ -11,15 +11,19 @@ run() {  # label, file, params...
   p=""; for x in "$@"; do p="$p --param $x"; done
   for d in 1 2; do
     for rep in 1 2; do
-      r=$(timeout 200 python3 -m bbmm run $f $p --devices $d --check --no-progress 2>&1 | grep -v Warn | grep -v 'lambda: self' | grep -m1 'check\|error:')
+      r=$(timeout 100 python3 -m bbmm run $f $p --devices $d --check --no-progress 2>&1 | grep -v Warn | grep -v 'lambda: self' | grep -m1 'check\|error:')
       echo "$l d=$d run $rep: $r"
     done
   done
 }
 Q=tests/kernels/quasi
 S=results/h100x1/s30
+date +%T
+run redblack $Q/redblack.c tsteps=4 n=4097
+date +%T
 run redblack $Q/redblack.c tsteps=20 n=4097
 run redblack-guard $S/redblack_guard.c tsteps=20 n=4097
+date +%T
 run strides $Q/strides.c tsteps=3 n=3001
 run multigrid $Q/multigrid.c tsteps=20 n=2000001
 run decimate $Q/decimate.c n=1000003
