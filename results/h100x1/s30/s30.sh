@@ -18,6 +18,7 @@ run() {  # label, file, params...
 }
 Q=tests/kernels/quasi
 S=results/h100x1/s30
+if [ "$1" != "b" ]; then
 date +%T
 run redblack $Q/redblack.c tsteps=4 n=4097
 date +%T
@@ -26,4 +27,13 @@ run redblack-guard $S/redblack_guard.c tsteps=20 n=4097
 date +%T
 run strides $Q/strides.c tsteps=3 n=3001
 run multigrid $Q/multigrid.c tsteps=20 n=2000001
-run decimate $Q/decimate.c n=1000003
+fi
+# part b (second call): decimate's first nest is quadratic (n/3 sums of n/2 terms); random
+# programs with steps and remainders (seeds with both), 2 logical devices
+run decimate $Q/decimate.c n=20003
+for s in 0 1 7 8 10 12 18 21 24 29 30 32 33 41 43; do
+  python3 tests/randprog.py $s > /tmp/rk$s.c 2>/dev/null
+  p=$(head -1 /tmp/rk$s.c | sed 's/.*: //')
+  r=$(timeout 60 python3 -m bbmm run /tmp/rk$s.c $p --devices 2 --check --no-progress 2>&1 | grep -v Warn | grep -v 'lambda: self' | grep -m1 'check\|error:')
+  echo "random seed $s: $r"
+done
