@@ -1143,7 +1143,13 @@ class _Builder:
                     if isinstance(m, c_ast.BinaryOp) and m.op == "%" and _is_zero(z):
                         self.dividends = [x for x in self.dividends if x[1] is not m]
             return c
-        raise _NotAffine("not a comparison")
+        # a bare value, C's 'if (i % 2)': true when not 0 (divisibility again: any sign)
+        dividends = len(self.dividends)
+        c = Cmp("!=", self.affine(node, ctx.iters), Affine())
+        if isinstance(node, c_ast.BinaryOp) and node.op == "%":
+            self.dividends = self.dividends[:dividends] + [
+                x for x in self.dividends[dividends:] if x[1] is not node]
+        return c
 
     # }}}
 

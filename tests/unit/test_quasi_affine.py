@@ -167,14 +167,16 @@ def test_division_and_remainder_subscripts_match_c():
     ("(i - 5) % 3 == 0", lambda i: (i - 5) - 3 * _c_div(i - 5, 3) == 0),
     ("(i - 5) % 3 != 0", lambda i: (i - 5) - 3 * _c_div(i - 5, 3) != 0),
     ("i % 4 == 1 || i / 3 == 2", lambda i: i % 4 == 1 or i // 3 == 2),
-    ("!(i % 2)", None),
+    ("!(i % 2)", lambda i: i % 2 == 0),
+    ("(i - 7) % 3 && i", lambda i: (i - 7) % 3 != 0 and i != 0),
+    ("i * i", None),
 ])
 def test_conditions_with_remainders_match_c(cond, sim):
     src = f"""void f(int n, float A[n]) {{
       for (int i = 0; i < n; i++)
         if ({cond})
           A[i] = 0; }}"""
-    if sim is None:       # not a comparison: refused with its location
+    if sim is None:       # not affine: refused with its location
         with pytest.raises(UnsupportedProgramError, match="if condition is not an affine"):
             parse_source(src, "c.c")
         return
