@@ -156,6 +156,77 @@ def default_tile(module: ModuleType, params: Mapping[str, int],
     return module.default_tile(params, ndev * split)
 
 
+FIT_SHARE = 0.75
+"""Share of a device's cap that one tile's boxes may fill when bbmm picks the tile (the
+rest: alignment, boxes split around resident copies, arrays held whole)."""
+FIT_PHASES = 64
+"""Parallel phases a dry run of the driver looks at to find a tile's footprint."""
+
+
+class _Enough(Exception):
+    """Ends a dry run (:class:`_Footprint`)."""
+
+
+class _Footprint:
+    """A stand-in runtime for a dry run of a driver: nothing moves and nothing runs; it
+    keeps the most bytes one tile's boxes cover (the union of each array's boxes) over the
+    first :data:`FIT_PHASES` parallel phases, then ends the run."""
+
+    def __init__(self, ndev: int, arrays: Mapping[str, np.ndarray]):
+        self.devices = [None] * ndev
+        self.itemsize = {a: x.itemsize for a, x in arrays.items()}
+        self.peak = 0
+        self.phases = 0
+
+    def run_phase(self, tiles: Sequence[Any], serial: tuple = ()) -> None:
+        from .box import union_volume
+        for t in tiles:
+            need = sum(union_volume(b for b in boxes if not b.is_empty) * self.itemsize[a]
+                       for a, boxes in t.boxes.items())
+            self.peak = max(self.peak, need)
+        self.phases += 1
+        if self.phases >= FIT_PHASES:
+            raise _Enough
+
+    def end_serial(self, *args: Any, **kw: Any) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def fitting_tile(module: ModuleType, params: Mapping[str, int], scalars: Mapping[str, float],
+                 arrays: Mapping[str, np.ndarray], devices: Sequence[Any], tile: int) -> int:
+    """``tile``, or a smaller one when a tile's boxes would not fit in
+    :data:`FIT_SHARE` of the smallest device cap (``--device-mem`` below the data, with no
+    ``--tile``): the paper's point is running data larger than the devices, and the
+    default tile (one per device) needs all of it resident. A dry run of the driver
+    (:class:`_Footprint`) measures a tile's footprint; the tile shrinks in proportion
+    until it fits, or to 1. A note on stderr says so."""
+    caps = [d.cap for d in devices if getattr(d, "cap", None)]
+    if not caps:
+        return tile
+    budget = int(min(caps) * FIT_SHARE)
+    if sum(a.nbytes for a in arrays.values()) <= budget:
+        return tile                       # every tile fits: no dry run
+    first = tile
+    while True:
+        probe = _Footprint(len(devices), arrays)
+        try:
+            module.run(probe, params, scalars, tile, False)
+        except _Enough:
+            pass
+        if probe.peak <= budget or tile == 1:
+            break
+        tile = max(1, min(tile - 1, tile * budget // max(1, probe.peak)))
+    if tile != first:
+        import sys
+        print(f"bbmm: tile {tile} (not {first}): a tile's boxes then take "
+              f"{format_bytes(probe.peak)} of {format_bytes(min(caps))} per device "
+              f"(--tile sets it)", file=sys.stderr)
+    return tile
+
+
 def runtime_options(module: ModuleType, arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """The runtime's options that come from the driver: kernel slots per array, and the
     small read-only arrays to hold whole (a parameter table read at ``[t]``, say: one copy
@@ -175,7 +246,8 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
     run (the devices must have been made with ``profile=True``) and print its summary on
     stderr. The run's wall time does not include reading the profile."""
     if tile is None:
-        tile = default_tile(module, params, arrays, len(devices))
+        tile = fitting_tile(module, params, scalars, arrays, devices,
+                            default_tile(module, params, arrays, len(devices)))
     if tile < 1:
         raise UsageError(f"--tile must be at least 1, got {tile}")
     rt = Runtime(devices, arrays, mode=mode, reuse=reuse, coherence=coherence, replay=replay,
@@ -226,7 +298,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "$BBMM_PIPELINE (16) tiles per device of at least 64 MiB each, so that "
                         "read-ins, kernels and write-backs overlap; a nest outside every "
                         "serial loop that this grid would leave on fewer devices is cut "
-                        "smaller, by its own range, so that every device gets tiles)")
+                        "smaller, by its own range, so that every device gets tiles; "
+                        "smaller again when a tile's boxes would fill more than 3/4 of "
+                        "--device-mem)")
     g.add_argument("--mode", choices=MODES, default="disjoint",
                    help="box allocation: disjoint boxes (BBMM) or one convex hull per array "
                         "(Kim et al. 2011)")

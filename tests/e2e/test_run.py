@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bbmm.cli import main
+from bbmm.diagnostic import parse_bytes
 from needs import needs_cl  # skipped only without an OpenCL platform
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,6 +131,25 @@ def test_json_report_fields(tmp_path):
         assert key in doc["time_s"], key
     # floyd's flow-out is one row per serial iteration (except the last): exact, not blocks
     assert doc["flowout_bytes"] == (16 - 1) * 16 * 4
+
+
+@needs_cl
+@pytest.mark.parametrize("path,params,cap", [
+    (POLYBENCH / "heat2d.c", ["tsteps=2", "n=60"], "4KiB"),
+    (KERNELS / "floyd.c", ["n=40"], "2KiB"),
+    (POLYBENCH / "matmul.c", ["ni=40", "nj=36", "nk=30"], "6KiB"),
+], ids=["heat2d", "floyd", "matmul"])
+def test_default_tile_shrinks_to_fit_the_cap(path, params, cap, tmp_path, capsys):
+    """With --device-mem below the data and no --tile, bbmm picks a tile whose boxes fit
+    (the default, one tile per device, needs all of them resident) and says so."""
+    out = tmp_path / "r.json"
+    assert run(path, params, "--devices", 2, "--device-mem", cap, json_path=out) == 0
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass"
+    assert all(d["peak_bytes"] <= parse_bytes(cap) for d in doc["per_device"])
+    assert sum(d["evictions"] for d in doc["per_device"]) > 0
+    note = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("bbmm: tile ")]
+    assert len(note) == 1 and f"tile {doc['tile']} (not " in note[0], note
 
 
 def test_missing_param_is_one_line(capsys):
