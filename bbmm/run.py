@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import settings
+from .box import union_volume
 from .diagnostic import UsageError, format_bytes
 from .hostlib import prebuild
 from .runtime import COHERENCE, MODES, Runtime, fuse_slack
@@ -179,7 +180,6 @@ class _Footprint:
         self.phases = 0
 
     def run_phase(self, tiles: Sequence[Any], serial: tuple = ()) -> None:
-        from .box import union_volume
         for t in tiles:
             need = sum(union_volume(b for b in boxes if not b.is_empty) * self.itemsize[a]
                        for a, boxes in t.boxes.items())

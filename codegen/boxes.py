@@ -114,7 +114,8 @@ def extract_initial_bounding_boxes(scop: Scop, tiling: NestTiling) -> NestBoxes:
     """Algorithm 1 for every array of a nest: the initial bounding box of each access."""
     accs = sorted((a for s in tiling.statements for a in scop.statement(s).accesses),
                   key=lambda a: a.id)
-    return NestBoxes(tiling, tuple(access_box(a, tiling, scop.bounds(a.array)) for a in accs))
+    within = {a: scop.bounds(a) for a in dict.fromkeys(acc.array for acc in accs)}
+    return NestBoxes(tiling, tuple(access_box(a, tiling, within[a.array]) for a in accs))
 
 
 def plan_boxes(scop: Scop, plan: Plan, tilings: tuple[NestTiling, ...] | None = None

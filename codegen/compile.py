@@ -130,8 +130,6 @@ def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
     scop's context, or only for the values ``at`` (PolyBench's loops to ``n`` in arrays of
     the constant size ``N`` are in bounds for the ``n`` that ``main`` passes, not for all).
     """
-    import islpy as isl
-
     from bbmm.diagnostic import _format_coord
 
     bounds = {a.name: scop.bounds(a.name) for a in scop.arrays}

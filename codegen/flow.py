@@ -213,25 +213,25 @@ def _extract(sets: isl.UnionSet, tiling: NestTiling, scop: Scop, array: str) -> 
     return sets.extract_set(space)
 
 
-def _box(S: isl.Set, tiling: NestTiling, scop: Scop, array: str, access_id: int | None
+def _box(S: isl.Set, tiling: NestTiling, within: isl.Set, array: str, access_id: int | None
          ) -> SetBox:
-    box = param_box(S, tiling.context, within=scop.bounds(array))
+    box = param_box(S, tiling.context, within=within)
     return SetBox(**{f: getattr(box, f) for f in ParamBox.__dataclass_fields__},
                   array=array, access_id=access_id)
 
 
-def _boxes(sets: isl.UnionSet, tiling: NestTiling, scop: Scop, array: str,
+def _boxes(sets: isl.UnionSet, tiling: NestTiling, scop: Scop, within: isl.Set, array: str,
            access_id: int | None) -> SetBox:
-    return _box(_extract(sets, tiling, scop, array), tiling, scop, array, access_id)
+    return _box(_extract(sets, tiling, scop, array), tiling, within, array, access_id)
 
 
-def _pieces(sets: isl.UnionSet, tiling: NestTiling, scop: Scop, array: str
+def _pieces(sets: isl.UnionSet, tiling: NestTiling, scop: Scop, within: isl.Set, array: str
             ) -> tuple[SetBox, ...]:
     S = _extract(sets, tiling, scop, array).intersect_params(tiling.context).coalesce()
     bsets = S.get_basic_sets()
     if len(bsets) > MAX_PIECES:
         return ()
-    return tuple(_box(isl.Set.from_basic_set(b), tiling, scop, array, None) for b in bsets)
+    return tuple(_box(isl.Set.from_basic_set(b), tiling, within, array, None) for b in bsets)
 
 
 def nest_flow(scop: Scop, plan: Plan, tiling: NestTiling, pflow: isl.UnionMap | None = None,
@@ -257,13 +257,16 @@ def nest_flow(scop: Scop, plan: Plan, tiling: NestTiling, pflow: isl.UnionMap | 
     arrays = []
     for arr in dict.fromkeys(w.array for w in writes):
         ws = [w for w in writes if w.array == arr]
+        within = scop.bounds(arr)
         arrays.append(ArrayFlow(
             array=arr,
-            flow_out=_boxes(fo_all, tiling, scop, arr, None),
-            flow_out_parts=tuple(_boxes(fo_by[w.id], tiling, scop, arr, w.id) for w in ws),
-            flow_out_pieces=_pieces(fo_all, tiling, scop, arr),
-            write_out=_boxes(wo_all, tiling, scop, arr, None),
-            write_out_parts=tuple(_boxes(wo_by[w.id], tiling, scop, arr, w.id) for w in ws)))
+            flow_out=_boxes(fo_all, tiling, scop, within, arr, None),
+            flow_out_parts=tuple(_boxes(fo_by[w.id], tiling, scop, within, arr, w.id)
+                                 for w in ws),
+            flow_out_pieces=_pieces(fo_all, tiling, scop, within, arr),
+            write_out=_boxes(wo_all, tiling, scop, within, arr, None),
+            write_out_parts=tuple(_boxes(wo_by[w.id], tiling, scop, within, arr, w.id)
+                                  for w in ws)))
     return NestFlow(tiling, tuple(arrays), fo_all, wo_all,
                     sourced_within=_sourced_within(scop, tiling, pflow,
                                                    [a.array for a in arrays]))

@@ -826,7 +826,7 @@ class _Builder:
             raise self.err(f"loop iterator '{v}' reuses the iterator of an enclosing loop", node)
         if v in self.int_params or v in self.float_params or v in self.arrays:
             raise self.err(f"loop iterator '{v}' is a parameter of the function", node)
-        step = self.loop_step(node, v, ctx)
+        step = self.loop_step(node, v)
         down = step < 0
         first = self.bound(lb, ctx, "first" if down else "lower")
         if node.cond is None:
@@ -853,7 +853,7 @@ class _Builder:
         last = limits[0] if len(limits) == 1 else AffMin(tuple(limits))
         return v, bound_neg(first) if down else first, last, step
 
-    def loop_step(self, node: c_ast.For, v: str, ctx: _Ctx) -> int:
+    def loop_step(self, node: c_ast.For, v: str) -> int:
         """The step of the loop's increment (``i++``, ``++i``, ``i += 2``, ``i = i + 2``,
         ``i = 2 + i``, or the same with ``-``): a non-zero integer constant."""
         nx = node.next
@@ -958,7 +958,8 @@ class _Builder:
             return tuple(LoopNode(n.loop, rebuild(n.children)) if isinstance(n, LoopNode)
                          else stmts[n] for n in nodes)
         cons = [f"{p} >= 0" for p in self.int_params]
-        cons += [f"{e.isl()} >= 1" for a in self.arrays.values() for e in a.extents if not e.is_const()]
+        cons += [f"{e.isl()} >= 1" for a in self.arrays.values() for e in a.extents
+                 if not e.is_const()]
         ctx = isl.Set(f"{self.params_text}{{ : {' and '.join(cons) or 'true'} }}")
         return Scop(self.filename, fname, tuple(self.int_params),
                     tuple(self.float_params.items()),

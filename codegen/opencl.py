@@ -47,8 +47,8 @@ from bbmm.diagnostic import UnsupportedProgramError, UsageError
 from codegen.deps import Nest, Plan
 from codegen.helpers import opencl_definitions
 from codegen.scop import (
-    FLOORD_C, Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Temp, Ternary,
-    UnOp, Var, array_refs, default_ref, to_c)
+    FLOORD_C, Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Temp,
+    Ternary, UnOp, Var, array_refs, default_ref, to_c)
 
 __all__ = ["KernelSource", "expr_type", "generate_kernel"]
 

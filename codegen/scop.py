@@ -110,15 +110,6 @@ class Affine:
         return Affine.of({n: v * k for n, v in self.terms}, self.const * k,
                          {(n, d): c * k for n, d, c in self.divs})
 
-    def substitute(self, name: str, value: Affine) -> Affine:
-        """``self`` with ``value`` for ``name`` (in floor divisions too)."""
-        c = self.coeffs
-        k = c.pop(name, 0)
-        out = Affine.of(c, self.const) + value.scale(k)
-        for n, d, v in self.divs:
-            out = out + n.substitute(name, value).floordiv(d).scale(v)
-        return out
-
     def evaluate(self, env: Mapping[str, int]) -> int:
         return (self.const + sum(v * env[k] for k, v in self.terms)
                 + sum(c * (n.evaluate(env) // d) for n, d, c in self.divs))
@@ -432,7 +423,8 @@ class Array:
     ctype: str
     """Element type: ``float``, ``double`` or ``int``."""
     dims: tuple[str, ...]
-    """C text of each extent, as declared (after macro expansion)."""
+    """C text of each extent, as declared (after macro expansion); for a local array,
+    Python text that the driver evaluates (``max(1, ((n + 2) // 3))``)."""
     extents: tuple[Affine, ...]
     sizes: tuple[isl.PwAff, ...]
     coord: object = None

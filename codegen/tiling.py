@@ -169,13 +169,14 @@ def param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None = No
         pass                    # over the quota (isl reports no other error here)
     # without floor divisions: the kind of set every affine program gives, no quota
     loose = S.remove_divs()
-    box = _param_box(loose if within is None else loose.intersect(within), context, names,
-                     check_exact=False)
-    return replace(box, exact=False, inexact_cond="True")
+    return _param_box(loose if within is None else loose.intersect(within), context, names,
+                      exact=False)
 
 
 def _param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None,
-               check_exact: bool = True) -> ParamBox:
+               exact: bool | None = None) -> ParamBox:
+    """The box of ``S``; ``exact=False``: not exact anywhere in ``context`` (the set is an
+    over-approximation), None: find where it is."""
     S = S.intersect_params(context).coalesce()
     nonempty = S.params().coalesce()
     outside = context.subtract(nonempty).coalesce()
@@ -190,7 +191,7 @@ def _param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None,
     lo_isl = tuple(total(pa, 0) for pa in lo_raw)
     hi_isl = tuple(total(pa, -1) for pa in hi_raw)
     inexact = (box_set(S, lo_raw, hi_raw).subtract(S).params().intersect(context).coalesce()
-               if check_exact else context)
+               if exact is None else context)
     return ParamBox(
         lo=tuple(pwaff_to_py(pa, context, names) for pa in lo_isl),
         hi=tuple(pwaff_to_py(pa, context, names) for pa in hi_isl),

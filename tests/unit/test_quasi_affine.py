@@ -55,12 +55,8 @@ def test_affine_texts_agree(a, i, n):
 
 
 @given(affines(), st.integers(1, 5), st.integers(-9, 9), st.integers(0, 9))
-def test_floordiv_and_substitute(a, d, i, n):
+def test_floordiv(a, d, i, n):
     assert a.floordiv(d).evaluate({"i": i, "n": n}) == a.evaluate({"i": i, "n": n}) // d
-    v = Affine.of({"k": 3}, 1)                      # i = 3k + 1
-    for k in range(-2, 3):
-        assert a.substitute("i", v).evaluate({"k": k, "n": n}) == \
-            a.evaluate({"i": 3 * k + 1, "n": n})
 
 
 def test_floordiv_simplifies_exact_quotients():
