@@ -254,7 +254,8 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
 
     scop = prog.scop
     defaults = dict(scop.param_defaults)
-    params, scalars = parse_params(args.param, scop.int_params, scop.float_params, defaults)
+    params, scalars = parse_params(args.param, scop.int_params, scop.float_params, defaults,
+                                   dict(scop.c_names))
     if defaults and any(params[p] != v for p, v in defaults.items()):
         for msg in out_of_bounds(scop, params):
             warnings.warn(msg, BBMMWarning, stacklevel=1)

@@ -24,7 +24,7 @@ class UnsupportedProgramError(BBMMError):
     """The C input is outside the accepted subset; the message starts with file:line:col."""
 
     def __init__(self, message: str, coord: object | None = None):
-        self.coord = coord
+        self.coord, self.message = coord, message
         loc = _format_coord(coord)
         super().__init__(f"{loc}: {message}" if loc else message)
 

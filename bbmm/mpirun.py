@@ -162,7 +162,7 @@ def check_mpi(res: MPIResult, comm: Any, c_path: str, scop: Any,
         got = expect[a.name].copy()
         for b in rt.held(a.name):
             got[b.slices()] = res.arrays[a.name][b.slices()]
-        m = compare(a.name, got, expect[a.name], a.ctype)
+        m = compare(scop.c_name(a.name), got, expect[a.name], a.ctype)
         if m is not None:
             bad.append(f"rank {comm.rank}: {m}")
     every = comm.gather(bad, root=0)
@@ -334,7 +334,8 @@ def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
         from .run import host_arrays, parse_params
 
         params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,
-                                       getattr(module, "PARAM_DEFAULTS", None))
+                                       getattr(module, "PARAM_DEFAULTS", None),
+                                       getattr(module, "C_NAMES", None))
         for name, _ in module.FLOAT_PARAMS:
             scalars.setdefault(name, 1.5)
         devices = make_devices_from_args(args)

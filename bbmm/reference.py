@@ -501,34 +501,38 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
     floats = dict(scop.float_params)
     arrays_of = {a.name: a for a in scop.param_arrays}
     out = dict(scalars)
+    # the init function's parameters carry the C names; the model's renamed ones differ
+    model_of = {c: m for m, c in scop.c_names}
+    c_params = {scop.c_name(k): v for k, v in params.items()}
     argtypes, argv, keep, outs = [], [], [], {}
     for p in sig:
         what = f"--init {name}: parameter '{p.name}'"
-        if p.kind == "int" and p.name in ints:
+        m = model_of.get(p.name, p.name)
+        if p.kind == "int" and m in ints:
             ct = _int_ctype(p.ctype)
             argtypes.append(ct)
-            argv.append(_int_value(p.name, params[p.name], ct))
-        elif p.kind == "float" and p.name in floats:
+            argv.append(_int_value(p.name, params[m], ct))
+        elif p.kind == "float" and m in floats:
             argtypes.append(_CTYPES_ELEM[p.ctype])
-            argv.append(float(out[p.name]))
-        elif p.kind == "out" and p.name in floats:
-            if p.ctype != floats[p.name]:
+            argv.append(float(out[m]))
+        elif p.kind == "out" and m in floats:
+            if p.ctype != floats[m]:
                 raise UsageError(f"{what} is a {p.ctype} * but {kernel}'s {p.name} is a "
-                                 f"{floats[p.name]}")
-            cell = _CTYPES_ELEM[p.ctype](float(out[p.name]))
-            outs[p.name] = cell
+                                 f"{floats[m]}")
+            cell = _CTYPES_ELEM[p.ctype](float(out[m]))
+            outs[m] = cell
             argtypes.append(ctypes.c_void_p)
             argv.append(ctypes.addressof(cell))
-        elif p.kind == "array" and p.name in arrays_of:
-            arr = arrays_of[p.name]
-            a = _check_array(scop, p.name, arrays[p.name], params)
-            dims = [None if d is None else const_int(d, params) for d in p.dims]
+        elif p.kind == "array" and m in arrays_of:
+            arr = arrays_of[m]
+            a = _check_array(scop, m, arrays[m], params)
+            dims = [None if d is None else const_int(d, c_params) for d in p.dims]
             if p.ctype != arr.ctype or len(dims) != arr.ndim or any(
                     d is not None and d != s for d, s in zip(dims, a.shape)):
                 shape = " x ".join("?" if d is None else str(d) for d in dims)
                 raise UsageError(f"{what} is {p.ctype} [{shape}] but {kernel}'s {p.name} is "
                                  f"{arr.ctype} [{' x '.join(map(str, a.shape))}] for "
-                                 f"{_fmt_params(params)}")
+                                 f"{_fmt_params(c_params)}")
             keep.append(a)
             argtypes.append(ctypes.c_void_p)
             argv.append(a.ctypes.data)
@@ -537,7 +541,8 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
                              f"scalars or pointers to them, and arrays)")
         else:
             raise UsageError(f"{what} ({p.kind}) matches no {p.kind} parameter of {kernel} "
-                             f"by name (its parameters: {', '.join(scop.args) or 'none'})")
+                             f"by name (its parameters: "
+                             f"{', '.join(map(scop.c_name, scop.args)) or 'none'})")
     fn.restype = None
     fn.argtypes = argtypes
     fn(*argv)

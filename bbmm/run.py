@@ -25,10 +25,19 @@ DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32}
 
 def parse_params(items: Sequence[str] | None, int_params: Sequence[str],
                  float_params: Sequence[tuple[str, str]],
-                 defaults: Mapping[str, int] | None = None) -> tuple[dict[str, int],
-                                                                     dict[str, float]]:
+                 defaults: Mapping[str, int] | None = None,
+                 c_names: Mapping[str, str] | None = None) -> tuple[dict[str, int],
+                                                                   dict[str, float]]:
     """``["n=64", "alpha=1.5"]`` -> (ints, floats); every integer parameter must be given,
-    unless ``defaults`` (the sizes the C program's ``main`` passes) has it."""
+    unless ``defaults`` (the sizes the C program's ``main`` passes) has it. ``c_names``
+    (model name -> C name, the driver's ``C_NAMES``): the user names a renamed parameter
+    by its C name (``iter=10``); the dicts are keyed by model names (``iter_``)."""
+    public = dict(c_names or {})
+
+    def c(name: str) -> str:
+        return public.get(name, name)
+
+    model = {c(n): n for n in int_params} | {c(n): n for n, _ in float_params}
     ints: dict[str, int] = {}
     floats: dict[str, float] = {}
     fnames = {n for n, _ in float_params}
@@ -37,26 +46,28 @@ def parse_params(items: Sequence[str] | None, int_params: Sequence[str],
         name = name.strip()
         if not eq or not name:
             raise UsageError(f"--param {item!r}: expected NAME=VALUE, e.g. --param n=1024")
-        if name in int_params:
+        m = model.get(name)
+        if m in int_params:
             try:
-                ints[name] = int(value, 0)
+                ints[m] = int(value, 0)
             except ValueError:
                 raise UsageError(f"--param {name}={value}: {name} is an integer parameter") from None
-        elif name in fnames:
+        elif m in fnames:
             try:
-                floats[name] = float(value)
+                floats[m] = float(value)
             except ValueError:
                 raise UsageError(f"--param {name}={value}: not a number") from None
         else:
-            known = ", ".join(list(int_params) + sorted(fnames)) or "none"
+            known = ", ".join([c(n) for n in int_params] + sorted(map(c, fnames))) or "none"
             raise UsageError(f"--param {name}: the kernel has no parameter {name!r} "
                              f"(its parameters: {known})")
     for name, value in (defaults or {}).items():
         ints.setdefault(name, int(value))
-    missing = [p for p in int_params if p not in ints]
+    missing = [c(p) for p in int_params if p not in ints]
     if missing:
         raise UsageError("missing " + ", ".join(f"--param {p}=VALUE" for p in missing) +
-                         f" (the kernel's integer parameters: {', '.join(int_params)})")
+                         f" (the kernel's integer parameters: "
+                         f"{', '.join(map(c, int_params))})")
     return ints, floats
 
 
@@ -373,7 +384,7 @@ def check_against_reference(res: RunResult, c_path: str, scop: Any, initial: dic
                            defines=dict(defines or {}), lib=lib, include_dirs=include_dirs)
     bad = []
     for a in scop.param_arrays:
-        m = compare(a.name, res.arrays[a.name], expect[a.name], a.ctype)
+        m = compare(scop.c_name(a.name), res.arrays[a.name], expect[a.name], a.ctype)
         if m is not None:
             bad.append(str(m))
     res.check = "fail" if bad else "pass"
@@ -396,7 +407,8 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
     def go() -> int:
         profile = profile_path(args)
         params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,
-                                       getattr(module, "PARAM_DEFAULTS", None))
+                                       getattr(module, "PARAM_DEFAULTS", None),
+                                       getattr(module, "C_NAMES", None))
         for name, _ in module.FLOAT_PARAMS:
             scalars.setdefault(name, 1.5)
         devices = make_devices_from_args(args)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -22,60 +21,13 @@ from codegen.deps import Plan, dependences, plan as make_plan
 from codegen.flow import edge_writers, plan_flow
 from codegen.frontend import parse_file
 from codegen.host import NestCode, generate_host
+from codegen.names import c_text, in_c_names
 from codegen.opencl import generate_kernel
 from codegen.scop import Scop
 from codegen.tiling import tile_bound_names, tile_nest
 from bbmm.diagnostic import BBMMWarning
 
 MAX_SLOTS = 4
-
-# names the generated host driver uses itself (besides Python's keywords and builtins)
-_DRIVER_NAMES = frozenset({
-    "Box", "Tile", "np", "launch", "device_of", "once_tiles", "tiles_covering", "Progress", "_ints",
-    "KERNELS", "SLOTS", "ARRAYS", "FUNCTION", "SOURCE", "INT_PARAMS", "FLOAT_PARAMS", "run",
-    "default_tile", "annotations", "PARAM_DEFAULTS"})
-
-
-def check_host_names(scop: Scop) -> None:
-    """Refuse C names that cannot be Python variables of the generated driver, or names
-    in its OpenCL kernels.
-
-    Integer and floating parameters and loop iterators become Python variables in the
-    host driver; a C name such as ``lambda`` or ``np`` would not work there. They and the
-    arrays are names in the kernels too, where ``half`` or ``local`` would not work (a
-    temporary of such a name is renamed: it appears nowhere else).
-    """
-    import builtins
-    import keyword
-
-    from bbmm.diagnostic import UnsupportedProgramError
-    from codegen.csource import OPENCL_RESERVED
-
-    def bad(name: str) -> str | None:
-        if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-            return "a Python keyword"
-        if name in _DRIVER_NAMES or name.startswith("_bbmm_") or \
-                re.fullmatch(r"(nest\d+_(tile|kernel)|NEST\d+_\w+)", name):
-            return "a name of the generated host driver"
-        if hasattr(builtins, name):
-            return "a Python built-in"
-        return None
-
-    names = [(n, scop.coord_of(n)) for n in scop.int_params]
-    names += [(n, scop.coord_of(n)) for n, _ in scop.float_params]
-    names += [(lp.iterator, lp.coord) for lp in scop.loops()]
-    for n, coord in names:
-        why = bad(n)
-        if why:
-            raise UnsupportedProgramError(
-                f"the name '{n}' is {why}, which bbmm's generated Python host code cannot use "
-                f"as a variable; rename it in the C source", coord)
-    names += [(a.name, a.coord) for a in scop.arrays]
-    for n, coord in names:
-        if n in OPENCL_RESERVED:
-            raise UnsupportedProgramError(
-                f"the name '{n}' is a word of OpenCL C, which bbmm's generated kernels "
-                f"cannot use as a name; rename it in the C source", coord)
 
 
 @dataclass(frozen=True)
@@ -96,6 +48,11 @@ class Program:
         out = [f"{self.path}: kernel {s.function}({', '.join(s.args)})"]
         out.append("  arrays: " + ", ".join(f"{a.ctype} {a.name}[{']['.join(a.dims)}]"
                                            for a in s.param_arrays))
+        if s.c_names:   # below, the generated code and the dumps use the model names
+            from codegen.names import unsafe
+            out.append("  renamed: " + ", ".join(
+                f"{c} -> {m} ({unsafe(c)})"
+                for m, c in s.c_names))
         local = [a for a in s.arrays if a.local]
         if local:   # expanded scalars and C local arrays: the runtime's, not the caller's
             out.append("  local arrays: " + ", ".join(
@@ -143,7 +100,7 @@ def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
             out.append(f"{where + ': ' if where else ''}{acc.text} may be out of the bounds of "
                        f"{acc.array} (e.g. {bad.sample_point()}); the C program's behaviour, "
                        f"and bbmm's result, are then undefined")
-    return out
+    return [c_text(m, dict(scop.c_names)) for m in out]
 
 
 def no_parallel_loop(scop: Scop) -> str:
@@ -165,13 +122,18 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
     path = str(path)
     scop = parse_file(path, function=function, defines=dict(defines or {}),
                       include_dirs=include_dirs)
-    check_host_names(scop)
+    with in_c_names(dict(scop.c_names)):   # errors and warnings speak of the C names
+        return _compile_scop(scop, path, split_all, fp64, __version__)
+
+
+def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: str
+                  ) -> Program:
     for msg in out_of_bounds(scop, dict(scop.param_defaults)):
-        warnings.warn(msg, BBMMWarning, stacklevel=2)
+        warnings.warn(msg, BBMMWarning, stacklevel=3)
     deps = dependences(scop)
     plan = make_plan(scop)
     if scop.loops() and not plan.parallel:
-        warnings.warn(no_parallel_loop(scop), BBMMWarning, stacklevel=2)
+        warnings.warn(no_parallel_loop(scop), BBMMWarning, stacklevel=3)
     lb, ub = tile_bound_names(scop)
     counts: dict[str, int] = {}
     tilings = [tile_nest(scop, n, lb, ub) for n in plan.nests]
@@ -198,7 +160,7 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
         nests.append(NestCode(n, nb, fl, ks, edge_writers(scop, n, t, deps)))
     kernel_source = "\n".join(kernels)
     host = generate_host(scop, plan, nests, kernel_source, slots, os.path.basename(path),
-                         __version__)
+                         version)
     return Program(path, scop, plan, tuple(nests), slots, kernel_source, host)
 
 

@@ -61,6 +61,7 @@ from codegen.csource import (
 )
 from codegen.expand import NeedsExpansion, Plan, affine_bound, expand_scalars
 from codegen.helpers import helper
+from codegen.names import in_c_names, rename_unsafe
 from codegen.scop import (
     Access,
     AffAnd,
@@ -124,9 +125,6 @@ def _collapse_count(pragma: c_ast.Pragma, fe: object) -> int:
     if not m.group(1).strip().isdigit() or int(m.group(1)) < 1:
         raise fe.err(f"collapse({m.group(1)}) needs a positive integer", pragma)  # type: ignore[attr-defined]
     return int(m.group(1))
-ISL_KEYWORDS = frozenset({"exists", "and", "or", "not", "implies", "mod", "min", "max", "floor",
-                          "ceil", "floord", "ceild", "true", "false", "infty", "Infty", "NaN",
-                          "nan", "rat"})
 _INT_WORDS = INT_WORDS
 _ELEM_TYPES = ("float", "double", "int")
 _ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=")
@@ -159,14 +157,18 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     taken = _identifiers(func)
     defs = {f.decl.name: f for f in src.ast.ext if isinstance(f, c_ast.FuncDef)
             and f is not func and f.decl.name != "main"}
+    # names isl, the Python driver or OpenCL cannot take get model names (iter -> iter_)
+    func, c_names = rename_unsafe(func, taken)
+    taken |= set(c_names)
 
     def build(plan: Plan, analysis: bool = False, unpragma: frozenset[int] = frozenset()
               ) -> Scop:
         return _Builder(filename, src.cmap, plan, analysis, unpragma, defs).build(func)
-    scop = expand_scalars(build, taken)
+    with in_c_names(c_names):
+        scop = expand_scalars(build, taken)
     sizes = main_sizes(src.ast, func)
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
-                                          if p in sizes))
+                                          if p in sizes), c_names=tuple(c_names.items()))
 
 # {{{ the builder
 
@@ -309,12 +311,6 @@ class _Builder:
     def params_text(self) -> str:
         return f"[{', '.join(self.int_params)}] -> "
 
-    def check_name(self, name: str, node: c_ast.Node) -> None:
-        if name in ISL_KEYWORDS:
-            raise self.err(f"name '{name}' is reserved by the polyhedral library (isl)", node)
-        if re.fullmatch(r"S\d+", name):
-            raise self.err(f"name '{name}' is reserved for statement names", node)
-
     # }}}
 
     # {{{ function signature
@@ -329,7 +325,6 @@ class _Builder:
                 continue
             if isinstance(p, c_ast.EllipsisParam) or not getattr(p, "name", None):
                 raise self.err("unnamed or variadic parameter not supported", p)
-            self.check_name(p.name, p)
             self.args.append(p.name)
             if isinstance(p.type, c_ast.ArrayDecl):
                 arrays.append(p)
@@ -521,7 +516,6 @@ class _Builder:
         if any(s in ("static", "extern") for s in d.storage or ()):
             raise self.err(f"{d.storage[0]} local variable '{d.name}' not supported (its value "
                            f"would outlive one iteration)", d)
-        self.check_name(d.name, d)
         if d.name in self.int_params or d.name in self.float_params or d.name in self.arrays \
                 or d.name in ctx.iters:
             raise self.err(f"local variable '{d.name}' shadows a parameter or an enclosing "
@@ -567,7 +561,6 @@ class _Builder:
             what = "initialised" if d.init is not None else d.storage[0]
             raise self.err(f"{what} local array '{d.name}' not supported: pass it to the "
                            f"kernel function as an array parameter", d)
-        self.check_name(d.name, d)
         if d.name in self.int_params or d.name in self.float_params or d.name in self.arrays \
                 or d.name in self.temps:
             raise self.err(f"local array '{d.name}' shadows a parameter or another local", d)
@@ -821,7 +814,6 @@ class _Builder:
         else:
             raise self.err("loop initialisation must be 'i = lower' or 'int i = lower'",
                            init or node)
-        self.check_name(v, node)
         if self.iterator(v, ctx.iters) is not None:
             raise self.err(f"loop iterator '{v}' reuses the iterator of an enclosing loop", node)
         if v in self.int_params or v in self.float_params or v in self.arrays:

@@ -126,6 +126,9 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g(f"INT_PARAMS = {tuple(scop.int_params)!r}")
     g(f"PARAM_DEFAULTS = {dict(scop.param_defaults)!r}  # sizes main passes the kernel")
     g(f"FLOAT_PARAMS = {tuple(scop.float_params)!r}")
+    if scop.c_names:
+        g(f"C_NAMES = {dict(scop.c_names)!r}  # model name: the C source's name, which "
+          f"Python, isl or OpenCL C cannot take (--param and messages use the C name)")
     g("ARRAYS = {%s}  # name: (C type, extents as Python)" % ", ".join(
         f"{a.name!r}: ({a.ctype!r}, {_extents_py(a)!r})" for a in scop.arrays))
     g(f"LOCALS = frozenset({sorted(a.name for a in scop.arrays if a.local)!r})"

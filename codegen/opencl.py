@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from bbmm.diagnostic import UnsupportedProgramError, UsageError
 from codegen.deps import Nest, Plan
 from codegen.helpers import opencl_definitions
+from codegen.names import OPENCL_WORDS
 from codegen.scop import (
     FLOORD_C, Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Temp,
     Ternary, UnOp, Var, array_refs, default_ref, to_c)
@@ -136,12 +137,6 @@ _MINMAX = {"min": "min", "max": "max", "MIN": "min", "MAX": "max"}
 _FLOAT_CONSTANTS = {"M_PI": "M_PI_F", "M_E": "M_E_F", "M_SQRT2": "M_SQRT2_F",
                     "DBL_MAX": "INFINITY", "DBL_MIN": "0.0f"}
 """Double constants without fp64: the nearest float (``(float)DBL_MAX`` is inf in C)."""
-_CL_RESERVED = frozenset({
-    "kernel", "__kernel", "global", "__global", "local", "__local", "constant", "__constant",
-    "private", "__private", "read_only", "write_only", "read_write", "half", "bool", "uchar",
-    "ushort", "uint", "ulong", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "event_t",
-    "sampler_t", "image1d_t", "image2d_t", "image3d_t", "complex", "imaginary", "quad",
-    "vec_type_hint", "reqd_work_group_size", "work_group_size_hint", "max", "min"})
 
 
 def _ctype(t: str) -> str:
@@ -353,9 +348,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     lower = _Lower(scop, fp64)
     used = set(scop.int_params) | {n for n, _ in scop.float_params} | \
         {a.name for a in scop.arrays} | {lp.iterator for lp in scop.loops()}
-    for n in sorted(used & _CL_RESERVED):
-        raise UnsupportedProgramError(f"{scop.filename}: '{n}' is a reserved word of OpenCL C; "
-                                      f"rename it in the C source")
+    # the front end renamed every name OpenCL C cannot take (codegen.names)
+    assert not used & OPENCL_WORDS, used & OPENCL_WORDS
 
     def fresh(n: str) -> str:
         return n if n not in used else f"_bbmm_{n}"

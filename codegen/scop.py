@@ -627,10 +627,18 @@ class Scop:
     """(name, source location) of each scalar parameter's declaration."""
     helpers: tuple[Helper, ...] = ()
     """The C file's functions that the statements call, callees before callers."""
+    c_names: tuple[tuple[str, str], ...] = ()
+    """(model name, C name) of each name of the C function that isl, the Python driver or
+    OpenCL cannot take, renamed by the front end (:mod:`codegen.names`): ``iter_``, ``iter``.
+    Every other field holds model names."""
 
     copy = replace
 
     # {{{ look-ups
+
+    def c_name(self, name: str) -> str:
+        """The C source's name for a model name (itself unless renamed)."""
+        return dict(self.c_names).get(name, name)
 
     def coord_of(self, param: str) -> object:
         """Where the scalar parameter ``param`` is declared (None: unknown)."""

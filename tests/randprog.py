@@ -41,6 +41,12 @@ sometimes, or down), some reads a subscript with C's ``/`` or ``%`` of an iterat
 some statements a guard on a remainder (``if ((i + j) % 2 == 0)``); ``(i - j) % 2 == 1``
 may be refused (its dividend can be negative), and the tests then redraw.
 
+A seventh stream renames some programs' parameters, arrays and iterators to names that
+isl, the generated Python driver or OpenCL C cannot take (``lambda``, ``iter``, ``min``,
+``S1``, ``half``, ``np``, ``get_global_id``...) or that bbmm's generated code uses
+itself (``lb``, ``slot``, ``nest0_tile``): ``bbmm`` renames them inside (codegen/names.py)
+while ``--param`` keeps the C names.
+
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
 from __future__ import annotations
@@ -48,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -66,12 +73,23 @@ class Program:
     params: dict[str, int]
     # facts about the program, for the tests' choice of options
     arrays: list[str] = field(default_factory=list)
+    plain: str = ""
+    """The text before the seventh stream's renaming (``params`` keep these names)."""
+    renames: dict[str, str] = field(default_factory=dict)
 
     def param_args(self) -> list[str]:
         out: list[str] = []
         for k, v in self.params.items():
-            out += ["--param", f"{k}={v}"]
+            out += ["--param", f"{self.renames.get(k, k)}={v}"]
         return out
+
+
+# names some target of bbmm cannot take, or its generated code uses (seventh stream)
+AWKWARD = ["iter", "len", "lambda", "S0", "S1", "S3", "half", "local", "uint", "np", "Box",
+           "run", "id", "sum", "range", "type", "kernel", "global", "floor", "mod", "exists",
+           "print", "float2", "_bbmm_v", "nest0_tile", "NEST1_FRESH", "ARRAYS", "C_NAMES",
+           "lb", "ub", "g0", "Infty", "rat", "constant", "private", "min", "max", "int4",
+           "i_neg", "j_s", "slot", "own", "get_global_id", "barrier", "A_AT", "tile", "not"]
 
 
 @dataclass
@@ -113,6 +131,7 @@ class _Gen:
         self.rd = random.Random(seed * 15485863 + 11)  # loops counting down: apart again
         self.rc = random.Random(seed * 32452843 + 3)  # carried scalars: apart again
         self.rq = random.Random(seed * 49979687 + 7)  # steps, / and %: apart again
+        self.rn = random.Random(seed * 67867967 + 13)  # awkward names: apart again
         self.n_temps = 0
         self.n_carried = 0
         self.top: list[tuple[str, str]] = []    # (name, C type) declared at the top
@@ -485,7 +504,24 @@ class _Gen:
         name = f"rk{self.seed}"
         decls = [f"  {t} {n};" for n, t in self.top]
         text = f"void {name}({', '.join(sig)}) {{\n" + "\n".join(decls + lines) + "\n}\n"
-        return Program(self.seed, name, text, params, [a.name for a in self.arrays])
+        renames = self.awkward_names(text, list(params) + [a.name for a in self.arrays])
+        return Program(self.seed, name, _renamed(text, renames), params,
+                       [renames.get(a.name, a.name) for a in self.arrays], text, renames)
+
+    def awkward_names(self, text: str, names: list[str]) -> dict[str, str]:
+        """Some programs' parameters, arrays and iterators -> :data:`AWKWARD` names that
+        the program does not use already (nor call: ``min(``)."""
+        r = self.rn
+        if r.random() >= 0.3:
+            return {}
+        used = set(re.findall(r"[A-Za-z_]\w*", text))
+        free = [w for w in AWKWARD if w not in used]
+        names = names + [v for v in ("i", "j", "l", "k", "t", "alpha") if v in used]
+        out = {}
+        for v in names:
+            if free and r.random() < 0.5:
+                out[v] = free.pop(r.randrange(len(free)))
+        return out
 
     def reduction(self, ind: str) -> list[str]:
         """A nest in mvt's shape over arrays of its own (R, X, Y): each ``X[i]`` folds a
@@ -525,6 +561,12 @@ class _Gen:
             if arr in written and acc not in written[arr]:
                 return False
         return True
+
+
+def _renamed(text: str, renames: dict[str, str]) -> str:
+    if not renames:
+        return text
+    return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: renames.get(m.group(0), m.group(0)), text)
 
 
 def generate(seed: int) -> Program:

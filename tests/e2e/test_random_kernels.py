@@ -70,7 +70,7 @@ def _env(name: str, value: str):
 def _array_bytes(prog, params: dict[str, int]) -> int:
     """Total bytes of the program's arrays (from the signature's sizes)."""
     total = 0
-    sig = prog.text.split("(", 1)[1].split(")", 1)[0]
+    sig = prog.plain.split("(", 1)[1].split(")", 1)[0]   # the names of params
     for decl in sig.split(", "):
         if "[" not in decl:
             continue

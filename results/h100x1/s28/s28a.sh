@@ -22,7 +22,7 @@ run $K/bicg.c m=1901 n=2103
 run $K/cholesky.c n=203
 run $K/correlation.c m=1201 n=1401 float_n=1401
 run $K/covariance.c m=1201 n=1401 float_n=1401
-run $K/doitgen.c nr=51 nq=61 nps=127
+run $K/doitgen.c nr=51 nq=61 np=127   # nps in session 28 (np was refused then)
 run $K/durbin.c n=501
 run $K/gemver.c n=2003
 run $K/gesummv.c n=2003
