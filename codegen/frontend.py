@@ -11,8 +11,10 @@ ternaries, ``&&`` of upper bounds, or of lower bounds for a loop counting down),
 ``A[..]++``, ``a = b = e`` for scalars) to array elements with affine subscripts, calls
 of math functions and of the file's pure helper functions (:mod:`codegen.helpers`), scalar
 temporaries (``float d1 = ...; d1 = CND(d1);`` in a loop body, C block scope, or declared
-before ``#pragma scop``), and local arrays declared outside every loop. The region is the
-function body, or what lies between ``#pragma scop`` and ``#pragma endscop``.
+before ``#pragma scop``), and local arrays (inside loops: one copy per iteration of the
+parallel loops around them, :func:`_narrow_private`). The region is the function body, or
+what lies between ``#pragma scop`` and ``#pragma endscop``. Names that isl, the Python
+driver or OpenCL C cannot take are renamed before the walk (:mod:`codegen.names`).
 ``#pragma omp parallel for`` / ``#pragma bbmm parallel`` before a loop asserts it parallel;
 with ``collapse(n)`` the n perfectly nested loops it starts are all asserted parallel.
 
@@ -161,14 +163,43 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     func, c_names = rename_unsafe(func, taken)
     taken |= set(c_names)
 
+    private_plan: dict[str, tuple[int, ...]] = {}
+    private_decl: dict[str, tuple[int, ...]] = {}
+
     def build(plan: Plan, analysis: bool = False, unpragma: frozenset[int] = frozenset()
               ) -> Scop:
-        return _Builder(filename, src.cmap, plan, analysis, unpragma, defs).build(func)
+        b = _Builder(filename, src.cmap, plan, analysis, unpragma, defs, private_plan)
+        out = b.build(func)
+        private_decl.update(b.private_decl)
+        return out
     with in_c_names(c_names):
         scop = expand_scalars(build, taken)
+        if private_decl:
+            scop = _narrow_private(scop, build, taken, private_plan, private_decl)
     sizes = main_sizes(src.ast, func)
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
                                           if p in sizes), c_names=tuple(c_names.items()))
+
+def _narrow_private(scop: Scop, build, taken: set[str], private_plan: dict,
+                    private_decl: Mapping[str, tuple[int, ...]]) -> Scop:
+    """Local arrays declared inside loops, first one copy per iteration of every loop
+    around them, get one per iteration of the parallel ones only (a time loop around a
+    stencil's ``float w[3]`` would otherwise multiply its storage by the steps, and make
+    every step's boxes new), when the parallel loops stay the same (checked, as for
+    scalars in :func:`codegen.expand.expand_scalars`, step 4)."""
+    from codegen.deps import parallel_loops
+
+    par = parallel_loops(scop)
+    narrow = {a: tuple(lid for lid in loops if par[lid]) for a, loops in private_decl.items()}
+    if all(narrow[a] == loops for a, loops in private_decl.items()):
+        return scop
+    private_plan.update(narrow)                # build() reads it
+    narrowed = expand_scalars(build, taken)
+    if parallel_loops(narrowed) == par:
+        return narrowed
+    private_plan.clear()
+    return expand_scalars(build, taken)
+
 
 # {{{ the builder
 
@@ -259,13 +290,22 @@ class _Builder:
     def __init__(self, filename: str, cmap: ColumnMap,
                  plan: Plan | None = None, analysis: bool = False,
                  unpragma: frozenset[int] = frozenset(),
-                 helper_defs: Mapping[str, c_ast.FuncDef] | None = None):
+                 helper_defs: Mapping[str, c_ast.FuncDef] | None = None,
+                 private_plan: Mapping[str, tuple[int, ...]] | None = None):
         """``plan``: the temporaries (by unique name) to model as local arrays
         (:func:`codegen.expand.expand_scalars` finds them); ``analysis``: subscript them by
         their loops' iterators as they are (a model for the analyses, not for code);
         ``unpragma``: loop ids whose parallel pragma is not followed; ``helper_defs``: the
-        file's other functions, which statements may call."""
+        file's other functions, which statements may call; ``private_plan``: per local
+        array declared inside loops (by its array name) the loops it gets a copy per
+        iteration of (default: all that enclose its declaration)."""
         self.filename, self.cmap = filename, cmap
+        self.private_plan = dict(private_plan or {})
+        # local arrays declared inside loops: C name in scope -> (array name, loops, the
+        # array as declared); array name -> (the declared array, its loops)
+        self.private: dict[str, tuple[str, tuple[int, ...], Array]] = {}
+        self.privates: dict[str, tuple[Array, tuple[int, ...]]] = {}
+        self.private_decl: dict[str, tuple[int, ...]] = {}   # the loops enclosing each
         self.plan = dict(plan or {})
         self.analysis = analysis
         self.unpragma = unpragma
@@ -451,13 +491,13 @@ class _Builder:
             if len(loops) != 1 or not isinstance(loops[0], c_ast.For):
                 raise self.err(f"'#pragma {collapse_from.string.strip()}' needs perfectly "
                                f"nested for loops", collapse_from)
-        saved: list[dict[str, _Temp]] = []
+        saved: list[tuple[dict, dict]] = []
         for it, ictx in self.flatten(items, ctx):
             if it is _SCOPE_OPEN:                   # C block scope: temporaries die with it
-                saved.append(dict(self.temps))
+                saved.append((dict(self.temps), dict(self.private)))
                 continue
             if it is _SCOPE_CLOSE:
-                self.temps = saved.pop()
+                self.temps, self.private = saved.pop()
                 continue
             if isinstance(it, c_ast.Pragma):
                 s = (it.string or "").strip()
@@ -553,18 +593,48 @@ class _Builder:
     def local_array(self, d: c_ast.Decl, ctx: _Ctx) -> None:
         """``double z[n];`` outside every loop (durbin's): a local array, one copy for the
         whole run; like an array parameter but never read in nor written back."""
-        if ctx.loops:
-            raise self.err(f"local array '{d.name}' declared inside a loop not supported: "
-                           f"declare it before the loops, or pass it to the kernel function "
-                           f"as an array parameter", d)
         if any(s in ("static", "extern") for s in d.storage or ()) or d.init is not None:
             what = "initialised" if d.init is not None else d.storage[0]
             raise self.err(f"{what} local array '{d.name}' not supported: pass it to the "
                            f"kernel function as an array parameter", d)
         if d.name in self.int_params or d.name in self.float_params or d.name in self.arrays \
-                or d.name in self.temps:
+                or d.name in self.temps or d.name in self.private or d.name in ctx.iters:
             raise self.err(f"local array '{d.name}' shadows a parameter or another local", d)
+        if ctx.loops:
+            self.private_array(d, ctx)
+            return
         self.arrays[d.name] = replace(self.array_param(d), local=d.name)
+
+    def private_array(self, d: c_ast.Decl, ctx: _Ctx) -> None:
+        """``float w[3];`` inside loops: C gives every iteration of them a fresh array, so
+        it becomes the local array ``w[i][j][3]``, one copy per iteration of the loops in
+        :attr:`private_plan` (all that enclose it unless :func:`parse_source` narrowed
+        them to the parallel ones: reusing a copy across a serial loop's iterations only
+        adds dependences that loop carries anyway)."""
+        name, k = d.name, 0
+        while name in self.privates or name in self.arrays or name in self.temp_names \
+                or (k and name in self.idents):
+            k += 1
+            name = f"{d.name}_{k}"
+        self.temp_names.add(name)
+        decl = tuple(lp.id for lp in ctx.loops)
+        loops = self.private_plan.get(name, decl)
+        t = d.type
+        while isinstance(t, c_ast.ArrayDecl):
+            its = sorted(n for n in _identifiers(t.dim) if self.iterator(n, ctx.iters)) \
+                if t.dim is not None else []
+            if its:
+                raise self.err(f"the size of local array '{d.name}' depends on the loop "
+                               f"iterator '{its[0]}': bbmm sizes arrays by the integer "
+                               f"parameters; declare it with a size every iteration fits "
+                               f"in", t.dim)
+            t = t.type
+        declared = self.array_param(d)
+        for lid in loops:                       # sized by affine loop ranges
+            self.range_of(lid, f"local array '{d.name}' gets a copy per iteration of", d)
+        self.private[d.name] = (name, loops, declared)
+        self.privates[name] = (declared, loops)
+        self.private_decl[name] = decl
 
     def temp_target(self, node: c_ast.Node) -> tuple[_Temp, str, c_ast.Node | None] | None:
         """``(temporary, op, right-hand side)`` of a statement that assigns a temporary in
@@ -694,13 +764,15 @@ class _Builder:
             iters, _ = self.loop_dom[lid]
             # _webs expands over loops that enclose every statement of the web
             assert iters[-1] in ctx.iters, (t.name, lid, ctx.iters)
-            lo = Affine((), 0) if self.analysis else self.range_of(lid, t, coord)[0]
+            lo = Affine((), 0) if self.analysis else self.range_of(
+                lid, f"temporary '{t.name}' is carried across iterations of", coord)[0]
             out.append(Affine.var(iters[-1]) - lo)
         return tuple(out) or (Affine((), 0),)
 
-    def range_of(self, lid: int, t: _Temp, coord: object) -> tuple[Affine, Affine]:
+    def range_of(self, lid: int, what: str, coord: object) -> tuple[Affine, Affine]:
         """``(least, greatest)`` value of loop ``lid``'s iterator over all its iterations,
-        each one affine expression of the integer parameters."""
+        each one affine expression of the integer parameters (``what``: why one is
+        needed, for the refusal)."""
         if lid in self.loop_range:
             return self.loop_range[lid]
         iters, cons = self.loop_dom[lid]
@@ -711,10 +783,10 @@ class _Builder:
         hi = affine_bound(dom.dim_max(pos), lower=False)
         if lo is None or hi is None:
             raise UnsupportedProgramError(
-                f"temporary '{t.name}' is carried across iterations of the loop over "
-                f"'{iters[-1]}', whose range is not one affine interval of the parameters; "
-                f"bbmm would keep a copy of it per iteration (scalar expansion) and cannot "
-                f"size that array; accumulate into an array element instead", coord)
+                f"{what} the loop over '{iters[-1]}', whose range is not one affine interval "
+                f"of the parameters; bbmm would keep a copy of it per iteration and cannot "
+                f"size that array; use an array parameter instead", self.coord(coord)
+                if isinstance(coord, c_ast.Node) else coord)
         self.loop_range[lid] = (lo, hi)
         return lo, hi
 
@@ -731,6 +803,15 @@ class _Builder:
             sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e.isl()})] }}") for e in extents)
             out.append(Array(name, t.ctype, dims, tuple(extents),
                              sizes, t.coord, local=t.name))
+        for name, (declared, loops) in self.privates.items():
+            extents = [Affine((), 1) if self.analysis else hi - lo + 1
+                       for lo, hi in (self.loop_range[lid] for lid in loops)]
+            extents += declared.extents
+            dims = tuple(str(max(1, e.const)) if e.is_const() else f"max(1, {e.py()})"
+                         for e in extents)
+            sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e.isl()})] }}") for e in extents)
+            out.append(Array(name, declared.ctype, dims, tuple(extents), sizes,
+                             declared.coord, local=declared.name))
         return out
 
     # }}}
@@ -771,12 +852,12 @@ class _Builder:
         cons = (relate_isl(v, ">=", lower), relate_isl(v, "<=", upper))
         body = _Ctx(ctx.loops + (lp,), ctx.cons + cons, ctx.guards, ctx.beta, ctx.iters + (v,))
         self.loop_dom[lp.id] = (body.iters, body.cons)
-        saved = dict(self.temps)                 # the body is a scope of its own
+        saved = dict(self.temps), dict(self.private)   # the body is a scope of its own
         saved_down = dict(self.down)
         if value is not None:
             self.down[c_name] = (v, value)
         children = self.block(_items(node.stmt), body, collapse, pragma_node)
-        self.temps = saved
+        self.temps, self.private = saved
         self.down = saved_down
         return LoopNode(lp, children)
 
@@ -1173,7 +1254,7 @@ class _Builder:
                 return Var(t.unique, "temp", t.ctype)
             if n in KNOWN_CONSTANTS:
                 return Num(n, KNOWN_CONSTANTS[n])
-            if n in self.arrays:
+            if n in self.arrays or n in self.private:
                 raise self.err(f"array '{n}' used without subscripts", node)
             raise self.err(self.unknown_name(n, ctx.iters), node)
         if isinstance(node, c_ast.ArrayRef):
@@ -1229,6 +1310,8 @@ class _Builder:
         text = self.text(node)
         if not isinstance(base, c_ast.ID):
             raise self.err(f"unsupported array reference '{text}'", node)
+        if base.name in self.private:
+            return self.private_access(base.name, subs, text, node, ctx, cur, kind)
         arr = self.arrays.get(base.name)
         if arr is None:
             what = "a scalar" if base.name in self.int_params or base.name in self.float_params \
@@ -1246,6 +1329,28 @@ class _Builder:
                                s) from None
             self.check_dividends(ctx)
         return self.new_access(arr.name, tuple(index), text, self.coord(node), ctx, cur, kind)
+
+    def private_access(self, c_name: str, subs: list[c_ast.Node], text: str,
+                       node: c_ast.Node, ctx: _Ctx, cur: _Cur, kind: str) -> ArrayRef:
+        """``w[k]`` of a local array declared inside loops: ``w[i - lo_i][k]``, the copy of
+        this iteration of its loops (:meth:`private_array`)."""
+        name, loops, declared = self.private[c_name]
+        if len(subs) != declared.ndim:
+            raise self.err(f"array '{c_name}' has {declared.ndim} dimension(s) but '{text}' "
+                           f"has {len(subs)} subscript(s)", node)
+        index = []
+        for lid in loops:
+            it = self.loop_dom[lid][0][-1]
+            lo = Affine((), 0) if self.analysis else self.loop_range[lid][0]
+            index.append(Affine.var(it) - lo)
+        for x in subs:
+            try:
+                index.append(self.affine(x, ctx.iters))
+            except _NotAffine as e:
+                raise self.err(f"non-affine subscript '{self.text(x)}' in '{text}'" + _why(e),
+                               x) from None
+            self.check_dividends(ctx)
+        return self.new_access(name, tuple(index), text, self.coord(node), ctx, cur, kind)
 
     def new_access(self, arr: str, index: tuple[Affine, ...], text: str, coord: object,
                    ctx: _Ctx, cur: _Cur, kind: str) -> ArrayRef:

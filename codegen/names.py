@@ -81,27 +81,40 @@ def unsafe(name: str, array: bool = False) -> str | None:
 
 
 def _declared(func: c_ast.FuncDef) -> dict[str, bool]:
-    """Every name the function declares (parameters, locals, loop variables): is it an
-    array?"""
+    """Every name the function declares (parameters, locals, loop variables): is it no
+    Python variable of the driver (an array, or a floating-point local: a temporary, not
+    an iterator)?"""
     out: dict[str, bool] = {}
 
     class V(c_ast.NodeVisitor):
+        def __init__(self, params: bool):
+            self.params = params
+
         def visit_Decl(self, d: c_ast.Decl) -> None:
             if d.name and not isinstance(d.type, c_ast.FuncDecl):
-                out[d.name] = out.get(d.name, False) or isinstance(d.type, c_ast.ArrayDecl)
+                names = getattr(getattr(d.type, "type", None), "names", None)
+                array = isinstance(d.type, c_ast.ArrayDecl) or (
+                    not self.params and names in (["float"], ["double"]))
+                out[d.name] = out.get(d.name, True) and array
             self.generic_visit(d)
 
-    V().visit(func.decl.type.args) if func.decl.type.args else None
-    V().visit(func.body)
+    if func.decl.type.args is not None:
+        V(True).visit(func.decl.type.args)
+    V(False).visit(func.body)
     return out
 
 
 def _model_name(name: str, taken: set[str]) -> str:
-    base = name.lstrip("_") or "v"
-    out = f"{base}_"
-    while out in taken or unsafe(out) is not None:
-        out += "_"
-    return out
+    """``name_`` (``name__``... while taken); ``c_name_`` where every such form is still
+    unsafe (``NEST1_FRESH_`` has the form of the driver's ``NEST1_*`` names)."""
+    stem = name.lstrip("_") or "v"
+    for base in (stem, f"c_{stem}"):
+        out = f"{base}_"
+        while out in taken:
+            out += "_"
+        if unsafe(out) is None:
+            return out
+    raise AssertionError(name)             # c_<name>_ is no word of any target
 
 
 def rename_unsafe(func: c_ast.FuncDef, taken: Iterable[str]) -> tuple[c_ast.FuncDef,

@@ -414,7 +414,9 @@ def array_refs(e: Expr) -> Iterator[ArrayRef]:
 class Array:
     """An array parameter ``float path[n][n]``, or a *local* array: a scalar temporary
     whose value is carried across iterations (``float s = 0; for (j ...) s += ...;``),
-    expanded by the front end over the loops that need their own copy of it.
+    expanded by the front end over the loops that need their own copy of it, or an array
+    the C function declares (``double z[n];``; inside loops, ``float w[3];`` with a copy
+    per iteration of the parallel loops around it).
 
     ``sizes[d]`` is the extent of dimension d as ``[n] -> { [(n)] }``.
     """

@@ -41,6 +41,11 @@ sometimes, or down), some reads a subscript with C's ``/`` or ``%`` of an iterat
 some statements a guard on a remainder (``if ((i + j) % 2 == 0)``); ``(i - j) % 2 == 1``
 may be refused (its dividend can be negative), and the tests then redraw.
 
+An eighth stream turns some programs' scalar temporaries and carried scalars into local
+arrays of one to three elements (``float tmp0[2]; tmp0[1] = ...;``, every use
+``tmp0[1]``): memory, no longer values, declared inside loops (a copy per iteration of
+the parallel ones) or at the top of the function.
+
 A seventh stream renames some programs' parameters, arrays and iterators to names that
 isl, the generated Python driver or OpenCL C cannot take (``lambda``, ``iter``, ``min``,
 ``S1``, ``half``, ``np``, ``get_global_id``...) or that bbmm's generated code uses
@@ -132,6 +137,7 @@ class _Gen:
         self.rc = random.Random(seed * 32452843 + 3)  # carried scalars: apart again
         self.rq = random.Random(seed * 49979687 + 7)  # steps, / and %: apart again
         self.rn = random.Random(seed * 67867967 + 13)  # awkward names: apart again
+        self.ra = random.Random(seed * 86028121 + 19)  # temporaries as arrays: apart again
         self.n_temps = 0
         self.n_carried = 0
         self.top: list[tuple[str, str]] = []    # (name, C type) declared at the top
@@ -504,9 +510,28 @@ class _Gen:
         name = f"rk{self.seed}"
         decls = [f"  {t} {n};" for n, t in self.top]
         text = f"void {name}({', '.join(sig)}) {{\n" + "\n".join(decls + lines) + "\n}\n"
+        text = self.temps_as_arrays(text)
         renames = self.awkward_names(text, list(params) + [a.name for a in self.arrays])
         return Program(self.seed, name, _renamed(text, renames), params,
                        [renames.get(a.name, a.name) for a in self.arrays], text, renames)
+
+    def temps_as_arrays(self, text: str) -> str:
+        """Some temporaries ``T x = e;`` / ``T x;`` -> ``T x[K]; x[k] = e;`` / ``T x[K];``,
+        every other use of ``x`` -> ``x[k]`` (the eighth stream)."""
+        r = self.ra
+        if r.random() >= 0.5:
+            return text
+        for x in sorted(set(re.findall(r"\b(?:float|double|int) ((?:tmp|c)\d+)\b", text))):
+            if r.random() < 0.4:
+                continue
+            size = r.choice([1, 2, 3])
+            k = r.randrange(size)
+            decl = re.compile(rf"\b(float|double|int) {x}\b( = )?")
+            m = decl.search(text)
+            head = f"{m.group(1)} {x}[{size}]" + (f"; {x}[{k}] = " if m.group(2) else "")
+            rest = re.sub(rf"\b{x}\b", f"{x}[{k}]", text[m.end():])
+            text = text[:m.start()] + head + rest
+        return text
 
     def awkward_names(self, text: str, names: list[str]) -> dict[str, str]:
         """Some programs' parameters, arrays and iterators -> :data:`AWKWARD` names that

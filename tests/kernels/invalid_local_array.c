@@ -1,8 +1,8 @@
-// expect: local array 'w' declared inside a loop not supported
-// at: 5:11
+// expect: the size of local array 'w' depends on the loop iterator 'i'
+// at: 5:13
 void f(int n, float A[n], float B[n]) {
   for (int i = 0; i < n; i++) {
-    float w[3];
+    float w[i + 1];
     w[0] = A[i];
     B[i] = w[0];
   }

@@ -47,6 +47,38 @@ def test_local_arrays(path, expect):
     assert locals_of(parse_file(KERNELS / path)) == expect
 
 
+@pytest.mark.parametrize("path,expect,parallel", [
+    # one w per (i, j) and one row per i, none per time step (t is serial)
+    ("private/stencil.c", {"w": ("w", ("max(1, n - 2)", "max(1, n - 2)", "3")),
+                           "row": ("row", ("max(1, n - 2)", "max(1, n)"))},
+     ["i", "j", "i", "j", "j"]),
+    ("private/flux.c", {"f": ("f", ("max(1, n - 2)", "max(1, m - 2)", "4")),
+                        "g": ("g", ("max(1, n - 2)", "max(1, m - 2)", "2", "4")),
+                        "scale": ("scale", ("max(1, n - 2)", "max(1, m - 2)", "1"))},
+     ["i", "j", "c", "c", "c", "i", "j", "c"]),
+])
+def test_local_arrays_declared_inside_loops(path, expect, parallel):
+    """C gives each iteration its own array: a copy per iteration of the parallel loops
+    around it, subscripts in bounds, the loops as parallel as with no array at all."""
+    s = parse_file(KERNELS / path)
+    assert locals_of(s) == expect
+    par = parallel_loops(s)
+    assert [lp.iterator for lp in s.loops() if par[lp.id]] == parallel
+    assert out_of_bounds(s) == []
+    for a in expect:                      # never read in nor written back: no write-out
+        assert s.array(a).local
+
+
+def test_local_array_inside_a_serial_loop_only_is_one_copy():
+    s = parse_source("void f(int n, float A[n]) {\n"
+                     "  for (int i = 1; i < n; i++) {\n"
+                     "    float w[2];\n"
+                     "    w[0] = A[i - 1]; w[1] = A[i];\n"
+                     "    A[i] = w[0] + w[1];\n  }\n}\n", "s.c")
+    assert locals_of(s) == {"w": ("w", ("2",))}      # i is serial (A[i - 1]): contracted
+    assert not any(parallel_loops(s).values())
+
+
 def test_durbin_local_array_and_deriche_per_row_state():
     s = parse_file(KERNELS / "pb42" / "durbin.c")
     z = s.array("z")

@@ -61,6 +61,13 @@ def test_rename_unsafe_renames_declarations_and_uses_only():
     assert "float max[len]" in c_generator.CGenerator().visit(f)
 
 
+def test_model_names_of_the_drivers_name_forms_end():
+    """``NEST1_FRESH_`` still has the form of the driver's ``NEST1_*``: ``c_NEST1_FRESH_``
+    (found once, in a random program, as an endless search for a free name)."""
+    f = _func("void f(int NEST1_FRESH, float A[NEST1_FRESH]) { A[0] = 0; }")
+    assert rename_unsafe(f, {"NEST1_FRESH", "A"})[1] == {"c_NEST1_FRESH_": "NEST1_FRESH"}
+
+
 def test_rename_unsafe_without_unsafe_names_returns_the_same_tree():
     f = _func("void f(int n, float A[n]) { for (int i = 0; i < n; i++) A[i] = 0; }")
     assert rename_unsafe(f, {"n", "A", "i"}) == (f, {})
@@ -136,7 +143,7 @@ def test_parse_params_takes_and_names_c_names():
 
 @settings(deadline=None, max_examples=15)
 @given(st.permutations(["iter", "lambda", "min", "S1", "half", "np", "run", "lb", "slot",
-                        "get_global_id", "nest0_tile", "float2"]))
+                        "get_global_id", "nest0_tile", "float2", "NEST1_FRESH"]))
 def test_any_awkward_names_give_valid_python_and_opencl_names(names):
     """A heat stencil with every name drawn from the awkward ones: the model holds no
     name unsafe anywhere, and the driver compiles as Python."""
