@@ -63,7 +63,8 @@ from codegen.csource import (
 )
 from codegen.expand import NeedsExpansion, Plan, affine_bound, expand_scalars
 from codegen.helpers import helper
-from codegen.names import in_c_names, rename_unsafe
+from codegen.names import c_text, in_c_names, rename_unsafe
+from codegen.scalarize import scalarize_small_arrays
 from codegen.scop import (
     Access,
     AffAnd,
@@ -162,6 +163,10 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     # names isl, the Python driver or OpenCL cannot take get model names (iter -> iter_)
     func, c_names = rename_unsafe(func, taken)
     taken |= set(c_names)
+    # float w[3] used as w[0], w[1], w[2] only: the scalars w_0, w_1, w_2
+    func, elements = scalarize_small_arrays(func, taken)
+    taken |= set(elements)
+    speak = {**c_names, **{s: c_text(e, c_names) for s, e in elements.items()}}
 
     private_plan: dict[str, tuple[int, ...]] = {}
     private_decl: dict[str, tuple[int, ...]] = {}
@@ -172,7 +177,7 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
         out = b.build(func)
         private_decl.update(b.private_decl)
         return out
-    with in_c_names(c_names):
+    with in_c_names(speak):
         scop = expand_scalars(build, taken)
         if private_decl:
             scop = _narrow_private(scop, build, taken, private_plan, private_decl)

@@ -43,8 +43,9 @@ may be refused (its dividend can be negative), and the tests then redraw.
 
 An eighth stream turns some programs' scalar temporaries and carried scalars into local
 arrays of one to three elements (``float tmp0[2]; tmp0[1] = ...;``, every use
-``tmp0[1]``): memory, no longer values, declared inside loops (a copy per iteration of
-the parallel ones) or at the top of the function.
+``tmp0[1]``), declared inside loops or at the top of the function: scalars again for bbmm
+(codegen/scalarize.py), or, with the subscript written ``1 + 0 * n`` (no constant to
+that pass), memory: a copy per iteration of the parallel loops around the declaration.
 
 A seventh stream renames some programs' parameters, arrays and iterators to names that
 isl, the generated Python driver or OpenCL C cannot take (``lambda``, ``iter``, ``min``,
@@ -526,6 +527,8 @@ class _Gen:
                 continue
             size = r.choice([1, 2, 3])
             k = r.randrange(size)
+            if r.random() < 0.5:
+                k = f"{k} + 0 * n"
             decl = re.compile(rf"\b(float|double|int) {x}\b( = )?")
             m = decl.search(text)
             head = f"{m.group(1)} {x}[{size}]" + (f"; {x}[{k}] = " if m.group(2) else "")

@@ -1,0 +1,57 @@
+"""Small local arrays indexed by constants only become scalars (codegen/scalarize.py)."""
+from __future__ import annotations
+
+import pytest
+from pycparser import c_generator, c_parser
+
+from bbmm.diagnostic import UnsupportedProgramError
+from codegen.frontend import parse_source
+from codegen.scalarize import MAX_ELEMENTS, scalarize_small_arrays
+
+
+def _run(body: str, taken=("n", "A", "i", "w")):
+    f = c_parser.CParser().parse(f"void f(int n, float A[n]) {{ {body} }}").ext[0]
+    g, elems = scalarize_small_arrays(f, set(taken))
+    return c_generator.CGenerator().visit(g), elems, c_generator.CGenerator().visit(f)
+
+
+def test_constant_subscripts_make_scalars():
+    text, elems, before = _run("for (int i = 1; i < n; i++) { float w[2][2]; "
+                               "w[0][1] = A[i]; w[1][0] = w[0][1] * 2; A[i] = w[1][0]; }")
+    assert elems == {"w_0_0": "w[0][0]", "w_0_1": "w[0][1]", "w_1_0": "w[1][0]",
+                     "w_1_1": "w[1][1]"}
+    assert "float w_0_0;" in text and "float w_1_1;" in text
+    assert "w_1_0 = w_0_1 * 2;" in text and "w[" not in text
+    assert "w[0][1]" in before                         # the original tree is untouched
+
+
+@pytest.mark.parametrize("body", [
+    # a subscript that varies, a partial reference, a bare use, out of bounds
+    "for (int i = 0; i < n; i++) { float w[2]; for (int k = 0; k < 2; k++) w[k] = A[i]; "
+    "A[i] = w[0]; }",
+    "for (int i = 0; i < n; i++) { float w[2][2]; w[0][0] = 1; A[i] = *w[1]; }",
+    "for (int i = 0; i < n; i++) { float w[2]; w[0] = 1; A[i] = sizeof(w); }",
+    "for (int i = 0; i < n; i++) { float w[2]; w[2] = 1; A[i] = w[0]; }",
+    # not inside a loop, sized by a parameter, too large
+    "float w[2]; for (int i = 0; i < n; i++) { w[0] = A[i]; A[i] = w[0]; }",
+    "for (int i = 0; i < n; i++) { float w[n]; w[0] = A[i]; A[i] = w[0]; }",
+    f"for (int i = 0; i < n; i++) {{ float w[{MAX_ELEMENTS + 1}]; w[0] = A[i]; A[i] = w[0]; }}",
+])
+def test_other_arrays_stay_arrays(body):
+    text, elems, before = _run(body)
+    assert elems == {} and text == before
+
+
+def test_scalarized_arrays_are_values_of_the_model_and_errors_name_the_elements():
+    s = parse_source("void f(int n, float A[n], float B[n]) {\n"
+                     "  for (int i = 1; i < n; i++) {\n"
+                     "    float w[3];\n"
+                     "    w[0] = A[i - 1]; w[1] = A[i]; w[2] = w[0] + w[1];\n"
+                     "    B[i] = w[2];\n  }\n}\n", "s.c")
+    assert not [a for a in s.arrays if a.local]        # no memory: temporaries
+    assert [acc.array for acc in s.accesses()] == ["A", "A", "B"]
+    with pytest.raises(UnsupportedProgramError, match=r"s.c:4:\d+: .*'w\[1\]'"):
+        parse_source("void f(int n, float A[n], float B[n]) {\n"
+                     "  for (int i = 1; i < n; i++) {\n"
+                     "    float w[2];\n"
+                     "    B[i] = w[1];\n  }\n}\n", "s.c")
