@@ -56,7 +56,7 @@ PROGRAMS = [
     (KERNELS / "quasi" / "multigrid.c", ["tsteps=3", "n=14"], "512B"),
     (KERNELS / "quasi" / "decimate.c", ["n=22"], "512B"),
     # local arrays declared inside loops: a copy per iteration of the parallel loops
-    (KERNELS / "private" / "stencil.c", ["tsteps=3", "n=14"], "2KiB"),
+    (KERNELS / "private" / "stencil.c", ["tsteps=3", "n=14"], "768B"),
     (KERNELS / "private" / "flux.c", ["nstages=3", "n=13", "m=9"], "6KiB"),
     # names isl, Python or OpenCL C cannot take, given by their C names (codegen/names.py)
     (KERNELS / "names" / "badnames.c", ["iter=3", "len=14", "S1=2", "lambda=0.5"], "1KiB"),

@@ -20,6 +20,22 @@ run() {  # label, file, params...
 }
 P=tests/kernels/private
 S=results/h100x1/s31
+if [ "$1" = "b" ]; then
+# part b (second call, after codegen/scalarize.py): w[3] is three scalars now; random
+# programs whose temporaries are local arrays kept in memory (subscripts '1 + 0 * n')
+date +%T
+run private-stencil $P/stencil.c tsteps=20 n=8193
+run scalar-stencil $S/stencil_scalars.c tsteps=20 n=8193
+run flux $P/flux.c nstages=10 n=2049 m=2049
+for s in 8 16 24 26 28 38 57 67 80; do
+  python3 tests/randprog.py $s > /tmp/rk$s.c 2>/dev/null
+  p=$(head -1 /tmp/rk$s.c | sed 's/.*: //')
+  r=$(timeout 60 python3 -m bbmm run /tmp/rk$s.c $p --devices 2 --check --no-progress 2>&1 | grep -v Warn | grep -v 'lambda: self' | grep -m1 'check\|error:')
+  echo "random seed $s: $r"
+done
+date +%T
+exit 0
+fi
 date +%T
 run badnames tests/kernels/names/badnames.c iter=10 len=4001 S1=2 lambda=0.5
 date +%T
