@@ -265,8 +265,8 @@ def test_random_programs_over_ranks(tmp_path):
         params = dict(prog.params)
         if "tsteps" in params:
             params["tsteps"] = rng.randint(4, 7)
-        argv = ["run", str(path)] + [x for k, v in params.items()
-                                     for x in ("--param", f"{k}={v}")]
+        argv = ["run", str(path)] + [x for k, v in params.items()   # by their C names
+                                     for x in ("--param", f"{prog.renames.get(k, k)}={v}")]
         if rng.random() < 0.5:
             argv += ["--tile", str(rng.randint(1, 5))]
         r = rng.random()
