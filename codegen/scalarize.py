@@ -9,8 +9,11 @@ what the front end makes of any scalar temporary: a value a kernel keeps in a re
 or, carried across iterations, an expanded local array (:mod:`codegen.expand`).
 
 Only arrays declared inside a loop, with constant sizes of at most :data:`MAX_ELEMENTS`
-elements and every use a full subscript by integer constants within bounds, change;
-any other use (``w[c]`` in a loop over ``c``) keeps the array as it is.
+elements and every use a full subscript by integer constants within bounds, change. A
+loop of a few constant trips that subscripts one by its iterator (``for (int c = 0; c <
+4; c++) f[c] = ...``, a cell's components) is unrolled first, each trip a block of its
+own, where that makes more arrays scalars; any other use (``w[k]`` for ``k < n``) keeps
+the array as it is.
 
 .. autofunction:: scalarize_small_arrays
 """
@@ -29,6 +32,7 @@ MAX_ELEMENTS = 16
 
 
 def _const(node: c_ast.Node | None) -> int | None:
+    """An integer literal's value, else None."""
     if isinstance(node, c_ast.Constant) and node.type == "int":
         text = node.value.rstrip("uUlL")
         try:
@@ -89,7 +93,7 @@ def _product(dims: list[int]) -> int:
 def _index(ref: c_ast.ArrayRef) -> tuple[str | None, list[int | None]]:
     subs = []
     while isinstance(ref, c_ast.ArrayRef):
-        subs.append(_const(ref.subscript))
+        subs.append(_fold(ref.subscript))
         ref = ref.name
     return (ref.name if isinstance(ref, c_ast.ID) else None), subs[::-1]
 
@@ -97,8 +101,25 @@ def _index(ref: c_ast.ArrayRef) -> tuple[str | None, list[int | None]]:
 def scalarize_small_arrays(func: c_ast.FuncDef, taken: Iterable[str]
                            ) -> tuple[c_ast.FuncDef, dict[str, str]]:
     """``(func', {scalar name: the C element it stands for})``: a copy of ``func`` whose
-    small local arrays indexed by constants only are scalars (``w[1]`` -> ``w_1``).
-    ``taken``: every identifier the function uses."""
+    small local arrays indexed by constants only are scalars (``w[1]`` -> ``w_1``), after
+    unrolling the loops of a few constant trips that subscript them (``for (int c = 0; c
+    < 4; c++) f[c] = ...``) where that makes more of them scalars. ``taken``: every
+    identifier the function uses."""
+    plain = _scalarize(func, taken)
+    cands = _candidates(func)
+    if cands:
+        unrolled = _scalarize(_unroll_for_arrays(func, set(cands)), taken)
+        if _arrays(unrolled[1]) > _arrays(plain[1]):
+            return unrolled
+    return plain
+
+
+def _arrays(elems: dict[str, str]) -> set[str]:
+    return {e.split("[", 1)[0] for e in elems.values()}
+
+
+def _scalarize(func: c_ast.FuncDef, taken: Iterable[str]
+               ) -> tuple[c_ast.FuncDef, dict[str, str]]:
     cands = _candidates(func)
     if not cands:
         return func, {}
@@ -165,3 +186,148 @@ def scalarize_small_arrays(func: c_ast.FuncDef, taken: Iterable[str]
     R().generic_visit(func.body)
     elems = {s: f"{n}[{']['.join(map(str, idx))}]" for (n, idx), s in names.items()}
     return func, elems
+
+
+def _fold(node: c_ast.Node | None) -> int | None:
+    """An integer constant expression's value (``3 - 1``, ``2 * 2 + 1``), else None."""
+    c = _const(node)
+    if c is not None:
+        return c
+    if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
+        v = _fold(node.expr)
+        return None if v is None else (-v if node.op == "-" else v)
+    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*"):
+        a, b = _fold(node.left), _fold(node.right)
+        if a is None or b is None:
+            return None
+        return a + b if node.op == "+" else a - b if node.op == "-" else a * b
+    return None
+
+
+def _trips(loop: c_ast.For) -> tuple[str, range] | None:
+    """``(c, its values)`` of ``for (int c = a; c < b; c++)`` (or ``<=``, ``++c``,
+    ``c += 1``) with constant ``a`` and ``b``, else None."""
+    init, cond, nxt = loop.init, loop.cond, loop.next
+    if not (isinstance(init, c_ast.DeclList) and len(init.decls) == 1):
+        return None
+    d = init.decls[0]
+    first = _fold(d.init)
+    if first is None or not isinstance(d.type, c_ast.TypeDecl):
+        return None
+    c = d.name
+    if not (isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", "<=")
+            and isinstance(cond.left, c_ast.ID) and cond.left.name == c):
+        return None
+    last = _fold(cond.right)
+    if last is None:
+        return None
+    step = (isinstance(nxt, c_ast.UnaryOp) and nxt.op in ("p++", "++")
+            and isinstance(nxt.expr, c_ast.ID) and nxt.expr.name == c) or (
+        isinstance(nxt, c_ast.Assignment) and nxt.op == "+=" and isinstance(nxt.lvalue, c_ast.ID)
+        and nxt.lvalue.name == c and _fold(nxt.rvalue) == 1)
+    return (c, range(first, last + (cond.op == "<="))) if step else None
+
+
+def _unrollable(loop: c_ast.For, c: str, arrays: set[str]) -> bool:
+    """The body subscripts one of ``arrays`` with ``c``, and leaves ``c`` and the
+    control flow alone (no assignment to ``c``, no ``break``/``continue``/``goto``/
+    ``return``, no declaration of another ``c``)."""
+    found = False
+
+    class V(c_ast.NodeVisitor):
+        ok = True
+
+        def visit_ArrayRef(self, n: c_ast.ArrayRef) -> None:
+            nonlocal found
+            name, _ = _index(n)
+            if name in arrays:
+                base = n
+                while isinstance(base, c_ast.ArrayRef):
+                    found |= c in _ids(base.subscript)
+                    base = base.name
+            self.generic_visit(n)
+
+        def visit_Assignment(self, n: c_ast.Assignment) -> None:
+            if isinstance(n.lvalue, c_ast.ID) and n.lvalue.name == c:
+                self.ok = False
+            self.generic_visit(n)
+
+        def visit_UnaryOp(self, n: c_ast.UnaryOp) -> None:
+            if "++" in n.op or "--" in n.op:
+                if isinstance(n.expr, c_ast.ID) and n.expr.name == c:
+                    self.ok = False
+            self.generic_visit(n)
+
+        def visit_Decl(self, n: c_ast.Decl) -> None:
+            if n.name == c:
+                self.ok = False
+            self.generic_visit(n)
+
+        def generic_visit(self, n: c_ast.Node) -> None:
+            if isinstance(n, (c_ast.Break, c_ast.Continue, c_ast.Goto, c_ast.Return,
+                              c_ast.Label)):
+                self.ok = False
+            super().generic_visit(n)
+
+    v = V()
+    v.visit(loop.stmt)
+    return found and v.ok
+
+
+def _ids(node: c_ast.Node) -> set[str]:
+    out: set[str] = set()
+
+    class V(c_ast.NodeVisitor):
+        def visit_ID(self, n: c_ast.ID) -> None:
+            out.add(n.name)
+
+    V().visit(node)
+    return out
+
+
+def _unroll_for_arrays(func: c_ast.FuncDef, arrays: set[str]) -> c_ast.FuncDef:
+    """A copy of ``func`` whose loops of at most :data:`MAX_ELEMENTS` constant trips that
+    subscript one of ``arrays`` by their iterator are unrolled, each trip a block of its
+    own with the iterator replaced by its value (inner loops first)."""
+    func = copy.deepcopy(func)
+
+    def subst(node: c_ast.Node, c: str, k: int) -> c_ast.Node:
+        class S(c_ast.NodeVisitor):
+            def generic_visit(self, n: c_ast.Node) -> None:
+                for attr in n.__slots__:
+                    child = getattr(n, attr, None)
+                    if isinstance(child, c_ast.ID) and child.name == c:
+                        setattr(n, attr, c_ast.Constant("int", str(k), child.coord))
+                    elif isinstance(child, list):
+                        setattr(n, attr, [c_ast.Constant("int", str(k), x.coord)
+                                          if isinstance(x, c_ast.ID) and x.name == c
+                                          else x for x in child])
+                        for x in getattr(n, attr):
+                            if isinstance(x, c_ast.Node):
+                                self.visit(x)
+                        continue
+                    if isinstance(getattr(n, attr, None), c_ast.Node):
+                        self.visit(getattr(n, attr))
+        body = copy.deepcopy(node)
+        S().visit(body)
+        return body
+
+    def walk(node: c_ast.Node) -> c_ast.Node:
+        for attr in node.__slots__:
+            child = getattr(node, attr, None)
+            if isinstance(child, list):
+                setattr(node, attr, [walk(x) if isinstance(x, c_ast.Node) else x
+                                     for x in child])
+            elif isinstance(child, c_ast.Node):
+                setattr(node, attr, walk(child))
+        if isinstance(node, c_ast.For):
+            t = _trips(node)
+            if t is not None and 0 < len(t[1]) <= MAX_ELEMENTS \
+                    and _unrollable(node, t[0], arrays):
+                c, values = t
+                return c_ast.Compound([c_ast.Compound([subst(node.stmt, c, k)], node.coord)
+                                       for k in values], node.coord)
+        return node
+
+    walk(func.body)
+    return func

@@ -58,6 +58,7 @@ PROGRAMS = [
     # local arrays declared inside loops: a copy per iteration of the parallel loops
     (KERNELS / "private" / "stencil.c", ["tsteps=3", "n=14"], "768B"),
     (KERNELS / "private" / "flux.c", ["nstages=3", "n=13", "m=9"], "6KiB"),
+    (KERNELS / "private" / "window.c", ["tsteps=3", "n=14", "w=5"], "1KiB"),
     # names isl, Python or OpenCL C cannot take, given by their C names (codegen/names.py)
     (KERNELS / "names" / "badnames.c", ["iter=3", "len=14", "S1=2", "lambda=0.5"], "1KiB"),
 ]

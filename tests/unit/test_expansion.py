@@ -51,10 +51,11 @@ def test_local_arrays(path, expect):
     # one row per i, none per time step (t is serial); w[0..2] are scalars
     ("private/stencil.c", {"row": ("row", ("max(1, n - 2)", "max(1, n)"))},
      ["i", "j", "i", "j", "j"]),
-    # one f and one g per (i, j), subscripted by c; scale[0] is a scalar
-    ("private/flux.c", {"f": ("f", ("max(1, n - 2)", "max(1, m - 2)", "4")),
-                        "g": ("g", ("max(1, n - 2)", "max(1, m - 2)", "2", "4"))},
-     ["i", "j", "c", "c", "c", "i", "j", "c"]),
+    # one win per row, subscripted by k < w (s, a reduction, per (i, j))
+    ("private/window.c", {"win": ("win", ("max(1, n)", "8")),
+                          "s": ("s", ("max(1, n)", "max(1, n)"))}, ["i", "k", "j", "i", "j"]),
+    # f[c], g[.][c], scale[0]: the loops over c unrolled, every element a scalar
+    ("private/flux.c", {}, ["i", "j", "i", "j", "c"]),
 ])
 def test_local_arrays_declared_inside_loops(path, expect, parallel):
     """C gives each iteration its own array: a copy per iteration of the parallel loops
@@ -72,7 +73,7 @@ def test_local_array_inside_a_serial_loop_only_is_one_copy():
     s = parse_source("void f(int n, float A[n]) {\n"
                      "  for (int i = 1; i < n; i++) {\n"
                      "    float w[2];\n"
-                     "    for (int k = 0; k < 2; k++) w[k] = A[i - k];\n"
+                     "    for (int k = 0; k < 2 && k < n; k++) w[k] = A[i - k];\n"
                      "    A[i] = w[0] + w[1];\n  }\n}\n", "s.c")
     assert locals_of(s) == {"w": ("w", ("2",))}      # i is serial (A[i - 1]): contracted
     assert not parallel_loops(s)[s.loops()[0].id]

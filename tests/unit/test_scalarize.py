@@ -27,8 +27,8 @@ def test_constant_subscripts_make_scalars():
 
 @pytest.mark.parametrize("body", [
     # a subscript that varies, a partial reference, a bare use, out of bounds
-    "for (int i = 0; i < n; i++) { float w[2]; for (int k = 0; k < 2; k++) w[k] = A[i]; "
-    "A[i] = w[0]; }",
+    "for (int i = 0; i < n; i++) { float w[2]; for (int k = 0; k < 2 && k < n; k++) "
+    "w[k] = A[i]; A[i] = w[0]; }",
     "for (int i = 0; i < n; i++) { float w[2][2]; w[0][0] = 1; A[i] = *w[1]; }",
     "for (int i = 0; i < n; i++) { float w[2]; w[0] = 1; A[i] = sizeof(w); }",
     "for (int i = 0; i < n; i++) { float w[2]; w[2] = 1; A[i] = w[0]; }",
@@ -55,3 +55,25 @@ def test_scalarized_arrays_are_values_of_the_model_and_errors_name_the_elements(
                      "  for (int i = 1; i < n; i++) {\n"
                      "    float w[2];\n"
                      "    B[i] = w[1];\n  }\n}\n", "s.c")
+
+
+def test_loops_of_constant_trips_over_such_an_array_are_unrolled():
+    text, elems, _ = _run("for (int i = 1; i < n; i++) { float w[3]; "
+                          "for (int c = 0; c < 3; c++) w[c] = A[i] * c; "
+                          "for (int c = 0; c <= 2; c++) A[i] = A[i] + w[2 - c]; "
+                          "for (int c = 0; c < 3; c++) A[c] = A[c] + 1; }")
+    assert set(elems) == {"w_0", "w_1", "w_2"}
+    assert "w_2 = A[i] * 2;" in text and "A[i] = A[i] + w_0;" in text
+    assert text.count("for (int c = 0;") == 1 and "A[c] = A[c] + 1;" in text  # no w: a loop
+
+
+@pytest.mark.parametrize("loop", [
+    "for (int c = 0; c < n; c++) w[c] = A[i];",                  # trips not constant
+    "for (int c = 0; c < 2; c++) { w[c] = A[i]; if (c) break; }",  # control flow
+    "for (int c = 0; c < 2; c++) { w[c] = A[i]; c++; }",         # the iterator written
+    "for (int c = 0; c < 2; c += 2) w[c] = A[i];",                # another step
+])
+def test_loops_that_cannot_be_unrolled_keep_the_array(loop):
+    text, elems, before = _run(f"for (int i = 0; i < n; i++) {{ float w[2]; {loop} "
+                               f"A[i] = w[0]; }}")
+    assert elems == {} and text == before
