@@ -185,13 +185,14 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
                                           if p in sizes), c_names=tuple(c_names.items()))
 
+
 def _narrow_private(scop: Scop, build, taken: set[str], private_plan: dict,
                     private_decl: Mapping[str, tuple[int, ...]]) -> Scop:
     """Local arrays declared inside loops, first one copy per iteration of every loop
     around them, get one per iteration of the parallel ones only (a time loop around a
-    stencil's ``float w[3]`` would otherwise multiply its storage by the steps, and make
-    every step's boxes new), when the parallel loops stay the same (checked, as for
-    scalars in :func:`codegen.expand.expand_scalars`, step 4)."""
+    sweep's ``float row[n]`` per row would otherwise multiply its storage by the steps,
+    and make every step's boxes new), when the parallel loops stay the same (checked, as
+    for scalars in :func:`codegen.expand.expand_scalars`, step 4)."""
     from codegen.deps import parallel_loops
 
     par = parallel_loops(scop)
