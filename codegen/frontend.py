@@ -163,17 +163,37 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     # names isl, the Python driver or OpenCL cannot take get model names (iter -> iter_)
     func, c_names = rename_unsafe(func, taken)
     taken |= set(c_names)
-    # float w[3] used as w[0], w[1], w[2] only: the scalars w_0, w_1, w_2
-    func, elements = scalarize_small_arrays(func, taken)
-    taken |= set(elements)
-    speak = {**c_names, **{s: c_text(e, c_names) for s, e in elements.items()}}
+    # float w[3] used as w[0], w[1], w[2] only: the scalars w_0, w_1, w_2, unless the
+    # model refuses them where it takes the array (a scalar temporary is a value, which
+    # may not outlive a write to what it was computed from; an array element may)
+    scalar_func, elements = scalarize_small_arrays(func, taken)
+    scop = None
+    if elements:
+        speak = {**c_names, **{s: c_text(e, c_names) for s, e in elements.items()}}
+        try:
+            scop = _model(scalar_func, filename, src.cmap, defs, taken | set(elements), speak)
+            func = scalar_func
+        except UnsupportedProgramError:
+            pass
+    if scop is None:
+        scop = _model(func, filename, src.cmap, defs, taken, c_names)
+    sizes = main_sizes(src.ast, func)
+    return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
+                                          if p in sizes), c_names=tuple(c_names.items()))
 
+
+def _model(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,
+           defs: Mapping[str, c_ast.FuncDef], taken: set[str], speak: Mapping[str, str]
+           ) -> Scop:
+    """The scop of ``func``: built, scalars carried across iterations expanded
+    (:func:`codegen.expand.expand_scalars`), local arrays declared in loops narrowed
+    (:func:`_narrow_private`); errors and warnings in the C names of ``speak``."""
     private_plan: dict[str, tuple[int, ...]] = {}
     private_decl: dict[str, tuple[int, ...]] = {}
 
     def build(plan: Plan, analysis: bool = False, unpragma: frozenset[int] = frozenset()
               ) -> Scop:
-        b = _Builder(filename, src.cmap, plan, analysis, unpragma, defs, private_plan)
+        b = _Builder(filename, cmap, plan, analysis, unpragma, defs, private_plan)
         out = b.build(func)
         private_decl.update(b.private_decl)
         return out
@@ -181,9 +201,7 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
         scop = expand_scalars(build, taken)
         if private_decl:
             scop = _narrow_private(scop, build, taken, private_plan, private_decl)
-    sizes = main_sizes(src.ast, func)
-    return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
-                                          if p in sizes), c_names=tuple(c_names.items()))
+    return scop
 
 
 def _narrow_private(scop: Scop, build, taken: set[str], private_plan: dict,

@@ -46,6 +46,9 @@ arrays of one to three elements (``float tmp0[2]; tmp0[1] = ...;``, every use
 ``tmp0[1]``), declared inside loops or at the top of the function: scalars again for bbmm
 (codegen/scalarize.py), or, with the subscript written ``1 + 0 * n`` (no constant to
 that pass), memory: a copy per iteration of the parallel loops around the declaration.
+Some are initialised element by element in a loop of constant trips (``for (int q_tmp0
+= 0; q_tmp0 < 2; q_tmp0++) tmp0[q_tmp0] = ...;``), which bbmm unrolls where that makes
+the array scalars.
 
 A seventh stream renames some programs' parameters, arrays and iterators to names that
 isl, the generated Python driver or OpenCL C cannot take (``lambda``, ``iter``, ``min``,
@@ -533,6 +536,12 @@ class _Gen:
             m = decl.search(text)
             head = f"{m.group(1)} {x}[{size}]" + (f"; {x}[{k}] = " if m.group(2) else "")
             rest = re.sub(rf"\b{x}\b", f"{x}[{k}]", text[m.end():])
+            if m.group(2) and size > 1 and r.random() < 0.5:
+                # every element set by a loop of constant trips (bbmm unrolls it when
+                # that makes the array scalars)
+                head = f"{m.group(1)} {x}[{size}]; for (int q_{x} = 0; q_{x} < {size}; " \
+                       f"q_{x}++) {x}[q_{x}] = "
+                rest = re.sub(rf"\b{x}\b", f"{x}[{k}]", text[m.end():])
             text = text[:m.start()] + head + rest
         return text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from pycparser import c_generator, c_parser
 
-from bbmm.diagnostic import UnsupportedProgramError
+from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError
 from codegen.frontend import parse_source
 from codegen.scalarize import MAX_ELEMENTS, scalarize_small_arrays
 
@@ -42,7 +42,7 @@ def test_other_arrays_stay_arrays(body):
     assert elems == {} and text == before
 
 
-def test_scalarized_arrays_are_values_of_the_model_and_errors_name_the_elements():
+def test_scalarized_arrays_are_values_of_the_model_and_warnings_name_the_elements():
     s = parse_source("void f(int n, float A[n], float B[n]) {\n"
                      "  for (int i = 1; i < n; i++) {\n"
                      "    float w[3];\n"
@@ -50,11 +50,13 @@ def test_scalarized_arrays_are_values_of_the_model_and_errors_name_the_elements(
                      "    B[i] = w[2];\n  }\n}\n", "s.c")
     assert not [a for a in s.arrays if a.local]        # no memory: temporaries
     assert [acc.array for acc in s.accesses()] == ["A", "A", "B"]
-    with pytest.raises(UnsupportedProgramError, match=r"s.c:4:\d+: .*'w\[1\]'"):
+    with pytest.warns(BBMMWarning, match=r"s.c:5:5: .* the scalar 's\[0\]' carries a value"):
         parse_source("void f(int n, float A[n], float B[n]) {\n"
-                     "  for (int i = 1; i < n; i++) {\n"
-                     "    float w[2];\n"
-                     "    B[i] = w[1];\n  }\n}\n", "s.c")
+                     "  for (int t = 1; t < n; t++) {\n"
+                     "    float s[1]; s[0] = 0;\n"
+                     "#pragma omp parallel for\n"
+                     "    for (int i = 0; i < n; i++) s[0] += A[i];\n"
+                     "    B[t] = s[0];\n  }\n}\n", "s.c")
 
 
 def test_loops_of_constant_trips_over_such_an_array_are_unrolled():
@@ -77,3 +79,16 @@ def test_loops_that_cannot_be_unrolled_keep_the_array(loop):
     text, elems, before = _run(f"for (int i = 0; i < n; i++) {{ float w[2]; {loop} "
                                f"A[i] = w[0]; }}")
     assert elems == {} and text == before
+
+
+def test_an_array_the_model_refuses_as_scalars_stays_memory():
+    """A scalar temporary is a value recomputed where it is read, so a write to what it
+    was computed from before that read is refused ("copy the value into an array
+    element"); the array element the message advises is taken, as memory."""
+    body = ("  for (int i = 1; i < n; i++) {{\n    {decl}\n    {t} = A[i];\n"
+            "    A[i] = 0;\n    B[i] = {t};\n  }}\n")
+    src = "void f(int n, float A[n], float B[n]) {{\n" + body + "}}\n"
+    with pytest.raises(UnsupportedProgramError, match="copy the value into an array element"):
+        parse_source(src.format(decl="float t;", t="t"), "c.c")
+    s = parse_source(src.format(decl="float t[1];", t="t[0]"), "c.c")
+    assert [(a.name, a.local) for a in s.arrays if a.local] == [("t", "t")]
