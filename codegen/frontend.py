@@ -158,8 +158,10 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     src = read_source(text, filename, defines, include_dirs, base_dir)
     func = find_kernel(src.ast, function, filename)
     taken = _identifiers(func)
-    defs = {f.decl.name: f for f in src.ast.ext if isinstance(f, c_ast.FuncDef)
-            and f is not func and f.decl.name != "main"}
+    # the file's other functions, which statements may call: their kernels' copies are
+    # OpenCL C, so their parameters and locals get model names too (half -> half_)
+    defs = {f.decl.name: rename_unsafe(f, _identifiers(f))[0] for f in src.ast.ext
+            if isinstance(f, c_ast.FuncDef) and f is not func and f.decl.name != "main"}
     # names isl, the Python driver or OpenCL cannot take get model names (iter -> iter_)
     func, c_names = rename_unsafe(func, taken)
     taken |= set(c_names)

@@ -61,6 +61,7 @@ PROGRAMS = [
     (KERNELS / "private" / "window.c", ["tsteps=3", "n=14", "w=5"], "1KiB"),
     # names isl, Python or OpenCL C cannot take, given by their C names (codegen/names.py)
     (KERNELS / "names" / "badnames.c", ["iter=3", "len=14", "S1=2", "lambda=0.5"], "1KiB"),
+    (KERNELS / "names" / "helper_words.c", ["n=30"], "128B"),
 ]
 STAGED = [p for p in PROGRAMS if p[0].stem in ("mvt", "adi", "staged")]
 
