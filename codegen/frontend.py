@@ -1343,8 +1343,15 @@ class _Builder:
             what = "a scalar" if base.name in self.int_params or base.name in self.float_params \
                 else "not an array parameter"
             raise self.err(f"subscripted name '{base.name}' is {what}: '{text}'", node)
-        if len(subs) != arr.ndim:
-            raise self.err(f"array '{arr.name}' has {arr.ndim} dimension(s) but '{text}' has "
+        index = self.subscripts(arr.name, arr.ndim, subs, text, node, ctx)
+        return self.new_access(arr.name, index, text, self.coord(node), ctx, cur, kind)
+
+    def subscripts(self, array: str, ndim: int, subs: list[c_ast.Node], text: str,
+                   node: c_ast.Node, ctx: _Ctx) -> tuple[Affine, ...]:
+        """The affine subscripts of the reference ``text`` to an ``ndim``-dimensional
+        array, each dividend checked non-negative."""
+        if len(subs) != ndim:
+            raise self.err(f"array '{array}' has {ndim} dimension(s) but '{text}' has "
                            f"{len(subs)} subscript(s)", node)
         index = []
         for s in subs:
@@ -1354,29 +1361,19 @@ class _Builder:
                 raise self.err(f"non-affine subscript '{self.text(s)}' in '{text}'" + _why(e),
                                s) from None
             self.check_dividends(ctx)
-        return self.new_access(arr.name, tuple(index), text, self.coord(node), ctx, cur, kind)
+        return tuple(index)
 
     def private_access(self, c_name: str, subs: list[c_ast.Node], text: str,
                        node: c_ast.Node, ctx: _Ctx, cur: _Cur, kind: str) -> ArrayRef:
         """``w[k]`` of a local array declared inside loops: ``w[i - lo_i][k]``, the copy of
         this iteration of its loops (:meth:`private_array`)."""
         name, loops, declared = self.private[c_name]
-        if len(subs) != declared.ndim:
-            raise self.err(f"array '{c_name}' has {declared.ndim} dimension(s) but '{text}' "
-                           f"has {len(subs)} subscript(s)", node)
-        index = []
-        for lid in loops:
-            it = self.loop_dom[lid][0][-1]
-            lo = Affine((), 0) if self.analysis else self.loop_range[lid][0]
-            index.append(Affine.var(it) - lo)
-        for x in subs:
-            try:
-                index.append(self.affine(x, ctx.iters))
-            except _NotAffine as e:
-                raise self.err(f"non-affine subscript '{self.text(x)}' in '{text}'" + _why(e),
-                               x) from None
-            self.check_dividends(ctx)
-        return self.new_access(name, tuple(index), text, self.coord(node), ctx, cur, kind)
+        declared_index = self.subscripts(c_name, declared.ndim, subs, text, node, ctx)
+        copy = tuple(Affine.var(self.loop_dom[lid][0][-1])
+                     - (Affine((), 0) if self.analysis else self.loop_range[lid][0])
+                     for lid in loops)
+        return self.new_access(name, copy + declared_index, text, self.coord(node), ctx, cur,
+                               kind)
 
     def new_access(self, arr: str, index: tuple[Affine, ...], text: str, coord: object,
                    ctx: _Ctx, cur: _Cur, kind: str) -> ArrayRef:
