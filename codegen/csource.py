@@ -6,6 +6,7 @@
 .. autofunction:: signature
 .. autofunction:: function_def
 .. autofunction:: const_int
+.. autofunction:: identifiers
 .. autoclass:: CSource
 .. autoclass:: CParam
 
@@ -337,6 +338,23 @@ def const_int(node: c_ast.Node | None, env: Mapping[str, int] | None = None) -> 
             return a - b * (abs(a) // abs(b) if (a >= 0) == (b >= 0) else -(abs(a) // abs(b)))
         return a + b if node.op == "+" else a - b if node.op == "-" else a * b
     return None
+
+
+def identifiers(node: c_ast.Node) -> set[str]:
+    """Every name ``node`` uses or declares (new names must avoid them)."""
+    out: set[str] = set()
+
+    class V(c_ast.NodeVisitor):
+        def visit_ID(self, n: c_ast.ID) -> None:
+            out.add(n.name)
+
+        def visit_Decl(self, n: c_ast.Decl) -> None:
+            if n.name:
+                out.add(n.name)
+            self.generic_visit(n)
+
+    V().visit(node)
+    return out
 
 
 def _calls(node: c_ast.Node, name: str):

@@ -57,6 +57,7 @@ from codegen.csource import (
     OPENCL_RESERVED,
     ColumnMap,
     find_kernel,
+    identifiers,
     main_sizes,
     read_source,
     scalar_type,
@@ -157,10 +158,10 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     quoted includes are looked up in ``base_dir`` (default: the current directory)."""
     src = read_source(text, filename, defines, include_dirs, base_dir)
     func = find_kernel(src.ast, function, filename)
-    taken = _identifiers(func)
+    taken = identifiers(func)
     # the file's other functions, which statements may call: their kernels' copies are
     # OpenCL C, so their parameters and locals get model names too (half -> half_)
-    defs = {f.decl.name: rename_unsafe(f, _identifiers(f))[0] for f in src.ast.ext
+    defs = {f.decl.name: rename_unsafe(f, identifiers(f))[0] for f in src.ast.ext
             if isinstance(f, c_ast.FuncDef) and f is not func and f.decl.name != "main"}
     # names isl, the Python driver or OpenCL cannot take get model names (iter -> iter_)
     func, c_names = rename_unsafe(func, taken)
@@ -383,7 +384,7 @@ class _Builder:
 
     def build(self, func: c_ast.FuncDef) -> Scop:
         fname = func.decl.name
-        self.idents = _identifiers(func)
+        self.idents = identifiers(func)
         params = func.decl.type.args.params if func.decl.type.args else []
         arrays = []
         for p in params:
@@ -399,7 +400,7 @@ class _Builder:
         for p in arrays:
             self.arrays[p.name] = self.array_param(p)
         items = self.region(func, fname)
-        self.idents_in_region = set().union(*(_identifiers(x) for x in items))
+        self.idents_in_region = set().union(*(identifiers(x) for x in items))
         for d in self.outer_locals.values():
             if scalar_type(d.type) is not None:  # PolyBench's 'DATA_TYPE temp2;' before the scop
                 self.local_decl(d, _Ctx(), outside=True)
@@ -647,7 +648,7 @@ class _Builder:
         loops = self.private_plan.get(name, decl)
         t = d.type
         while isinstance(t, c_ast.ArrayDecl):
-            its = sorted(n for n in _identifiers(t.dim) if self.iterator(n, ctx.iters)) \
+            its = sorted(n for n in identifiers(t.dim) if self.iterator(n, ctx.iters)) \
                 if t.dim is not None else []
             if its:
                 raise self.err(f"the size of local array '{d.name}' depends on the loop "
@@ -817,27 +818,26 @@ class _Builder:
         return lo, hi
 
     def local_arrays(self) -> list[Array]:
-        """The expanded temporaries as arrays, one element per iteration of their loops."""
-        out = []
-        for name, (t, loops) in self.locals.items():
-            extents = [Affine((), 1) if self.analysis else hi - lo + 1
-                       for lo, hi in (self.loop_range.get(lid, (None, None)) for lid in loops)]
-            extents = extents or [Affine((), 1)]
+        """The expanded temporaries as arrays, one element per iteration of their loops;
+        the local arrays declared inside loops, one copy per iteration of theirs."""
+        def copies(loops: Sequence[int]) -> list[Affine]:
+            if self.analysis:                    # no ranges found: the size is moot
+                return [Affine((), 1) for _ in loops]
+            return [hi - lo + 1 for lo, hi in (self.loop_range[lid] for lid in loops)]
+
+        def array(name: str, ctype: str, extents: Sequence[Affine], coord: object,
+                  c_name: str) -> Array:
             # the driver evaluates dims as Python (run.host_arrays): floor divisions '//'
             dims = tuple(str(max(1, e.const)) if e.is_const() else f"max(1, {e.py()})"
                          for e in extents)
             sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e.isl()})] }}") for e in extents)
-            out.append(Array(name, t.ctype, dims, tuple(extents),
-                             sizes, t.coord, local=t.name))
-        for name, (declared, loops) in self.privates.items():
-            extents = [Affine((), 1) if self.analysis else hi - lo + 1
-                       for lo, hi in (self.loop_range[lid] for lid in loops)]
-            extents += declared.extents
-            dims = tuple(str(max(1, e.const)) if e.is_const() else f"max(1, {e.py()})"
-                         for e in extents)
-            sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e.isl()})] }}") for e in extents)
-            out.append(Array(name, declared.ctype, dims, tuple(extents), sizes,
-                             declared.coord, local=declared.name))
+            return Array(name, ctype, dims, tuple(extents), sizes, coord, local=c_name)
+
+        out = [array(name, t.ctype, copies(loops) or [Affine((), 1)], t.coord, t.name)
+               for name, (t, loops) in self.locals.items()]
+        out += [array(name, declared.ctype, copies(loops) + list(declared.extents),
+                      declared.coord, declared.name)
+                for name, (declared, loops) in self.privates.items()]
         return out
 
     # }}}
@@ -1410,23 +1410,6 @@ def _map_refs(e: Expr, f) -> Expr:
     if isinstance(e, Ternary):
         return Ternary(_map_refs(e.cond, f), _map_refs(e.then, f), _map_refs(e.else_, f))
     return e
-
-
-def _identifiers(node: c_ast.Node) -> set[str]:
-    """Every name the function uses or declares (new names must avoid them)."""
-    out: set[str] = set()
-
-    class V(c_ast.NodeVisitor):
-        def visit_ID(self, n: c_ast.ID) -> None:
-            out.add(n.name)
-
-        def visit_Decl(self, n: c_ast.Decl) -> None:
-            if n.name:
-                out.add(n.name)
-            self.generic_visit(n)
-
-    V().visit(node)
-    return out
 
 
 def _items(node: c_ast.Node) -> list[c_ast.Node]:

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterable
+import math
+from collections.abc import Callable, Iterable
 
 from pycparser import c_ast
+
+from codegen.csource import const_int, identifiers
 
 __all__ = ["MAX_ELEMENTS", "scalarize_small_arrays"]
 
@@ -31,23 +34,11 @@ MAX_ELEMENTS = 16
 """Most elements of an array turned into scalars (registers of a work-item)."""
 
 
-def _const(node: c_ast.Node | None) -> int | None:
-    """An integer literal's value, else None."""
-    if isinstance(node, c_ast.Constant) and node.type == "int":
-        text = node.value.rstrip("uUlL")
-        try:
-            return int(text, 8) if len(text) > 1 and text[0] == "0" and text[1].isdigit() \
-                else int(text, 0)
-        except ValueError:
-            return None
-    return None
-
-
 def _shape(d: c_ast.Decl) -> tuple[list[int], c_ast.Node] | None:
     """Constant extents and the element type node of an array declaration, else None."""
     dims, t = [], d.type
     while isinstance(t, c_ast.ArrayDecl):
-        n = _const(t.dim)
+        n = const_int(t.dim)
         if n is None or n < 1:
             return None
         dims.append(n)
@@ -74,7 +65,7 @@ def _candidates(func: c_ast.FuncDef) -> dict[str, tuple[c_ast.Decl, list[int]]]:
                 out.pop(d.name, None)
             elif self.depth and d.init is None and not d.storage:
                 s = _shape(d)
-                if s is not None and _product(s[0]) <= MAX_ELEMENTS:
+                if s is not None and math.prod(s[0]) <= MAX_ELEMENTS:
                     out[d.name] = (d, s[0])
             seen.add(d.name)
             self.generic_visit(d)
@@ -83,17 +74,24 @@ def _candidates(func: c_ast.FuncDef) -> dict[str, tuple[c_ast.Decl, list[int]]]:
     return out
 
 
-def _product(dims: list[int]) -> int:
-    p = 1
-    for n in dims:
-        p *= n
-    return p
+def _rewrite(node: c_ast.Node, fn: Callable[[c_ast.Node], list[c_ast.Node]]) -> None:
+    """Each child ``x`` of ``node`` replaced, in place, by the nodes ``fn(x)`` (a list of
+    children takes them all; a single child is replaced only by a single node)."""
+    for attr in node.__slots__:
+        child = getattr(node, attr, None)
+        if isinstance(child, list):       # statements, arguments (or names: strings)
+            setattr(node, attr, [y for x in child for y in (
+                fn(x) if isinstance(x, c_ast.Node) else [x])])
+        elif isinstance(child, c_ast.Node):
+            new = fn(child)
+            if len(new) == 1:
+                setattr(node, attr, new[0])
 
 
 def _index(ref: c_ast.ArrayRef) -> tuple[str | None, list[int | None]]:
     subs = []
     while isinstance(ref, c_ast.ArrayRef):
-        subs.append(_fold(ref.subscript))
+        subs.append(const_int(ref.subscript))
         ref = ref.name
     return (ref.name if isinstance(ref, c_ast.ID) else None), subs[::-1]
 
@@ -156,52 +154,24 @@ def _scalarize(func: c_ast.FuncDef, taken: Iterable[str]
             names[name, idx] = s
     func = copy.deepcopy(func)
 
-    class R(c_ast.NodeVisitor):
-        def generic_visit(self, node: c_ast.Node) -> None:
-            for attr in node.__slots__:
-                child = getattr(node, attr, None)
-                if isinstance(child, list):       # statements, arguments (or names)
-                    setattr(node, attr, [y for x in child for y in (
-                        self.replace(x) if isinstance(x, c_ast.Node) else [x])])
-                elif isinstance(child, c_ast.Node):
-                    new = self.replace(child)
-                    if len(new) == 1:
-                        setattr(node, attr, new[0])
+    def replace(x: c_ast.Node) -> list[c_ast.Node]:
+        if isinstance(x, c_ast.Decl) and x.name in cands:
+            dims, elem = cands[x.name][1], _shape(x)[1]
+            return [c_ast.Decl(names[x.name, idx], list(x.quals), [], [], [],
+                               c_ast.TypeDecl(names[x.name, idx], list(elem.quals), None,
+                                              copy.deepcopy(elem.type), x.coord),
+                               None, None, x.coord)
+                    for idx in itertools.product(*(range(d) for d in dims))]
+        if isinstance(x, c_ast.ArrayRef):
+            name, subs = _index(x)
+            if name in cands:
+                return [c_ast.ID(names[name, tuple(subs)], x.coord)]
+        _rewrite(x, replace)
+        return [x]
 
-        def replace(self, x: c_ast.Node) -> list[c_ast.Node]:
-            if isinstance(x, c_ast.Decl) and x.name in cands:
-                dims, elem = cands[x.name][1], _shape(x)[1]
-                return [c_ast.Decl(names[x.name, idx], list(x.quals), [], [], [],
-                                   c_ast.TypeDecl(names[x.name, idx], list(elem.quals), None,
-                                                  copy.deepcopy(elem.type), x.coord),
-                                   None, None, x.coord)
-                        for idx in itertools.product(*(range(d) for d in dims))]
-            if isinstance(x, c_ast.ArrayRef):
-                name, subs = _index(x)
-                if name in cands:
-                    return [c_ast.ID(names[name, tuple(subs)], x.coord)]
-            self.generic_visit(x)
-            return [x]
-
-    R().generic_visit(func.body)
+    _rewrite(func.body, replace)
     elems = {s: f"{n}[{']['.join(map(str, idx))}]" for (n, idx), s in names.items()}
     return func, elems
-
-
-def _fold(node: c_ast.Node | None) -> int | None:
-    """An integer constant expression's value (``3 - 1``, ``2 * 2 + 1``), else None."""
-    c = _const(node)
-    if c is not None:
-        return c
-    if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
-        v = _fold(node.expr)
-        return None if v is None else (-v if node.op == "-" else v)
-    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*"):
-        a, b = _fold(node.left), _fold(node.right)
-        if a is None or b is None:
-            return None
-        return a + b if node.op == "+" else a - b if node.op == "-" else a * b
-    return None
 
 
 def _trips(loop: c_ast.For) -> tuple[str, range] | None:
@@ -211,20 +181,20 @@ def _trips(loop: c_ast.For) -> tuple[str, range] | None:
     if not (isinstance(init, c_ast.DeclList) and len(init.decls) == 1):
         return None
     d = init.decls[0]
-    first = _fold(d.init)
+    first = const_int(d.init)
     if first is None or not isinstance(d.type, c_ast.TypeDecl):
         return None
     c = d.name
     if not (isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", "<=")
             and isinstance(cond.left, c_ast.ID) and cond.left.name == c):
         return None
-    last = _fold(cond.right)
+    last = const_int(cond.right)
     if last is None:
         return None
     step = (isinstance(nxt, c_ast.UnaryOp) and nxt.op in ("p++", "++")
             and isinstance(nxt.expr, c_ast.ID) and nxt.expr.name == c) or (
         isinstance(nxt, c_ast.Assignment) and nxt.op == "+=" and isinstance(nxt.lvalue, c_ast.ID)
-        and nxt.lvalue.name == c and _fold(nxt.rvalue) == 1)
+        and nxt.lvalue.name == c and const_int(nxt.rvalue) == 1)
     return (c, range(first, last + (cond.op == "<="))) if step else None
 
 
@@ -243,7 +213,7 @@ def _unrollable(loop: c_ast.For, c: str, arrays: set[str]) -> bool:
             if name in arrays:
                 base = n
                 while isinstance(base, c_ast.ArrayRef):
-                    found |= c in _ids(base.subscript)
+                    found |= c in identifiers(base.subscript)
                     base = base.name
             self.generic_visit(n)
 
@@ -274,17 +244,6 @@ def _unrollable(loop: c_ast.For, c: str, arrays: set[str]) -> bool:
     return found and v.ok
 
 
-def _ids(node: c_ast.Node) -> set[str]:
-    out: set[str] = set()
-
-    class V(c_ast.NodeVisitor):
-        def visit_ID(self, n: c_ast.ID) -> None:
-            out.add(n.name)
-
-    V().visit(node)
-    return out
-
-
 def _unroll_for_arrays(func: c_ast.FuncDef, arrays: set[str]) -> c_ast.FuncDef:
     """A copy of ``func`` whose loops of at most :data:`MAX_ELEMENTS` constant trips that
     subscript one of ``arrays`` by their iterator are unrolled, each trip a block of its
@@ -292,42 +251,24 @@ def _unroll_for_arrays(func: c_ast.FuncDef, arrays: set[str]) -> c_ast.FuncDef:
     func = copy.deepcopy(func)
 
     def subst(node: c_ast.Node, c: str, k: int) -> c_ast.Node:
-        class S(c_ast.NodeVisitor):
-            def generic_visit(self, n: c_ast.Node) -> None:
-                for attr in n.__slots__:
-                    child = getattr(n, attr, None)
-                    if isinstance(child, c_ast.ID) and child.name == c:
-                        setattr(n, attr, c_ast.Constant("int", str(k), child.coord))
-                    elif isinstance(child, list):
-                        setattr(n, attr, [c_ast.Constant("int", str(k), x.coord)
-                                          if isinstance(x, c_ast.ID) and x.name == c
-                                          else x for x in child])
-                        for x in getattr(n, attr):
-                            if isinstance(x, c_ast.Node):
-                                self.visit(x)
-                        continue
-                    if isinstance(getattr(n, attr, None), c_ast.Node):
-                        self.visit(getattr(n, attr))
-        body = copy.deepcopy(node)
-        S().visit(body)
-        return body
+        """A copy of ``node`` with every use of ``c`` the constant ``k``."""
+        def value(x: c_ast.Node) -> list[c_ast.Node]:
+            if isinstance(x, c_ast.ID) and x.name == c:
+                return [c_ast.Constant("int", str(k), x.coord)]
+            _rewrite(x, value)
+            return [x]
+        return value(copy.deepcopy(node))[0]
 
-    def walk(node: c_ast.Node) -> c_ast.Node:
-        for attr in node.__slots__:
-            child = getattr(node, attr, None)
-            if isinstance(child, list):
-                setattr(node, attr, [walk(x) if isinstance(x, c_ast.Node) else x
-                                     for x in child])
-            elif isinstance(child, c_ast.Node):
-                setattr(node, attr, walk(child))
-        if isinstance(node, c_ast.For):
-            t = _trips(node)
+    def unroll(x: c_ast.Node) -> list[c_ast.Node]:
+        _rewrite(x, unroll)                    # inner loops first
+        if isinstance(x, c_ast.For):
+            t = _trips(x)
             if t is not None and 0 < len(t[1]) <= MAX_ELEMENTS \
-                    and _unrollable(node, t[0], arrays):
+                    and _unrollable(x, t[0], arrays):
                 c, values = t
-                return c_ast.Compound([c_ast.Compound([subst(node.stmt, c, k)], node.coord)
-                                       for k in values], node.coord)
-        return node
+                return [c_ast.Compound([c_ast.Compound([subst(x.stmt, c, k)], x.coord)
+                                        for k in values], x.coord)]
+        return [x]
 
-    walk(func.body)
+    _rewrite(func.body, unroll)
     return func

@@ -18,6 +18,14 @@ run() {  # label, file, params...
     done
   done
 }
+seeds() {  # randprog seeds: each program checked on 2 logical devices
+  for s in "$@"; do
+    python3 tests/randprog.py $s > /tmp/rk$s.c 2>/dev/null
+    p=$(head -1 /tmp/rk$s.c | sed 's/.*: //')
+    r=$(timeout 60 python3 -m bbmm run /tmp/rk$s.c $p --devices 2 --check --no-progress 2>&1 | grep -v Warn | grep -v 'lambda: self' | grep -m1 'check\|error:')
+    echo "random seed $s: $r"
+  done
+}
 P=tests/kernels/private
 S=results/h100x1/s31
 if [ "$1" = "c" ]; then
@@ -37,12 +45,7 @@ date +%T
 run private-stencil $P/stencil.c tsteps=20 n=8193
 run scalar-stencil $S/stencil_scalars.c tsteps=20 n=8193
 run flux $P/flux.c nstages=10 n=2049 m=2049
-for s in 8 16 24 26 28 38 57 67 80; do
-  python3 tests/randprog.py $s > /tmp/rk$s.c 2>/dev/null
-  p=$(head -1 /tmp/rk$s.c | sed 's/.*: //')
-  r=$(timeout 60 python3 -m bbmm run /tmp/rk$s.c $p --devices 2 --check --no-progress 2>&1 | grep -v Warn | grep -v 'lambda: self' | grep -m1 'check\|error:')
-  echo "random seed $s: $r"
-done
+seeds 8 16 24 26 28 38 57 67 80
 date +%T
 exit 0
 fi
@@ -54,10 +57,5 @@ run scalar-stencil $S/stencil_scalars.c tsteps=20 n=8193
 date +%T
 run flux $P/flux.c nstages=10 n=2049 m=2049
 date +%T
-for s in 0 6 10 20 22 25 29 31 2 8 11 16 21 24 26; do
-  python3 tests/randprog.py $s > /tmp/rk$s.c 2>/dev/null
-  p=$(head -1 /tmp/rk$s.c | sed 's/.*: //')
-  r=$(timeout 60 python3 -m bbmm run /tmp/rk$s.c $p --devices 2 --check --no-progress 2>&1 | grep -v Warn | grep -v 'lambda: self' | grep -m1 'check\|error:')
-  echo "random seed $s: $r"
-done
+seeds 0 6 10 20 22 25 29 31 2 8 11 16 21 24 26
 date +%T
