@@ -154,6 +154,15 @@ def tile_range(t: int, size: int) -> tuple[int, int]:
     return t * size, t * size + size - 1
 
 
+def serial_range(rt: Any, first: int, stop: int) -> Sequence[int]:
+    """The iterations ``first .. stop - 1`` of a serial loop, as the driver runs them: all
+    of them, or, on a runtime that samples (the tile's dry run,
+    :class:`bbmm.run._Footprint`), the few it picks spread over the whole range, so that
+    a footprint that grows or shrinks with the serial iterators is seen at its ends."""
+    sample = getattr(rt, "sample", None)
+    return range(first, stop) if sample is None else sample(first, stop)
+
+
 def tiles_covering(lo: int, hi: int, size: int) -> range:
     """Indices of the grid tiles that meet ``[lo, hi]`` (empty when ``hi < lo``)."""
     if hi < lo:

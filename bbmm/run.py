@@ -171,24 +171,43 @@ def default_tile(module: ModuleType, params: Mapping[str, int],
 FIT_SHARE = 0.75
 """Share of a device's cap that one tile's boxes may fill when bbmm picks the tile (the
 rest: alignment, boxes split around resident copies, arrays held whole)."""
-FIT_PHASES = 64
-"""Parallel phases a dry run of the driver looks at to find a tile's footprint."""
+FIT_SAMPLES = 16
+"""Iterations of each serial loop a dry run of the driver looks at to find a tile's
+footprint: the first, the last and evenly spaced ones between (a loop of
+``for (i = 0; i < k; i++)`` under ``k`` has its largest boxes at the end, LU's at the
+start, a product of a growing and a shrinking extent in the middle)."""
+FIT_PHASES = 4096
+"""Parallel phases a dry run looks at in all (nested serial loops multiply samples)."""
 
 
 class _Enough(Exception):
     """Ends a dry run (:class:`_Footprint`)."""
 
 
+def _spread(first: int, stop: int, count: int = FIT_SAMPLES) -> Sequence[int]:
+    """At most ``count`` of ``first .. stop - 1``: both ends and evenly spaced ones
+    between, in order."""
+    n = stop - first
+    if n <= count:
+        return range(first, stop)
+    return sorted({first + (n - 1) * i // (count - 1) for i in range(count)})
+
+
 class _Footprint:
     """A stand-in runtime for a dry run of a driver: nothing moves and nothing runs; it
-    keeps the most bytes one tile's boxes cover (the union of each array's boxes) over the
-    first :data:`FIT_PHASES` parallel phases, then ends the run."""
+    keeps the most bytes one tile's boxes cover (the union of each array's boxes) over
+    :data:`FIT_SAMPLES` iterations of each serial loop (the driver asks through
+    :func:`bbmm.hostlib.serial_range`), at most :data:`FIT_PHASES` parallel phases."""
 
     def __init__(self, ndev: int, arrays: Mapping[str, np.ndarray]):
         self.devices = [None] * ndev
         self.itemsize = {a: x.itemsize for a, x in arrays.items()}
         self.peak = 0
         self.phases = 0
+
+    @staticmethod
+    def sample(first: int, stop: int) -> Sequence[int]:
+        return _spread(first, stop)
 
     def run_phase(self, tiles: Sequence[Any], serial: tuple = ()) -> None:
         for t in tiles:

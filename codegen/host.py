@@ -111,7 +111,7 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g("try:")
     with g:
         g("from bbmm.hostlib import (Progress, device_of, launch, once_tiles, scalars as _ints,\n"
-          "                               tiles_covering)")
+          "                               serial_range, tiles_covering)")
     g("except SettingError as _bbmm_e:  # a bad $BBMM_* setting, read when hostlib loads")
     with g:
         g('if __name__ != "__main__":')
@@ -357,7 +357,7 @@ def _emit_nodes(g, scop, nodes, serial, by_stmt, band_first, emitted, host, oute
     for node in nodes:
         if isinstance(node, LoopNode) and node.loop.id in serial:
             lp = node.loop
-            g(f"for {lp.iterator} in range({bound_py(lp.lower_expr)}, "
+            g(f"for {lp.iterator} in serial_range(_bbmm_rt, {bound_py(lp.lower_expr)}, "
               f"{bound_py(lp.upper_expr)} + 1):  # serial loop (host): {lp.text.strip() or lp.iterator}")
             with g:
                 _emit_nodes(g, scop, node.children, serial, by_stmt, band_first, emitted,

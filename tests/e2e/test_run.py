@@ -145,7 +145,9 @@ def test_json_report_fields(tmp_path):
     (POLYBENCH / "heat2d.c", ["tsteps=2", "n=60"], "4KiB"),
     (KERNELS / "floyd.c", ["n=40"], "2KiB"),
     (POLYBENCH / "matmul.c", ["ni=40", "nj=36", "nk=30"], "6KiB"),
-], ids=["heat2d", "floyd", "matmul"])
+    # its first 64 iterations need 63 rows, its last 200 (the dry run once stopped early)
+    (KERNELS / "rows_below.c", ["n=400"], "512KiB"),
+], ids=["heat2d", "floyd", "matmul", "rows_below"])
 def test_default_tile_shrinks_to_fit_the_cap(path, params, cap, tmp_path, capsys):
     """With --device-mem below the data and no --tile, bbmm picks a tile whose boxes fit
     (the default, one tile per device, needs all of them resident) and says so."""

@@ -1,15 +1,19 @@
 """The default tile size (bbmm.run.default_tile): one tile per device, or several for a
 program whose nests run once and share no array, each with enough data to hide its
-per-tile costs."""
+per-tile costs; and the dry run that shrinks it to fit a cap (bbmm.run.fitting_tile)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bbmm.diagnostic import UsageError
-from bbmm.run import PIPELINE_BYTES, default_tile, pipeline_split
+from bbmm.hostlib import serial_range
+from bbmm.run import (FIT_SAMPLES, PIPELINE_BYTES, _Footprint, _spread, default_tile,
+                      pipeline_split)
 from codegen.compile import compile_program, load_driver
 
 POLYBENCH = Path(__file__).resolve().parents[2] / "polybench"
@@ -68,3 +72,41 @@ def test_pipeline_setting(monkeypatch):
         monkeypatch.setenv("BBMM_PIPELINE", bad)
         with pytest.raises(UsageError, match=msg):
             pipeline_split()
+
+
+@given(st.integers(-50, 50), st.integers(0, 400), st.integers(2, 20))
+def test_a_dry_run_samples_both_ends_of_a_serial_loop_and_evenly_between(first, n, count):
+    got = list(_spread(first, first + n, count))
+    if n <= count:
+        assert got == list(range(first, first + n))
+        return
+    assert got[0] == first and got[-1] == first + n - 1
+    assert got == sorted(set(got)) and len(got) <= count
+    step = -(-(n - 1) // (count - 1))
+    assert max(b - a for a, b in zip(got, got[1:])) <= step
+
+
+def test_only_a_sampling_runtime_skips_serial_iterations():
+    class Real:
+        pass
+
+    assert serial_range(Real(), 3, 9) == range(3, 9)
+    probe = _Footprint(2, {})
+    assert list(serial_range(probe, 0, 1000)) == list(_spread(0, 1000))
+
+
+def test_the_dry_run_sees_the_last_serial_iteration():
+    """Floyd's dry run visits k = 0 and k = n - 1 (and few between), so a footprint
+    largest at the end is seen."""
+    fl = driver("floyd")
+    seen = []
+
+    class Probe(_Footprint):
+        def run_phase(self, tiles, serial=()):
+            seen.append(serial)
+            super().run_phase(tiles, serial)
+
+    n = 5000
+    fl.run(Probe(2, {"path": np.zeros(1, np.float32)}), {"n": n}, {}, n // 2, False)
+    ks = [s[0] for s in seen]
+    assert ks[0] == 0 and ks[-1] == n - 1 and len(ks) <= FIT_SAMPLES
