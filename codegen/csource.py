@@ -308,15 +308,21 @@ def _has_loop(node: c_ast.Node) -> bool:
 # {{{ facts from the rest of the program
 
 
+def int_literal(text: str) -> int:
+    """The value of a C integer literal: decimal, octal (``017``), hex, with ``u``/``l``
+    suffixes and C23's ``'`` digit separators."""
+    t = text.rstrip("uUlL").replace("'", "")
+    return int(t, 8) if len(t) > 1 and t[0] == "0" and t[1].isdigit() else int(t, 0)
+
+
 def const_int(node: c_ast.Node | None, env: Mapping[str, int] | None = None) -> int | None:
     """Value of an integer constant expression (literals, names bound in ``env``, ``+ - *
     / %``, unary minus, integer casts); None if it is not one."""
     env = env or {}
     if isinstance(node, c_ast.Constant) and node.type in ("int", "long int", "unsigned int",
                                                           "long long int"):
-        t = node.value.rstrip("uUlL")
         try:
-            return int(t, 8) if len(t) > 1 and t[0] == "0" and t[1].isdigit() else int(t, 0)
+            return int_literal(node.value)
         except ValueError:
             return None
     if isinstance(node, c_ast.ID):
