@@ -33,6 +33,7 @@ from codegen.cexpr import (
 from codegen.csource import INT_WORDS, ColumnMap, identifiers, scalar_type
 from codegen.expand import Plan
 from codegen.scop import (
+    AffAnd,
     AffExpr,
     Affine,
     AffMin,
@@ -128,6 +129,7 @@ class Builder(Temporaries, Expressions):
         # affine expression at hand: checked non-negative by check_dividends()
         self.idents: set[str] = set()               # every identifier of the function
         self.param_coords: dict[str, Coord | None] = {}
+        self.if_names: dict[int, str] = {}          # if node -> its run-time condition
 
     # {{{ helpers
 
@@ -246,23 +248,7 @@ class Builder(Temporaries, Expressions):
                 yield from self.flatten(list(it.block_items or []), ctx)
                 yield _SCOPE_CLOSE, ctx
             elif isinstance(it, c_ast.If):
-                try:
-                    c = self.cond(it.cond, ctx)
-                    self.check_dividends(ctx)
-                except NotAffine as e:
-                    raise self.err(f"if condition is not an affine comparison of iterators and "
-                                   f"parameters: '{self.text(it.cond)}'" + why(e),
-                                   it.cond) from None
-                yes = replace(ctx, cons=ctx.cons + (cond_isl(c),), guards=ctx.guards + (cond_c(c),))
-                yield _SCOPE_OPEN, ctx
-                yield from self.flatten(block_items(it.iftrue), yes)
-                yield _SCOPE_CLOSE, ctx
-                if it.iffalse is not None:
-                    no = replace(ctx, cons=ctx.cons + (f"not ({cond_isl(c)})",),
-                                 guards=ctx.guards + (f"!({cond_c(c)})",))
-                    yield _SCOPE_OPEN, ctx
-                    yield from self.flatten(block_items(it.iffalse), no)
-                    yield _SCOPE_CLOSE, ctx
+                yield from self.if_branches(it, ctx)
             elif isinstance(it, c_ast.Assignment) and it.op == "=" \
                     and isinstance(it.rvalue, c_ast.Assignment) and it.rvalue.op == "=" \
                     and isinstance(it.rvalue.lvalue, c_ast.ID):
@@ -271,6 +257,119 @@ class Builder(Temporaries, Expressions):
                 yield c_ast.Assignment("=", it.lvalue, it.rvalue.lvalue, it.coord), ctx
             else:
                 yield it, ctx
+
+    def if_branches(self, it: c_ast.If, ctx: Ctx):
+        """:meth:`flatten` of an ``if``: an affine condition guards the branches' domains;
+        what is not affine (``A[i][j] < lo``, a temporary, ``i * j``) is evaluated at run
+        time, each assignment of the branches becoming ``X = c ? e : X``
+        (:meth:`guarded`); C's ``&&`` and ``||`` still skip what they skip. Affine
+        conjuncts of an ``if`` without ``else`` stay domain constraints
+        (``i < n - 1 && A[i + 1] > 0``)."""
+        parts = [it.cond] if it.iffalse is not None else conjuncts(it.cond)
+        affine, data = [], []
+        for c in parts:
+            try:
+                a = self.cond(c, ctx)
+                self.check_dividends(ctx)
+                affine.append(a)
+            except NotAffine as e:
+                if e.undefined:
+                    raise self.err(f"undefined in C: {e.detail} in the if condition "
+                                   f"'{self.text(it.cond)}'", c) from None
+                self.dividends = []
+                data.append(c)
+            except UnsupportedProgramError:
+                # a '/' or '%' of a value that may be negative, which C rounds toward
+                # zero: C's own operators evaluate it exactly at run time
+                self.dividends = []
+                data.append(c)
+        if not data:
+            c = affine[0] if len(affine) == 1 else AffAnd(tuple(affine))
+            yes = replace(ctx, cons=ctx.cons + (cond_isl(c),), guards=ctx.guards + (cond_c(c),))
+            no = replace(ctx, cons=ctx.cons + (f"not ({cond_isl(c)})",),
+                         guards=ctx.guards + (f"!({cond_c(c)})",))
+        else:
+            for c in affine:
+                ctx = replace(ctx, cons=ctx.cons + (cond_isl(c),), guards=ctx.guards + (cond_c(c),))
+            test = data[0]
+            for c in data[1:]:
+                test = c_ast.BinaryOp("&&", test, c, c.coord)
+            merged = self.select(it, test)
+            if merged is not None:              # if (c) X = a; else X = b;  ->  X = c ? a : b;
+                yield merged, ctx
+                return
+            name = self.if_name(it)
+            decl = c_ast.Decl(name, [], [], [], [], c_ast.TypeDecl(
+                name, [], None, c_ast.IdentifierType(["int"])), test, None, it.cond.coord)
+            yield decl, ctx                     # evaluated once, before either branch
+            ref = c_ast.ID(name, it.cond.coord)
+            yes = replace(ctx, when=ctx.when + (ref,))
+            no = replace(ctx, when=ctx.when + (c_ast.UnaryOp("!", ref, it.cond.coord),))
+        yield _SCOPE_OPEN, ctx
+        yield from self.flatten(block_items(it.iftrue), yes)
+        yield _SCOPE_CLOSE, ctx
+        if it.iffalse is not None:
+            yield _SCOPE_OPEN, ctx
+            yield from self.flatten(block_items(it.iffalse), no)
+            yield _SCOPE_CLOSE, ctx
+
+    def select(self, it: c_ast.If, test: c_ast.Node) -> c_ast.Node | None:
+        """``X = test ? a : b;`` for ``if (test) X = a; else X = b;`` (one plain assignment
+        per branch, to the same scalar or element): no read of ``X``, nothing written
+        back. None for any other ``if``."""
+        yes, no = block_items(it.iftrue), block_items(it.iffalse) if it.iffalse else []
+        if len(yes) != 1 or len(no) != 1:
+            return None
+        a, b = yes[0], no[0]
+        if not all(isinstance(x, c_ast.Assignment) and x.op == "=" and
+                   isinstance(x.lvalue, (c_ast.ID, c_ast.ArrayRef)) and
+                   not isinstance(x.rvalue, c_ast.Assignment) for x in (a, b)) \
+                or self.text(a.lvalue) != self.text(b.lvalue):
+            return None
+        return c_ast.Assignment("=", a.lvalue, c_ast.TernaryOp(test, a.rvalue, b.rvalue,
+                                                                it.coord), a.coord)
+
+    def if_name(self, it: c_ast.If) -> str:
+        """The temporary holding the run-time condition of ``it``: ``if<line>``, a name
+        the function does not use; the same on every walk (:meth:`block` may flatten a
+        block twice)."""
+        key = id(it)
+        if key not in self.if_names:
+            base = f"if{it.coord.line}" if it.coord is not None else "if"
+            name, k = base, 0
+            while name in self.idents or name in self.if_names.values():
+                k += 1
+                name = f"{base}_{k}"
+            self.if_names[key] = name
+        return self.if_names[key]
+
+    def guarded(self, node: c_ast.Node, ctx: Ctx) -> c_ast.Node:
+        """An assignment under run-time conditions (``ctx.when``) as one that always runs:
+        ``X = c ? e : X`` (``X = c ? X + e : X`` for ``X += e``), the value unchanged where
+        C would skip it. A temporary declared inside some of the conditions needs only
+        the others (nothing outside them sees it). Anything else is returned as is (a
+        loop's statements are guarded one by one; the walk refuses what it does not
+        take)."""
+        parts = self.assignment(node)
+        if parts is None:
+            return node
+        op, lv, rhs = parts
+        conds = ctx.when
+        t = self.temps.get(lv.name) if isinstance(lv, c_ast.ID) else None
+        if t is not None:
+            conds = conds[t.when:]
+        if not conds:
+            return node
+        test = conds[0]
+        for c in conds[1:]:
+            test = c_ast.BinaryOp("&&", test, c, node.coord)
+        if op == "=":
+            value = rhs
+        else:
+            value = c_ast.BinaryOp(op[0], lv, rhs if rhs is not None
+                                   else c_ast.Constant("int", "1", node.coord), node.coord)
+        return c_ast.Assignment("=", lv, c_ast.TernaryOp(test, value, lv, node.coord),
+                                node.coord)
 
     def block(self, items: list[c_ast.Node], ctx: Ctx, collapse: int = 0,
               collapse_from: c_ast.Node | None = None) -> tuple[Node, ...]:
@@ -303,6 +402,8 @@ class Builder(Temporaries, Expressions):
             if pragma is not None and not isinstance(it, c_ast.For):
                 raise self.err(f"'#pragma {pragma.string.strip()}' must be followed by a for "
                                f"loop", pragma)
+            if ictx.when:                     # under an if evaluated at run time
+                it = self.guarded(it, ictx)
             sub = replace(ictx, beta=ctx.beta + (pos,))
             if isinstance(it, c_ast.For):
                 if collapse:
@@ -364,7 +465,7 @@ class Builder(Temporaries, Expressions):
         self.seen_iters.add(v)
         self.seen_iters.add(c_name)
         cons = (relate_isl(v, ">=", lower), relate_isl(v, "<=", upper))
-        body = Ctx(ctx.loops + (lp,), ctx.cons + cons, ctx.guards, ctx.beta, ctx.iters + (v,))
+        body = replace(ctx, loops=ctx.loops + (lp,), cons=ctx.cons + cons, iters=ctx.iters + (v,))
         self.loop_dom[lp.id] = (body.iters, body.cons)
         saved = dict(self.temps), dict(self.private)   # the body is a scope of its own
         saved_down = dict(self.down)

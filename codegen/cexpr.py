@@ -71,20 +71,26 @@ _CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
 
 
 class NotAffine(Exception):
-    def __init__(self, detail: str = ""):
+    """An expression that is not (quasi-)affine; ``undefined``: one C leaves undefined
+    (``% 0``, a shift by 31 or more), which no run-time evaluation can mend either."""
+
+    def __init__(self, detail: str = "", undefined: bool = False):
         super().__init__(detail)
-        self.detail = detail
+        self.detail, self.undefined = detail, undefined
 
 
 @dataclass(frozen=True)
 class Ctx:
-    """Where the walk is: enclosing loops, domain constraints (isl text), guards, 2d+1 prefix."""
+    """Where the walk is: enclosing loops, domain constraints (isl text), guards, 2d+1
+    prefix, and the run-time conditions of enclosing ``if``s that are not affine."""
 
     loops: tuple[Loop, ...] = ()
     cons: tuple[str, ...] = ()
     guards: tuple[str, ...] = ()
     beta: tuple[int, ...] = ()
     iters: tuple[str, ...] = ()
+    when: tuple[c_ast.Node, ...] = ()
+    """``if5``, ``!if5``: the temporaries holding such conditions, outermost first."""
 
 
 @dataclass(frozen=True)
@@ -140,12 +146,13 @@ class Expressions:
             d = b.const
             if node.op in ("<<", ">>"):          # by 0 <= d < 31: times or over 2**d
                 if not 0 <= d < 31:
-                    raise NotAffine(f"shift by {d}")
+                    raise NotAffine(f"shift by {d}", undefined=True)
                 if node.op == "<<":
                     return a.scale(2 ** d)
                 d = 2 ** d
             if d <= 0:
-                raise NotAffine(f"'{node.op}' by {d} (only by a positive constant)")
+                raise NotAffine(f"'{node.op}' by {d} (only by a positive constant)",
+                                undefined=d == 0)
             if a.is_const():                     # C's rounding toward zero (gcc's >> floors)
                 q = a.const // d if a.const >= 0 or node.op == ">>" else -(-a.const // d)
                 return Affine((), a.const - d * q if node.op == "%" else q)

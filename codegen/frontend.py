@@ -6,8 +6,9 @@
 The accepted subset: integer and floating scalar parameters, C99 array parameters
 (float/double/int) with sizes affine in the integer parameters, ``for`` loops with a
 constant step, counting up or down, and affine bounds (``min``/``max``/``MIN``/``MAX``/
-ternaries, ``&&`` of upper bounds, or of lower bounds for a loop counting down), affine
-``if``/``else`` conditions, assignments (``=``, ``+=``, ``-=``, ``*=``, ``/=``,
+ternaries, ``&&`` of upper bounds, or of lower bounds for a loop counting down),
+``if``/``else`` (affine conditions restrict the statements' domains; others, on the
+data, are evaluated at run time: :meth:`codegen.builder.Builder.if_branches`), assignments (``=``, ``+=``, ``-=``, ``*=``, ``/=``,
 ``A[..]++``, ``a = b = e`` for scalars) to array elements with affine subscripts, calls
 of math functions and of the file's pure helper functions (:mod:`codegen.helpers`), scalar
 temporaries (``float d1 = ...; d1 = CND(d1);`` in a loop body, C block scope, or declared
@@ -21,13 +22,13 @@ with ``collapse(n)`` the n perfectly nested loops it starts are all asserted par
 A temporary assigned only where it is declared is a value, not memory
 (:class:`codegen.scop.Temp`): each statement that reads one replays the assignments it
 needs and models their array reads as its own. That is exact when the value is the same
-wherever it is read, so the front end refuses one computed from an array that is written
-before it is read (in source order, or on a later trip of a loop that holds the read but
-not the assignment). A temporary assigned in a loop or under an ``if`` below its
-declaration carries a value across iterations (a reduction into a scalar): it becomes a
-local array (:class:`codegen.scop.Array` with ``local`` set), expanded, split and
-contracted by :func:`codegen.expand.expand_scalars`. Temporaries may not appear in
-subscripts, bounds or conditions (those must stay affine).
+wherever it is read, so one computed from an array that is written before it is read (in
+source order, or on a later trip of a loop that holds the read but not the assignment)
+is kept in memory instead. A temporary assigned in a loop or under an affine ``if``
+below its declaration carries a value across iterations (a reduction into a scalar): it
+becomes a local array (:class:`codegen.scop.Array` with ``local`` set), expanded, split
+and contracted by :func:`codegen.expand.expand_scalars`. Temporaries may not appear in
+subscripts or loop bounds (those must stay affine).
 
 "Affine" here includes C's ``/``, ``%``, ``<<`` and ``>>`` by constants (quasi-affine:
 floor divisions of :class:`codegen.scop.Affine`) of values the front end proves
@@ -90,8 +91,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     func, c_names = rename_unsafe(func, taken)
     taken |= set(c_names)
     # float w[3] used as w[0], w[1], w[2] only: the scalars w_0, w_1, w_2, unless the
-    # model refuses them where it takes the array (a scalar temporary is a value, which
-    # may not outlive a write to what it was computed from; an array element may)
+    # model refuses them where it takes the array (a scalar read before any assignment
+    # is refused; an array element holds whatever C left there)
     scalar_func, elements = scalarize_small_arrays(func, taken)
     scop = None
     if elements:

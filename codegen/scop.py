@@ -496,8 +496,9 @@ class Temp:
 
     A temporary is not memory: each statement that reads one recomputes the assignments
     it needs, in source order, in its own instance, and models their array reads as its
-    own accesses. That is exact because the front end refuses a temporary whose arrays
-    could change between its assignment and a use (see :mod:`codegen.frontend`).
+    own accesses. That is exact because a temporary whose arrays could change between its
+    assignment and a use is kept in memory instead, a local array
+    (:mod:`codegen.temporaries`).
     """
 
     name: str

@@ -3,7 +3,8 @@
 A temporary assigned only where it is declared (``float d1 = ...;``) is a value: each
 statement that reads it replays the assignments it needs (:meth:`Temporaries.replay`) and
 models their array reads as its own, so no memory holds it; one computed from an array
-written before it is read is refused (:meth:`Temporaries.temp_writes`). A temporary
+written before it is read is kept in memory instead (:meth:`Temporaries.temp_writes`,
+:meth:`Temporaries.version_of`), as one carried across iterations is. A temporary
 carried across iterations (a reduction into a scalar) raises
 :class:`codegen.expand.NeedsExpansion` and becomes a local array, subscripted by the loops
 :func:`codegen.expand.expand_scalars` gives it copies over. Local arrays declared in the
@@ -52,6 +53,9 @@ class Temporary:
     """Statement name -> ``(array, loop ids)`` where the temporary's webs have arrays of
     their own (:func:`codegen.expand.expand_scalars`)."""
     outside: bool = False
+    when: int = 0
+    """How many run-time conditions (:attr:`codegen.cexpr.Ctx.when`) enclose the
+    declaration: an assignment under more is guarded by the others only."""
     """Declared before ``#pragma scop``: whatever value it has there is not modelled."""
 
 
@@ -113,7 +117,7 @@ class Temporaries:
             unique = f"{d.name}_{k}"
         self.temp_names.add(unique)
         t = Temporary(d.name, unique, ctype, self.coord(d), ctx.iters, ctx.guards,
-                  tuple(lp.id for lp in ctx.loops), outside=outside)
+                  tuple(lp.id for lp in ctx.loops), outside=outside, when=len(ctx.when))
         if unique in self.plan:
             t.expand, t.webs = self.plan[unique]
         self.temps[d.name] = t
@@ -208,7 +212,9 @@ class Temporaries:
 
     def version_of(self, t: Temporary, node: c_ast.Node) -> int:
         """The assignment of ``t`` a read at ``node`` sees; refused when it was never
-        assigned, or when an array its value was computed from has been written since."""
+        assigned. When an array its value was computed from has been written since, the
+        value can no longer be recomputed here: ``t`` is kept in memory instead
+        (:class:`codegen.expand.NeedsExpansion`), as C keeps it."""
         if t.version is None:
             if t.name in self.seen_iters:
                 raise self.err(f"iterator '{t.name}' used outside its loop", node)
@@ -219,15 +225,8 @@ class Temporaries:
             raise self.err(f"temporary '{t.name}' is read before it is assigned", node)
         v = self.versions[t.version]
         if v.clobbered is not None:
-            raise self.err(self.clobber_msg(v, v.clobbered), node)
+            raise NeedsExpansion(t.unique, t.loops)
         return v.seq
-
-    def clobber_msg(self, v: Version, write: tuple[str, object]) -> str:
-        a, where = write
-        return (f"temporary '{v.temp.name}' (assigned at {_format_coord(v.coord)}) was "
-                f"computed from array '{a}', which {_format_coord(where)} writes before this "
-                f"read: bbmm recomputes a temporary where it is read, so the arrays it reads "
-                f"must not change while it is in use; copy the value into an array element")
 
     def needed(self, uses: Sequence[int]) -> list[Version]:
         """The assignments a statement reading the versions ``uses`` must replay, in order."""
@@ -242,21 +241,17 @@ class Temporaries:
     def temp_writes(self, array: str, ctx: Ctx, node: c_ast.Node) -> None:
         """A statement at ``node`` writes ``array``: values computed from it are stale from
         now on, and one read by a statement inside a loop that also holds this write (but
-        not the assignment) would be recomputed from the new values on the next trip."""
+        not the assignment) would be recomputed from the new values on the next trip, so
+        that temporary is kept in memory instead (:class:`codegen.expand.NeedsExpansion`)."""
         here = {lp.id for lp in ctx.loops}
         for v in self.versions:
             if array not in v.arrays:
                 continue
             if v.clobbered is None:
                 v.clobbered = (array, self.coord(node))
-            for loops, where in v.readers:
+            for loops, _ in v.readers:
                 if (set(loops) & here) - set(v.temp.loops):
-                    raise self.err(
-                        f"'{array}' is written here, but temporary '{v.temp.name}' (assigned at "
-                        f"{_format_coord(v.coord)}) is computed from it and read at "
-                        f"{_format_coord(where)} in the same loop: bbmm recomputes a temporary "
-                        f"where it is read, so the arrays it reads must not change while it "
-                        f"is in use; copy the value into an array element", node)
+                    raise NeedsExpansion(v.temp.unique, v.temp.loops)
 
     def replay(self, uses: Sequence[int], ctx: Ctx, cur: Cur, where: object
                ) -> tuple[Temp, ...]:

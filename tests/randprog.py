@@ -56,6 +56,10 @@ isl, the generated Python driver or OpenCL C cannot take (``lambda``, ``iter``, 
 itself (``lb``, ``slot``, ``nest0_tile``): ``bbmm`` renames them inside (codegen/names.py)
 while ``--param`` keeps the C names.
 
+A ninth stream puts some statements and some updates of carried scalars under an ``if``
+on an array element (``if (B[i][j + 1] > 0.5f) { ... } else { ... }``, sometimes after
+an affine test), which bbmm evaluates at run time (``X = c ? e : X``).
+
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
 from __future__ import annotations
@@ -142,6 +146,7 @@ class _Gen:
         self.rq = random.Random(seed * 49979687 + 7)  # steps, / and %: apart again
         self.rn = random.Random(seed * 67867967 + 13)  # awkward names: apart again
         self.ra = random.Random(seed * 86028121 + 19)  # temporaries as arrays: apart again
+        self.rf = random.Random(seed * 95416939 + 23)  # ifs on the data: apart again
         self.n_temps = 0
         self.n_carried = 0
         self.top: list[tuple[str, str]] = []    # (name, C type) declared at the top
@@ -324,6 +329,25 @@ class _Gen:
         one = "1.0" if AVOID_FMA else f"1.0{f}"
         return f"{lhs} = 0.5{f} * sqrt({a} * {a} + {one});"
 
+    def data_if(self, line: str, scope: list[It], reads: list, writes: list,
+                temps: list[tuple[str, str]], other: bool = True) -> str:
+        """``line`` under an ``if`` on an array element (the ninth stream), sometimes
+        after an affine test (``i % 2 == 0 && ...``), with an ``else`` of another
+        statement, or with another statement in the same branch."""
+        r = self.r
+        y = r.choice(self.arrays)
+        a = self.access(y, scope, False)
+        reads.append((y.name, a))
+        cond = f"{a} % 3 == {r.choice([0, 1, -1])}" if y.ctype == "int" \
+            else f"{a} {r.choice(['<', '>', '<=', '>='])} 0.5f"
+        if scope and r.random() < 0.3:
+            cond = f"{r.choice(scope).name} % 2 == 0 && {cond}"
+        if other and r.random() < 0.4:
+            return f"if ({cond}) {{ {line} }} else {{ {self.statement(scope, reads, writes, temps)} }}"
+        if other and r.random() < 0.3:
+            return f"if ({cond}) {{ {line} {self.statement(scope, reads, writes, temps)} }}"
+        return f"if ({cond}) {{ {line} }}"
+
     # ---------------------------------------------------------------- loops
     def loop_header(self, name: str, scope: list[It], host: It | None) -> tuple[str, It]:
         """A loop over ``name``: one of the forms below, counting up, or with probability
@@ -427,10 +451,18 @@ class _Gen:
                     guard = self.rq.choice([f"({a} + {b}) % 2 == 0", f"{a} % 3 != 1",
                                             f"({a} - {b}) % 2 == 1"])
                     line = f"if ({guard}) {line}"
+                if self.rf.random() < 0.15:
+                    with self.drawing_from(self.rf):
+                        line = self.data_if(line, inner, reads, writes, temps)
                 body.append(ind + "  " + line)
             if acc is not None:
                 with self.drawing_from(self.rc):
-                    body.append(ind + "  " + self._carried_update(*acc, inner, reads))
+                    line = self._carried_update(*acc, inner, reads)
+                if self.rf.random() < 0.15:
+                    with self.drawing_from(self.rf):
+                        line = self.data_if(line, inner, reads, writes, temps, other=False)
+                with self.drawing_from(self.rc):
+                    body.append(ind + "  " + line)
                     if self.serial_nest:         # a running value: read where it runs
                         use = self._carried_use(*acc, inner, writes)
                         if use:

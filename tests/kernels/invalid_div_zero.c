@@ -1,4 +1,4 @@
-// expect: ('%' by 0 (only by a positive constant))
+// expect: undefined in C: '%' by 0
 // at: 5:9
 void f(int n, float A[n]) {
   for (int i = 0; i < n; i++)

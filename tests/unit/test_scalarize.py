@@ -82,13 +82,14 @@ def test_loops_that_cannot_be_unrolled_keep_the_array(loop):
 
 
 def test_an_array_the_model_refuses_as_scalars_stays_memory():
-    """A scalar temporary is a value recomputed where it is read, so a write to what it
-    was computed from before that read is refused ("copy the value into an array
-    element"); the array element the message advises is taken, as memory."""
-    body = ("  for (int i = 1; i < n; i++) {{\n    {decl}\n    {t} = A[i];\n"
-            "    A[i] = 0;\n    B[i] = {t};\n  }}\n")
+    """A scalar read before any assignment reaches it is refused; the array element
+    (whatever C leaves in it) is taken, as memory: the array stays one."""
+    body = ("  for (int i = 1; i < n; i++) {{\n    {decl}\n    {t0} = A[i];\n"
+            "    B[i] = {t1};\n  }}\n")
     src = "void f(int n, float A[n], float B[n]) {{\n" + body + "}}\n"
-    with pytest.raises(UnsupportedProgramError, match="copy the value into an array element"):
-        parse_source(src.format(decl="float t;", t="t"), "c.c")
-    s = parse_source(src.format(decl="float t[1];", t="t[0]"), "c.c")
+    with pytest.raises(UnsupportedProgramError, match="read before it is assigned"):
+        parse_source(src.format(decl="float t0, t1;", t0="t0", t1="t1"), "c.c")
+    s = parse_source(src.format(decl="float t[2];", t0="t[0]", t1="t[1]"), "c.c")
     assert [(a.name, a.local) for a in s.arrays if a.local] == [("t", "t")]
+
+
