@@ -45,19 +45,57 @@ class Dependences:
         return self.raw.union(self.war).union(self.waw)
 
 
+@dataclass(frozen=True)
+class ValueFlow:
+    """What :func:`value_flow` finds."""
+
+    flow: isl.UnionMap
+    """``{ S0[k, i, j] -> S1[k', i', j'] }``: the write each read takes its value from."""
+    full: isl.UnionMap
+    """The same with the element: ``{ S0[k, i, j] -> [S1[k', i', j'] -> A[a, b]] }``."""
+    no_source: isl.UnionMap | None
+    """``{ S1[k', i', j'] -> A[a, b] }``: reads no write may reach; None when unknown."""
+
+
+def value_flow(reads: isl.UnionMap, writes: isl.UnionMap, sched: isl.UnionMap) -> ValueFlow:
+    """isl's ``compute_flow``, every write a must source: the last write before each read.
+
+    isl fails on some access relations with existentials (``affine expression involves
+    some of the domain dimensions``: a subscript of a stepped loop's iterator whose first
+    value holds a remainder, ``mod[g][g]`` for ``g = i + 1 + h % 2; ...; g += 2``); then
+    the relations lose their divisions (each access then covers a few more elements) and
+    every write becomes a may source, which kills no other: more pairs, never fewer,
+    restricted back to the instances and elements that exist. Every use of the flow
+    (webs of expanded scalars, flow-out sets) stays exact for the program, at the cost
+    of some needless transfers."""
+    try:
+        info = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+                .set_schedule_map(sched).compute_flow())
+        return ValueFlow(info.get_may_dependence(), info.get_full_must_dependence(),
+                         info.get_may_no_source())
+    except isl.Error:
+        pass
+    info = (isl.UnionAccessInfo.from_sink(reads.remove_divs())
+            .set_may_source(writes.remove_divs()).set_schedule_map(sched).compute_flow())
+    # { src -> [sink -> e] }: (src, e) a true write, (sink, e) a true read
+    full = (info.get_full_may_dependence().range_reverse().uncurry()   # [src -> e] -> sink
+            .intersect_domain(writes.wrap()).curry().range_reverse()
+            .intersect_range(reads.wrap()))
+    return ValueFlow(full.range_factor_domain(), full, None)
+
+
 def dependences(scop: Scop) -> Dependences:
     """Compute the flow and memory dependences of a scop (restricted to its context)."""
     reads, writes, sched = scop.reads(), scop.writes(), scop.schedule()
-    info = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
-            .set_schedule_map(sched).compute_flow())
+    info = value_flow(reads, writes, sched)
     ctx = scop.context
     before = sched.lex_lt_union_map(sched)             # a -> b : sched(a) << sched(b)
     raw = writes.apply_range(reads.reverse()).intersect(before)
     war = reads.apply_range(writes.reverse()).intersect(before)
     waw = writes.apply_range(writes.reverse()).intersect(before)
     return Dependences(
-        flow=info.get_may_dependence().intersect_params(ctx).coalesce(),
-        flow_full=info.get_full_must_dependence().intersect_params(ctx).coalesce(),
+        flow=info.flow.intersect_params(ctx).coalesce(),
+        flow_full=info.full.intersect_params(ctx).coalesce(),
         raw=raw.intersect_params(ctx).coalesce(),
         war=war.intersect_params(ctx).coalesce(),
         waw=waw.intersect_params(ctx).coalesce())

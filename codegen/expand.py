@@ -109,7 +109,7 @@ def _webs(scop: Scop, plan: Plan, taken: set[str]) -> tuple[Plan, dict[int, str]
     expanded over its declaration's loops; and the loops asserted parallel whose
     iterations a temporary's value flows across (loop id: its C name). Refuses a read that
     no assignment reaches (the value before the first one)."""
-    from codegen.deps import carried
+    from codegen.deps import carried, value_flow
 
     out: Plan = {}
     crossed: dict[int, str] = {}
@@ -126,9 +126,9 @@ def _webs(scop: Scop, plan: Plan, taken: set[str]) -> tuple[Plan, dict[int, str]
                 reads = reads.union(m)
             else:
                 writes = writes.union(m)
-        info = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
-                .set_schedule_map(sched).compute_flow())
-        lost = info.get_may_no_source().intersect_params(scop.context)
+        info = value_flow(reads, writes, sched)
+        lost = info.no_source.intersect_params(scop.context) if info.no_source is not None \
+            else isl.UnionMap("{ }")
         if not lost.is_empty():
             a = scop.array(u)
             bad = next(acc for acc in accs if acc.kind == "read" and not isl.UnionMap
@@ -137,7 +137,7 @@ def _webs(scop: Scop, plan: Plan, taken: set[str]) -> tuple[Plan, dict[int, str]
                 f"temporary '{a.local}' (declared at {_format_coord(a.coord)}) may be read "
                 f"here before it is assigned (on some iteration no assignment of it comes "
                 f"first)", bad.coord)
-        flow = info.get_may_dependence().intersect_params(scop.context)
+        flow = info.flow.intersect_params(scop.context)
         for lp in scop.loops():
             if lp.parallel_pragma and lp.id not in crossed \
                     and not carried(scop, lp.id, flow).is_empty():
