@@ -55,7 +55,7 @@ PROGRAMS = [
     (KERNELS / "quasi" / "strides.c", ["tsteps=3", "n=14"], "1KiB"),
     (KERNELS / "quasi" / "multigrid.c", ["tsteps=3", "n=14"], "512B"),
     (KERNELS / "quasi" / "decimate.c", ["n=22"], "512B"),
-    (KERNELS / "quasi" / "stepped_mod.c", ["n=13", "m=8"], "1KiB"),
+    (KERNELS / "quasi" / "stepped_mod.c", ["n=13", "m=8"], "2KiB"),
     # local arrays declared inside loops: a copy per iteration of the parallel loops
     (KERNELS / "private" / "stencil.c", ["tsteps=3", "n=14"], "768B"),
     (KERNELS / "private" / "flux.c", ["nstages=3", "n=13", "m=9"], "6KiB"),
