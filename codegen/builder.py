@@ -294,15 +294,22 @@ class Builder(Temporaries, Expressions):
             test = data[0]
             for c in data[1:]:
                 test = c_ast.BinaryOp("&&", test, c, c.coord)
-            merged = self.select(it, test)
-            if merged is not None:              # if (c) X = a; else X = b;  ->  X = c ? a : b;
-                yield merged, ctx
+            pairs = self.selects(it)
+            if pairs is not None and len(pairs) == 1:   # X = c ? a : b;
+                (a, b), = pairs
+                yield c_ast.Assignment("=", a.lvalue, c_ast.TernaryOp(
+                    test, a.rvalue, b.rvalue, it.coord), a.coord), ctx
                 return
             name = self.if_name(it)
             decl = c_ast.Decl(name, [], [], [], [], c_ast.TypeDecl(
                 name, [], None, c_ast.IdentifierType(["int"])), test, None, it.cond.coord)
             yield decl, ctx                     # evaluated once, before either branch
             ref = c_ast.ID(name, it.cond.coord)
+            if pairs is not None:               # X = ifN ? a : d; Y = ifN ? b : e;
+                for a, b in pairs:
+                    yield c_ast.Assignment("=", a.lvalue, c_ast.TernaryOp(
+                        ref, a.rvalue, b.rvalue, it.coord), a.coord), ctx
+                return
             yes = replace(ctx, when=ctx.when + (ref,))
             no = replace(ctx, when=ctx.when + (c_ast.UnaryOp("!", ref, it.cond.coord),))
         yield _SCOPE_OPEN, ctx
@@ -313,21 +320,38 @@ class Builder(Temporaries, Expressions):
             yield from self.flatten(block_items(it.iffalse), no)
             yield _SCOPE_CLOSE, ctx
 
-    def select(self, it: c_ast.If, test: c_ast.Node) -> c_ast.Node | None:
-        """``X = test ? a : b;`` for ``if (test) X = a; else X = b;`` (one plain assignment
-        per branch, to the same scalar or element): no read of ``X``, nothing written
-        back. None for any other ``if``."""
-        yes, no = block_items(it.iftrue), block_items(it.iffalse) if it.iffalse else []
-        if len(yes) != 1 or len(no) != 1:
+    def selects(self, it: c_ast.If) -> list[tuple[c_ast.Assignment, c_ast.Assignment]] | None:
+        """The pairs of assignments of ``if (c) { X = a; Y = b; } else { X = d; Y = e; }``:
+        each branch plain assignments (or an inner ``if``/``else`` of one such pair, as a
+        ternary) to the same scalars or elements in the same order, so that ``X = c ? a :
+        d; Y = c ? b : e;`` is the same program with nothing read back (a temporary
+        assigned in both branches needs no value from before). None for any other
+        ``if``."""
+        if it.iffalse is None:
             return None
-        a, b = yes[0], no[0]
-        if not all(isinstance(x, c_ast.Assignment) and x.op == "=" and
-                   isinstance(x.lvalue, (c_ast.ID, c_ast.ArrayRef)) and
-                   not isinstance(x.rvalue, c_ast.Assignment) for x in (a, b)) \
-                or self.text(a.lvalue) != self.text(b.lvalue):
+        yes, no = self.plain(block_items(it.iftrue)), self.plain(block_items(it.iffalse))
+        if yes is None or no is None or len(yes) != len(no) or not yes \
+                or any(self.text(a.lvalue) != self.text(b.lvalue) for a, b in zip(yes, no)):
             return None
-        return c_ast.Assignment("=", a.lvalue, c_ast.TernaryOp(test, a.rvalue, b.rvalue,
-                                                                it.coord), a.coord)
+        return list(zip(yes, no))
+
+    def plain(self, items: list[c_ast.Node]) -> list[c_ast.Assignment] | None:
+        """``items`` as plain assignments ``X = e`` for :meth:`selects`, else None."""
+        out = []
+        for x in items:
+            if isinstance(x, c_ast.If):
+                pairs = self.selects(x)
+                if pairs is None or len(pairs) != 1:      # the test inlined: one use only
+                    return None
+                (a, b), = pairs
+                x = c_ast.Assignment("=", a.lvalue, c_ast.TernaryOp(
+                    x.cond, a.rvalue, b.rvalue, x.coord), a.coord)
+            if not (isinstance(x, c_ast.Assignment) and x.op == "="
+                    and isinstance(x.lvalue, (c_ast.ID, c_ast.ArrayRef))
+                    and not isinstance(x.rvalue, c_ast.Assignment)):
+                return None
+            out.append(x)
+        return out
 
     def if_name(self, it: c_ast.If) -> str:
         """The temporary holding the run-time condition of ``it``: ``if<line>``, a name

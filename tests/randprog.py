@@ -343,7 +343,14 @@ class _Gen:
         if scope and r.random() < 0.3:
             cond = f"{r.choice(scope).name} % 2 == 0 && {cond}"
         if other and r.random() < 0.4:
-            return f"if ({cond}) {{ {line} }} else {{ {self.statement(scope, reads, writes, temps)} }}"
+            alt = self.statement(scope, reads, writes, temps)
+            lhs, _, rhs = alt.partition(" = ")
+            mine = line.partition(" = ")[0]
+            kind = {a.name: a.ctype for a in self.arrays}
+            if rhs and " = " in line and not line.startswith("if") and r.random() < 0.5 \
+                    and kind.get(mine.split("[")[0]) == kind.get(lhs.split("[")[0]):
+                alt = f"{mine} = {rhs}"     # both branches assign it: one select
+            return f"if ({cond}) {{ {line} }} else {{ {alt} }}"
         if other and r.random() < 0.3:
             return f"if ({cond}) {{ {line} {self.statement(scope, reads, writes, temps)} }}"
         return f"if ({cond}) {{ {line} }}"

@@ -64,6 +64,7 @@ PROGRAMS = [
     (KERNELS / "dataif" / "clamp.c", ["tsteps=3", "n=14", "lo=0.4"], "1KiB"),
     (KERNELS / "dataif" / "argmax.c", ["n=14", "m=11", "thr=0.5"], "1KiB"),
     (KERNELS / "dataif" / "branches.c", ["tsteps=3", "n=14", "thr=0.6"], "2KiB"),
+    (KERNELS / "dataif" / "upwind.c", ["tsteps=3", "n=30"], "512B"),
     # names isl, Python or OpenCL C cannot take, given by their C names (codegen/names.py)
     (KERNELS / "names" / "badnames.c", ["iter=3", "len=14", "S1=2", "lambda=0.5"], "1KiB"),
     (KERNELS / "names" / "helper_words.c", ["n=30"], "128B"),

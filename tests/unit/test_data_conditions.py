@@ -34,6 +34,27 @@ def test_if_else_assigning_one_element_is_one_select_that_never_reads_it():
     assert not st.temps                              # the condition is in the select
 
 
+def test_branches_assigning_the_same_things_in_order_are_selects():
+    """Both branches ``fl = ..; fr = ..;``: ``fl = if2 ? a : d; fr = if2 ? b : e;``, the
+    test evaluated once; an inner if/else of one assignment is a ternary in its branch."""
+    s = _scop(f"{LOOP} {{ float fl, fr; if (A[i] > 0) {{ fl = A[i]; fr = 2 * A[i]; }} "
+              f"else {{ fl = -A[i]; fr = lo; }} B[i] = fr - fl; }}")
+    assert [st.text for st in s.statements] == ["B[i] = fr - fl;"]
+    (st,) = s.statements
+    assert [t.text for t in st.temps] == ["int if2 = A[i] > 0;", "fl = (if2) ? (A[i]) : (-A[i]);",
+                                         "fr = (if2) ? (2 * A[i]) : (lo);"]
+    s = _scop(f"{LOOP} {{ float f; if (A[i] > 1) f = 1; else if (A[i] < -1) f = -1; "
+              f"else f = A[i]; B[i] = f; }}")
+    (st,) = s.statements
+    assert [t.text for t in st.temps] == [
+        "f = (A[i] > 1) ? (1) : ((A[i] < (-1)) ? (-1) : (A[i]));"]
+    # different lvalues, or another order: each assignment guarded (fl read before it is
+    # assigned is then refused, as C would read it uninitialised)
+    with pytest.raises(UnsupportedProgramError, match="'fl' is read before it is assigned"):
+        _scop(f"{LOOP} {{ float fl, fr; if (A[i] > 0) {{ fl = 1; fr = 2; }} "
+              f"else {{ fr = 3; fl = 4; }} B[i] = fr - fl; }}")
+
+
 def test_if_without_else_writes_the_old_value_back():
     s = _scop(f"{LOOP} if (A[i] < lo) B[i] = lo;")
     (st,) = s.statements
