@@ -2,7 +2,6 @@
 
 .. autoclass:: KernelSource
 .. autofunction:: generate_kernel
-.. autofunction:: expr_type
 
 One kernel per :class:`codegen.deps.Nest`. A work-item runs one point of the nest's
 parallel band; everything below the band (loops and statements, in textual order)
@@ -31,11 +30,10 @@ Band mapping: the *innermost* band loop is OpenCL dimension 0 (consecutive
 work-items then touch consecutive elements of a row-major array, which coalesces on a
 GPU); :attr:`KernelSource.band_dim_of_cl_dim` records it.
 
-C semantics are kept where OpenCL differs: math functions get their C argument types
-(``exp(float)`` is a double computation in C, ``sqrtf`` a float one; OpenCL's overloads
-would pick float and reject ``sqrt(int)``), ``abs`` stays int, ``MIN``/``MAX``/``min``/
-``max`` become OpenCL ``min``/``max`` on the common type. Without fp64 every double
-(literal, parameter, cast, math function) becomes float; double arrays are refused.
+C semantics are kept where OpenCL differs (:mod:`codegen.clsource`: C's types of
+expressions, their lowering, the access macros); without fp64 every double becomes float
+and double arrays are refused. Inner loops staged in local memory and register blocks
+are :mod:`codegen.clshapes`'.
 """
 from __future__ import annotations
 
@@ -44,12 +42,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from bbmm.diagnostic import UnsupportedProgramError, UsageError
+from codegen.clshapes import block_plan, emit_block, emit_staged, stage_plan
+from codegen.clsource import (
+    CL_MATH,
+    UNROLL8,
+    Emitter,
+    Lower,
+    access_macros,
+    any_double,
+    cl_ctype,
+    comment,
+    expr_type,
+)
 from codegen.deps import Nest, Plan
 from codegen.helpers import opencl_definitions
 from codegen.names import OPENCL_WORDS
 from codegen.scop import (
-    FLOORD_C, Affine, ArrayRef, BinOp, Call, Cast, Expr, LoopNode, Node, Num, Scop, Statement, Temp,
-    Ternary, UnOp, Var, array_refs, default_ref, to_c)
+    FLOORD_C,
+    Affine,
+    ArrayRef,
+    Expr,
+    LoopNode,
+    Node,
+    Scop,
+    Statement,
+    Temp,
+    array_refs,
+    to_c,
+)
 
 __all__ = ["KernelSource", "expr_type", "generate_kernel"]
 
@@ -93,16 +113,16 @@ class KernelSource:
     loops) also ``r`` consecutive points of the next loop, dimension 1 ``r`` times
     smaller."""
     blocked: bool = False
-    """A register block (:func:`_block_plan`): like ``coarsen``, ``BBMM_CO`` points of the
-    innermost band loop ``get_local_size(0)`` apart and ``BBMM_CO1`` consecutive points of
-    the next one per work-item, whose inner loop runs once for all of them
-    (:data:`bbmm.hostlib.BLOCK` gives the shape)."""
+    """A register block (:func:`codegen.clshapes.block_plan`): like ``coarsen``,
+    ``BBMM_CO`` points of the innermost band loop ``get_local_size(0)`` apart and
+    ``BBMM_CO1`` consecutive points of the next one per work-item, whose inner loop runs
+    once for all of them (:data:`bbmm.hostlib.BLOCK` gives the shape)."""
     staged: bool = False
     """Built with ``-DBBMM_SG=g``, the kernel runs as work-groups of ``BBMM_SL`` x ``g``
     work-items (NDRange dimension 1 is ``g``): the ``BBMM_SL`` points of the 1-D band a
     group owns walk their inner loop in chunks of ``BBMM_SC`` trips, whose reads of
     read-only arrays all ``BBMM_SL * g`` work-items first stage in local memory
-    (:func:`_stage_plan`)."""
+    (:func:`codegen.clshapes.stage_plan`)."""
 
     copy = replace
 
@@ -116,197 +136,7 @@ class KernelSource:
         return tuple(int(extents[d]) for d in self.band_dim_of_cl_dim)
 
 # }}}
-
-# {{{ C types of expressions
-
-
-_INT_RANK = {"char": 1, "signed char": 1, "unsigned char": 1, "short": 2, "unsigned short": 2,
-             "int": 3, "signed": 3, "signed int": 3, "unsigned": 4, "unsigned int": 4,
-             "long": 5, "long int": 5, "long long": 5, "unsigned long": 6,
-             "unsigned long long": 6}
-_CL_TYPE = {"long long": "long", "long int": "long", "unsigned long long": "unsigned long",
-            "long double": "double", "signed": "int", "signed int": "int",
-            "unsigned": "unsigned int", "_Bool": "int", "bool": "int"}
-_MATH = frozenset({
-    "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "fabs", "fmin", "fmax",
-    "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
-    "floor", "ceil", "round", "trunc", "erf", "erfc", "fmod", "cbrt", "hypot", "copysign",
-    "rsqrt"})
-"""C math functions taking and returning double; ``<name>f`` takes and returns float."""
-_MINMAX = {"min": "min", "max": "max", "MIN": "min", "MAX": "max"}
-_FLOAT_CONSTANTS = {"M_PI": "M_PI_F", "M_E": "M_E_F", "M_SQRT2": "M_SQRT2_F",
-                    "DBL_MAX": "INFINITY", "DBL_MIN": "0.0f"}
-"""Double constants without fp64: the nearest float (``(float)DBL_MAX`` is inf in C)."""
-
-
-def _ctype(t: str) -> str:
-    return _CL_TYPE.get(t, t)
-
-
-def _is_real(t: str) -> bool:
-    return t in ("float", "double")
-
-
-def _common(a: str, b: str) -> str:
-    """C's usual arithmetic conversions, for the types this IR has."""
-    for real in ("double", "float"):
-        if real in (a, b):
-            return real
-    ra, rb = _INT_RANK.get(a, 3), _INT_RANK.get(b, 3)
-    r = max(ra, rb, 3)
-    return a if r == ra else b if r == rb else "int"
-
-
-def _promote(t: str) -> str:
-    return t if _is_real(t) or _INT_RANK.get(t, 3) >= 3 else "int"
-
-
-def expr_type(e: Expr, scop: Scop) -> str:
-    """The C type of an expression under C's rules (``int``, ``long``, ``float``,
-    ``double``...): ``alpha * (float) c[i]`` is float, ``0.2 * A[i]`` double."""
-    if isinstance(e, (Num, Var)):
-        return _ctype(e.ctype)
-    if isinstance(e, ArrayRef):
-        return scop.array(e.array).ctype
-    if isinstance(e, Cast):
-        return _ctype(e.ctype)
-    if isinstance(e, UnOp):
-        return "int" if e.op == "!" else _promote(expr_type(e.operand, scop))
-    if isinstance(e, BinOp):
-        if e.op in ("<", "<=", ">", ">=", "==", "!=", "&&", "||"):
-            return "int"
-        if e.op in ("<<", ">>"):
-            return _promote(expr_type(e.left, scop))
-        return _common(expr_type(e.left, scop), expr_type(e.right, scop))
-    if isinstance(e, Ternary):
-        return _common(expr_type(e.then, scop), expr_type(e.else_, scop))
-    if isinstance(e, Call):
-        h = scop.helper(e.func)
-        if h is not None:
-            return _ctype(h.ctype)
-        if e.func in _MINMAX:
-            out = "int"
-            for a in e.args:
-                out = _common(out, expr_type(a, scop))
-            return out
-        if e.func == "abs":
-            return "int"
-        return "float" if e.func.endswith("f") and e.func[:-1] in _MATH else "double"
-    raise TypeError(f"not an expression: {e!r}")
-
-
-class _Lower:
-    """Rewrite an expression so that OpenCL C computes what C does (see module docstring)."""
-
-    def __init__(self, scop: Scop, fp64: bool):
-        self.scop, self.fp64 = scop, fp64
-
-    def real(self, t: str) -> str:
-        return "float" if t == "double" and not self.fp64 else t
-
-    def type(self, e: Expr) -> str:
-        return self.real(expr_type(e, self.scop))
-
-    def cast(self, e: Expr, t: str) -> Expr:
-        return e if self.type(e) == t else Cast(t, self(e))
-
-    def __call__(self, e: Expr) -> Expr:
-        if isinstance(e, Num):
-            if e.ctype == "double" and not self.fp64:
-                if e.value in _FLOAT_CONSTANTS:
-                    return Num(_FLOAT_CONSTANTS[e.value], "float")
-                return Num(e.value.rstrip("lL") + "f", "float")
-            return Num(e.value.rstrip("lL"), e.ctype) if e.ctype == "double" else e
-        if isinstance(e, (Var, ArrayRef)):
-            return e
-        if isinstance(e, Cast):
-            return Cast(self.real(_ctype(e.ctype)), self(e.operand))
-        if isinstance(e, UnOp):
-            return UnOp(e.op, self(e.operand))
-        if isinstance(e, BinOp):
-            return BinOp(e.op, self(e.left), self(e.right))
-        if isinstance(e, Ternary):
-            return Ternary(self(e.cond), self(e.then), self(e.else_))
-        if isinstance(e, Call):
-            return self.call(e)
-        raise TypeError(f"not an expression: {e!r}")
-
-    def call(self, e: Call) -> Expr:
-        h = self.scop.helper(e.func)
-        if h is not None:                    # C converts each argument to its parameter type
-            return Call(e.func, tuple(self.cast(a, self.real(_ctype(t)))
-                                      for a, t in zip(e.args, h.params)))
-        if e.func in _MINMAX:
-            t = self.type(e)
-            return Call(_MINMAX[e.func], tuple(self.cast(a, t) for a in e.args))
-        if e.func == "abs":                  # OpenCL abs(int) is uint; C's is int
-            return Cast("int", Call("abs", tuple(self.cast(a, "int") for a in e.args)))
-        t = self.type(e)
-        name = e.func[:-1] if e.func.endswith("f") and e.func[:-1] in _MATH else e.func
-        return Call(name, tuple(self.cast(a, t) for a in e.args))
-
-# }}}
-
-# {{{ access macros (Figure 9)
-
-
-def _access_macros(a: str, ndim: int, slots: int, split_all: bool) -> list[str]:
-    xs = [f"x{d}" for d in range(ndim)]
-    xl = ", ".join(xs)
-    off = " + ".join([f"(BBMM_IDX)({x}) * {a}_st##s##_{d}" for d, x in enumerate(xs[:-1])]
-                     + [f"(BBMM_IDX)({xs[-1]})"])
-    inside = " && ".join(f"({x}) >= {a}_lo##s##_{d} && ({x}) <= {a}_hi##s##_{d}"
-                         for d, x in enumerate(xs))
-
-    def chain(test, last: int) -> str:
-        out = f"&{a}_AT({last}, {xl})"
-        for s in reversed(range(last)):
-            out = f"{test(s)} ? &{a}_AT({s}, {xl}) : {out}"
-        return f"({out})"
-
-    sel = chain(lambda s: f"(k) == {s}", slots - 1)
-    find = chain(lambda s: f"{a}_IN({s}, {xl})", slots - 1)
-    ref = f"(*{a}_FIND({xl}))" if split_all else \
-        f"(*((k) >= 0 ? {a}_SEL(k, {xl}) : {a}_FIND({xl})))"
-    return [
-        f"/* {a}: element ({xl}) of slot s (offsets in BBMM_IDX: long, or int when the "
-        f"host knows they fit) */",
-        f"#define {a}_AT(s, {xl}) {a}_buf##s[{a}_base##s + {off}]",
-        f"/* {a}: is ({xl}) inside slot s's box? */",
-        f"#define {a}_IN(s, {xl}) ({inside})",
-        f"/* {a}: unsplit access, slot k chosen by its uniform sel value (no bounds test) */",
-        f"#define {a}_SEL(k, {xl}) {sel}",
-        f"/* {a}: split access, the first slot whose box holds the index */",
-        f"#define {a}_FIND({xl}) {find}",
-        "/* " + a + (": every access split (split_all)" if split_all else
-                     ": an lvalue; k is the access's sel (-1: split)") + " */",
-        f"#define {a}_REF(k, {xl}) {ref}",
-    ]
-
-# }}}
-
 # {{{ the kernel
-
-
-class _Emitter:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.level = 0
-
-    def __call__(self, line: str = "") -> None:
-        self.lines.append("  " * self.level + line if line else "")
-
-    def directive(self, text: str) -> None:
-        """Preprocessor lines, unindented whatever the level."""
-        self.lines.extend(text.split("\n"))
-
-
-_UNROLL8 = "#if BBMM_UNROLL\n#pragma unroll 8\n#endif"
-"""Before a loop a work-item walks alone: its loads are in flight together."""
-
-
-def _comment(text: str) -> str:
-    return "/* " + " ".join(text.replace("*/", "* /").split()) + " */"
 
 
 def _nodes_of(scop: Scop, nest: Nest) -> tuple[Node, ...]:
@@ -345,7 +175,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     host = [scop.loop(i) for i in nest.host_loops]
     inner = [scop.loop(i) for i in nest.inner_loops]
     nb = len(band)
-    lower = _Lower(scop, fp64)
+    lower = Lower(scop, fp64)
     used = set(scop.int_params) | {n for n, _ in scop.float_params} | \
         {a.name for a in scop.arrays} | {lp.iterator for lp in scop.loops()}
     # the front end renamed every name OpenCL C cannot take (codegen.names)
@@ -367,7 +197,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     # {{{ arguments: (comment, lines of (type, name))
     groups: list[tuple[str, list[list[tuple[str, str]]]]] = []
     groups.append(("parameters", [[("int", p) for p in scop.int_params]
-                                  + [(lower.real(_ctype(t)), p) for p, t in scop.float_params]]))
+                                  + [(lower.real(cl_ctype(t)), p) for p, t in scop.float_params]]))
     groups.append(("host (serial) iterators, outermost first",
                    [[("int", lp.iterator) for lp in host]]))
     if nb:
@@ -397,10 +227,10 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     flat = [arg for _, lines in groups for line in lines for arg in line]
     # }}}
 
-    uses_double = fp64 and (_uses_double(scop, stmts, arrays) or any(
+    uses_double = fp64 and (any_double(scop, stmts, arrays) or any(
         re.search(r"\bdouble\b", h.source) for h in scop.helpers))
-    out = _Emitter()
-    out(_comment(f"{scop.filename}: {scop.function}, nest {nest.id}; band: "
+    out = Emitter()
+    out(comment(f"{scop.filename}: {scop.function}, nest {nest.id}; band: "
                  f"{', '.join(lp.iterator for lp in band) or '(none: one work-item)'}; "
                  f"host loops: {', '.join(lp.iterator for lp in host) or '(none)'}; "
                  f"inner loops: {', '.join(lp.iterator for lp in inner) or '(none)'}"))
@@ -409,7 +239,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     # C semantics: no fused multiply-add unless the source has one (the sequential
     # reference is built with -ffp-contract=off; OpenCL C may contract by default)
     out("#pragma OPENCL FP_CONTRACT OFF")
-    for line in opencl_definitions(scop.helpers, _MATH, fp64):
+    for line in opencl_definitions(scop.helpers, CL_MATH, fp64):
         out(line)
     out("#ifndef BBMM_IDX\n#define BBMM_IDX long  /* the host passes -DBBMM_IDX=int when "
         "every offset fits */\n#endif")
@@ -421,8 +251,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     out("#ifndef BBMM_UNROLL\n#define BBMM_UNROLL 1  /* unroll innermost loops 8 times "
         "(-DBBMM_UNROLL=0: not) */\n#endif")
     body = _nodes_of(scop, nest)
-    stage = _stage_plan(scop, band, body, written)
-    block = None if stage else _block_plan(band, body)
+    stage = stage_plan(scop, band, body, written)
+    block = None if stage else block_plan(band, body)
     if stage:
         out("#ifndef BBMM_SG\n#define BBMM_SG 0  /* work-items staging reads per band point "
             "(-DBBMM_SG=g: staged) */\n#endif")
@@ -432,7 +262,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             "*/\n#endif")
     out()
     for a in arrays:
-        for line in _access_macros(a.name, a.ndim, slots[a.name], split_all):
+        for line in access_macros(a.name, a.ndim, slots[a.name], split_all):
             out(line)
         out()
     out(f"__kernel void {name}(")
@@ -465,7 +295,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         out.directive("#if !BBMM_SG  /* not staged: a work-item per band point */")
     inner_test = outer_test = ""
     for d, lp in enumerate(band):
-        out(_comment(f"band loop {d} '{lp.iterator}' (loop {lp.id}): OpenCL dimension "
+        out(comment(f"band loop {d} '{lp.iterator}' (loop {lp.id}): OpenCL dimension "
                      f"{cl_dim[d]}" + ("; outside the tile or the loop: nothing to do"
                                        if d == 0 else "; outside the loop: nothing to do")))
         test = outside(lp.iterator, d)
@@ -476,7 +306,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                      if d == nb - 1 else "(int)get_global_id(1) * BBMM_CO1")
             what = ("BBMM_CO points per work-item, get_local_size(0) apart" if d == nb - 1
                     else "BBMM_CO1 consecutive points per work-item")
-            out(_comment(f"{what} from {fresh(lp.iterator + '0')} on"))
+            out(comment(f"{what} from {fresh(lp.iterator + '0')} on"))
             out(f"const int {fresh(lp.iterator + '0')} = {gs[d]} + {start};")
             if d == nb - 1:
                 inner_test = test
@@ -495,7 +325,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         return f"{r.array}_REF({r.array}_sel{r.access}_v, {', '.join(str(x) for x in r.index)})"
 
     def temp_line(t: Temp, declare: bool) -> str:
-        return (f"{lower.real(_ctype(t.ctype))} " if declare else "") + \
+        return (f"{lower.real(cl_ctype(t.ctype))} " if declare else "") + \
             f"{t.name} {t.op} {to_c(lower(t.expr), ref)};"
 
     def temp_lines(st: Statement) -> list[str]:
@@ -508,7 +338,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         """Statements side by side under the same guards, each after the assignments of
         scalar temporaries it needs that the ones before it did not (codegen.scop.Temp)."""
         guards = group[0][0].guards
-        out(_comment("scalar temporaries, each computed once, where the source computes it"))
+        out(comment("scalar temporaries, each computed once, where the source computes it"))
         out(f"if ({' && '.join(f'({g})' for g in guards)}) {{" if guards else "{")
         out.level += 1
         declared: set[str] = set()
@@ -516,7 +346,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             for t in temps:
                 out(temp_line(t, t.name not in declared))
                 declared.add(t.name)
-            out(_comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
+            out(comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
             out(assign(st))
         out.level -= 1
         out("}")
@@ -528,11 +358,11 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                 continue
             if isinstance(n, LoopNode):
                 lp = n.loop
-                out(_comment(f"loop {lp.id}: {lp.text or lp.iterator}"))
+                out(comment(f"loop {lp.id}: {lp.text or lp.iterator}"))
                 if not any(isinstance(c, LoopNode) for c in n.children):
                     # a work-item walks it alone (mvt's column): unrolled, its loads
                     # are in flight together instead of one after the other
-                    out.directive(_UNROLL8)
+                    out.directive(UNROLL8)
                 out(f"for (int {lp.iterator} = {lp.lower}; {lp.iterator} <= {lp.upper}; "
                     f"{lp.iterator}++) {{")
                 out.level += 1
@@ -540,7 +370,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                 out.level -= 1
                 out("}")
                 continue
-            out(_comment(f"{n.name}: {n.text or to_c(n.rhs)}"))
+            out(comment(f"{n.name}: {n.text or to_c(n.rhs)}"))
             body = assign(n)
             if n.guards:
                 out(f"if ({' && '.join(f'({g})' for g in n.guards)})")
@@ -571,8 +401,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         guards = "".join(f" && ({g})" for g in st.guards)
         cond = " && ".join(f"!({t})" for t in tests) + guards
         rhs = lower(st.rhs)
-        out(_comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
-        out(_comment("all loads first, then the stores"))
+        out(comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
+        out(comment("all loads first, then the stores"))
         out(f"{elem} {v}{'[BBMM_CO1]' if nb >= 2 else ''}[BBMM_CO];")
 
         def each_point(phase: str) -> None:
@@ -599,7 +429,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             # the strip: each value is loaded once (:func:`_emit_strip`).
             first, last = fresh(it1 + "_first"), fresh(it1 + "_last")
             out("#if BBMM_CO1 > 1")
-            out(_comment(f"the strip's rows, all inside '{it1}''s range: one load per value"))
+            out(comment(f"the strip's rows, all inside '{it1}''s range: one load per value"))
             out(f"const int {first} = {fresh(it1 + '0')}, {last} = {first} + BBMM_CO1 - 1;")
             out(f"if (!({outside(first, nb - 2)}) && !({outside(last, nb - 2)})) {{")
             out.level += 1
@@ -626,10 +456,10 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             each_point(load)
         each_point(f"{ref(st.lhs)} = {v}{index};")
     elif block:
-        _emit_block(out, scop, block, band, [outer_test, inner_test], lower, ref, fresh)
+        emit_block(out, scop, block, band, [outer_test, inner_test], lower, ref, fresh)
     elif stage:
         out.directive("#if BBMM_SG")
-        _emit_staged(out, scop, stage, lower, ref, fresh, gs[0], band[0].iterator, outside)
+        emit_staged(out, scop, stage, lower, ref, fresh, gs[0], band[0].iterator, outside)
         out.directive("#else")
         emit(body)
         out.directive("#endif")
@@ -659,7 +489,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
 
 
 
-def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: str, dst: str,
+def _emit_strip(out: Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: str, dst: str,
                 ref, fresh) -> None:
     """The loads of a strip of BBMM_CO1 consecutive rows of ``it`` (from ``first`` on, all
     inside the loop) through register windows, then ``dst = rhs`` per row.
@@ -727,319 +557,12 @@ def _emit_strip(out: _Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: st
         out(line)
     out(f"{dst} = {to_c(rhs, use)};")
     if slide:
-        out(_comment("slide the windows down one row"))
+        out(comment("slide the windows down one row"))
         for line in slide:
             out(line)
     out.level -= 1
     out("}")
 
-
-# {{{ staged inner loops
-
-
-@dataclass(frozen=True)
-class _Stage:
-    """How :func:`_emit_staged` writes a 1-D band whose body is one inner loop."""
-
-    loop: LoopNode
-    staged: tuple[tuple[ArrayRef, bool], ...]
-    """The reads staged in local memory, each with True when its last (contiguous)
-    subscript moves with the inner loop (a row walk: mvt's ``A[i][j]``) rather than with
-    the band (a column walk: ``A[j][i]``); the staging work-items then run along it."""
-    regs: dict
-    """Arrays held in a register across the loop (:func:`_promotable`)."""
-
-
-def _stage_plan(scop: Scop, band: list, body: tuple[Node, ...], written: set[str]
-                ) -> _Stage | None:
-    """Whether the kernel can stage its inner loop's reads (None: it cannot).
-
-    A work-item that walks a long inner loop alone (mvt's ``x2[i] += A[j][i] * y2[j]``)
-    has few loads in flight: 2048 columns on an H200 sum at 80 GB/s. Staged, the
-    ``BBMM_SL`` band points of a work-group still run their trips in order, each in one
-    work-item, but the reads of read-only arrays that depend on both the band iterator
-    and the loop's are first loaded, a chunk of ``BBMM_SC`` trips at a time, by all the
-    group's work-items into local memory (0.99 ms instead of 8.3, see
-    docs/performance.md). The results are bit-identical: the same operations in the
-    same order on the same values (the arrays staged are not written by the nest).
-
-    Taken: a 1-D band whose body is one innermost loop with bounds not depending on the
-    band iterator (every work-item of a group runs the same chunks, as the barriers
-    need), holding unguarded statements without temporaries, at least one read to stage,
-    and no reference left to global memory that moves with both iterators: written
-    elements must stay put in the loop (held in a register, :func:`_promotable`). On one
-    H200, adi's sweeps (``X[i][j]`` from ``X[i][j-1]``) staged took 0.44 s instead of
-    0.30: the owners' chain of global accesses is what bounds them.
-    """
-    if len(band) != 1 or len(body) != 1 or not isinstance(body[0], LoopNode):
-        return None
-    node = body[0]
-    it, jt = band[0].iterator, node.loop.iterator
-    stmts = [c for c in node.children if isinstance(c, Statement)]
-    if len(stmts) != len(node.children) or not stmts:
-        return None
-    if any(st.guards or st.temps for st in stmts):
-        return None
-    if any(re.search(rf"\b{re.escape(it)}\b", b) for b in (node.loop.lower, node.loop.upper)):
-        return None
-    regs = _promotable(node)
-    staged: dict[tuple, tuple[ArrayRef, bool]] = {}
-    for st in stmts:
-        for r in [st.lhs, *array_refs(st.rhs)]:
-            names = set().union(*(x.names for x in r.index)) if r.index else set()
-            if r.array in regs or it not in names or jt not in names:
-                continue    # in a register, or the same for the group (y2[j]) or the loop
-            if r.array in written:
-                # a written element that moves with the loop (adi's X[i][j] after
-                # X[i][j-1]): the trips' global accesses stay, and with one running
-                # work-item in BBMM_SG they would overlap less than unstaged
-                return None
-            staged.setdefault((r.array, r.index), (r, jt in r.index[-1].names
-                                                   and it not in r.index[-1].names))
-    if not staged or len(staged) > 2:   # local memory: two float chunks are 33 KiB
-        return None
-    return _Stage(node, tuple(staged.values()), regs)
-
-
-def _emit_staged(out: _Emitter, scop: Scop, stage: _Stage, lower, ref, fresh, g0: str,
-                 it: str, outside) -> None:
-    """The staged body (:func:`_stage_plan`): the group's band points, ``BBMM_SC`` trips
-    of the inner loop at a time, their reads staged by every work-item of the group."""
-    lp = stage.loop.loop
-    jt = lp.iterator
-    st_names = {}
-    for k, (r, _) in enumerate(stage.staged):
-        st_names[(r.array, r.index)] = fresh(f"_st{k}")
-    lx, ly, base, own, jc, rw, e, k, nrow = (fresh(n) for n in (
-        "lx", "ly", "i0", "own", "jc", "rw", "e", "k", "nrow"))
-    out(_comment(f"staged: a work-group of BBMM_SL x BBMM_SG work-items owns BBMM_SL points "
-                 f"of '{it}'; work-items of row 0 run them, trip after trip of loop "
-                 f"'{jt}' as the source does, reading "
-                 + ", ".join(default_ref(r) for r, _ in stage.staged)
-                 + " from local memory where all the group staged them"))
-    for (r, _), name in zip(stage.staged, st_names.values()):
-        out(f"__local {scop.array(r.array).ctype} {name}[BBMM_SC][BBMM_SL + 1];"
-            f"  /* {default_ref(r)} */")
-    out(f"const int {lx} = (int)get_local_id(0), {ly} = (int)get_local_id(1);")
-    out(f"const int {base} = {g0} + (int)get_group_id(0) * BBMM_SL;")
-    out(f"const int {it} = {base} + {lx};")
-    out(f"const bool {own} = {ly} == 0 && !({outside(it, 0)});")
-    promoted: dict[str, str] = {}
-    for a, (rd, _) in stage.regs.items():
-        reg = promoted[a] = fresh(f"{a}_reg")
-        out(f"{lower.real(_ctype(scop.array(a).ctype))} {reg} = 0;")
-        out(f"if ({own} && {lp.lower} <= {lp.upper})")
-        out(f"  {reg} = {ref(rd)};  /* kept in a register across loop '{jt}' */")
-
-    def use(r: ArrayRef) -> str:
-        name = st_names.get((r.array, r.index))
-        if name is not None:
-            return f"{name}[{rw}][{lx}]"
-        if r.array in promoted:
-            return promoted[r.array]
-        return ref(r)
-
-    out(_comment(f"loop {lp.id}: {lp.text or jt}, BBMM_SC trips at a time"))
-    out(f"for (int {jc} = {lp.lower}; {jc} <= {lp.upper}; {jc} += BBMM_SC) {{")
-    out.level += 1
-    for (r, along), name in zip(stage.staged, st_names.values()):
-        # along the row: consecutive work-items take consecutive trips of one band point
-        # (A[i][j]: consecutive addresses); else consecutive band points of one trip
-        lane, row = (f"{e} / BBMM_SC", f"{e} % BBMM_SC") if along else \
-            (f"{e} % BBMM_SL", f"{e} / BBMM_SL")
-        out(_comment(f"stage {default_ref(r)} for the group's points and this chunk"))
-        # a constant trip count, unrolled: each work-item's loads are in flight together
-        out("#pragma unroll")
-        out(f"for (int {k} = 0; {k} < (BBMM_SC + BBMM_SG - 1) / BBMM_SG; {k}++) {{")
-        out.level += 1
-        out(f"const int {e} = ({k} * BBMM_SG + {ly}) * BBMM_SL + {lx};")
-        out(f"const int {it} = {base} + {lane}, {jt} = {jc} + {row};")
-        out(f"if ({e} < BBMM_SC * BBMM_SL && !({outside(it, 0)}) && {jt} <= {lp.upper})")
-        out(f"  {name}[{row}][{lane}] = {ref(r)};")
-        out.level -= 1
-        out("}")
-    out("barrier(CLK_LOCAL_MEM_FENCE);")
-    out(f"if ({own}) {{")
-    out.level += 1
-    out(f"const int {nrow} = min(BBMM_SC, {lp.upper} - {jc} + 1);")
-    out.directive(_UNROLL8)
-    out(f"for (int {rw} = 0; {rw} < {nrow}; {rw}++) {{")
-    out.level += 1
-    out(f"const int {jt} = {jc} + {rw};")
-    for st in stage.loop.children:
-        out(_comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
-        out(f"{use(st.lhs)} {st.op} {to_c(lower(st.rhs), use)};")
-    out.level -= 1
-    out("}")
-    out.level -= 1
-    out("}")
-    out("barrier(CLK_LOCAL_MEM_FENCE);  /* the chunk is used up before the next is staged */")
-    out.level -= 1
-    out("}")
-    for a, (_, wr) in stage.regs.items():
-        out(f"if ({own} && {lp.lower} <= {lp.upper})")
-        out(f"  {ref(wr)} = {promoted[a]};")
-
-
-@dataclass(frozen=True)
-class _Block:
-    """A band body that runs as a register block (:func:`_block_plan`)."""
-
-    before: tuple[Node, ...]
-    """Statements before the inner loop."""
-    loop: LoopNode
-    after: tuple[Node, ...]
-    """Statements after it."""
-    regs: dict
-    """Every array the loop writes, held in a register per point (:func:`_promotable`)."""
-
-
-def _block_plan(band: list, body: tuple[Node, ...]) -> _Block | None:
-    """Whether each work-item can run a block of band points with one inner loop for all
-    of them (None: it cannot).
-
-    matmul's ``C[i][j] += alpha * A[i][k] * B[k][j]`` with one point per work-item reads
-    ``B[k][j]`` once per point and trip; a work-item holding ``BBMM_CO1`` rows by
-    ``BBMM_CO`` columns in registers reads ``A[i][k]`` once per row and ``B[k][j]`` once
-    per column of its block (on one H200 at n = 8192, 4 x 1 points: about 200 -> 172 ms;
-    hand-written kernels of this form ran in 68-156 ms, depending on details the compiler
-    should not care about: docs/performance.md, change 51). The result is bit-identical:
-    every point runs its own statements in the source's order; only the order *between*
-    points changes, and no dependence joins two points of a parallel band.
-
-    Taken: a band whose body is statements without temporaries around exactly one inner
-    loop, whose bounds do not depend on the band's iterators (every point of a work-item
-    runs the same trips), holding unguarded statements without temporaries that write
-    only elements that stay put across the loop (kept in registers: nothing in the loop
-    writes global memory)."""
-    if not band:
-        return None
-    at = [k for k, n in enumerate(body) if isinstance(n, LoopNode)]
-    if len(at) != 1:
-        return None
-    node = body[at[0]]
-    if any(n.temps for k, n in enumerate(body) if k != at[0]):
-        return None
-    stmts = node.children
-    if not stmts or any(not isinstance(c, Statement) or c.guards or c.temps for c in stmts):
-        return None
-    for lp in band:
-        if any(re.search(rf"\b{re.escape(lp.iterator)}\b", b)
-               for b in (node.loop.lower, node.loop.upper)):
-            return None
-    regs = _promotable(node)
-    if not regs or any(st.lhs.array not in regs for st in stmts):
-        return None
-    return _Block(body[:at[0]], node, body[at[0] + 1:], regs)
-
-
-def _emit_block(out: _Emitter, scop: Scop, block: _Block, band: list, tests: list[str],
-                lower, ref, fresh) -> None:
-    """The register-blocked body (:func:`_block_plan`). ``tests`` are the C tests that
-    put a row (the second band loop from the inside) or a column (the innermost) outside
-    the tile or its loop."""
-    nb = len(band)
-    it = band[-1].iterator
-    u = fresh("u")
-    pts = [(u, "BBMM_CO", f"const int {it} = {fresh(it + '0')} + {u} * (int)get_local_size(0);")]
-    conds = [tests[1]]
-    idx, dims = f"[{u}]", "[BBMM_CO]"
-    if nb >= 2:
-        it1, r = band[-2].iterator, fresh("r")
-        pts.insert(0, (r, "BBMM_CO1", f"const int {it1} = {fresh(it1 + '0')} + {r};"))
-        conds.insert(0, tests[0])
-        idx, dims = f"[{r}]{idx}", f"[BBMM_CO1]{dims}"
-    inside = " && ".join(f"!({t})" for t in conds)
-    lp = block.loop.loop
-    trips = f"{lp.lower} <= {lp.upper}"
-    regs = {a: fresh(f"{a}_reg") for a in block.regs}
-
-    def use(rf: ArrayRef) -> str:
-        return f"{regs[rf.array]}{idx}" if rf.array in regs else ref(rf)
-
-    def each_point(lines: list[str]) -> None:
-        """``lines`` at every point of the work-item's block (unrolled: the block's
-        values stay in registers)."""
-        for var, bound, point in pts:
-            out("#pragma unroll")
-            out(f"for (int {var} = 0; {var} < {bound}; {var}++) {{")
-            out.level += 1
-            out(point)
-        for line in lines:
-            out(line)
-        for _ in pts:
-            out.level -= 1
-            out("}")
-
-    def statements(nodes, how) -> None:
-        for st in nodes:
-            guard = " && ".join([inside] + [f"({g})" for g in st.guards])
-            out(_comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
-            each_point([f"if ({guard})",
-                        f"  {how(st.lhs)} {st.op} {to_c(lower(st.rhs), how)};"])
-
-    out(_comment("register block: BBMM_CO1 rows x BBMM_CO columns (get_local_size(0) apart) "
-                 "per work-item; each point runs its statements in the source's order, and "
-                 f"loop '{lp.iterator}' runs once for all of them"))
-    statements(block.before, ref)
-    for a, reg in regs.items():
-        rd = block.regs[a][0]
-        out(f"{lower.real(_ctype(scop.array(a).ctype))} {reg}{dims};"
-            f"  /* {default_ref(rd)} of each point, kept in a register across loop "
-            f"'{lp.iterator}' */")
-        each_point([f"if ({inside} && {trips})", f"  {reg}{idx} = {ref(rd)};"])
-    full = fresh("full")
-    out(f"bool {full} = true;  /* every point of the block inside the tile and its loops */")
-    each_point([f"{full} = {full} && {inside};"])
-    for guarded in (False, True):
-        out(f"if ({full}) {{" if not guarded else "} else {")
-        out.level += 1
-        out(_comment(f"loop {lp.id}: {lp.text or lp.iterator}"
-                     + ("; only the points inside" if guarded else "")))
-        out.directive("#if BBMM_UNROLL\n#pragma unroll 4\n#endif")
-        out(f"for (int {lp.iterator} = {lp.lower}; {lp.iterator} <= {lp.upper}; "
-            f"{lp.iterator}++) {{")
-        out.level += 1
-        lines = []
-        for st in block.loop.children:
-            line = f"{use(st.lhs)} {st.op} {to_c(lower(st.rhs), use)};"
-            lines += [f"if ({inside})", "  " + line] if guarded else [line]
-        each_point(lines)
-        out.level -= 1
-        out("}")
-        out.level -= 1
-    out("}")
-    for a, reg in regs.items():
-        wr = block.regs[a][1]
-        each_point([f"if ({inside} && {trips})", f"  {ref(wr)} = {reg}{idx};"])
-    statements(block.after, ref)
-
-
-def _promotable(n: LoopNode) -> dict[str, tuple[ArrayRef, ArrayRef]]:
-    """Arrays to keep in a register across the innermost loop ``n``: every reference to
-    the array in the loop is one and the same element, not depending on the loop's
-    iterator, and at least one writes it (mvt's ``x2[i]``). ``{array: (a read, the
-    write)}``. Exact: a tile's boxes of different arrays never share memory, so nothing
-    else in the loop reads or writes that element (the statements are unguarded)."""
-    it = n.loop.iterator
-    refs: dict[str, list[tuple[ArrayRef, bool]]] = {}
-    for st in n.children:
-        for r in array_refs(st.rhs):
-            refs.setdefault(r.array, []).append((r, False))
-        if st.op != "=":
-            refs.setdefault(st.lhs.array, []).append((st.lhs, False))
-        refs.setdefault(st.lhs.array, []).append((st.lhs, True))
-    out = {}
-    for a, rs in refs.items():
-        index = rs[0][0].index
-        reads = [r for r, w in rs if not w]
-        writes = [r for r, w in rs if w]
-        if writes and reads and all(r.index == index for r, _ in rs) \
-                and not any(it in x.names for x in index):
-            out[a] = (reads[0], writes[-1])
-    return out
-
-# }}}
 
 
 def _temp_groups(nodes: tuple[Node, ...]) -> list:
@@ -1080,30 +603,6 @@ def _temp_groups(nodes: tuple[Node, ...]) -> list:
     if run:
         flush()
     return out
-
-
-def _uses_double(scop: Scop, stmts: list[Statement], arrays: list) -> bool:
-    if any(a.ctype == "double" for a in arrays) or \
-            any(t == "double" for _, t in scop.float_params):
-        return True
-
-    def walk(e: Expr) -> bool:
-        if isinstance(e, (Num, Var)):
-            return _ctype(e.ctype) == "double"
-        if isinstance(e, Cast):
-            return _ctype(e.ctype) == "double" or walk(e.operand)
-        if isinstance(e, Call):
-            return expr_type(e, scop) == "double" or any(walk(a) for a in e.args)
-        if isinstance(e, UnOp):
-            return walk(e.operand)
-        if isinstance(e, BinOp):
-            return walk(e.left) or walk(e.right)
-        if isinstance(e, Ternary):
-            return walk(e.cond) or walk(e.then) or walk(e.else_)
-        return False
-
-    return any(walk(s.rhs) or any(walk(t.expr) or _ctype(t.ctype) == "double" for t in s.temps)
-               for s in stmts)
 
 # }}}
 
