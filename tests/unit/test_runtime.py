@@ -232,7 +232,7 @@ def test_stencil_boxes_fused_into_their_hull(ndev):
 
 def test_fuse_slack_bounds_the_waste():
     from bbmm.box import Box
-    from bbmm.runtime import fuse_hull
+    from bbmm.acquire import fuse_hull
     rows = Box((0, 1), (9, 8))                       # 80 points, hull 10x10 = 100
     cols = [Box((1, 0), (8, 0)), Box((1, 9), (8, 9))]  # 16 more: 4 corners missing
     assert fuse_hull([rows, *cols], 0.04) == [Box((0, 0), (9, 9))]
