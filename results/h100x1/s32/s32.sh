@@ -28,6 +28,18 @@ seeds() {  # randprog seeds: each program checked on 2 logical devices
 }
 D=tests/kernels/dataif
 S=results/h100x1/s32
+if [ "$1" = "c" ]; then
+# part c (third call, after if/else pairs became selects and the code moved into modules
+# of one role each): upwind (tests/kernels/dataif/upwind.c), branches again, random
+# programs whose ninth stream drew if/else pairs assigning one element
+date +%T
+run upwind $D/upwind.c tsteps=20 n=16777216
+run branches $D/branches.c tsteps=5 n=4096 thr=0.6
+run stepped_mod tests/kernels/quasi/stepped_mod.c n=301 m=40
+seeds 12 56 59 61 63 133 115 2 4 6
+date +%T
+exit 0
+fi
 if [ "$1" = "b" ]; then
 date +%T
 EXTRA="--device-mem 8MiB" run rows_below tests/kernels/rows_below.c n=2048
