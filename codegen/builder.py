@@ -130,6 +130,7 @@ class Builder(Temporaries, Expressions):
         self.idents: set[str] = set()               # every identifier of the function
         self.param_coords: dict[str, Coord | None] = {}
         self.if_names: dict[int, str] = {}          # if node -> its run-time condition
+        self.if_texts: dict[str, str] = {}          # that temporary -> 'if (A[i] > 0)'
 
     # {{{ helpers
 
@@ -301,6 +302,7 @@ class Builder(Temporaries, Expressions):
                     test, a.rvalue, b.rvalue, it.coord), a.coord), ctx
                 return
             name = self.if_name(it)
+            self.if_texts[name] = f"if ({self.text(it.cond)})"
             decl = c_ast.Decl(name, [], [], [], [], c_ast.TypeDecl(
                 name, [], None, c_ast.IdentifierType(["int"])), test, None, it.cond.coord)
             yield decl, ctx                     # evaluated once, before either branch

@@ -344,7 +344,9 @@ class Temporaries:
             sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e.isl()})] }}") for e in extents)
             return Array(name, ctype, dims, tuple(extents), sizes, coord, local=c_name)
 
-        out = [array(name, t.ctype, copies(loops) or [Affine((), 1)], t.coord, t.name)
+        # a condition kept in memory is named for bbmm compile's list by its if
+        out = [array(name, t.ctype, copies(loops) or [Affine((), 1)], t.coord,
+                     self.if_texts.get(t.name, t.name))
                for name, (t, loops) in self.locals.items()]
         out += [array(name, declared.ctype, copies(loops) + list(declared.extents),
                       declared.coord, declared.name)

@@ -126,7 +126,8 @@ def test_a_condition_the_branch_changes_is_kept_in_memory():
     """``if (A[i] > 0) { A[i] = 0; B[i] = 1; }``: the second statement must see the
     test's value from before the first wrote A[i]: the condition becomes a local array."""
     s = _scop(f"{LOOP} if (A[i] > 0) {{ A[i] = 0; B[i] = 1; }}")
-    assert [(a.name, a.ctype) for a in s.arrays if a.local] == [("if2", "int")]
+    assert [(a.name, a.ctype, a.local) for a in s.arrays if a.local] == [
+        ("if2", "int", "if (A[i] > 0)")]                 # bbmm compile: (for 'if (...)')
     assert [st.text for st in s.statements] == [
         "if2 = A[i] > 0;", "A[i] = (if2) ? (0) : (A[i]);", "B[i] = (if2) ? (1) : (B[i]);"]
 
