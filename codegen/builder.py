@@ -31,7 +31,7 @@ from codegen.cexpr import (
     why,
 )
 from codegen.csource import INT_WORDS, ColumnMap, identifiers, scalar_type
-from codegen.expand import Plan
+from codegen.expand import Plan, affine_bound
 from codegen.scop import (
     AffAnd,
     AffExpr,
@@ -131,6 +131,7 @@ class Builder(Temporaries, Expressions):
         self.param_coords: dict[str, Coord | None] = {}
         self.if_names: dict[int, str] = {}          # if node -> its run-time condition
         self.if_texts: dict[str, str] = {}          # that temporary -> 'if (A[i] > 0)'
+        self.unsized: dict[str, c_ast.Decl] = {}    # arrays whose first size is inferred
 
     # {{{ helpers
 
@@ -167,7 +168,7 @@ class Builder(Temporaries, Expressions):
             else:
                 self.scalar_param(p)
         for p in arrays:
-            self.arrays[p.name] = self.array_param(p)
+            self.arrays[p.name] = self.array_param(p, unsized=True)
         items = self.region(func, fname)
         self.idents_in_region = set().union(*(identifiers(x) for x in items))
         for d in self.outer_locals.values():
@@ -196,14 +197,20 @@ class Builder(Temporaries, Expressions):
         else:
             raise self.err(f"parameter '{p.name}' has unsupported type '{' '.join(names)}'", p)
 
-    def array_param(self, p: c_ast.Decl) -> Array:
+    def array_param(self, p: c_ast.Decl, unsized: bool = False) -> Array:
+        """The array ``p`` declares; with ``unsized``, the first size may be missing
+        (``float A[][n]``, or a pointer :func:`codegen.scalarize.pointer_arrays` made an
+        array): :meth:`infer_sizes` finds it once the accesses are known."""
         dims, t = [], p.type
         while isinstance(t, c_ast.ArrayDecl):
-            if t.dim is None:
+            if t.dim is None and not (unsized and not dims):
                 raise self.err(f"array parameter '{p.name}' needs an explicit size in every "
-                               f"dimension", p)
+                               f"dimension but the first", p)
             dims.append(t.dim)
             t = t.type
+        if dims and dims[0] is None:            # a placeholder until infer_sizes()
+            self.unsized[p.name] = p
+            dims[0] = c_ast.Constant("int", "1", p.coord)
         names = getattr(getattr(t, "type", None), "names", None)
         if not isinstance(t, c_ast.TypeDecl) or names is None or len(names) != 1 \
                 or names[0] not in ELEM_TYPES:
@@ -654,7 +661,35 @@ class Builder(Temporaries, Expressions):
                            f"is not an affine array access; subscript the array instead)", lv)
         raise self.err(f"unsupported assignment target '{self.text(lv)}'", lv)
 
+    def infer_sizes(self) -> None:
+        """The first size of each array declared without one (``float *x``, ``float
+        A[][n]``): its largest first subscript over every access, plus one, when that is
+        one affine expression of the parameters (``{ x[a] : 0 <= a < n }``: ``n``); the
+        size C leaves to the caller, so that a subscript below 0 is still out of bounds."""
+        for a, decl in self.unsized.items():
+            data = None
+            for st in self.stmts.values():
+                for acc in st.accesses:
+                    if acc.array == a:
+                        r = acc.relation.range()
+                        data = r if data is None else data.union(r)
+            arr = self.arrays[a]
+            if data is None:                   # never accessed: one element will do
+                continue
+            hi = affine_bound(data.dim_max(0), lower=False)
+            if hi is None:
+                raise self.err(f"the size of '{a}' (declared without one) would be its "
+                               f"largest first subscript plus one, which is not one "
+                               f"affine expression of the parameters here; declare it "
+                               f"with its size, such as '{arr.ctype} {a}[n]'", decl)
+            size = hi + 1
+            self.arrays[a] = replace(arr, dims=(str(size),) + arr.dims[1:],
+                                     extents=(size,) + arr.extents[1:],
+                                     sizes=(isl.PwAff(f"{self.params_text}{{ [({size.isl()})] }}"),)
+                                     + arr.sizes[1:])
+
     def finish(self, fname: str, tree: tuple[Node, ...]) -> Scop:
+        self.infer_sizes()
         depth = max(len(st.iterators) for st in self.stmts.values())
         stmts = {}
         for name, st in self.stmts.items():

@@ -57,7 +57,7 @@ from codegen.builder import Builder
 from codegen.csource import ColumnMap, find_kernel, identifiers, main_sizes, read_source
 from codegen.expand import Plan, expand_scalars
 from codegen.names import c_text, in_c_names, rename_unsafe
-from codegen.scalarize import scalar_pointers, scalarize_small_arrays
+from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
 
 
@@ -87,8 +87,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     # OpenCL C, so their parameters and locals get model names too (half -> half_)
     defs = {f.decl.name: rename_unsafe(f, identifiers(f))[0] for f in src.ast.ext
             if isinstance(f, c_ast.FuncDef) and f is not func and f.decl.name != "main"}
-    # float *s used as *s only (a result through a pointer): the array float s[1]
-    func, _ = scalar_pointers(func)
+    # float *x used as x[i] or *x only: the array float x[], sized by its subscripts
+    func, _ = pointer_arrays(func)
     # names isl, the Python driver or OpenCL cannot take get model names (iter -> iter_)
     func, c_names = rename_unsafe(func, taken)
     taken |= set(c_names)

@@ -15,13 +15,13 @@ loop of a few constant trips that subscripts one by its iterator (``for (int c =
 own, where that makes more arrays scalars; any other use (``w[k]`` for ``k < n``) keeps
 the array as it is.
 
-The other way round, a parameter that points to one scalar (``float *s`` used as ``*s``
-or ``s[0]`` only: a result returned through a pointer, ``*s = acc;``) is the one-element
-array ``float s[1]`` (:func:`scalar_pointers`), read in and written back like any array;
-C passes both alike.
+The other way round, a pointer parameter used only as ``p[e]`` or ``*p`` (``float *x``
+of a saxpy, a result returned through ``*dot = s;``) is the array ``float p[]``
+(:func:`pointer_arrays`), which the front end sizes by its largest subscript; C passes
+both alike.
 
 .. autofunction:: scalarize_small_arrays
-.. autofunction:: scalar_pointers
+.. autofunction:: pointer_arrays
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from pycparser import c_ast
 
 from codegen.csource import const_int, identifiers, scalar_type
 
-__all__ = ["MAX_ELEMENTS", "scalar_pointers", "scalarize_small_arrays"]
+__all__ = ["MAX_ELEMENTS", "pointer_arrays", "scalarize_small_arrays"]
 
 MAX_ELEMENTS = 16
 """Most elements of an array turned into scalars (registers of a work-item)."""
@@ -94,11 +94,13 @@ def _rewrite(node: c_ast.Node, fn: Callable[[c_ast.Node], list[c_ast.Node]]) -> 
                 setattr(node, attr, new[0])
 
 
-def scalar_pointers(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str]]:
-    """``(func', names)``: a copy of ``func`` whose parameters ``T *s`` (T float, double or
-    an integer type) used only as ``*s`` or ``s[0]`` are ``T s[1]``, every ``*s`` written
-    ``s[0]``; ``func`` itself when there is none. Any other use (``s[i]``, ``s + 1``)
-    leaves the pointer, which the front end refuses with its reason."""
+def pointer_arrays(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str]]:
+    """``(func', names)``: a copy of ``func`` whose parameters ``T *p`` (T float, double or
+    an integer type) used only as ``p[e]`` or ``*p`` are the arrays ``T p[]``, every
+    ``*p`` written ``p[0]``; the front end sizes them by their largest subscript
+    (:meth:`codegen.builder.Builder.infer_sizes`). ``func`` itself when there is none. Any
+    other use (``p + 1``, ``*(p + i)``, ``p`` passed on) leaves the pointer, which the
+    front end refuses with its reason."""
     params = func.decl.type.args.params if func.decl.type.args else []
     names = {p.name for p in params if isinstance(p, c_ast.Decl)
              and isinstance(p.type, c_ast.PtrDecl) and isinstance(p.type.type, c_ast.TypeDecl)
@@ -109,9 +111,8 @@ def scalar_pointers(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str]]
     def uses(node: c_ast.Node, parent: c_ast.Node | None) -> None:
         if isinstance(node, c_ast.ID) and node.name in names:
             deref = isinstance(parent, c_ast.UnaryOp) and parent.op == "*"
-            first = isinstance(parent, c_ast.ArrayRef) and parent.name is node \
-                and const_int(parent.subscript) == 0
-            if not (deref or first):
+            indexed = isinstance(parent, c_ast.ArrayRef) and parent.name is node
+            if not (deref or indexed):
                 names.discard(node.name)
         for _, c in node.children():
             uses(c, node)
@@ -129,8 +130,7 @@ def scalar_pointers(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str]]
     _rewrite(func.body, element)
     for p in func.decl.type.args.params:
         if getattr(p, "name", None) in names:
-            p.type = c_ast.ArrayDecl(p.type.type, c_ast.Constant("int", "1", p.coord), [],
-                                     p.coord)
+            p.type = c_ast.ArrayDecl(p.type.type, None, [], p.coord)
     return func, frozenset(names)
 
 

@@ -51,6 +51,7 @@ PROGRAMS = [
     (KERNELS / "negative_range.c", ["tsteps=3", "n=14"], "1KiB"),
     (KERNELS / "helpers.c", ["n=40"], "1KiB"),
     (KERNELS / "pointer_result.c", ["n=40"], "1KiB"),
+    (KERNELS / "pointers.c", ["tsteps=3", "n=14", "a=0.5"], "2KiB"),
     # steps other than 1, C's / and % by constants (tests/unit/test_quasi_affine.py)
     (KERNELS / "quasi" / "redblack.c", ["tsteps=3", "n=14"], "768B"),
     (KERNELS / "quasi" / "strides.c", ["tsteps=3", "n=14"], "1KiB"),

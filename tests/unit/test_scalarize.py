@@ -6,7 +6,7 @@ from pycparser import c_generator, c_parser
 
 from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError
 from codegen.frontend import parse_source
-from codegen.scalarize import MAX_ELEMENTS, scalar_pointers, scalarize_small_arrays
+from codegen.scalarize import MAX_ELEMENTS, pointer_arrays, scalarize_small_arrays
 
 
 def _run(body: str, taken=("n", "A", "i", "w")):
@@ -95,22 +95,35 @@ def test_an_array_the_model_refuses_as_scalars_stays_memory():
 
 
 
-def test_pointers_to_one_scalar_are_one_element_arrays():
-    """``float *s`` used as ``*s`` or ``s[0]`` only is ``float s[1]``; a pointer used
-    otherwise stays and is refused with the reason."""
-    src = ("void f(int n, float A[n], float *s, int *c, float *p) {\n"
-           "  for (int i = 0; i < n; i++) { *s += A[i]; c[0] = c[0] + 1; }\n"
-           "  p[1] = 0; }\n")
+def test_pointers_used_as_arrays_are_arrays_sized_by_their_subscripts():
+    """``float *s`` used as ``*s``/``s[0]`` is ``float s[]`` (size 1), ``float *x`` used
+    as ``x[i]`` for ``i < n`` is ``x[n]``, ``B[][m]`` gets its first size the same way; a
+    pointer used otherwise stays and is refused with the reason."""
+    src = ("void f(int n, int m, float A[n], float *s, int *c, float *x, float B[][m], "
+           "float *p) {\n"
+           "  for (int i = 0; i < n; i++) { *s += A[i]; c[0] = c[0] + 1; x[i + 1] = 0; "
+           "B[i][0] = 1; }\n  *(p + 1) = 0; }\n")
     f = c_parser.CParser().parse(src).ext[0]
-    g, names = scalar_pointers(f)
-    assert names == {"s", "c"}
+    g, names = pointer_arrays(f)
+    assert names == {"s", "c", "x"}
     text = c_generator.CGenerator().visit(g)
-    assert "float s[1]" in text and "int c[1]" in text and "float *p" in text
+    assert "float s[]" in text and "int c[]" in text and "float *p" in text
     assert "s[0] += A[i];" in text and "*s" not in text
     with pytest.raises(UnsupportedProgramError, match="pointer parameter 'p' not supported"):
         parse_source(src, "p.c")
-    scop = parse_source(src.replace("  p[1] = 0; }", "  *p = *s; }"), "p.c")
+    scop = parse_source(src.replace("  *(p + 1) = 0; }", "  *p = *s; }"), "p.c")
     assert {a.name: a.dims for a in scop.param_arrays if a.name != "A"} == {
-        "s": ("1",), "c": ("1",), "p": ("1",)}
-    assert scalar_pointers(c_parser.CParser().parse("void f(float A[2]) { A[0] = 1; }")
-                           .ext[0])[1] == frozenset()
+        "s": ("1",), "c": ("1",), "x": ("n + 1",), "B": ("n", "m"), "p": ("1",)}
+    assert pointer_arrays(c_parser.CParser().parse("void f(float A[2]) { A[0] = 1; }")
+                          .ext[0])[1] == frozenset()
+
+
+def test_a_size_that_is_no_affine_expression_is_refused():
+    src = ("void f(int n, int m, float *x) { for (int i = 0; i < n; i++) x[i] = 0; "
+           "for (int j = 0; j < m; j++) x[j] = 1; }")
+    with pytest.raises(UnsupportedProgramError,
+                       match="size of 'x' .* not one affine expression"):
+        parse_source(src, "x.c")
+    with pytest.raises(UnsupportedProgramError, match="explicit size in every dimension but"):
+        parse_source("void f(int n, float B[n][]) { for (int i = 0; i < n; i++) "
+                     "B[i][0] = 1; }", "b.c")
