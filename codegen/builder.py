@@ -85,15 +85,18 @@ class Builder(Temporaries, Expressions):
                  plan: Plan | None = None, analysis: bool = False,
                  unpragma: frozenset[int] = frozenset(),
                  helper_defs: Mapping[str, c_ast.FuncDef] | None = None,
-                 private_plan: Mapping[str, tuple[int, ...]] | None = None):
+                 private_plan: Mapping[str, tuple[int, ...]] | None = None,
+                 rows: Mapping[str, str] | None = None):
         """``plan``: the temporaries (by unique name) to model as local arrays
         (:func:`codegen.expand.expand_scalars` finds them); ``analysis``: subscript them by
         their loops' iterators as they are (a model for the analyses, not for code);
         ``unpragma``: loop ids whose parallel pragma is not followed; ``helper_defs``: the
         file's other functions, which statements may call; ``private_plan``: per local
         array declared inside loops (by its array name) the loops it gets a copy per
-        iteration of (default: all that enclose its declaration)."""
+        iteration of (default: all that enclose its declaration); ``rows``: flat arrays
+        read as rows of the parameter given (:mod:`codegen.delinearize`)."""
         self.filename, self.cmap = filename, cmap
+        self.rows = dict(rows or {})
         self.private_plan = dict(private_plan or {})
         # local arrays declared inside loops: C name in scope -> (array name, loops, the
         # array as declared); array name -> (the declared array, its loops)
@@ -688,7 +691,25 @@ class Builder(Temporaries, Expressions):
                                      sizes=(isl.PwAff(f"{self.params_text}{{ [({size.isl()})] }}"),)
                                      + arr.sizes[1:])
 
+    def check_rows(self) -> None:
+        """Every access of a flat array read as rows of ``n`` (``A[i*n + j]`` as
+        ``A[i][j]``) must have its column within ``0 .. n - 1`` wherever it runs: then each
+        element has one name, and the model's dependences are the program's."""
+        for a, n in self.rows.items():
+            inside = isl.Set(f"{self.params_text}{{ {a}[x, y] : 0 <= y < {n} }}")
+            for st in self.stmts.values():
+                for acc in st.accesses:
+                    if acc.array == a and not acc.relation.range().is_subset(inside):
+                        raise UnsupportedProgramError(
+                            f"bbmm reads the flat array '{a}' as rows of '{n}' elements "
+                            f"({a}[r*{n} + c] as {a}[r][c]); here, as '{acc.text}', the "
+                            f"column can leave 0 .. {n} - 1 (an element would then have "
+                            f"two names); declare '{a}' as a C99 array "
+                            f"('{self.arrays[a].ctype} {a}[..][{n}]') and subscript it by "
+                            f"row and column", acc.coord)
+
     def finish(self, fname: str, tree: tuple[Node, ...]) -> Scop:
+        self.check_rows()
         self.infer_sizes()
         depth = max(len(st.iterators) for st in self.stmts.values())
         stmts = {}

@@ -54,7 +54,15 @@ from pycparser import c_ast
 
 from bbmm.diagnostic import UnsupportedProgramError
 from codegen.builder import Builder
-from codegen.csource import ColumnMap, find_kernel, identifiers, main_sizes, read_source
+from codegen.csource import (
+    ColumnMap,
+    find_kernel,
+    identifiers,
+    main_sizes,
+    read_source,
+    signature,
+)
+from codegen.delinearize import delinearize
 from codegen.expand import Plan, expand_scalars
 from codegen.names import c_text, in_c_names, rename_unsafe
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
@@ -92,6 +100,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     # names isl, the Python driver or OpenCL cannot take get model names (iter -> iter_)
     func, c_names = rename_unsafe(func, taken)
     taken |= set(c_names)
+    # a flat array subscripted A[i*n + j] everywhere: the rows A[][n] at [i][j]
+    func, rows = delinearize(func, [p.name for p in signature(func) if p.kind == "int"])
     # float w[3] used as w[0], w[1], w[2] only: the scalars w_0, w_1, w_2, unless the
     # model refuses them where it takes the array (a scalar read before any assignment
     # is refused; an array element holds whatever C left there)
@@ -100,29 +110,31 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     if elements:
         speak = {**c_names, **{s: c_text(e, c_names) for s, e in elements.items()}}
         try:
-            scop = _model(scalar_func, filename, src.cmap, defs, taken | set(elements), speak)
+            scop = _model(scalar_func, filename, src.cmap, defs, taken | set(elements), speak,
+                          rows)
             func = scalar_func
         except UnsupportedProgramError:
             pass
     if scop is None:
-        scop = _model(func, filename, src.cmap, defs, taken, c_names)
+        scop = _model(func, filename, src.cmap, defs, taken, c_names, rows)
     sizes = main_sizes(src.ast, func)
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
                                           if p in sizes), c_names=tuple(c_names.items()))
 
 
 def _model(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,
-           defs: Mapping[str, c_ast.FuncDef], taken: set[str], speak: Mapping[str, str]
-           ) -> Scop:
+           defs: Mapping[str, c_ast.FuncDef], taken: set[str], speak: Mapping[str, str],
+           rows: Mapping[str, str]) -> Scop:
     """The scop of ``func``: built, scalars carried across iterations expanded
     (:func:`codegen.expand.expand_scalars`), local arrays declared in loops narrowed
-    (:func:`_narrow_private`); errors and warnings in the C names of ``speak``."""
+    (:func:`_narrow_private`); errors and warnings in the C names of ``speak``; ``rows``:
+    the flat arrays :func:`codegen.delinearize.delinearize` read as rows."""
     private_plan: dict[str, tuple[int, ...]] = {}
     private_decl: dict[str, tuple[int, ...]] = {}
 
     def build(plan: Plan, analysis: bool = False, unpragma: frozenset[int] = frozenset()
               ) -> Scop:
-        b = Builder(filename, cmap, plan, analysis, unpragma, defs, private_plan)
+        b = Builder(filename, cmap, plan, analysis, unpragma, defs, private_plan, rows)
         out = b.build(func)
         private_decl.update(b.private_decl)
         return out

@@ -1,0 +1,161 @@
+"""Flat arrays read as rows, before the front end: ``A[i*n + j]`` is ``A[i][j]``.
+
+C code often keeps a matrix in a one-dimensional array (``float *A`` or ``float A[]``)
+and computes the offset itself: ``A[i*n + j]``, ``A[(i + 1)*n + j - 1]``. The product of
+an iterator and the parameter ``n`` is not affine, so the polyhedral model cannot take
+the subscript as it is; but when every access of the array has the form ``a*n + b`` for
+one integer parameter ``n`` (``a`` and ``b`` affine), the array is the two-dimensional
+``A[][n]`` accessed at ``[a][b]``: the same element in memory, the same bytes on the
+host, as long as ``0 <= b < n`` wherever the access runs. That keeps each element one
+pair ``(a, b)``, which the model needs (``(a + 1, b - n)`` would be the same element under
+another name, and its dependences would be lost); the front end proves it for every
+access (:meth:`codegen.builder.Builder.check_rows`) and refuses the program otherwise.
+
+.. autofunction:: delinearize
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+
+from pycparser import c_ast
+
+from codegen.csource import const_int
+
+__all__ = ["delinearize"]
+
+_Poly = dict  # monomial (sorted tuple of names, at most two) -> integer coefficient
+
+
+def _poly(e: c_ast.Node) -> _Poly | None:
+    """``e`` as a polynomial of degree at most 2 in its identifiers, or None."""
+    k = const_int(e)
+    if k is not None:
+        return {(): k} if k else {}
+    if isinstance(e, c_ast.ID):
+        return {(e.name,): 1}
+    if isinstance(e, c_ast.UnaryOp) and e.op in ("-", "+"):
+        p = _poly(e.expr)
+        return None if p is None else {m: -c if e.op == "-" else c for m, c in p.items()}
+    if isinstance(e, c_ast.Cast) and isinstance(e.to_type.type, c_ast.TypeDecl):
+        return _poly(e.expr)
+    if isinstance(e, c_ast.BinaryOp) and e.op in ("+", "-", "*"):
+        a, b = _poly(e.left), _poly(e.right)
+        if a is None or b is None:
+            return None
+        out: _Poly = dict(a)
+        if e.op == "*":
+            out = {}
+            for ma, ca in a.items():
+                for mb, cb in b.items():
+                    m = tuple(sorted(ma + mb))
+                    if len(m) > 2:
+                        return None
+                    out[m] = out.get(m, 0) + ca * cb
+        else:
+            for m, c in b.items():
+                out[m] = out.get(m, 0) + (c if e.op == "+" else -c)
+        return {m: c for m, c in out.items() if c}
+    return None
+
+
+def _split(p: _Poly, n: str) -> tuple[_Poly, _Poly] | None:
+    """``(a, b)`` with ``p = a*n + b``, neither holding a product: every product of ``p``
+    must hold ``n`` once; None otherwise."""
+    a: _Poly = {}
+    b: _Poly = {}
+    for m, c in p.items():
+        if n in m:
+            rest = list(m)
+            rest.remove(n)
+            if n in rest:
+                return None                     # n*n
+            a[tuple(rest)] = c
+        elif len(m) > 1:
+            return None                         # a product without n
+        else:
+            b[m] = c
+    return a, b
+
+
+def _expr(p: _Poly, coord) -> c_ast.Node:
+    """C text of a polynomial of degree at most 1."""
+    out: c_ast.Node | None = None
+    for m, c in sorted(p.items(), key=lambda mc: (len(mc[0]) == 0, mc[0])):
+        mag = abs(c)
+        term: c_ast.Node = c_ast.Constant("int", str(mag), coord) if not m else (
+            c_ast.ID(m[0], coord) if mag == 1 else
+            c_ast.BinaryOp("*", c_ast.Constant("int", str(mag), coord), c_ast.ID(m[0], coord),
+                           coord))
+        if out is None:
+            out = term if c > 0 else c_ast.UnaryOp("-", term, coord)
+        else:
+            out = c_ast.BinaryOp("+" if c > 0 else "-", out, term, coord)
+    return out if out is not None else c_ast.Constant("int", "0", coord)
+
+
+def delinearize(func: c_ast.FuncDef, int_params: Iterable[str]
+                ) -> tuple[c_ast.FuncDef, dict[str, str]]:
+    """``(func', {array: n})``: a copy of ``func`` whose one-dimensional array parameters
+    (``float A[]``, ``float A[n * m]``, a pointer made an array) subscripted ``a*n + b``,
+    for one integer parameter ``n`` and at least one access with such a product, are
+    ``A[][n]`` subscripted ``[a][b]`` (the first size is inferred from the subscripts);
+    ``func`` itself when there is none. An array some access of which has another form
+    stays as it is (and its product is refused as not affine)."""
+    ints = set(int_params)
+    params = func.decl.type.args.params if func.decl.type.args else []
+    flat = {p.name for p in params if isinstance(p, c_ast.Decl)
+            and isinstance(p.type, c_ast.ArrayDecl) and isinstance(p.type.type, c_ast.TypeDecl)}
+    if not flat:
+        return func, {}
+    refs: dict[str, list[_Poly | None]] = {}
+
+    def scan(node: c_ast.Node) -> None:
+        if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID) \
+                and node.name.name in flat:
+            refs.setdefault(node.name.name, []).append(_poly(node.subscript))
+        elif isinstance(node, c_ast.ID) and node.name in flat:
+            refs.setdefault(node.name, []).append(None)     # the array without a subscript
+        for _, c in node.children():
+            if not (isinstance(node, c_ast.ArrayRef) and c is node.name):
+                scan(c)
+    scan(func.body)
+    rows: dict[str, str] = {}
+    for a, polys in refs.items():
+        if any(p is None for p in polys):
+            continue
+        strides = {x for p in polys for m in p if len(m) == 2 for x in m if x in ints}
+        if len(strides) != 1 or not any(len(m) == 2 for p in polys for m in p):
+            continue
+        n = strides.pop()
+        if all(_split(p, n) is not None for p in polys):
+            rows[a] = n
+    if not rows:
+        return func, {}
+    func = copy.deepcopy(func)
+
+    def rewrite(node: c_ast.Node) -> None:
+        for attr in node.__slots__:
+            child = getattr(node, attr, None)
+            kids = child if isinstance(child, list) else [child]
+            for k, x in enumerate(kids):
+                if not isinstance(x, c_ast.Node):
+                    continue
+                if isinstance(x, c_ast.ArrayRef) and isinstance(x.name, c_ast.ID) \
+                        and x.name.name in rows:
+                    a, b = _split(_poly(x.subscript), rows[x.name.name])
+                    new = c_ast.ArrayRef(c_ast.ArrayRef(x.name, _expr(a, x.coord), x.coord),
+                                         _expr(b, x.coord), x.coord)
+                    if isinstance(child, list):
+                        child[k] = new
+                    else:
+                        setattr(node, attr, new)
+                else:
+                    rewrite(x)
+    rewrite(func.body)
+    for p in func.decl.type.args.params:
+        if getattr(p, "name", None) in rows:
+            t = p.type
+            p.type = c_ast.ArrayDecl(c_ast.ArrayDecl(t.type, c_ast.ID(rows[p.name], p.coord),
+                                                     [], p.coord), None, [], p.coord)
+    return func, rows

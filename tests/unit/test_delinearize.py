@@ -1,0 +1,80 @@
+"""Flat arrays read as rows (codegen/delinearize.py): ``A[i*n + j]`` is ``A[i][j]`` of
+``A[][n]`` when every access has that form and its column stays in ``0 .. n - 1``; the
+model is then the one of the same program written with two-dimensional arrays (its
+dependences compared with isl), and anything else is left alone or refused."""
+from __future__ import annotations
+
+import islpy as isl
+import pytest
+from pycparser import c_generator, c_parser
+
+from bbmm.diagnostic import UnsupportedProgramError
+from codegen.delinearize import delinearize
+from codegen.deps import dependences
+from codegen.frontend import parse_source
+
+
+def _rows(src: str, ints=("n", "m")):
+    f = c_parser.CParser().parse(src).ext[0]
+    g, rows = delinearize(f, ints)
+    return rows, c_generator.CGenerator().visit(g)
+
+
+@pytest.mark.parametrize("sub,row,col", [
+    ("i*n + j", "i", "j"), ("n*i + j", "i", "j"), ("(i + 1)*n + j - 1", "i + 1", "j - 1"),
+    ("j + n*(i - 2)", "i - 2", "j"), ("i * n + (j + 1)", "i", "j + 1"), ("2*i*n + j", "2 * i", "j"),
+    ("(int) (i * n) + 3", "i", "3"),
+])
+def test_subscripts_split_into_row_and_column(sub, row, col):
+    rows, text = _rows(f"void f(int n, float *A) {{ A[{sub}] = 0; A[0] = 1; }}".replace(
+        "float *A", "float A[]"))
+    assert rows == {"A": "n"}
+    assert f"A[{row}][{col}] = 0;" in text and "A[0][0] = 1;" in text
+    assert "float A[][n]" in text
+
+
+@pytest.mark.parametrize("body", [
+    "A[i] = 0;",                       # no product: a one-dimensional array
+    "A[i*n + j] = A[i*m + j];",        # two strides
+    "A[i*n*n] = 0;",                   # a product of three
+    "A[i*j] = 0;",                     # a product of iterators
+    "A[i*n + j] = A[i / 2];",          # another form beside the product
+    "A[i*n + j] = B(A);",              # the array passed on
+])
+def test_other_arrays_are_left_alone(body):
+    rows, _ = _rows(f"void f(int n, int m, float A[]) {{ {body} }}")
+    assert rows == {}
+
+
+def _deps(src):
+    """The dependences where both programs' contexts hold (the flat one's inferred sizes
+    add ``n - 1 >= 1``)."""
+    s = parse_source(src, "d.c")
+    d = dependences(s)
+    where = isl.Set("[tsteps, n] -> { : tsteps >= 1 and n >= 3 }")
+    return s, {k: getattr(d, k).intersect_params(where) for k in ("flow", "raw", "war", "waw")}
+
+
+def test_the_model_is_the_two_dimensional_programs():
+    flat = """void f(int tsteps, int n, float *A, float *B) {
+      for (int t = 0; t < tsteps; t++)
+        for (int i = 1; i < n - 1; i++)
+          for (int j = 1; j < n - 1; j++)
+            B[i*n + j] = A[(i - 1)*n + j] + A[i*n + j + 1] + B[(i + 1)*n + j]; }"""
+    rect = """void f(int tsteps, int n, float A[n][n], float B[n][n]) {
+      for (int t = 0; t < tsteps; t++)
+        for (int i = 1; i < n - 1; i++)
+          for (int j = 1; j < n - 1; j++)
+            B[i][j] = A[i - 1][j] + A[i][j + 1] + B[i + 1][j]; }"""
+    s1, d1 = _deps(flat)
+    s2, d2 = _deps(rect)
+    assert all(d1[k].is_equal(d2[k]) and not d1[k].is_empty() for k in d1)
+    assert {a.name: a.dims for a in s1.arrays} == {"A": ("n - 1", "n"), "B": ("n", "n")}
+
+
+def test_a_column_that_can_leave_the_row_is_refused():
+    src = ("void f(int n, float *A, float *B) { for (int i = 0; i < n; i++) "
+           "for (int j = 0; j < n; j++) B[i*n + j] = A[i*n + j + 1]; }")
+    with pytest.raises(UnsupportedProgramError,
+                       match=r"rows of 'n' elements .*'A\[i\]\[j \+ 1\]'.*leave 0 \.\. n - 1"):
+        parse_source(src, "bad.c")
