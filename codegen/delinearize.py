@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 
-from pycparser import c_ast
+from pycparser import c_ast, c_generator
 
 from codegen.csource import const_int
 
@@ -27,20 +27,29 @@ __all__ = ["delinearize"]
 _Poly = dict  # monomial (sorted tuple of names, at most two) -> integer coefficient
 
 
-def _poly(e: c_ast.Node) -> _Poly | None:
-    """``e`` as a polynomial of degree at most 2 in its identifiers, or None."""
+_GEN = c_generator.CGenerator()
+
+
+def _poly(e: c_ast.Node, atoms: dict[str, c_ast.Node]) -> _Poly | None:
+    """``e`` as a polynomial of degree at most 2 in its identifiers and *atoms* (a
+    subexpression that is no sum or product, ``i % 2``, ``(j + 1) / 3``, kept whole
+    under the name ``@`` + its text in ``atoms``), or None."""
     k = const_int(e)
     if k is not None:
         return {(): k} if k else {}
     if isinstance(e, c_ast.ID):
         return {(e.name,): 1}
     if isinstance(e, c_ast.UnaryOp) and e.op in ("-", "+"):
-        p = _poly(e.expr)
+        p = _poly(e.expr, atoms)
         return None if p is None else {m: -c if e.op == "-" else c for m, c in p.items()}
     if isinstance(e, c_ast.Cast) and isinstance(e.to_type.type, c_ast.TypeDecl):
-        return _poly(e.expr)
+        return _poly(e.expr, atoms)
+    if isinstance(e, c_ast.BinaryOp) and e.op in ("/", "%", "<<", ">>"):
+        key = "@" + _GEN.visit(e)
+        atoms[key] = e
+        return {(key,): 1}
     if isinstance(e, c_ast.BinaryOp) and e.op in ("+", "-", "*"):
-        a, b = _poly(e.left), _poly(e.right)
+        a, b = _poly(e.left, atoms), _poly(e.right, atoms)
         if a is None or b is None:
             return None
         out: _Poly = dict(a)
@@ -78,15 +87,16 @@ def _split(p: _Poly, n: str) -> tuple[_Poly, _Poly] | None:
     return a, b
 
 
-def _expr(p: _Poly, coord) -> c_ast.Node:
-    """C text of a polynomial of degree at most 1."""
+def _expr(p: _Poly, atoms: dict[str, c_ast.Node], coord) -> c_ast.Node:
+    """C of a polynomial of degree at most 1 (its atoms as they were written)."""
     out: c_ast.Node | None = None
     for m, c in sorted(p.items(), key=lambda mc: (len(mc[0]) == 0, mc[0])):
         mag = abs(c)
-        term: c_ast.Node = c_ast.Constant("int", str(mag), coord) if not m else (
-            c_ast.ID(m[0], coord) if mag == 1 else
-            c_ast.BinaryOp("*", c_ast.Constant("int", str(mag), coord), c_ast.ID(m[0], coord),
-                           coord))
+        var = None if not m else copy.deepcopy(atoms[m[0]]) if m[0].startswith("@") \
+            else c_ast.ID(m[0], coord)
+        term: c_ast.Node = c_ast.Constant("int", str(mag), coord) if var is None else (
+            var if mag == 1 else
+            c_ast.BinaryOp("*", c_ast.Constant("int", str(mag), coord), var, coord))
         if out is None:
             out = term if c > 0 else c_ast.UnaryOp("-", term, coord)
         else:
@@ -109,11 +119,12 @@ def delinearize(func: c_ast.FuncDef, int_params: Iterable[str]
     if not flat:
         return func, {}
     refs: dict[str, list[_Poly | None]] = {}
+    atoms: dict[str, c_ast.Node] = {}
 
     def scan(node: c_ast.Node) -> None:
         if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID) \
                 and node.name.name in flat:
-            refs.setdefault(node.name.name, []).append(_poly(node.subscript))
+            refs.setdefault(node.name.name, []).append(_poly(node.subscript, atoms))
         elif isinstance(node, c_ast.ID) and node.name in flat:
             refs.setdefault(node.name, []).append(None)     # the array without a subscript
         for _, c in node.children():
@@ -143,9 +154,10 @@ def delinearize(func: c_ast.FuncDef, int_params: Iterable[str]
                     continue
                 if isinstance(x, c_ast.ArrayRef) and isinstance(x.name, c_ast.ID) \
                         and x.name.name in rows:
-                    a, b = _split(_poly(x.subscript), rows[x.name.name])
-                    new = c_ast.ArrayRef(c_ast.ArrayRef(x.name, _expr(a, x.coord), x.coord),
-                                         _expr(b, x.coord), x.coord)
+                    a, b = _split(_poly(x.subscript, atoms), rows[x.name.name])
+                    new = c_ast.ArrayRef(c_ast.ArrayRef(x.name, _expr(a, atoms, x.coord),
+                                                        x.coord),
+                                         _expr(b, atoms, x.coord), x.coord)
                     if isinstance(child, list):
                         child[k] = new
                     else:

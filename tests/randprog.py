@@ -60,6 +60,10 @@ A ninth stream puts some statements and some updates of carried scalars under an
 on an array element (``if (B[i][j + 1] > 0.5f) { ... } else { ... }``, sometimes after
 an affine test), which bbmm evaluates at run time (``X = c ? e : X``).
 
+A tenth stream writes some two-dimensional arrays whose rows are exactly a parameter
+long as flat pointers or unsized arrays (``float *B``, ``B[(i + 1) * m + (j)]``), which
+bbmm reads as rows again (codegen/delinearize.py).
+
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
 from __future__ import annotations
@@ -147,6 +151,7 @@ class _Gen:
         self.rn = random.Random(seed * 67867967 + 13)  # awkward names: apart again
         self.ra = random.Random(seed * 86028121 + 19)  # temporaries as arrays: apart again
         self.rf = random.Random(seed * 95416939 + 23)  # ifs on the data: apart again
+        self.rl = random.Random(seed * 122949829 + 29)  # flat arrays: apart again
         self.n_temps = 0
         self.n_carried = 0
         self.top: list[tuple[str, str]] = []    # (name, C type) declared at the top
@@ -555,8 +560,49 @@ class _Gen:
         text = f"void {name}({', '.join(sig)}) {{\n" + "\n".join(decls + lines) + "\n}\n"
         text = self.temps_as_arrays(text)
         renames = self.awkward_names(text, list(params) + [a.name for a in self.arrays])
-        return Program(self.seed, name, _renamed(text, renames), params,
+        final = self.flattened(_renamed(text, renames), renames)
+        return Program(self.seed, name, final, params,
                        [renames.get(a.name, a.name) for a in self.arrays], text, renames)
+
+    def flattened(self, text: str, renames: dict[str, str]) -> str:
+        """Some two-dimensional arrays whose rows are exactly a parameter long (``float
+        B[n + 1][m]``) as flat pointers or unsized arrays, every ``B[x][y]`` written
+        ``B[(x) * m + (y)]`` (the tenth stream; bbmm reads them as rows again)."""
+        flat = {renames.get(a.name, a.name): renames.get(a.dims[1].cls, a.dims[1].cls)
+                for a in self.arrays if len(a.dims) == 2 and a.dims[1].pad == 0
+                and self.rl.random() < 0.3}
+        if not flat:
+            return text
+        from pycparser import c_ast, c_generator, c_parser
+        func = c_parser.CParser().parse(text).ext[0]
+
+        def fix(node) -> None:
+            for attr in node.__slots__:
+                child = getattr(node, attr, None)
+                kids = child if isinstance(child, list) else [child]
+                for k, x in enumerate(kids):
+                    if not isinstance(x, c_ast.Node):
+                        continue
+                    if isinstance(x, c_ast.ArrayRef) and isinstance(x.name, c_ast.ArrayRef) \
+                            and isinstance(x.name.name, c_ast.ID) and x.name.name.name in flat:
+                        fix(x.subscript)
+                        fix(x.name.subscript)
+                        row = c_ast.BinaryOp("*", x.name.subscript,
+                                             c_ast.ID(flat[x.name.name.name]))
+                        x = c_ast.ArrayRef(x.name.name, c_ast.BinaryOp("+", row, x.subscript))
+                        if isinstance(child, list):
+                            child[k] = x
+                        else:
+                            setattr(node, attr, x)
+                    else:
+                        fix(x)
+        fix(func.body)
+        for p in func.decl.type.args.params:
+            if getattr(p, "name", None) in flat:
+                elem = p.type.type.type
+                p.type = c_ast.PtrDecl([], elem) if self.rl.random() < 0.5 else \
+                    c_ast.ArrayDecl(elem, None, [])
+        return c_generator.CGenerator().visit(func)
 
     def temps_as_arrays(self, text: str) -> str:
         """Some temporaries ``T x = e;`` / ``T x;`` -> ``T x[K]; x[k] = e;`` / ``T x[K];``,

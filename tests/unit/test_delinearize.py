@@ -23,7 +23,7 @@ def _rows(src: str, ints=("n", "m")):
 @pytest.mark.parametrize("sub,row,col", [
     ("i*n + j", "i", "j"), ("n*i + j", "i", "j"), ("(i + 1)*n + j - 1", "i + 1", "j - 1"),
     ("j + n*(i - 2)", "i - 2", "j"), ("i * n + (j + 1)", "i", "j + 1"), ("2*i*n + j", "2 * i", "j"),
-    ("(int) (i * n) + 3", "i", "3"),
+    ("(int) (i * n) + 3", "i", "3"), ("(i % 2)*n + j / 2", "i % 2", "j / 2"),
 ])
 def test_subscripts_split_into_row_and_column(sub, row, col):
     rows, text = _rows(f"void f(int n, float *A) {{ A[{sub}] = 0; A[0] = 1; }}".replace(
@@ -38,7 +38,7 @@ def test_subscripts_split_into_row_and_column(sub, row, col):
     "A[i*n + j] = A[i*m + j];",        # two strides
     "A[i*n*n] = 0;",                   # a product of three
     "A[i*j] = 0;",                     # a product of iterators
-    "A[i*n + j] = A[i / 2];",          # another form beside the product
+    "A[i*n + j] = A[(int) C[i]];",     # an indirect access beside the product
     "A[i*n + j] = B(A);",              # the array passed on
 ])
 def test_other_arrays_are_left_alone(body):
