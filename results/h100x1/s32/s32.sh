@@ -28,6 +28,20 @@ seeds() {  # randprog seeds: each program checked on 2 logical devices
 }
 D=tests/kernels/dataif
 S=results/h100x1/s32
+if [ "$1" = "d" ]; then
+# part d (fourth call, after pointers and flat arrays): the flat stencil beside the same
+# program with C99 arrays, the flat matrix-vector products, pointers, and random programs
+# of the tenth stream (flat arrays)
+date +%T
+run jacobi-flat tests/kernels/flat/jacobi.c tsteps=20 n=8192
+run jacobi-rect $S/jacobi_rect.c tsteps=20 n=8192
+run matvec-flat tests/kernels/flat/matvec.c n=16384 m=8192
+run pointers tests/kernels/pointers.c tsteps=5 n=4096 a=0.5
+run pointer_result tests/kernels/pointer_result.c n=1000000
+seeds 16 32 43 45 47 48 50 53 60
+date +%T
+exit 0
+fi
 if [ "$1" = "c" ]; then
 # part c (third call, after if/else pairs became selects and the code moved into modules
 # of one role each): upwind (tests/kernels/dataif/upwind.c), branches again, random
