@@ -28,6 +28,23 @@ seeds() {  # randprog seeds: each program checked on 2 logical devices
 }
 D=tests/kernels/dataif
 S=results/h100x1/s32
+if [ "$1" = "e" ]; then
+# part e: the flat jacobi's gap (call d): the flat one, the C99 one, the C99 one with B
+# one row short as bbmm infers it for the flat one; three runs each, then timelines
+date +%T
+for rep in 1 2 3; do
+  for f in tests/kernels/flat/jacobi.c $S/jacobi_rect.c $S/jacobi_short.c; do
+    r=$(python3 -m bbmm run $f --param tsteps=20 --param n=8192 --devices 1 --no-progress 2>&1 | grep -m1 'jacobi:')
+    echo "$(basename $f) rep $rep: $r"
+  done
+done
+for f in tests/kernels/flat/jacobi.c $S/jacobi_rect.c; do
+  python3 -m bbmm run $f --param tsteps=20 --param n=8192 --devices 1 --no-progress --profile /tmp/p.json 2>&1 | grep -v Warn | grep -v 'lambda: self' | tail -3
+  python3 scripts/timeline.py /tmp/p.json --gaps 3 2>&1 | head -25
+done
+date +%T
+exit 0
+fi
 if [ "$1" = "d" ]; then
 # part d (fourth call, after pointers and flat arrays): the flat stencil beside the same
 # program with C99 arrays, the flat matrix-vector products, pointers, and random programs
