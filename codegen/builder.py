@@ -737,6 +737,7 @@ class Builder(Temporaries, Expressions):
                     tuple(stmts.values()), rebuild(tree), ctx, tuple(self.args),
                     tuple(self.int_params.values()),
                     param_coords=tuple(self.param_coords.items()),
+                    inferred=tuple(sorted(self.unsized)),
                     helpers=tuple(self.helpers.values()))
 
     # }}}

@@ -53,6 +53,13 @@ class Program:
             out.append("  renamed: " + ", ".join(
                 f"{c} -> {m} ({unsafe(c)})"
                 for m, c in s.c_names))
+        if s.inferred:   # arrays bbmm shaped itself (pointers, flat, B[][n]): say how
+            rows = dict(s.rows)
+            out.append("  sized from their subscripts: " + ", ".join(
+                a + "".join(f" ({', '.join(why)})" for why in [
+                    (["pointer"] if a in s.pointers else [])
+                    + ([f"flat, rows of {rows[a]}"] if a in rows else [])] if why)
+                for a in s.inferred))
         local = [a for a in s.arrays if a.local]
         if local:   # expanded scalars and C local arrays: the runtime's, not the caller's
             out.append("  local arrays: " + ", ".join(

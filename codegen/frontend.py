@@ -96,7 +96,7 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     defs = {f.decl.name: rename_unsafe(f, identifiers(f))[0] for f in src.ast.ext
             if isinstance(f, c_ast.FuncDef) and f is not func and f.decl.name != "main"}
     # float *x used as x[i] or *x only: the array float x[], sized by its subscripts
-    func, _ = pointer_arrays(func)
+    func, pointers = pointer_arrays(func)
     # names isl, the Python driver or OpenCL cannot take get model names (iter -> iter_)
     func, c_names = rename_unsafe(func, taken)
     taken |= set(c_names)
@@ -119,7 +119,15 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
         scop = _model(func, filename, src.cmap, defs, taken, c_names, rows)
     sizes = main_sizes(src.ast, func)
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
-                                          if p in sizes), c_names=tuple(c_names.items()))
+                                          if p in sizes), c_names=tuple(c_names.items()),
+                     rows=tuple(sorted(rows.items())),
+                     pointers=tuple(sorted(c_names_of(pointers, c_names))))
+
+
+def c_names_of(names, c_names: Mapping[str, str]) -> list[str]:
+    """The model names of C names (those :func:`codegen.names.rename_unsafe` renamed)."""
+    model = {c: m for m, c in c_names.items()}
+    return [model.get(n, n) for n in names]
 
 
 def _model(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,

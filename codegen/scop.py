@@ -634,6 +634,14 @@ class Scop:
     """(model name, C name) of each name of the C function that isl, the Python driver or
     OpenCL cannot take, renamed by the front end (:mod:`codegen.names`): ``iter_``, ``iter``.
     Every other field holds model names."""
+    rows: tuple[tuple[str, str], ...] = ()
+    """(array, parameter) of each flat array read as rows of that parameter
+    (:mod:`codegen.delinearize`: ``A[i*n + j]`` as ``A[i][j]``)."""
+    pointers: tuple[str, ...] = ()
+    """Pointer parameters taken as arrays (:func:`codegen.scalarize.pointer_arrays`)."""
+    inferred: tuple[str, ...] = ()
+    """Arrays whose first size the front end inferred from their subscripts (pointers,
+    flat arrays, ``float B[][n]``: :meth:`codegen.builder.Builder.infer_sizes`)."""
 
     copy = replace
 

@@ -78,3 +78,18 @@ def test_a_column_that_can_leave_the_row_is_refused():
     with pytest.raises(UnsupportedProgramError,
                        match=r"rows of 'n' elements .*'A\[i\]\[j \+ 1\]'.*leave 0 \.\. n - 1"):
         parse_source(src, "bad.c")
+
+
+def test_bbmm_compile_says_which_arrays_it_shaped(tmp_path):
+    """Pointers, flat arrays and a first size left to the caller get their sizes from
+    their subscripts; ``bbmm compile`` lists them, a pointer with its C name."""
+    from codegen.compile import compile_program
+    p = tmp_path / "s.c"
+    p.write_text("void s(int n, float *A, float *half, float B[][n]) {\n"
+                 "  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {\n"
+                 "    A[i*n + j] = B[i][j] + *half; } }\n")
+    prog = compile_program(p)
+    text = prog.summary()
+    assert "arrays: float A[n][n], float half_[1], float B[n][n]" in text
+    assert "sized from their subscripts: A (pointer, flat, rows of n), B, half_ (pointer)" \
+        in text
