@@ -28,7 +28,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pycparser import c_ast, c_generator, c_parser
@@ -344,6 +344,21 @@ def const_int(node: c_ast.Node | None, env: Mapping[str, int] | None = None) -> 
             return a - b * (abs(a) // abs(b) if (a >= 0) == (b >= 0) else -(abs(a) // abs(b)))
         return a + b if node.op == "+" else a - b if node.op == "-" else a * b
     return None
+
+
+def replace_children(node: c_ast.Node, fn: Callable[[c_ast.Node], list[c_ast.Node]]
+                     ) -> None:
+    """Each child ``x`` of ``node`` replaced, in place, by the nodes ``fn(x)`` (a list of
+    children takes them all; a single child is replaced only by a single node)."""
+    for attr in node.__slots__:
+        child = getattr(node, attr, None)
+        if isinstance(child, list):       # statements, arguments (or names: strings)
+            setattr(node, attr, [y for x in child for y in (
+                fn(x) if isinstance(x, c_ast.Node) else [x])])
+        elif isinstance(child, c_ast.Node):
+            new = fn(child)
+            if len(new) == 1:
+                setattr(node, attr, new[0])
 
 
 def identifiers(node: c_ast.Node) -> set[str]:

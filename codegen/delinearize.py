@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from pycparser import c_ast, c_generator
 
-from codegen.csource import const_int
+from codegen.csource import const_int, replace_children
 
 __all__ = ["delinearize"]
 
@@ -145,26 +145,15 @@ def delinearize(func: c_ast.FuncDef, int_params: Iterable[str]
         return func, {}
     func = copy.deepcopy(func)
 
-    def rewrite(node: c_ast.Node) -> None:
-        for attr in node.__slots__:
-            child = getattr(node, attr, None)
-            kids = child if isinstance(child, list) else [child]
-            for k, x in enumerate(kids):
-                if not isinstance(x, c_ast.Node):
-                    continue
-                if isinstance(x, c_ast.ArrayRef) and isinstance(x.name, c_ast.ID) \
-                        and x.name.name in rows:
-                    a, b = _split(_poly(x.subscript, atoms), rows[x.name.name])
-                    new = c_ast.ArrayRef(c_ast.ArrayRef(x.name, _expr(a, atoms, x.coord),
-                                                        x.coord),
-                                         _expr(b, atoms, x.coord), x.coord)
-                    if isinstance(child, list):
-                        child[k] = new
-                    else:
-                        setattr(node, attr, new)
-                else:
-                    rewrite(x)
-    rewrite(func.body)
+    def rows_of(x: c_ast.Node) -> list[c_ast.Node]:
+        if isinstance(x, c_ast.ArrayRef) and isinstance(x.name, c_ast.ID) \
+                and x.name.name in rows:
+            a, b = _split(_poly(x.subscript, atoms), rows[x.name.name])
+            return [c_ast.ArrayRef(c_ast.ArrayRef(x.name, _expr(a, atoms, x.coord), x.coord),
+                                   _expr(b, atoms, x.coord), x.coord)]
+        replace_children(x, rows_of)
+        return [x]
+    replace_children(func.body, rows_of)
     for p in func.decl.type.args.params:
         if getattr(p, "name", None) in rows:
             t = p.type

@@ -28,11 +28,11 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from pycparser import c_ast
 
-from codegen.csource import const_int, identifiers, scalar_type
+from codegen.csource import const_int, identifiers, replace_children, scalar_type
 
 __all__ = ["MAX_ELEMENTS", "pointer_arrays", "scalarize_small_arrays"]
 
@@ -80,20 +80,6 @@ def _candidates(func: c_ast.FuncDef) -> dict[str, tuple[c_ast.Decl, list[int]]]:
     return out
 
 
-def _rewrite(node: c_ast.Node, fn: Callable[[c_ast.Node], list[c_ast.Node]]) -> None:
-    """Each child ``x`` of ``node`` replaced, in place, by the nodes ``fn(x)`` (a list of
-    children takes them all; a single child is replaced only by a single node)."""
-    for attr in node.__slots__:
-        child = getattr(node, attr, None)
-        if isinstance(child, list):       # statements, arguments (or names: strings)
-            setattr(node, attr, [y for x in child for y in (
-                fn(x) if isinstance(x, c_ast.Node) else [x])])
-        elif isinstance(child, c_ast.Node):
-            new = fn(child)
-            if len(new) == 1:
-                setattr(node, attr, new[0])
-
-
 def pointer_arrays(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str]]:
     """``(func', names)``: a copy of ``func`` whose parameters ``T *p`` (T float, double or
     an integer type) used only as ``p[e]`` or ``*p`` are the arrays ``T p[]``, every
@@ -125,9 +111,9 @@ def pointer_arrays(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str]]:
         if isinstance(x, c_ast.UnaryOp) and x.op == "*" and isinstance(x.expr, c_ast.ID) \
                 and x.expr.name in names:
             return [c_ast.ArrayRef(x.expr, c_ast.Constant("int", "0", x.coord), x.coord)]
-        _rewrite(x, element)
+        replace_children(x, element)
         return [x]
-    _rewrite(func.body, element)
+    replace_children(func.body, element)
     for p in func.decl.type.args.params:
         if getattr(p, "name", None) in names:
             p.type = c_ast.ArrayDecl(p.type.type, None, [], p.coord)
@@ -212,10 +198,10 @@ def _scalarize(func: c_ast.FuncDef, taken: Iterable[str]
             name, subs = _index(x)
             if name in cands:
                 return [c_ast.ID(names[name, tuple(subs)], x.coord)]
-        _rewrite(x, replace)
+        replace_children(x, replace)
         return [x]
 
-    _rewrite(func.body, replace)
+    replace_children(func.body, replace)
     elems = {s: f"{n}[{']['.join(map(str, idx))}]" for (n, idx), s in names.items()}
     return func, elems
 
@@ -301,12 +287,12 @@ def _unroll_for_arrays(func: c_ast.FuncDef, arrays: set[str]) -> c_ast.FuncDef:
         def value(x: c_ast.Node) -> list[c_ast.Node]:
             if isinstance(x, c_ast.ID) and x.name == c:
                 return [c_ast.Constant("int", str(k), x.coord)]
-            _rewrite(x, value)
+            replace_children(x, value)
             return [x]
         return value(copy.deepcopy(node))[0]
 
     def unroll(x: c_ast.Node) -> list[c_ast.Node]:
-        _rewrite(x, unroll)                    # inner loops first
+        replace_children(x, unroll)                    # inner loops first
         if isinstance(x, c_ast.For):
             t = _trips(x)
             if t is not None and 0 < len(t[1]) <= MAX_ELEMENTS \
@@ -316,5 +302,5 @@ def _unroll_for_arrays(func: c_ast.FuncDef, arrays: set[str]) -> c_ast.FuncDef:
                                         for k in values], x.coord)]
         return [x]
 
-    _rewrite(func.body, unroll)
+    replace_children(func.body, unroll)
     return func

@@ -574,29 +574,18 @@ class _Gen:
         if not flat:
             return text
         from pycparser import c_ast, c_generator, c_parser
+
+        from codegen.csource import replace_children
         func = c_parser.CParser().parse(text).ext[0]
 
-        def fix(node) -> None:
-            for attr in node.__slots__:
-                child = getattr(node, attr, None)
-                kids = child if isinstance(child, list) else [child]
-                for k, x in enumerate(kids):
-                    if not isinstance(x, c_ast.Node):
-                        continue
-                    if isinstance(x, c_ast.ArrayRef) and isinstance(x.name, c_ast.ArrayRef) \
-                            and isinstance(x.name.name, c_ast.ID) and x.name.name.name in flat:
-                        fix(x.subscript)
-                        fix(x.name.subscript)
-                        row = c_ast.BinaryOp("*", x.name.subscript,
-                                             c_ast.ID(flat[x.name.name.name]))
-                        x = c_ast.ArrayRef(x.name.name, c_ast.BinaryOp("+", row, x.subscript))
-                        if isinstance(child, list):
-                            child[k] = x
-                        else:
-                            setattr(node, attr, x)
-                    else:
-                        fix(x)
-        fix(func.body)
+        def fix(x):
+            replace_children(x, fix)             # inner references first
+            if isinstance(x, c_ast.ArrayRef) and isinstance(x.name, c_ast.ArrayRef) \
+                    and isinstance(x.name.name, c_ast.ID) and x.name.name.name in flat:
+                row = c_ast.BinaryOp("*", x.name.subscript, c_ast.ID(flat[x.name.name.name]))
+                x = c_ast.ArrayRef(x.name.name, c_ast.BinaryOp("+", row, x.subscript))
+            return [x]
+        replace_children(func.body, fix)
         for p in func.decl.type.args.params:
             if getattr(p, "name", None) in flat:
                 elem = p.type.type.type
