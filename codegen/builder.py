@@ -71,6 +71,29 @@ def _collapse_count(pragma: c_ast.Pragma, fe: Builder) -> int:
 _ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=")
 
 
+def _restrict(ctx: Ctx, c, holds: bool = True) -> Ctx:
+    """``ctx`` under the affine condition ``c`` (or its negation): a domain constraint and
+    a guard."""
+    if holds:
+        return replace(ctx, cons=ctx.cons + (cond_isl(c),), guards=ctx.guards + (cond_c(c),))
+    return replace(ctx, cons=ctx.cons + (f"not ({cond_isl(c)})",),
+                   guards=ctx.guards + (f"!({cond_c(c)})",))
+
+
+def _conjunction(tests) -> c_ast.Node:
+    """``t0 && t1 && ...`` (C's order: each evaluated only where the ones before hold)."""
+    out = tests[0]
+    for t in tests[1:]:
+        out = c_ast.BinaryOp("&&", out, t, t.coord)
+    return out
+
+
+def _select(lv: c_ast.Node, test: c_ast.Node, a: c_ast.Node, b: c_ast.Node,
+            coord) -> c_ast.Assignment:
+    """``lv = test ? a : b;``, at ``coord`` in the source."""
+    return c_ast.Assignment("=", lv, c_ast.TernaryOp(test, a, b, coord), coord)
+
+
 class _Scope:
     """Marks where a C block opens or closes in :meth:`Builder.flatten`'s output."""
 
@@ -296,20 +319,15 @@ class Builder(Temporaries, Expressions):
                 data.append(c)
         if not data:
             c = affine[0] if len(affine) == 1 else AffAnd(tuple(affine))
-            yes = replace(ctx, cons=ctx.cons + (cond_isl(c),), guards=ctx.guards + (cond_c(c),))
-            no = replace(ctx, cons=ctx.cons + (f"not ({cond_isl(c)})",),
-                         guards=ctx.guards + (f"!({cond_c(c)})",))
+            yes, no = _restrict(ctx, c), _restrict(ctx, c, holds=False)
         else:
             for c in affine:
-                ctx = replace(ctx, cons=ctx.cons + (cond_isl(c),), guards=ctx.guards + (cond_c(c),))
-            test = data[0]
-            for c in data[1:]:
-                test = c_ast.BinaryOp("&&", test, c, c.coord)
+                ctx = _restrict(ctx, c)
+            test = _conjunction(data)
             pairs = self.selects(it)
             if pairs is not None and len(pairs) == 1:   # X = c ? a : b;
                 (a, b), = pairs
-                yield c_ast.Assignment("=", a.lvalue, c_ast.TernaryOp(
-                    test, a.rvalue, b.rvalue, it.coord), a.coord), ctx
+                yield _select(a.lvalue, test, a.rvalue, b.rvalue, a.coord), ctx
                 return
             name = self.if_name(it)
             self.if_texts[name] = f"if ({self.text(it.cond)})"
@@ -319,8 +337,7 @@ class Builder(Temporaries, Expressions):
             ref = c_ast.ID(name, it.cond.coord)
             if pairs is not None:               # X = ifN ? a : d; Y = ifN ? b : e;
                 for a, b in pairs:
-                    yield c_ast.Assignment("=", a.lvalue, c_ast.TernaryOp(
-                        ref, a.rvalue, b.rvalue, it.coord), a.coord), ctx
+                    yield _select(a.lvalue, ref, a.rvalue, b.rvalue, a.coord), ctx
                 return
             yes = replace(ctx, when=ctx.when + (ref,))
             no = replace(ctx, when=ctx.when + (c_ast.UnaryOp("!", ref, it.cond.coord),))
@@ -356,8 +373,7 @@ class Builder(Temporaries, Expressions):
                 if pairs is None or len(pairs) != 1:      # the test inlined: one use only
                     return None
                 (a, b), = pairs
-                x = c_ast.Assignment("=", a.lvalue, c_ast.TernaryOp(
-                    x.cond, a.rvalue, b.rvalue, x.coord), a.coord)
+                x = _select(a.lvalue, x.cond, a.rvalue, b.rvalue, a.coord)
             if not (isinstance(x, c_ast.Assignment) and x.op == "="
                     and isinstance(x.lvalue, (c_ast.ID, c_ast.ArrayRef))
                     and not isinstance(x.rvalue, c_ast.Assignment)):
@@ -396,16 +412,12 @@ class Builder(Temporaries, Expressions):
             conds = conds[t.when:]
         if not conds:
             return node
-        test = conds[0]
-        for c in conds[1:]:
-            test = c_ast.BinaryOp("&&", test, c, node.coord)
         if op == "=":
             value = rhs
         else:
             value = c_ast.BinaryOp(op[0], lv, rhs if rhs is not None
                                    else c_ast.Constant("int", "1", node.coord), node.coord)
-        return c_ast.Assignment("=", lv, c_ast.TernaryOp(test, value, lv, node.coord),
-                                node.coord)
+        return _select(lv, _conjunction(conds), value, lv, node.coord)
 
     def block(self, items: list[c_ast.Node], ctx: Ctx, collapse: int = 0,
               collapse_from: c_ast.Node | None = None) -> tuple[Node, ...]:
