@@ -648,10 +648,10 @@ class Builder(Temporaries, Expressions):
         if op != "=":
             self.access(lhs_node, ctx, cur, "read")
         rhs = Num("1", "int") if rhs_node is None else self.expr(rhs_node, ctx, cur)
-        temps = self.replay(self.uses, ctx, cur, self.coord(node))
+        temps = self.replay(self.uses, ctx, cur)
         lhs = self.access(lhs_node, ctx, cur, "write")
         t = self.expanded(lhs_node)              # values read from it know it by this name
-        self.temp_writes(t.unique if t is not None else lhs.array, ctx, node)
+        self.temp_writes(t.unique if t is not None else lhs.array, ctx)
         self.stmts[name] = Statement(name, ctx.iters, tuple(lp.id for lp in ctx.loops), dom,
                                      None, tuple(cur[2]), lhs, rhs, op, self.coord(node),
                                      self.text(node) + ";", ctx.guards, temps)

@@ -75,10 +75,10 @@ class Version:
     """Arrays the value is computed from, through ``deps`` too."""
     text: str
     coord: object = None
-    clobbered: tuple[str, object] | None = None
-    """(array, where) of the first write since to an array in :attr:`arrays`."""
+    clobbered: bool = False
+    """An array in :attr:`arrays` has been written since."""
     readers: list = field(default_factory=list)
-    """(loop ids, where) of each statement that reads the value."""
+    """The loop ids around each statement that reads the value."""
 
 
 class Temporaries:
@@ -224,7 +224,7 @@ class Temporaries:
                                f"before the modelled region assigns it", node)
             raise self.err(f"temporary '{t.name}' is read before it is assigned", node)
         v = self.versions[t.version]
-        if v.clobbered is not None:
+        if v.clobbered:
             raise NeedsExpansion(t.unique, t.loops)
         return v.seq
 
@@ -238,8 +238,8 @@ class Temporaries:
                 todo.extend(self.versions[v].deps)
         return [self.versions[v] for v in sorted(seen)]
 
-    def temp_writes(self, array: str, ctx: Ctx, node: c_ast.Node) -> None:
-        """A statement at ``node`` writes ``array``: values computed from it are stale from
+    def temp_writes(self, array: str, ctx: Ctx) -> None:
+        """A statement at ``ctx`` writes ``array``: values computed from it are stale from
         now on, and one read by a statement inside a loop that also holds this write (but
         not the assignment) would be recomputed from the new values on the next trip, so
         that temporary is kept in memory instead (:class:`codegen.expand.NeedsExpansion`)."""
@@ -247,20 +247,18 @@ class Temporaries:
         for v in self.versions:
             if array not in v.arrays:
                 continue
-            if v.clobbered is None:
-                v.clobbered = (array, self.coord(node))
-            for loops, _ in v.readers:
+            v.clobbered = True
+            for loops in v.readers:
                 if (set(loops) & here) - set(v.temp.loops):
                     raise NeedsExpansion(v.temp.unique, v.temp.loops)
 
-    def replay(self, uses: Sequence[int], ctx: Ctx, cur: Cur, where: object
-               ) -> tuple[Temp, ...]:
+    def replay(self, uses: Sequence[int], ctx: Ctx, cur: Cur) -> tuple[Temp, ...]:
         """The statement ``cur``'s :class:`codegen.scop.Temp` list: the assignments it
         needs, their array references made accesses of this statement."""
         out, declared = [], set()
         loops = tuple(lp.id for lp in ctx.loops)
         for v in self.needed(uses):
-            v.readers.append((loops, where))
+            v.readers.append(loops)
             expr = map_refs(v.expr, lambda r, refs=v.refs: self.rehome(r, refs, ctx, cur))
             out.append(Temp(v.temp.unique, v.temp.ctype, v.op, expr,
                             v.temp.unique not in declared, v.text, v.seq))
