@@ -54,12 +54,12 @@ class Program:
                 f"{c} -> {m} ({unsafe(c)})"
                 for m, c in s.c_names))
         if s.inferred:   # arrays bbmm shaped itself (pointers, flat, B[][n]): say how
-            rows = dict(s.rows)
-            out.append("  sized from their subscripts: " + ", ".join(
-                a + "".join(f" ({', '.join(why)})" for why in [
-                    (["pointer"] if a in s.pointers else [])
-                    + ([f"flat, rows of {rows[a]}"] if a in rows else [])] if why)
-                for a in s.inferred))
+            rows, shaped = dict(s.rows), []
+            for a in s.inferred:
+                why = (["pointer"] if a in s.pointers else []) + \
+                    ([f"flat, rows of {rows[a]}"] if a in rows else [])
+                shaped.append(f"{a} ({', '.join(why)})" if why else a)
+            out.append("  sized from their subscripts: " + ", ".join(shaped))
         local = [a for a in s.arrays if a.local]
         if local:   # expanded scalars and C local arrays: the runtime's, not the caller's
             out.append("  local arrays: " + ", ".join(
