@@ -646,16 +646,16 @@ def _clipped(tb: TileBuffers, a: str, boxes: Sequence[Box]) -> Iterator[tuple[Co
                 yield c, inter
 
 
-EDGE_POINTS = 1 << 22
-"""Default of ``$BBMM_EDGE``: the fewest points a tile writes for its flow-out rows to run
-first. A hop of the flow-out costs about 30 us on the H200s (``s17/kernels.txt``), and a
-tile of 4M float points moves at least 32 MB, about 8 us at 4 TB/s: below that, the
-launch a split adds costs about what it hides."""
+EDGE_POINTS = 0
+"""Default of ``$BBMM_EDGE``: off. Running a tile's flow-out rows first (change 52) hides the
+halo's hop only where the host has time for the extra launch and copy; on two H200s the
+host is not that far ahead, and heat2d's step went from 0.40 to 0.50 ms with the split
+(``results/h200x2/s33/calld.txt``, side by side)."""
 
 
 def edge_points(spec: str | None) -> int:
-    """``$BBMM_EDGE``: ``0`` (or ``off``) never splits a tile, ``N`` splits tiles that write
-    at least N points (``1``: every tile with flow-out another device holds)."""
+    """``$BBMM_EDGE``: ``0`` (or ``off``, the default) never splits a tile, ``N`` splits tiles
+    that write at least N points (``1``: every tile with flow-out another device holds)."""
     if spec is None or not spec.strip():
         return EDGE_POINTS
     text = spec.strip().lower()

@@ -20,7 +20,7 @@ from drivers import jacobi_reference, run_jacobi
 
 @pytest.fixture(autouse=True)
 def _split_small_tiles(monkeypatch):
-    monkeypatch.setenv("BBMM_EDGE", "1")  # these tiles are far below the default's 4M points
+    monkeypatch.setenv("BBMM_EDGE", "1")  # the default is off
 
 
 def make(ndev):
@@ -159,7 +159,7 @@ def test_edges_off(monkeypatch):
     np.testing.assert_allclose(rt.host.array("A"), jacobi_reference(A, B, steps)[0], rtol=1e-12)
 
 
-def test_small_tiles_stay_whole_by_default(monkeypatch):
+def test_tiles_stay_whole_by_default(monkeypatch):
     monkeypatch.delenv("BBMM_EDGE")
     rng = np.random.default_rng(6)
     rt = Runtime(make(2), {"A": rng.random((26, 26)), "B": rng.random((26, 26))})
