@@ -63,4 +63,9 @@ if [ "$part" = "e" ]; then
   timeout 200 python3 scripts/exp_datascaling.py --sizes paper --programs heat2d,fdtd2d,heat3d,mvt,blackscholes --param heat2d:tsteps=200 --param fdtd2d:tmax=200 --param heat3d:tsteps=200 --devices 1,2 --repeat 1 --warmup 1 --no-plot --out $OUT/ds
   timeout 150 python3 results/h200x1/s21/checks.py 2>&1 | grep -v Warn | grep -v 'lambda: self' | grep 'rc=\|checks:'
 fi
+if [ "$part" = "f" ]; then
+  # call E's refusals on one GPU with their reasons, then every check on two GPUs
+  ONLY=blackscholes,imperfect,pointer_result,redblack,decimate,argmax,upwind,helper_words timeout 60 python3 results/h200x2/s33/checks2.py 1 2>&1 | grep 'rc=\|error\|check \|checks:'
+  timeout 240 python3 results/h200x2/s33/checks2.py 2 2>&1 | grep 'rc=\|error\|check fail\|checks:'
+fi
 echo "# done $(date +%T)"
