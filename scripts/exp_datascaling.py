@@ -15,6 +15,12 @@ number of iterations of the outermost serial loop; the median of the individual
 iterations is in the CSV too (``iter_median_s``). mvt and blackscholes have no serial
 loop: their whole-run time is compared instead (``per = run``).
 
+``--steady EXTRA`` also runs each program with a time-step parameter (tsteps, tmax) for
+EXTRA more steps and reports the *steady* time per step, the difference of the two runs'
+shortest walls over EXTRA, and its ratio ``steady t(1)/t(N)``: the per-step cost without the
+first read-in and the last write-out, which on two GPUs sharing one host link (55 GB/s in
+all on the H200 machines) take twice as long for twice the data.
+
 On a CPU with PoCL all logical devices share the same cores, so N devices get the same
 compute for N times the work: expect about 1/N there; the figure means something on
 N real GPUs.
@@ -40,12 +46,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import expcommon as ec  # noqa: E402
 
 EXP = "datascaling"
+STEPS = ("tsteps", "tmax")
+"""Time-step parameters: a run EXTRA steps longer gives the steady time per step."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = ec.make_parser(EXP, __doc__, programs=ec.TABLE4, devices="1,2", sizes="small",
                        repeat=3)
+    p.add_argument("--steady", type=int, default=0, metavar="EXTRA",
+                   help="also run programs with a time-step parameter EXTRA steps longer and "
+                        "report the steady time per step (0: off)")
     args = p.parse_args(argv)
+    if args.steady < 0:
+        p.error(f"--steady: {args.steady} is negative")
     names = ec.program_list(args, ec.TABLE4)
     ndevs = sorted(set(ec.device_counts(args)))
     if ndevs[0] != 1:
@@ -59,6 +72,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         m = ec.measure(bench, devs, tile=args.tile, repeat=args.repeat,
                        warmup=args.warmup, check=args.check)
         res[(name, nd)] = m.fig
+        step = next((k for k in STEPS if k in params), None)
+        if args.steady and step and "error" not in m.fig:
+            longer = dict(params, **{step: params[step] + args.steady})
+            m2 = ec.measure(ec.load_bench(name, longer), devs, tile=args.tile,
+                            repeat=args.repeat, warmup=0, check=False)
+            if "error" not in m2.fig:
+                m.fig["steady_s"] = (m2.fig["wall_min_s"] - m.fig["wall_min_s"]) / args.steady
     note = sweep.note
 
     rows = []
@@ -78,6 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "speedup_per_iter": (t1 / tn) if (t1 and tn) else None,
                 "speedup_per_iter_median": (base["iter_median_s"] / f["iter_median_s"])
                 if serial and f.get("iter_median_s") else None,
+                "steady_s": f.get("steady_s"),
+                "speedup_steady": (base["steady_s"] / f["steady_s"])
+                if base.get("steady_s") and f.get("steady_s") else None,
                 "t_compute_s": f.get("t_compute_s"), "t_memory_mgmt_s": f.get("t_memory_mgmt_s"),
                 "t_flowout_s": f.get("t_flowout_s"), "t_flowin_s": f.get("t_flowin_s"),
                 "t_writeout_s": f.get("t_writeout_s"),
@@ -90,10 +113,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("bytes_per_device", "data/dev", "bytes"), ("per", "per", ""),
             ("iter_s", "time/iter s", ".4g"), ("iter_median_s", "median iter s", ".4g"),
             ("speedup_per_iter", "t(1)/t(N)", ".3f")]
+    if args.steady:
+        cols += [("steady_s", "steady step s", ".4g"), ("speedup_steady", "steady t(1)/t(N)", ".3f")]
     text = (f"Figure 10(a): data scaling ({note}; ideal t(1)/t(N) = 1.0)\n"
             + ec.table(rows, cols) + "\ngeometric mean of t(1)/t(N): "
             + ", ".join(f"{nd} devices: {v:.3f}" if v else f"{nd} devices: -"
                         for nd, v in gm.items()))
+    if args.steady:
+        text += (f"\nsteady: the difference of runs {args.steady} steps apart (shortest walls) "
+                 "over those steps")
 
     def plot(path: Any) -> None:
         plt = ec.plt()

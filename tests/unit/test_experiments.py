@@ -167,6 +167,25 @@ def test_datascaling(tmp_path):
 
 @pytest.mark.device
 @needs_cl
+def test_datascaling_steady(tmp_path, capsys):
+    """--steady EXTRA: a time-stepped program gets a steady time per step from a run EXTRA
+    steps longer; a program without time steps gets none."""
+    import exp_datascaling
+    assert exp_datascaling.main(["--programs", "heat2d,mvt", "--devices", "1,2", "--steady", "6",
+                                 "--out", str(tmp_path), *COMMON]) == 0
+    assert "steady t(1)/t(N)" in capsys.readouterr().out
+    rows, _doc = _outputs(tmp_path, "datascaling")
+    by = {(r["program"], int(r["ndev"])): r for r in rows}
+    for nd in (1, 2):
+        assert _f(by[("heat2d", nd)]["steady_s"]) != 0
+        assert by[("mvt", nd)]["steady_s"] in ("", None)
+    assert _f(by[("heat2d", 1)]["speedup_steady"]) == pytest.approx(1.0)
+    with pytest.raises(SystemExit):
+        exp_datascaling.main(["--steady", "-1", "--out", str(tmp_path)])
+
+
+@pytest.mark.device
+@needs_cl
 def test_allocation(tmp_path):
     import exp_allocation
     assert exp_allocation.main(["--programs", "floyd,heat2d", "--devices", "2", "--check",

@@ -68,4 +68,10 @@ if [ "$part" = "f" ]; then
   ONLY=blackscholes,imperfect,pointer_result,redblack,decimate,argmax,upwind,helper_words timeout 60 python3 results/h200x2/s33/checks2.py 1 2>&1 | grep 'rc=\|error\|check \|checks:'
   timeout 240 python3 results/h200x2/s33/checks2.py 2 2>&1 | grep 'rc=\|error\|check fail\|checks:'
 fi
+if [ "$part" = "g" ]; then
+  # target 4 steady: per-step time without the first read-in and last write-out (runs 300
+  # steps apart), stencils at paper sizes; Floyd's steady k once more
+  timeout 200 python3 scripts/exp_datascaling.py --sizes paper --programs heat2d,fdtd2d,heat3d --param heat2d:tsteps=20 --param fdtd2d:tmax=20 --param heat3d:tsteps=20 --steady 300 --devices 1,2 --repeat 2 --warmup 1 --no-plot --out $OUT/dss
+  timeout 100 python3 scripts/bench_floor.py --heat2d 0 --devices 2 --repeat 3 | tail -2
+fi
 echo "# done $(date +%T)"
