@@ -31,6 +31,7 @@ from codegen.cexpr import (
     why,
 )
 from codegen.csource import INT_WORDS, ColumnMap, identifiers, scalar_type
+from codegen.delinearize import FlatColumnError
 from codegen.expand import Plan, affine_bound
 from codegen.scop import (
     AffAnd,
@@ -712,7 +713,7 @@ class Builder(Temporaries, Expressions):
             for st in self.stmts.values():
                 for acc in st.accesses:
                     if acc.array == a and not acc.relation.range().is_subset(inside):
-                        raise UnsupportedProgramError(
+                        raise FlatColumnError(
                             f"bbmm reads the flat array '{a}' as rows of '{n}' elements "
                             f"({a}[r*{n} + c] as {a}[r][c]); here, as '{acc.text}', the "
                             f"column can leave 0 .. {n} - 1 (an element would then have "

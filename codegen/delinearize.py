@@ -10,8 +10,12 @@ host, as long as ``0 <= b < n`` wherever the access runs. That keeps each elemen
 pair ``(a, b)``, which the model needs (``(a + 1, b - n)`` would be the same element under
 another name, and its dependences would be lost); the front end proves it for every
 access (:meth:`codegen.builder.Builder.check_rows`) and refuses the program otherwise.
+A column written ``n - 1 - j`` (``A[i*n + n - 1 - j]``, a row read backwards) is found in a
+second reading, ``wrap``, that takes one ``n`` into the column of such subscripts: the
+row ``i`` at ``n - 1 - j`` rather than the row ``i + 1`` at ``-1 - j``.
 
 .. autofunction:: delinearize
+.. autoexception:: FlatColumnError
 """
 from __future__ import annotations
 
@@ -20,9 +24,16 @@ from collections.abc import Iterable
 
 from pycparser import c_ast, c_generator
 
+from bbmm.diagnostic import UnsupportedProgramError
 from codegen.csource import const_int, replace_children
 
-__all__ = ["delinearize"]
+__all__ = ["FlatColumnError", "delinearize"]
+
+
+class FlatColumnError(UnsupportedProgramError):
+    """A flat array's column can leave ``0 .. n - 1`` where an access runs
+    (:meth:`codegen.builder.Builder.check_rows`); the front end then tries the reading with
+    ``wrap`` before it refuses the program."""
 
 _Poly = dict  # monomial (sorted tuple of names, at most two) -> integer coefficient
 
@@ -87,10 +98,20 @@ def _split(p: _Poly, n: str) -> tuple[_Poly, _Poly] | None:
     return a, b
 
 
+def _wraps(b: _Poly) -> bool:
+    """Whether the column ``b`` is below 0 wherever its variables are at least 0 (no
+    positive coefficient, and a negative one or a negative constant): ``-1 - j``, ``-j``.
+    Then ``b + n`` is the column to try (``n - 1 - j``)."""
+    const = b.get((), 0)
+    coefs = [c for m, c in b.items() if m]
+    return all(c <= 0 for c in coefs) and (const < 0 or any(c < 0 for c in coefs))
+
+
 def _expr(p: _Poly, atoms: dict[str, c_ast.Node], coord) -> c_ast.Node:
     """C of a polynomial of degree at most 1 (its atoms as they were written)."""
     out: c_ast.Node | None = None
-    for m, c in sorted(p.items(), key=lambda mc: (len(mc[0]) == 0, mc[0])):
+    # variables before the constant, added ones before subtracted: n - j - 1, not -j + n - 1
+    for m, c in sorted(p.items(), key=lambda mc: (len(mc[0]) == 0, mc[1] < 0, mc[0])):
         mag = abs(c)
         var = None if not m else copy.deepcopy(atoms[m[0]]) if m[0].startswith("@") \
             else c_ast.ID(m[0], coord)
@@ -104,14 +125,16 @@ def _expr(p: _Poly, atoms: dict[str, c_ast.Node], coord) -> c_ast.Node:
     return out if out is not None else c_ast.Constant("int", "0", coord)
 
 
-def delinearize(func: c_ast.FuncDef, int_params: Iterable[str]
+def delinearize(func: c_ast.FuncDef, int_params: Iterable[str], wrap: bool = False
                 ) -> tuple[c_ast.FuncDef, dict[str, str]]:
     """``(func', {array: n})``: a copy of ``func`` whose one-dimensional array parameters
     (``float A[]``, ``float A[n * m]``, a pointer made an array) subscripted ``a*n + b``,
     for one integer parameter ``n`` and at least one access with such a product, are
     ``A[][n]`` subscripted ``[a][b]`` (the first size is inferred from the subscripts);
     ``func`` itself when there is none. An array some access of which has another form
-    stays as it is (and its product is refused as not affine)."""
+    stays as it is (and its product is refused as not affine). With ``wrap``, a column
+    below 0 wherever its variables are not (:func:`_wraps`) is read one row up:
+    ``[a - 1][b + n]``, the same element."""
     ints = set(int_params)
     params = func.decl.type.args.params if func.decl.type.args else []
     flat = {p.name for p in params if isinstance(p, c_ast.Decl)
@@ -148,7 +171,11 @@ def delinearize(func: c_ast.FuncDef, int_params: Iterable[str]
     def rows_of(x: c_ast.Node) -> list[c_ast.Node]:
         if isinstance(x, c_ast.ArrayRef) and isinstance(x.name, c_ast.ID) \
                 and x.name.name in rows:
-            a, b = _split(_poly(x.subscript, atoms), rows[x.name.name])
+            n = rows[x.name.name]
+            a, b = _split(_poly(x.subscript, atoms), n)
+            if wrap and _wraps(b):
+                a = {m: c for m, c in {**a, (): a.get((), 0) - 1}.items() if c}
+                b = {**b, (n,): b.get((n,), 0) + 1}
             return [c_ast.ArrayRef(c_ast.ArrayRef(x.name, _expr(a, atoms, x.coord), x.coord),
                                    _expr(b, atoms, x.coord), x.coord)]
         replace_children(x, rows_of)

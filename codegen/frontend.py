@@ -50,7 +50,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from pycparser import c_ast
+from pycparser import c_ast, c_generator
 
 from bbmm.diagnostic import UnsupportedProgramError
 from codegen.builder import Builder
@@ -62,11 +62,13 @@ from codegen.csource import (
     read_source,
     signature,
 )
-from codegen.delinearize import delinearize
+from codegen.delinearize import FlatColumnError, delinearize
 from codegen.expand import Plan, expand_scalars
 from codegen.names import c_text, in_c_names, rename_unsafe
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
+
+_GEN = c_generator.CGenerator()
 
 
 def parse_file(path: str | os.PathLike, function: str | None = None,
@@ -101,27 +103,45 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     func, c_names = rename_unsafe(func, taken)
     taken |= set(c_names)
     # a flat array subscripted A[i*n + j] everywhere: the rows A[][n] at [i][j]
-    func, rows = delinearize(func, [p.name for p in signature(func) if p.kind == "int"])
-    # float w[3] used as w[0], w[1], w[2] only: the scalars w_0, w_1, w_2, unless the
-    # model refuses them where it takes the array (a scalar read before any assignment
-    # is refused; an array element holds whatever C left there)
-    scalar_func, elements = scalarize_small_arrays(func, taken)
-    scop = None
-    if elements:
-        speak = {**c_names, **{s: c_text(e, c_names) for s, e in elements.items()}}
+    ints = [p.name for p in signature(func) if p.kind == "int"]
+    flat, rows = delinearize(func, ints)
+    try:
+        scop, func = _scop_of(flat, filename, src.cmap, defs, taken, c_names, rows)
+    except FlatColumnError as e:
+        # a column the first reading puts below 0 (A[i*n + n - 1 - j]: row i + 1 at
+        # -1 - j) may be a column of the row above (row i at n - 1 - j); check_rows
+        # proves the second reading or refuses it as it did the first
+        wrapped, rows = delinearize(func, ints, wrap=True)
+        if _GEN.visit(wrapped) == _GEN.visit(flat):
+            raise
         try:
-            scop = _model(scalar_func, filename, src.cmap, defs, taken | set(elements), speak,
-                          rows)
-            func = scalar_func
-        except UnsupportedProgramError:
-            pass
-    if scop is None:
-        scop = _model(func, filename, src.cmap, defs, taken, c_names, rows)
+            scop, func = _scop_of(wrapped, filename, src.cmap, defs, taken, c_names, rows)
+        except FlatColumnError:
+            raise e from None
     sizes = main_sizes(src.ast, func)
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
                                           if p in sizes), c_names=tuple(c_names.items()),
                      rows=tuple(sorted(rows.items())),
                      pointers=tuple(sorted(c_names_of(pointers, c_names))))
+
+
+def _scop_of(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,
+             defs: Mapping[str, c_ast.FuncDef], taken: set[str], c_names: Mapping[str, str],
+             rows: Mapping[str, str]) -> tuple[Scop, c_ast.FuncDef]:
+    """The scop of ``func`` and the function it was built from: with the small arrays
+    used element by element as scalars where the model takes them, else as written."""
+    # float w[3] used as w[0], w[1], w[2] only: the scalars w_0, w_1, w_2, unless the
+    # model refuses them where it takes the array (a scalar read before any assignment
+    # is refused; an array element holds whatever C left there)
+    scalar_func, elements = scalarize_small_arrays(func, taken)
+    if elements:
+        speak = {**c_names, **{s: c_text(e, c_names) for s, e in elements.items()}}
+        try:
+            return _model(scalar_func, filename, cmap, defs, taken | set(elements), speak,
+                          rows), scalar_func
+        except UnsupportedProgramError:
+            pass
+    return _model(func, filename, cmap, defs, taken, c_names, rows), func
 
 
 def c_names_of(names, c_names: Mapping[str, str]) -> list[str]:

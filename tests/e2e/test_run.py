@@ -55,6 +55,7 @@ PROGRAMS = [
     # flat arrays A[i*n + j] read as rows (codegen/delinearize.py)
     (KERNELS / "flat" / "jacobi.c", ["tsteps=3", "n=14"], "3KiB"),
     (KERNELS / "flat" / "matvec.c", ["n=21", "m=14"], "4KiB"),
+    (KERNELS / "flat" / "mirror.c", ["tsteps=3", "n=14"], "3KiB"),
     # steps other than 1, C's / and % by constants (tests/unit/test_quasi_affine.py)
     (KERNELS / "quasi" / "redblack.c", ["tsteps=3", "n=14"], "768B"),
     (KERNELS / "quasi" / "strides.c", ["tsteps=3", "n=14"], "1KiB"),

@@ -80,6 +80,45 @@ def test_a_column_that_can_leave_the_row_is_refused():
         parse_source(src, "bad.c")
 
 
+@pytest.mark.parametrize("sub,row,col", [
+    ("i*n + n - 1 - j", "i", "(n - j) - 1"), ("(i + 1)*n - 1 - j", "i", "(n - j) - 1"),
+    ("i*n - j + n", "i", "n - j"), ("i*n + j", "i", "j"), ("(i - 1)*n + j", "i - 1", "j"),
+])
+def test_wrap_reads_a_column_below_zero_one_row_up(sub, row, col):
+    f = c_parser.CParser().parse(f"void f(int n, float A[]) {{ A[{sub}] = 0; }}").ext[0]
+    g, rows = delinearize(f, ("n",), wrap=True)
+    assert rows == {"A": "n"}
+    assert f"A[{row}][{col}] = 0;" in c_generator.CGenerator().visit(g)
+
+
+def test_a_row_read_backwards_is_the_two_dimensional_program():
+    """``A[i*n + n - 1 - j]``: the first reading (row i + 1 at -1 - j) leaves 0 .. n - 1,
+    the second (row i at n - 1 - j) is proven and gives the C99 program's dependences."""
+    flat = """void f(int tsteps, int n, float *A, float *B) {
+      for (int t = 0; t < tsteps; t++)
+        for (int i = 1; i < n - 1; i++)
+          for (int j = 0; j < n; j++)
+            B[i*n + j] = A[i*n + n - 1 - j] + A[(i + 1)*n - 1 - j] + B[(i - 1)*n + j]; }"""
+    rect = """void f(int tsteps, int n, float A[n - 1][n], float B[n - 1][n]) {
+      for (int t = 0; t < tsteps; t++)
+        for (int i = 1; i < n - 1; i++)
+          for (int j = 0; j < n; j++)
+            B[i][j] = A[i][n - 1 - j] + A[i][n - 1 - j] + B[i - 1][j]; }"""
+    s1, d1 = _deps(flat)
+    s2, d2 = _deps(rect)
+    assert all(d1[k].is_equal(d2[k]) for k in d1) and not d1["flow"].is_empty()
+    assert dict(s1.rows) == {"A": "n", "B": "n"}
+
+
+def test_a_column_neither_reading_keeps_in_the_row_is_refused():
+    """``A[i*n - j]`` is row i at 0 for j = 0 and row i - 1 at n - j otherwise: one affine
+    reading cannot name it, and the refusal quotes the first reading."""
+    src = ("void f(int n, float *A, float *B) { for (int i = 1; i < n; i++) "
+           "for (int j = 0; j < n; j++) B[i*n + j] = A[i*n - j]; }")
+    with pytest.raises(UnsupportedProgramError, match=r"'A\[i\]\[-j\]'.*leave 0 \.\. n - 1"):
+        parse_source(src, "bad.c")
+
+
 def test_bbmm_compile_says_which_arrays_it_shaped(tmp_path):
     """Pointers, flat arrays and a first size left to the caller get their sizes from
     their subscripts; ``bbmm compile`` lists them, a pointer with its C name."""
