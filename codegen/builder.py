@@ -110,7 +110,7 @@ class Builder(Temporaries, Expressions):
                  unpragma: frozenset[int] = frozenset(),
                  helper_defs: Mapping[str, c_ast.FuncDef] | None = None,
                  private_plan: Mapping[str, tuple[int, ...]] | None = None,
-                 rows: Mapping[str, str] | None = None):
+                 rows: Mapping[str, tuple[str, ...]] | None = None):
         """``plan``: the temporaries (by unique name) to model as local arrays
         (:func:`codegen.expand.expand_scalars` finds them); ``analysis``: subscript them by
         their loops' iterators as they are (a model for the analyses, not for code);
@@ -706,20 +706,34 @@ class Builder(Temporaries, Expressions):
 
     def check_rows(self) -> None:
         """Every access of a flat array read as rows of ``n`` (``A[i*n + j]`` as
-        ``A[i][j]``) must have its column within ``0 .. n - 1`` wherever it runs: then each
-        element has one name, and the model's dependences are the program's."""
-        for a, n in self.rows.items():
-            inside = isl.Set(f"{self.params_text}{{ {a}[x, y] : 0 <= y < {n} }}")
+        ``A[i][j]``; ``A[(i*n + j)*m + k]`` as ``A[i][j][k]``) must have each subscript but
+        the first within ``0 ..`` its stride ``- 1`` wherever it runs: then each element has
+        one name, and the model's dependences are the program's."""
+        for a, strides in self.rows.items():
+            xs = [f"x{d}" for d in range(len(strides) + 1)]
+            inside = isl.Set(f"{self.params_text}{{ {a}[{', '.join(xs)}] : "
+                             + " and ".join(f"0 <= {x} < {n}" for x, n in zip(xs[1:], strides))
+                             + " }")
             for st in self.stmts.values():
                 for acc in st.accesses:
                     if acc.array == a and not acc.relation.range().is_subset(inside):
+                        if len(strides) == 1:
+                            n = strides[0]
+                            how = (f"as rows of '{n}' elements ({a}[r*{n} + c] as {a}[r][c])")
+                            leave = f"the column can leave 0 .. {n} - 1"
+                        else:
+                            how = (f"as blocks of {' x '.join(map(repr, strides))} elements "
+                                   f"({a}[(r*{strides[0]} + s)*{strides[1]} + c] as "
+                                   f"{a}[r][s][c])")
+                            leave = ("a subscript can leave 0 .. its stride - 1 ("
+                                     + ", ".join(f"0 .. {n} - 1" for n in strides) + ")")
+                        shape = "".join(f"[{n}]" for n in strides)
                         raise FlatColumnError(
-                            f"bbmm reads the flat array '{a}' as rows of '{n}' elements "
-                            f"({a}[r*{n} + c] as {a}[r][c]); here, as '{acc.text}', the "
-                            f"column can leave 0 .. {n} - 1 (an element would then have "
-                            f"two names); declare '{a}' as a C99 array "
-                            f"('{self.arrays[a].ctype} {a}[..][{n}]') and subscript it by "
-                            f"row and column", acc.coord)
+                            f"bbmm reads the flat array '{a}' {how}; here, as '{acc.text}', "
+                            f"{leave} (an element would then have two names); declare "
+                            f"'{a}' as a C99 array ('{self.arrays[a].ctype} {a}[..]{shape}') "
+                            f"and subscript it by {'row and column' if len(strides) == 1 else 'each index'}",
+                            acc.coord)
 
     def finish(self, fname: str, tree: tuple[Node, ...]) -> Scop:
         self.check_rows()

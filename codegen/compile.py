@@ -57,7 +57,8 @@ class Program:
             rows, shaped = dict(s.rows), []
             for a in s.inferred:
                 why = (["pointer"] if a in s.pointers else []) + \
-                    ([f"flat, rows of {rows[a]}"] if a in rows else [])
+                    ([f"flat, rows of {rows[a][0]}" if len(rows[a]) == 1 else
+                      f"flat, blocks of {' x '.join(rows[a])}"] if a in rows else [])
                 shaped.append(f"{a} ({', '.join(why)})" if why else a)
             out.append("  sized from their subscripts: " + ", ".join(shaped))
         local = [a for a in s.arrays if a.local]

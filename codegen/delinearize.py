@@ -1,7 +1,9 @@
 """Flat arrays read as rows, before the front end: ``A[i*n + j]`` is ``A[i][j]``.
 
 C code often keeps a matrix in a one-dimensional array (``float *A`` or ``float A[]``)
-and computes the offset itself: ``A[i*n + j]``, ``A[(i + 1)*n + j - 1]``. The product of
+and computes the offset itself: ``A[i*n + j]``, ``A[(i + 1)*n + j - 1]``, and a grid of
+three dimensions likewise, ``A[(i*ny + j)*nz + k]`` (``A[][ny][nz]``, strides peeled off
+from the innermost, :func:`_strides`). The product of
 an iterator and the parameter ``n`` is not affine, so the polyhedral model cannot take
 the subscript as it is; but when every access of the array has the form ``a*n + b`` for
 one integer parameter ``n`` (``a`` and ``b`` affine), the array is the two-dimensional
@@ -42,7 +44,7 @@ _GEN = c_generator.CGenerator()
 
 
 def _poly(e: c_ast.Node, atoms: dict[str, c_ast.Node]) -> _Poly | None:
-    """``e`` as a polynomial of degree at most 2 in its identifiers and *atoms* (a
+    """``e`` as a polynomial of degree at most 3 in its identifiers and *atoms* (a
     subexpression that is no sum or product, ``i % 2``, ``(j + 1) / 3``, kept whole
     under the name ``@`` + its text in ``atoms``), or None."""
     k = const_int(e)
@@ -69,7 +71,7 @@ def _poly(e: c_ast.Node, atoms: dict[str, c_ast.Node]) -> _Poly | None:
             for ma, ca in a.items():
                 for mb, cb in b.items():
                     m = tuple(sorted(ma + mb))
-                    if len(m) > 2:
+                    if len(m) > 3:
                         return None
                     out[m] = out.get(m, 0) + ca * cb
         else:
@@ -80,22 +82,43 @@ def _poly(e: c_ast.Node, atoms: dict[str, c_ast.Node]) -> _Poly | None:
 
 
 def _split(p: _Poly, n: str) -> tuple[_Poly, _Poly] | None:
-    """``(a, b)`` with ``p = a*n + b``, neither holding a product: every product of ``p``
-    must hold ``n`` once; None otherwise."""
+    """``(a, b)`` with ``p = a*n + b``, ``b`` holding no product: every product of ``p``
+    must hold ``n``; None otherwise (``a`` holds a product where ``p`` is of degree 3, the
+    next stride's: ``i*n*m`` gives ``i*m``, ``i*n*n`` gives ``i*n``)."""
     a: _Poly = {}
     b: _Poly = {}
     for m, c in p.items():
         if n in m:
             rest = list(m)
             rest.remove(n)
-            if n in rest:
-                return None                     # n*n
             a[tuple(rest)] = c
         elif len(m) > 1:
             return None                         # a product without n
         else:
             b[m] = c
     return a, b
+
+
+def _strides(polys: list[_Poly], ints: set[str]) -> list[str] | None:
+    """The integer parameters that every subscript of an array is a mixed-radix number
+    of, outermost first (``[n]`` for ``a*n + b``, ``[ny, nz]`` for ``(a*ny + b)*nz + c``):
+    at each step the one parameter every remaining product holds, by which each subscript
+    splits (:func:`_split`); None where there is no such one (two strides ``i*n`` and
+    ``i*m`` side by side, ``i*j``, ``n*n``) or no product at all."""
+    out: list[str] = []
+    while True:
+        prods = [set(m) for p in polys for m in p if len(m) >= 2]
+        if not prods:
+            return out[::-1] or None
+        common = set.intersection(*prods) & ints
+        if len(common) != 1:
+            return None
+        n = common.pop()
+        parts = [_split(p, n) for p in polys]
+        if any(x is None for x in parts):
+            return None
+        out.append(n)
+        polys = [a for a, _ in parts]
 
 
 def _wraps(b: _Poly) -> bool:
@@ -126,15 +149,16 @@ def _expr(p: _Poly, atoms: dict[str, c_ast.Node], coord) -> c_ast.Node:
 
 
 def delinearize(func: c_ast.FuncDef, int_params: Iterable[str], wrap: bool = False
-                ) -> tuple[c_ast.FuncDef, dict[str, str]]:
-    """``(func', {array: n})``: a copy of ``func`` whose one-dimensional array parameters
-    (``float A[]``, ``float A[n * m]``, a pointer made an array) subscripted ``a*n + b``,
-    for one integer parameter ``n`` and at least one access with such a product, are
-    ``A[][n]`` subscripted ``[a][b]`` (the first size is inferred from the subscripts);
-    ``func`` itself when there is none. An array some access of which has another form
-    stays as it is (and its product is refused as not affine). With ``wrap``, a column
-    below 0 wherever its variables are not (:func:`_wraps`) is read one row up:
-    ``[a - 1][b + n]``, the same element."""
+                ) -> tuple[c_ast.FuncDef, dict[str, tuple[str, ...]]]:
+    """``(func', {array: strides})``: a copy of ``func`` whose one-dimensional array
+    parameters (``float A[]``, ``float A[n * m]``, a pointer made an array) subscripted
+    ``a*n + b``, for one integer parameter ``n`` and at least one access with such a
+    product, are ``A[][n]`` subscripted ``[a][b]`` (the first size is inferred from the
+    subscripts), and those subscripted ``(a*n + b)*m + c`` are ``A[][n][m]`` at
+    ``[a][b][c]`` (strides ``("n", "m")``); ``func`` itself when there is none. An array
+    some access of which has another form stays as it is (and its product is refused as
+    not affine). With ``wrap``, a column below 0 wherever its variables are not
+    (:func:`_wraps`) is read one row up: ``[a - 1][b + n]``, the same element."""
     ints = set(int_params)
     params = func.decl.type.args.params if func.decl.type.args else []
     flat = {p.name for p in params if isinstance(p, c_ast.Decl)
@@ -154,16 +178,13 @@ def delinearize(func: c_ast.FuncDef, int_params: Iterable[str], wrap: bool = Fal
             if not (isinstance(node, c_ast.ArrayRef) and c is node.name):
                 scan(c)
     scan(func.body)
-    rows: dict[str, str] = {}
+    rows: dict[str, tuple[str, ...]] = {}
     for a, polys in refs.items():
         if any(p is None for p in polys):
             continue
-        strides = {x for p in polys for m in p if len(m) == 2 for x in m if x in ints}
-        if len(strides) != 1 or not any(len(m) == 2 for p in polys for m in p):
-            continue
-        n = strides.pop()
-        if all(_split(p, n) is not None for p in polys):
-            rows[a] = n
+        strides = _strides(polys, ints)
+        if strides:
+            rows[a] = tuple(strides)
     if not rows:
         return func, {}
     func = copy.deepcopy(func)
@@ -171,19 +192,25 @@ def delinearize(func: c_ast.FuncDef, int_params: Iterable[str], wrap: bool = Fal
     def rows_of(x: c_ast.Node) -> list[c_ast.Node]:
         if isinstance(x, c_ast.ArrayRef) and isinstance(x.name, c_ast.ID) \
                 and x.name.name in rows:
-            n = rows[x.name.name]
-            a, b = _split(_poly(x.subscript, atoms), n)
-            if wrap and _wraps(b):
-                a = {m: c for m, c in {**a, (): a.get((), 0) - 1}.items() if c}
-                b = {**b, (n,): b.get((n,), 0) + 1}
-            return [c_ast.ArrayRef(c_ast.ArrayRef(x.name, _expr(a, atoms, x.coord), x.coord),
-                                   _expr(b, atoms, x.coord), x.coord)]
+            subs, q = [], _poly(x.subscript, atoms)
+            for n in reversed(rows[x.name.name]):       # the innermost subscript first
+                a, b = _split(q, n)
+                if wrap and _wraps(b):
+                    a = {m: c for m, c in {**a, (): a.get((), 0) - 1}.items() if c}
+                    b = {**b, (n,): b.get((n,), 0) + 1}
+                subs.append(b)
+                q = a
+            ref: c_ast.Node = x.name
+            for sub in [q] + subs[::-1]:
+                ref = c_ast.ArrayRef(ref, _expr(sub, atoms, x.coord), x.coord)
+            return [ref]
         replace_children(x, rows_of)
         return [x]
     replace_children(func.body, rows_of)
     for p in func.decl.type.args.params:
         if getattr(p, "name", None) in rows:
-            t = p.type
-            p.type = c_ast.ArrayDecl(c_ast.ArrayDecl(t.type, c_ast.ID(rows[p.name], p.coord),
-                                                     [], p.coord), None, [], p.coord)
+            t = p.type.type
+            for n in reversed(rows[p.name]):
+                t = c_ast.ArrayDecl(t, c_ast.ID(n, p.coord), [], p.coord)
+            p.type = c_ast.ArrayDecl(t, None, [], p.coord)
     return func, rows

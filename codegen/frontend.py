@@ -127,7 +127,7 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
 
 def _scop_of(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,
              defs: Mapping[str, c_ast.FuncDef], taken: set[str], c_names: Mapping[str, str],
-             rows: Mapping[str, str]) -> tuple[Scop, c_ast.FuncDef]:
+             rows: Mapping[str, tuple[str, ...]]) -> tuple[Scop, c_ast.FuncDef]:
     """The scop of ``func`` and the function it was built from: with the small arrays
     used element by element as scalars where the model takes them, else as written."""
     # float w[3] used as w[0], w[1], w[2] only: the scalars w_0, w_1, w_2, unless the
@@ -152,7 +152,7 @@ def c_names_of(names, c_names: Mapping[str, str]) -> list[str]:
 
 def _model(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,
            defs: Mapping[str, c_ast.FuncDef], taken: set[str], speak: Mapping[str, str],
-           rows: Mapping[str, str]) -> Scop:
+           rows: Mapping[str, tuple[str, ...]]) -> Scop:
     """The scop of ``func``: built, scalars carried across iterations expanded
     (:func:`codegen.expand.expand_scalars`), local arrays declared in loops narrowed
     (:func:`_narrow_private`); errors and warnings in the C names of ``speak``; ``rows``:

@@ -634,9 +634,9 @@ class Scop:
     """(model name, C name) of each name of the C function that isl, the Python driver or
     OpenCL cannot take, renamed by the front end (:mod:`codegen.names`): ``iter_``, ``iter``.
     Every other field holds model names."""
-    rows: tuple[tuple[str, str], ...] = ()
-    """(array, parameter) of each flat array read as rows of that parameter
-    (:mod:`codegen.delinearize`: ``A[i*n + j]`` as ``A[i][j]``)."""
+    rows: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(array, strides) of each flat array read as rows of its parameters, outermost first
+    (:mod:`codegen.delinearize`: ``A[i*n + j]`` as ``A[i][j]``, strides ``("n",)``)."""
     pointers: tuple[str, ...] = ()
     """Pointer parameters taken as arrays (:func:`codegen.scalarize.pointer_arrays`)."""
     inferred: tuple[str, ...] = ()

@@ -28,7 +28,7 @@ def _rows(src: str, ints=("n", "m")):
 def test_subscripts_split_into_row_and_column(sub, row, col):
     rows, text = _rows(f"void f(int n, float *A) {{ A[{sub}] = 0; A[0] = 1; }}".replace(
         "float *A", "float A[]"))
-    assert rows == {"A": "n"}
+    assert rows == {"A": ("n",)}
     assert f"A[{row}][{col}] = 0;" in text and "A[0][0] = 1;" in text
     assert "float A[][n]" in text
 
@@ -36,7 +36,7 @@ def test_subscripts_split_into_row_and_column(sub, row, col):
 @pytest.mark.parametrize("body", [
     "A[i] = 0;",                       # no product: a one-dimensional array
     "A[i*n + j] = A[i*m + j];",        # two strides
-    "A[i*n*n] = 0;",                   # a product of three
+    "A[i*n*n*n] = 0;",                 # a product of four
     "A[i*j] = 0;",                     # a product of iterators
     "A[i*n + j] = A[(int) C[i]];",     # an indirect access beside the product
     "A[i*n + j] = B(A);",              # the array passed on
@@ -44,6 +44,26 @@ def test_subscripts_split_into_row_and_column(sub, row, col):
 def test_other_arrays_are_left_alone(body):
     rows, _ = _rows(f"void f(int n, int m, float A[]) {{ {body} }}")
     assert rows == {}
+
+
+@pytest.mark.parametrize("sub,ref", [
+    ("(i*n + j)*m + k", "A[i][j][k]"), ("i*n*m + j*m + k", "A[i][j][k]"),
+    ("((i + 1)*n + j - 1)*m + k + 1", "A[i + 1][j - 1][k + 1]"),
+    ("k + m*(j + n*i)", "A[i][j][k]"), ("(i*n + n - 1 - j)*m + k", "A[i + 1][(-j) - 1][k]"),
+])
+def test_three_dimensional_subscripts(sub, ref):
+    """Strides peeled off from the innermost: ``m`` is in every product, then ``n``."""
+    f = c_parser.CParser().parse(f"void f(int n, int m, float A[]) {{ A[{sub}] = 0; }}").ext[0]
+    g, rows = delinearize(f, ("n", "m"))
+    text = c_generator.CGenerator().visit(g)
+    assert rows == {"A": ("n", "m")} and f"{ref} = 0;" in text and "float A[][n][m]" in text
+
+
+def test_three_dimensional_wrap():
+    f = c_parser.CParser().parse(
+        "void f(int n, int m, float A[]) { A[(i*n + n - 1 - j)*m + m - 1 - k] = 0; }").ext[0]
+    g, _ = delinearize(f, ("n", "m"), wrap=True)
+    assert "A[i][(n - j) - 1][(m - k) - 1] = 0;" in c_generator.CGenerator().visit(g)
 
 
 def _deps(src):
@@ -72,6 +92,38 @@ def test_the_model_is_the_two_dimensional_programs():
     assert {a.name: a.dims for a in s1.arrays} == {"A": ("n - 1", "n"), "B": ("n", "n")}
 
 
+def test_the_model_is_the_three_dimensional_programs():
+    flat = """void f(int tsteps, int n, float *A, float *B) {
+      for (int t = 0; t < tsteps; t++)
+        for (int i = 1; i < n - 1; i++)
+          for (int j = 1; j < n - 1; j++)
+            for (int k = 1; k < n - 1; k++)
+              B[(i*n + j)*n + k] = A[((i - 1)*n + j)*n + k] + A[(i*n + j + 1)*n + k]
+                                   + A[i*n*n + j*n + k - 1] + B[((i + 1)*n + j)*n + k]; }"""
+    rect = """void f(int tsteps, int n, float A[n][n][n], float B[n][n][n]) {
+      for (int t = 0; t < tsteps; t++)
+        for (int i = 1; i < n - 1; i++)
+          for (int j = 1; j < n - 1; j++)
+            for (int k = 1; k < n - 1; k++)
+              B[i][j][k] = A[i - 1][j][k] + A[i][j + 1][k] + A[i][j][k - 1]
+                           + B[i + 1][j][k]; }"""
+    s1, d1 = _deps(flat)
+    s2, d2 = _deps(rect)
+    assert all(d1[k].is_equal(d2[k]) and not d1[k].is_empty() for k in d1)
+    assert {a.name: a.dims for a in s1.arrays} == {"A": ("n - 1", "n", "n"), "B": ("n", "n", "n")}
+    assert dict(s1.rows) == {"A": ("n", "n"), "B": ("n", "n")}
+
+
+def test_a_middle_subscript_that_can_leave_is_refused():
+    src = ("void f(int n, int m, float *A) { for (int i = 0; i < n; i++) "
+           "for (int j = 0; j < n; j++) for (int k = 0; k < m; k++) "
+           "A[(i*n + j + 1)*m + k] = 1; }")
+    with pytest.raises(UnsupportedProgramError,
+                       match=r"blocks of 'n' x 'm' elements .*'A\[i\]\[j \+ 1\]\[k\]'.*"
+                             r"0 \.\. n - 1, 0 \.\. m - 1"):
+        parse_source(src, "bad.c")
+
+
 def test_a_column_that_can_leave_the_row_is_refused():
     src = ("void f(int n, float *A, float *B) { for (int i = 0; i < n; i++) "
            "for (int j = 0; j < n; j++) B[i*n + j] = A[i*n + j + 1]; }")
@@ -87,7 +139,7 @@ def test_a_column_that_can_leave_the_row_is_refused():
 def test_wrap_reads_a_column_below_zero_one_row_up(sub, row, col):
     f = c_parser.CParser().parse(f"void f(int n, float A[]) {{ A[{sub}] = 0; }}").ext[0]
     g, rows = delinearize(f, ("n",), wrap=True)
-    assert rows == {"A": "n"}
+    assert rows == {"A": ("n",)}
     assert f"A[{row}][{col}] = 0;" in c_generator.CGenerator().visit(g)
 
 
@@ -107,7 +159,7 @@ def test_a_row_read_backwards_is_the_two_dimensional_program():
     s1, d1 = _deps(flat)
     s2, d2 = _deps(rect)
     assert all(d1[k].is_equal(d2[k]) for k in d1) and not d1["flow"].is_empty()
-    assert dict(s1.rows) == {"A": "n", "B": "n"}
+    assert dict(s1.rows) == {"A": ("n",), "B": ("n",)}
 
 
 def test_a_column_neither_reading_keeps_in_the_row_is_refused():
