@@ -565,11 +565,13 @@ class _Gen:
                        [renames.get(a.name, a.name) for a in self.arrays], text, renames)
 
     def flattened(self, text: str, renames: dict[str, str]) -> str:
-        """Some two-dimensional arrays whose rows are exactly a parameter long (``float
-        B[n + 1][m]``) as flat pointers or unsized arrays, every ``B[x][y]`` written
-        ``B[(x) * m + (y)]`` (the tenth stream; bbmm reads them as rows again)."""
-        flat = {renames.get(a.name, a.name): renames.get(a.dims[1].cls, a.dims[1].cls)
-                for a in self.arrays if len(a.dims) == 2 and a.dims[1].pad == 0
+        """Some arrays of two or three dimensions whose inner extents are exactly a
+        parameter (``float B[n + 1][m]``, ``float C[n][n][m]``) as flat pointers or unsized
+        arrays, every ``B[x][y]`` written ``B[(x) * m + (y)]`` and ``C[x][y][z]``
+        ``C[((x) * n + (y)) * m + (z)]`` (the tenth stream; bbmm reads them as rows and
+        blocks again)."""
+        flat = {renames.get(a.name, a.name): [renames.get(d.cls, d.cls) for d in a.dims[1:]]
+                for a in self.arrays if len(a.dims) >= 2 and all(d.pad == 0 for d in a.dims[1:])
                 and self.rl.random() < 0.3}
         if not flat:
             return text
@@ -580,15 +582,24 @@ class _Gen:
 
         def fix(x):
             replace_children(x, fix)             # inner references first
-            if isinstance(x, c_ast.ArrayRef) and isinstance(x.name, c_ast.ArrayRef) \
-                    and isinstance(x.name.name, c_ast.ID) and x.name.name.name in flat:
-                row = c_ast.BinaryOp("*", x.name.subscript, c_ast.ID(flat[x.name.name.name]))
-                x = c_ast.ArrayRef(x.name.name, c_ast.BinaryOp("+", row, x.subscript))
+            subs, ref = [], x
+            while isinstance(ref, c_ast.ArrayRef):
+                subs.append(ref.subscript)
+                ref = ref.name
+            if isinstance(ref, c_ast.ID) and ref.name in flat \
+                    and len(subs) == len(flat[ref.name]) + 1:
+                subs.reverse()
+                off = subs[0]
+                for stride, sub in zip(flat[ref.name], subs[1:]):
+                    off = c_ast.BinaryOp("+", c_ast.BinaryOp("*", off, c_ast.ID(stride)), sub)
+                x = c_ast.ArrayRef(ref, off)
             return [x]
         replace_children(func.body, fix)
         for p in func.decl.type.args.params:
             if getattr(p, "name", None) in flat:
-                elem = p.type.type.type
+                elem = p.type
+                while isinstance(elem, c_ast.ArrayDecl):
+                    elem = elem.type
                 p.type = c_ast.PtrDecl([], elem) if self.rl.random() < 0.5 else \
                     c_ast.ArrayDecl(elem, None, [])
         return c_generator.CGenerator().visit(func)
