@@ -273,7 +273,7 @@ def holds_scop(func: c_ast.FuncDef) -> bool:
 def find_kernel(ast: c_ast.FileAST, name: str | None, filename: str) -> c_ast.FuncDef:
     """The kernel function: ``name`` if given, else the one holding ``#pragma scop``,
     else the only function with a loop nest not named ``main``/``init_*``/``print_*``/
-    ``check_*``."""
+    ``check_*`` and not called by another function but ``main`` (a helper)."""
     funcs = [f for f in ast.ext if isinstance(f, c_ast.FuncDef)]
     if name is not None:
         f = function_def(ast, name)
@@ -290,6 +290,11 @@ def find_kernel(ast: c_ast.FileAST, name: str | None, filename: str) -> c_ast.Fu
             f"{', '.join(f.decl.name for f in scops)}); choose one with --function")
     cands = [f for f in funcs if _has_loop(f.body) and f.decl.name != "main"
              and not f.decl.name.startswith(_NON_KERNEL_PREFIXES)]
+    if len(cands) > 1:
+        # a function another function (but main) calls is a helper, not a kernel
+        called = {c.name.name for f in funcs if f.decl.name != "main"
+                  for c in _calls(f.body) if c.name.name != f.decl.name}
+        cands = [f for f in cands if f.decl.name not in called] or cands
     if len(cands) != 1:
         what = "no function with a loop nest" if not cands else \
             "several kernel candidates: " + ", ".join(f.decl.name for f in cands)
@@ -378,9 +383,10 @@ def identifiers(node: c_ast.Node) -> set[str]:
     return out
 
 
-def _calls(node: c_ast.Node, name: str):
+def _calls(node: c_ast.Node, name: str | None = None):
+    """The calls in ``node`` of function ``name`` (of any named function for None)."""
     if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) \
-            and node.name.name == name:
+            and name in (None, node.name.name):
         yield node
     for _, c in node.children():
         yield from _calls(c, name)

@@ -64,6 +64,7 @@ from codegen.csource import (
 )
 from codegen.delinearize import FlatColumnError, delinearize
 from codegen.expand import Plan, expand_scalars
+from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
@@ -92,6 +93,12 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     quoted includes are looked up in ``base_dir`` (default: the current directory)."""
     src = read_source(text, filename, defines, include_dirs, base_dir)
     func = find_kernel(src.ast, function, filename)
+    # helpers that take arrays or return nothing: their bodies at their calls
+    func = inline_helpers(func, {f.decl.name: f for f in src.ast.ext
+                                 if isinstance(f, c_ast.FuncDef) and f is not func
+                                 and f.decl.name != "main"},
+                          lambda msg, node: UnsupportedProgramError(
+                              msg, src.cmap.fix(getattr(node, "coord", None))))
     taken = identifiers(func)
     # the file's other functions, which statements may call: their kernels' copies are
     # OpenCL C, so their parameters and locals get model names too (half -> half_)

@@ -57,6 +57,9 @@ PROGRAMS = [
     (KERNELS / "flat" / "matvec.c", ["n=21", "m=14"], "4KiB"),
     (KERNELS / "flat" / "mirror.c", ["tsteps=3", "n=14"], "3KiB"),
     (KERNELS / "flat" / "heat3d.c", ["tsteps=3", "nx=9", "ny=7", "nz=6"], "6KiB"),
+    # helpers taking arrays inlined at their calls (codegen/inline.py)
+    (KERNELS / "inline_helpers.c", ["n=23"], "2KiB"),
+    (KERNELS / "helper_pointer.c", ["n=29"], "1KiB"),
     # steps other than 1, C's / and % by constants (tests/unit/test_quasi_affine.py)
     (KERNELS / "quasi" / "redblack.c", ["tsteps=3", "n=14"], "768B"),
     (KERNELS / "quasi" / "strides.c", ["tsteps=3", "n=14"], "1KiB"),
