@@ -60,9 +60,13 @@ A ninth stream puts some statements and some updates of carried scalars under an
 on an array element (``if (B[i][j + 1] > 0.5f) { ... } else { ... }``, sometimes after
 an affine test), which bbmm evaluates at run time (``X = c ? e : X``).
 
-A tenth stream writes some two-dimensional arrays whose rows are exactly a parameter
-long as flat pointers or unsized arrays (``float *B``, ``B[(i + 1) * m + (j)]``), which
-bbmm reads as rows again (codegen/delinearize.py).
+A tenth stream writes some arrays of two or three dimensions whose inner extents are
+exactly a parameter as flat pointers or unsized arrays (``float *B``, ``B[(i + 1) * m +
+(j)]``, ``C[((i) * n + (j)) * m + (k)]``), which bbmm reads as rows again
+(codegen/delinearize.py).
+
+An eleventh stream moves some assignments to array elements into helper functions of
+their own (``put0(n, m, i, j, A, B);``), which bbmm inlines again (codegen/inline.py).
 
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
@@ -152,6 +156,7 @@ class _Gen:
         self.ra = random.Random(seed * 86028121 + 19)  # temporaries as arrays: apart again
         self.rf = random.Random(seed * 95416939 + 23)  # ifs on the data: apart again
         self.rl = random.Random(seed * 122949829 + 29)  # flat arrays: apart again
+        self.rh = random.Random(seed * 141650939 + 31)  # helpers: apart again
         self.n_temps = 0
         self.n_carried = 0
         self.top: list[tuple[str, str]] = []    # (name, C type) declared at the top
@@ -560,7 +565,7 @@ class _Gen:
         text = f"void {name}({', '.join(sig)}) {{\n" + "\n".join(decls + lines) + "\n}\n"
         text = self.temps_as_arrays(text)
         renames = self.awkward_names(text, list(params) + [a.name for a in self.arrays])
-        final = self.flattened(_renamed(text, renames), renames)
+        final = self.with_helpers(self.flattened(_renamed(text, renames), renames))
         return Program(self.seed, name, final, params,
                        [renames.get(a.name, a.name) for a in self.arrays], text, renames)
 
@@ -603,6 +608,78 @@ class _Gen:
                 p.type = c_ast.PtrDecl([], elem) if self.rl.random() < 0.5 else \
                     c_ast.ArrayDecl(elem, None, [])
         return c_generator.CGenerator().visit(func)
+
+    def with_helpers(self, text: str) -> str:
+        """Some assignments to an array element moved into helper functions of their own,
+        called with the arrays, parameters, iterators and scalars they read (``static void
+        put3(int n, float A[n][m], int i, float tmp0) { A[i][0] = tmp0; }`` and
+        ``put3(n, A, i, tmp0);`` where the statement was; the eleventh stream: bbmm inlines
+        them again)."""
+        if self.rh.random() >= 0.3:
+            return text
+        import copy
+
+        from pycparser import c_ast, c_generator, c_parser
+
+        from codegen.csource import replace_children
+        gen = c_generator.CGenerator()
+        func = c_parser.CParser().parse(text).ext[0]
+        decls = {p.name: p for p in func.decl.type.args.params}
+        ints = [p.name for p in func.decl.type.args.params if gen.visit(p.type) == "int"]
+
+        class Locals(c_ast.NodeVisitor):
+            def visit_Decl(self, d):
+                decls.setdefault(d.name, d)
+                self.generic_visit(d)
+        Locals().visit(func.body)
+        helpers: list[str] = []
+
+        def names(e):
+            out = [e.name] if isinstance(e, c_ast.ID) else []
+            for _, c in e.children():
+                if not (isinstance(e, c_ast.FuncCall) and c is e.name):
+                    out += [n for n in names(c) if n not in out]
+            return out
+
+        def wrap(x, iters):
+            if isinstance(x, c_ast.For):
+                init = x.init.decls[0].name if isinstance(x.init, c_ast.DeclList) else None
+                replace_children(x, lambda c: wrap(c, iters + ([init] if init else [])))
+                return [x]
+            if isinstance(x, c_ast.Assignment) and isinstance(x.lvalue, c_ast.ArrayRef) \
+                    and not any(isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--")
+                                for n in _nodes(x)) \
+                    and not any(isinstance(n, c_ast.Assignment) for n in _nodes(x.rvalue)) \
+                    and self.rh.random() < 0.5:
+                free = names(x)
+                if all(n in iters or n in decls for n in free):
+                    # the sizes first (an array's type names them), then iterators,
+                    # scalars and arrays
+                    free = ints + [n for n in free if n in iters] + [
+                        n for n in free if n not in ints and n not in iters
+                        and not isinstance(decls[n].type, (c_ast.ArrayDecl, c_ast.PtrDecl))] + [
+                        n for n in free if n not in ints and n not in iters
+                        and isinstance(decls[n].type, (c_ast.ArrayDecl, c_ast.PtrDecl))]
+                    ps = []
+                    for n in free:
+                        if n in iters:
+                            ps.append(f"int {n}")
+                        else:
+                            d = copy.deepcopy(decls[n])
+                            d.init = None
+                            ps.append(gen.visit(d))
+                    name = f"put{len(helpers)}"
+                    helpers.append(f"static void {name}({', '.join(ps)})\n{{\n  "
+                                   f"{gen.visit(x)};\n}}\n")
+                    return [c_ast.FuncCall(c_ast.ID(name), c_ast.ExprList(
+                        [c_ast.ID(n) for n in free]))]
+            replace_children(x, lambda c: wrap(c, iters))
+            return [x]
+        replace_children(func.body, lambda c: wrap(c, []))
+        if not helpers:
+            return text
+        # helpers take the kernel's parameters by their C types: sizes first, as C wants
+        return "\n".join(helpers) + "\n" + gen.visit(func)
 
     def temps_as_arrays(self, text: str) -> str:
         """Some temporaries ``T x = e;`` / ``T x;`` -> ``T x[K]; x[k] = e;`` / ``T x[K];``,
@@ -689,6 +766,12 @@ def _renamed(text: str, renames: dict[str, str]) -> str:
     if not renames:
         return text
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: renames.get(m.group(0), m.group(0)), text)
+
+
+def _nodes(e):
+    yield e
+    for _, c in e.children():
+        yield from _nodes(c)
 
 
 def generate(seed: int) -> Program:
