@@ -295,20 +295,31 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
     return lib
 
 
-def trampoline(function: str, types: list[str] | tuple[str, ...]) -> str:
+def trampoline(function: str, types: list[str] | tuple[str, ...],
+               file_arrays: tuple[str, ...] = ()) -> str:
     """C text of the exported entry point ``_bbmm_<function>``: it takes arguments of
-    the given C ``types`` (``void *`` for arrays and pointers) and calls ``function``."""
-    args = ", ".join(f"{t} _bbmm_a{i}" for i, t in enumerate(types)) or "void"
-    call = ", ".join(f"_bbmm_a{i}" for i in range(len(types)))
-    return (f'__attribute__((visibility("default"))) void _bbmm_{function}({args}) '
-            f'{{ (void) {function}({call}); }}')
+    the given C ``types`` (``void *`` for arrays and pointers) and calls ``function``;
+    then one ``void *`` per name of ``file_arrays`` (file-scope arrays of the C file),
+    whose bytes it copies into the array before the call and back after it."""
+    n = len(types)
+    args = [f"{t} _bbmm_a{i}" for i, t in enumerate(types)]
+    args += [f"void *_bbmm_g{i}" for i in range(len(file_arrays))]
+    call = ", ".join(f"_bbmm_a{i}" for i in range(n))
+    cin = "".join(f"__builtin_memcpy({g}, _bbmm_g{i}, sizeof {g}); "
+                  for i, g in enumerate(file_arrays))
+    cout = "".join(f" __builtin_memcpy(_bbmm_g{i}, {g}, sizeof {g});"
+                   for i, g in enumerate(file_arrays))
+    return (f'__attribute__((visibility("default"))) void _bbmm_{function}('
+            f'{", ".join(args) or "void"}) {{ {cin}(void) {function}({call});{cout} }}')
 
 
 def _kernel_trampoline(scop) -> str:
     ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
     floats = dict(scop.float_params)
+    glob = set(scop.globals)
     return trampoline(scop.function, [ints.get(a) or floats.get(a) or "void *"
-                                      for a in scop.args])
+                                      for a in scop.args if a not in glob],
+                      tuple(scop.c_name(g) for g in scop.globals))
 
 
 def init_signature(scop, name: str, defines: Mapping[str, object] | None = None,
@@ -334,7 +345,8 @@ def reference_library(scop, defines: Mapping[str, object] | None = None,
     if init is not None:
         sig = init_signature(scop, init, defines, include_dirs)
         entries.append(trampoline(init, [p.ctype if p.kind in ("int", "float") else "void *"
-                                         for p in sig]))
+                                         for p in sig],
+                                  tuple(scop.c_name(g) for g in scop.globals)))
     return build_library(scop.filename, defines, cache_dir, include_dirs=include_dirs,
                          entry_points=tuple(entries))
 
@@ -450,7 +462,9 @@ def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
     float_types = dict(scop.float_params)
     array_names = {a.name for a in scop.param_arrays}
     argtypes, argv, keep = [], [], []
-    for name in scop.args:
+    glob = set(scop.globals)
+    # the C parameters, then the file-scope arrays (the trampoline copies them in and out)
+    for name in [a for a in scop.args if a not in glob] + list(scop.globals):
         if name in int_types:
             ct = _int_ctype(int_types[name])
             argtypes.append(ct)
@@ -543,6 +557,11 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
             raise UsageError(f"{what} ({p.kind}) matches no {p.kind} parameter of {kernel} "
                              f"by name (its parameters: "
                              f"{', '.join(map(scop.c_name, scop.args)) or 'none'})")
+    for g in scop.globals:      # file-scope arrays: the trampoline copies them in and out
+        a = _check_array(scop, g, arrays[g], params)
+        keep.append(a)
+        argtypes.append(ctypes.c_void_p)
+        argv.append(a.ctypes.data)
     fn.restype = None
     fn.argtypes = argtypes
     fn(*argv)

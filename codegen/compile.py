@@ -53,6 +53,8 @@ class Program:
             out.append("  renamed: " + ", ".join(
                 f"{c} -> {m} ({unsafe(c)})"
                 for m, c in s.c_names))
+        if s.globals:    # the C file's arrays the kernel uses: arguments of the model
+            out.append("  file-scope arrays (taken as arguments): " + ", ".join(s.globals))
         if s.inferred:   # arrays bbmm shaped itself (pointers, flat, B[][n]): say how
             rows, shaped = dict(s.rows), []
             for a in s.inferred:

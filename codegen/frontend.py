@@ -64,6 +64,7 @@ from codegen.csource import (
 )
 from codegen.delinearize import FlatColumnError, delinearize
 from codegen.expand import Plan, expand_scalars
+from codegen.globals import file_arrays
 from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
@@ -99,6 +100,9 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
                                  and f.decl.name != "main"},
                           lambda msg, node: UnsupportedProgramError(
                               msg, src.cmap.fix(getattr(node, "coord", None))))
+    # file-scope arrays the kernel uses (float A[N][N]; at the top): more parameters
+    func, globs = file_arrays(src.ast, func, lambda msg, node: UnsupportedProgramError(
+        msg, src.cmap.fix(getattr(node, "coord", None))))
     taken = identifiers(func)
     # the file's other functions, which statements may call: their kernels' copies are
     # OpenCL C, so their parameters and locals get model names too (half -> half_)
@@ -129,7 +133,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
                                           if p in sizes), c_names=tuple(c_names.items()),
                      rows=tuple(sorted(rows.items())),
-                     pointers=tuple(sorted(c_names_of(pointers, c_names))))
+                     pointers=tuple(sorted(c_names_of(pointers, c_names))),
+                     globals=tuple(c_names_of(globs, c_names)))
 
 
 def _scop_of(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,

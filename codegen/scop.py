@@ -642,6 +642,9 @@ class Scop:
     inferred: tuple[str, ...] = ()
     """Arrays whose first size the front end inferred from their subscripts (pointers,
     flat arrays, ``float B[][n]``: :meth:`codegen.builder.Builder.infer_sizes`)."""
+    globals: tuple[str, ...] = ()
+    """File-scope arrays the kernel uses, the last of :attr:`args` (not C parameters:
+    :func:`codegen.globals.file_arrays`; the reference copies them in and out)."""
 
     copy = replace
 
