@@ -78,6 +78,13 @@ def _reads_array(e: c_ast.Node) -> bool:
         _reads_array(c) for _, c in e.children())
 
 
+def _root(e: c_ast.Node) -> str | None:
+    """The variable an array argument names (``B`` of ``B[i]``, ``s`` of ``&s``)."""
+    while isinstance(e, (c_ast.ArrayRef, c_ast.UnaryOp)):
+        e = e.name if isinstance(e, c_ast.ArrayRef) else e.expr
+    return e.name if isinstance(e, c_ast.ID) else None
+
+
 def _locals(body: c_ast.Node) -> list[str]:
     out: list[str] = []
 
@@ -133,10 +140,17 @@ class _Inliner:
         assigned = _assigned(c_ast.Compound(items))
         bind: dict[str, tuple[str, c_ast.Node]] = {}   # parameter -> (kind, argument)
         copies: list[tuple[c_ast.Decl, c_ast.Node]] = []
+        pointers = [(p, a) for p, a in zip(params, args)
+                    if isinstance(p.type, (c_ast.ArrayDecl, c_ast.PtrDecl))]
+        for p, a in pointers:
+            bind[p.name] = self.array_arg(fn, p, a, assigned)
+        # what the helper may write through its pointers: a value read from there is
+        # copied before the body, as C passes it
+        written = {_root(a) for _, a in pointers}
         for p, a in zip(params, args):
             if isinstance(p.type, (c_ast.ArrayDecl, c_ast.PtrDecl)):
-                bind[p.name] = self.array_arg(fn, p, a, assigned)
-            elif p.name in assigned or _reads_array(a):
+                continue
+            if p.name in assigned or _reads_array(a) or identifiers(a) & written:
                 copies.append((p, a))                   # a local holding the argument
             else:
                 bind[p.name] = ("value", a)

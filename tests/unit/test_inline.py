@@ -88,6 +88,14 @@ def test_names_are_kept_apart():
     assert text.index("float v = A[i][1];") < text.index("A[i][1] = 0;")
 
 
+def test_a_value_the_helper_writes_through_a_pointer_is_read_first():
+    """``g(s, &s)``: C passes the old ``s`` by value before the body sets ``*out``."""
+    text = _inlined("""
+    void g(float v, float *out) { *out = 1; out[0] += v; }
+    void f(int n, float A[n]) { for (int i = 0; i < n; i++) { float s = A[i]; g(s, &s); A[i] = s; } }""")
+    assert text.index("float v = s;") < text.index("s = 1;") < text.index("s += v;")
+
+
 def test_helpers_calling_helpers():
     text = _inlined("""
     void inc(float *a, float d) { a[0] += d; }
