@@ -17,11 +17,15 @@ kernel's own: a call statement becomes a block of the helper's body in which
 - the body's locals and loop variables get names of their own where the caller's names
   would clash (``j`` -> ``j_dot``),
 - ``return e;`` as the body's last statement becomes the assignment of the call's result
-  (``y[i] = dot(...)`` -> ``... y[i] = s;``; ``float d = dot(...)`` declares ``d`` first).
+  (``y[i] = dot(...)`` -> ``... y[i] = s;``; ``float d = dot(...)`` declares ``d`` first);
+  ``if (c) return ...;`` at the body's top level puts the rest of the body in its
+  ``else`` (:func:`_structured`, the value in a local ``result``),
+- a call inside an expression is evaluated first, into a temporary, when the helper
+  writes nothing but its locals.
 
-Anything else (a ``return`` before the end, a call inside an expression, recursion, an
-argument that is not an array, a subscript of one, or ``&`` of one) is refused with its
-location.
+Anything else (a ``return`` inside a loop, a call inside an expression of a helper that
+writes arrays or under ``&&``, ``||``, ``?:``, recursion, an argument that is not an array,
+a subscript of one, or ``&`` of one) is refused with its location.
 
 .. autofunction:: inline_helpers
 """
@@ -129,12 +133,29 @@ class _Inliner:
                            f"{len(args)}", call)
         items = list(copy.deepcopy(fd.body).block_items or [])
         ret = None
+        if any(isinstance(n, c_ast.Return) for it in items[:-1] for n in _walk(it)):
+            # 'if (c) return ...;' before the end: the rest of the body in its else
+            value = fd.decl.type.type
+            res = None
+            if not (isinstance(value, c_ast.TypeDecl)
+                    and getattr(value.type, "names", None) == ["void"]):
+                res = "result"
+                # set on every path; 0 first, since a branch on the data reads back the
+                # value it leaves (X = c ? e : X)
+                d = c_ast.Decl(res, [], [], [], [], copy.deepcopy(value),
+                               c_ast.Constant("int", "0"), None)
+                _rename_decl(d, res)
+                ret = c_ast.ID(res)
+                items = [d] + _structured(items, res, fn, self.err) + [c_ast.Return(ret)]
+            else:
+                items = _structured(items, None, fn, self.err)
         if items and isinstance(items[-1], c_ast.Return):
             ret = items.pop().expr
         early = [n for n in _walk(c_ast.Compound(items)) if isinstance(n, c_ast.Return)]
         if early:
-            raise self.err(f"helper '{fn}' returns before its end: bbmm inlines helpers "
-                           "that take arrays and needs their 'return' last", early[0])
+            raise self.err(f"helper '{fn}' returns inside a loop: bbmm inlines helpers "
+                           "that take arrays and needs each 'return' at the end of the body "
+                           "or of an 'if' at its top level", early[0])
         if result is not None and ret is None:
             raise self.err(f"helper '{fn}' returns no value at its end", call)
         assigned = _assigned(c_ast.Compound(items))
@@ -293,6 +314,36 @@ class _Inliner:
         else:
             self.no_calls(x)
         return [x]
+
+
+def _structured(items: list[c_ast.Node], res: str | None, fn: str,
+                err: Callable[[str, c_ast.Node], UnsupportedProgramError]
+                ) -> list[c_ast.Node]:
+    """The body ``items`` without returns: ``if (c) { s; return e; } rest`` becomes ``if
+    (c) { s; res = e; } else { rest }`` (``res``: the result's local, None for a helper
+    returning nothing), the last ``return e;`` ``res = e;``. A return anywhere else (in a
+    loop, in a nested block) is left for the caller to refuse."""
+    def tail(block: c_ast.Node) -> list[c_ast.Node] | None:
+        stmts = block.block_items or [] if isinstance(block, c_ast.Compound) else [block]
+        if not stmts or not isinstance(stmts[-1], c_ast.Return):
+            return None
+        last = stmts[-1]
+        out = list(stmts[:-1])
+        if res is not None:
+            if last.expr is None:
+                raise err(f"helper '{fn}' returns no value here", last)
+            out.append(c_ast.Assignment("=", c_ast.ID(res), last.expr, last.coord))
+        return out
+    for k, it in enumerate(items):
+        if isinstance(it, c_ast.Return):
+            return items[:k] + (tail(it) or [])         # what follows it never runs
+        if isinstance(it, c_ast.If) and it.iffalse is None:
+            then = tail(it.iftrue)
+            if then is not None:
+                rest = _structured(items[k + 1:], res, fn, err)
+                return items[:k] + [c_ast.If(it.cond, c_ast.Compound(then, it.coord),
+                                             c_ast.Compound(rest, it.coord), it.coord)]
+    return items
 
 
 def _rename_decl_type(t: c_ast.Node, name: str) -> None:

@@ -96,6 +96,19 @@ def test_a_value_the_helper_writes_through_a_pointer_is_read_first():
     assert text.index("float v = s;") < text.index("s = 1;") < text.index("s += v;")
 
 
+def test_early_returns_put_the_rest_in_an_else():
+    text = _inlined("""
+    void clip(int n, float *a, float lo) { if (lo < 0) return; for (int j = 0; j < n; j++) a[j] = lo; }
+    float pick(const float *a) { if (a[0] > 1) return a[0]; if (a[1] > 1) { float h = a[1]; return h; } return 0; }
+    void f(int n, float A[n][n], float y[n], float L[n]) {
+      for (int i = 0; i < n; i++) { clip(n, A[i], L[i]); y[i] = pick(A[i]); } }""")
+    flat = " ".join(text.split())
+    assert ("float lo = L[i]; if (lo < 0) { } else { for (int j = 0; j < n; j++) A[i][j] = lo;"
+            in flat)
+    assert ("float result = 0; if (A[i][0] > 1) { result = A[i][0]; } else { if (A[i][1] > 1) "
+            "{ float h = A[i][1]; result = h; } else { result = 0; } } y[i] = result;") in flat
+
+
 def test_helpers_calling_helpers():
     text = _inlined("""
     void inc(float *a, float d) { a[0] += d; }
