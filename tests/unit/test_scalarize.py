@@ -118,6 +118,22 @@ def test_pointers_used_as_arrays_are_arrays_sized_by_their_subscripts():
                           .ext[0])[1] == frozenset()
 
 
+def test_pointers_to_rows_are_arrays_of_rows():
+    """``float (*A)[n]`` (a malloc'ed matrix passed the C99 way) is ``float A[][n]``;
+    ``(*A)[j]`` is row 0; ``double (*G)[ny][nz]`` likewise in three dimensions."""
+    src = ("void f(int n, int ny, int nz, float (*A)[n], double (*G)[ny][nz]) {\n"
+           "  for (int i = 1; i < n; i++) for (int j = 0; j < n; j++) {\n"
+           "    A[i][j] = (*A)[j]; G[i][j % ny][0] = 1; } }\n")
+    g, names = pointer_arrays(c_parser.CParser().parse(src).ext[0])
+    assert names == {"A", "G"}
+    text = c_generator.CGenerator().visit(g)
+    assert "float A[][n]" in text and "double G[][ny][nz]" in text
+    assert "A[i][j] = A[0][j];" in text
+    scop = parse_source(src.replace("j % ny", "0"), "rows.c")
+    assert {a.name: a.dims for a in scop.param_arrays} == {"A": ("n", "n"),
+                                                          "G": ("n", "ny", "nz")}
+
+
 def test_a_size_that_is_no_affine_expression_is_refused():
     src = ("void f(int n, int m, float *x) { for (int i = 0; i < n; i++) x[i] = 0; "
            "for (int j = 0; j < m; j++) x[j] = 1; }")
