@@ -19,7 +19,7 @@ kernel's own: a call statement becomes a block of the helper's body in which
 - ``return e;`` as the body's last statement becomes the assignment of the call's result
   (``y[i] = dot(...)`` -> ``... y[i] = s;``; ``float d = dot(...)`` declares ``d`` first);
   ``if (c) return ...;`` at the body's top level puts the rest of the body in its
-  ``else`` (:func:`_structured`, the value in a local ``result``),
+  ``else`` (:func:`codegen.structure.early_exits`, the value in a local ``result``),
 - a call inside an expression is evaluated first, into a temporary, when the helper
   writes nothing but its locals.
 
@@ -38,6 +38,7 @@ from pycparser import c_ast, c_generator
 
 from bbmm.diagnostic import UnsupportedProgramError
 from codegen.csource import const_int, identifiers, replace_children
+from codegen.structure import early_exits
 
 __all__ = ["inline_helpers"]
 
@@ -146,9 +147,10 @@ class _Inliner:
                                c_ast.Constant("int", "0"), None)
                 _rename_decl(d, res)
                 ret = c_ast.ID(res)
-                items = [d] + _structured(items, res, fn, self.err) + [c_ast.Return(ret)]
+                items = [d] + early_exits(items, c_ast.Return, self.returned(fn, res)) \
+                    + [c_ast.Return(ret)]
             else:
-                items = _structured(items, None, fn, self.err)
+                items = early_exits(items, c_ast.Return, lambda _: [])
         if items and isinstance(items[-1], c_ast.Return):
             ret = items.pop().expr
         early = [n for n in _walk(c_ast.Compound(items)) if isinstance(n, c_ast.Return)]
@@ -195,6 +197,14 @@ class _Inliner:
             head.append(d)
         out = c_ast.Compound(head + stmts, call.coord)
         return self.statement(out, active + (fn,))[0]   # the helpers it calls, in turn
+
+    def returned(self, fn: str, res: str) -> Callable[[c_ast.Return], list[c_ast.Node]]:
+        """What an early ``return e;`` of helper ``fn`` leaves: ``res = e;``."""
+        def last(r: c_ast.Return) -> list[c_ast.Node]:
+            if r.expr is None:
+                raise self.err(f"helper '{fn}' returns no value here", r)
+            return [c_ast.Assignment("=", c_ast.ID(res), r.expr, r.coord)]
+        return last
 
     def array_arg(self, fn: str, p: c_ast.Decl, a: c_ast.Node, assigned: set[str]
                   ) -> tuple[str, c_ast.Node]:
@@ -314,36 +324,6 @@ class _Inliner:
         else:
             self.no_calls(x)
         return [x]
-
-
-def _structured(items: list[c_ast.Node], res: str | None, fn: str,
-                err: Callable[[str, c_ast.Node], UnsupportedProgramError]
-                ) -> list[c_ast.Node]:
-    """The body ``items`` without returns: ``if (c) { s; return e; } rest`` becomes ``if
-    (c) { s; res = e; } else { rest }`` (``res``: the result's local, None for a helper
-    returning nothing), the last ``return e;`` ``res = e;``. A return anywhere else (in a
-    loop, in a nested block) is left for the caller to refuse."""
-    def tail(block: c_ast.Node) -> list[c_ast.Node] | None:
-        stmts = block.block_items or [] if isinstance(block, c_ast.Compound) else [block]
-        if not stmts or not isinstance(stmts[-1], c_ast.Return):
-            return None
-        last = stmts[-1]
-        out = list(stmts[:-1])
-        if res is not None:
-            if last.expr is None:
-                raise err(f"helper '{fn}' returns no value here", last)
-            out.append(c_ast.Assignment("=", c_ast.ID(res), last.expr, last.coord))
-        return out
-    for k, it in enumerate(items):
-        if isinstance(it, c_ast.Return):
-            return items[:k] + (tail(it) or [])         # what follows it never runs
-        if isinstance(it, c_ast.If) and it.iffalse is None:
-            then = tail(it.iftrue)
-            if then is not None:
-                rest = _structured(items[k + 1:], res, fn, err)
-                return items[:k] + [c_ast.If(it.cond, c_ast.Compound(then, it.coord),
-                                             c_ast.Compound(rest, it.coord), it.coord)]
-    return items
 
 
 def _rename_decl_type(t: c_ast.Node, name: str) -> None:

@@ -62,6 +62,7 @@ PROGRAMS = [
     (KERNELS / "helper_pointer.c", ["n=29"], "1KiB"),
     (KERNELS / "helper_early_return.c", ["n=31"], "2KiB"),
     (KERNELS / "row_pointers.c", ["n=23", "ny=5", "nz=7"], "4KiB"),
+    (KERNELS / "loop_continue.c", ["n=27"], "3KiB"),
     # file-scope arrays taken as parameters (codegen/globals.py)
     (KERNELS / "file_arrays.c", ["tsteps=3"], "8KiB"),
     # steps other than 1, C's / and % by constants (tests/unit/test_quasi_affine.py)

@@ -1,0 +1,45 @@
+"""Early exits as branches (codegen/structure.py): ``if (c) continue;`` at the top of a
+loop body puts the rest of the body in its else; the model is then that of the program
+written with the else by hand; exits anywhere else are left for the front end to refuse."""
+from __future__ import annotations
+
+from pycparser import c_generator, c_parser
+
+from codegen.deps import dependences
+from codegen.frontend import parse_source
+from codegen.structure import loop_continues
+
+
+def _text(src: str) -> str:
+    f = c_parser.CParser().parse(src).ext[0]
+    return " ".join(c_generator.CGenerator().visit(loop_continues(f)).split())
+
+
+def test_the_rest_of_the_body_goes_to_the_else():
+    text = _text("""void f(int n, float A[n]) { for (int i = 0; i < n; i++) {
+        float c = A[i]; if (c > 1) { A[i] = 1; continue; } if (i > 2) continue; A[i] = c; } }""")
+    assert ("float c = A[i]; if (c > 1) { A[i] = 1; } else { if (i > 2) { } else "
+            "{ A[i] = c; } }") in text
+
+
+def test_nested_loops_and_bodies_without_braces():
+    text = _text("""void f(int n, float A[n][n]) { for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) { if (j > i) continue; A[i][j] = 0; } }""")
+    assert "for (int j = 0; j < n; j++) { if (j > i) { } else { A[i][j] = 0; } }" in text
+
+
+def test_a_function_without_continue_is_itself():
+    f = c_parser.CParser().parse("void f(int n, float A[n]) { A[0] = 1; }").ext[0]
+    assert loop_continues(f) is f
+
+
+def test_the_model_is_the_program_with_the_else_written_out():
+    s1 = parse_source("""void f(int n, float A[n][n]) { for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) { if (j > i) continue; A[i][j] = A[j][i] + 1; } }""", "a.c")
+    s2 = parse_source("""void f(int n, float A[n][n]) { for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) { if (j > i) { } else { A[i][j] = A[j][i] + 1; } } }""",
+                      "b.c")
+    assert [str(st.domain) for st in s1.statements] == [str(st.domain) for st in s2.statements]
+    d1, d2 = dependences(s1), dependences(s2)
+    assert all(getattr(d1, k).is_equal(getattr(d2, k)) for k in ("flow", "raw", "war", "waw"))
+    assert "j <= i" in str(s1.statements[0].domain).replace("i >= j", "j <= i")
