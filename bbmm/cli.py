@@ -250,7 +250,7 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
     from .diagnostic import BBMMWarning
     from .hostlib import prebuild
     from .reference import init_arrays, init_function, reference_library
-    from .run import host_arrays, parse_params
+    from .run import array_shapes, host_arrays, parse_params
 
     scop = prog.scop
     defaults = dict(scop.param_defaults)
@@ -259,11 +259,12 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
     if defaults and any(params[p] != v for p, v in defaults.items()):
         for msg in out_of_bounds(scop, params):
             warnings.warn(msg, BBMMWarning, stacklevel=1)
+    module = load_driver(prog)
+    array_shapes(module, params)      # an empty array is refused before anything is built
     init_name = args.init or (None if args.no_init else init_function(scop))
     lib = None
     if init_name or args.check:          # one library for the init function and --check
         lib = reference_library(scop, _defines(args), args.include_dirs, init=init_name)
-    module = load_driver(prog)
     devices = make_devices_from_args(args)
     prebuild(module, devices)   # kernels build while the inputs are made
     init, scalars = init_arrays(scop, params, seed=args.seed, scalars=scalars,
@@ -293,7 +294,7 @@ def _run_run(args: argparse.Namespace) -> int:
                   replay=False if args.no_replay else None, fuse=args.fuse, profile=profile)
     if args.check:
         check_against_reference(res, args.file, scop, init, _defines(args), lib=lib)
-    print(report(res, scop.function))
+    print(report(res, scop.function, scop.returns))
     for m in res.mismatches:
         print(f"  mismatch: {m}")
     if args.json:

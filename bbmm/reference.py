@@ -296,30 +296,35 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
 
 
 def trampoline(function: str, types: list[str] | tuple[str, ...],
-               file_arrays: tuple[str, ...] = ()) -> str:
+               file_arrays: tuple[str, ...] = (), returns: str | None = None) -> str:
     """C text of the exported entry point ``_bbmm_<function>``: it takes arguments of
     the given C ``types`` (``void *`` for arrays and pointers) and calls ``function``;
     then one ``void *`` per name of ``file_arrays`` (file-scope arrays of the C file),
-    whose bytes it copies into the array before the call and back after it."""
+    whose bytes it copies into the array before the call and back after it; then, for a
+    function returning the C type ``returns``, a ``void *`` where it stores the value."""
     n = len(types)
     args = [f"{t} _bbmm_a{i}" for i, t in enumerate(types)]
     args += [f"void *_bbmm_g{i}" for i in range(len(file_arrays))]
+    if returns:
+        args.append("void *_bbmm_r")
     call = ", ".join(f"_bbmm_a{i}" for i in range(n))
     cin = "".join(f"__builtin_memcpy({g}, _bbmm_g{i}, sizeof {g}); "
                   for i, g in enumerate(file_arrays))
     cout = "".join(f" __builtin_memcpy(_bbmm_g{i}, {g}, sizeof {g});"
                    for i, g in enumerate(file_arrays))
+    into = f"*({returns} *) _bbmm_r = " if returns else "(void) "
     return (f'__attribute__((visibility("default"))) void _bbmm_{function}('
-            f'{", ".join(args) or "void"}) {{ {cin}(void) {function}({call});{cout} }}')
+            f'{", ".join(args) or "void"}) {{ {cin}{into}{function}({call});{cout} }}')
 
 
 def _kernel_trampoline(scop) -> str:
     ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
     floats = dict(scop.float_params)
-    glob = set(scop.globals)
+    extra = set(scop.globals) | {scop.returns}
+    returns = next((a.ctype for a in scop.param_arrays if a.name == scop.returns), None)
     return trampoline(scop.function, [ints.get(a) or floats.get(a) or "void *"
-                                      for a in scop.args if a not in glob],
-                      tuple(scop.c_name(g) for g in scop.globals))
+                                      for a in scop.args if a not in extra],
+                      tuple(scop.c_name(g) for g in scop.globals), returns)
 
 
 def init_signature(scop, name: str, defines: Mapping[str, object] | None = None,
@@ -462,9 +467,11 @@ def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
     float_types = dict(scop.float_params)
     array_names = {a.name for a in scop.param_arrays}
     argtypes, argv, keep = [], [], []
-    glob = set(scop.globals)
-    # the C parameters, then the file-scope arrays (the trampoline copies them in and out)
-    for name in [a for a in scop.args if a not in glob] + list(scop.globals):
+    extra = set(scop.globals) | {scop.returns}
+    # the C parameters, then the file-scope arrays (the trampoline copies them in and
+    # out), then the returned value's array
+    for name in [a for a in scop.args if a not in extra] + list(scop.globals) + (
+            [scop.returns] if scop.returns else []):
         if name in int_types:
             ct = _int_ctype(int_types[name])
             argtypes.append(ct)

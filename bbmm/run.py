@@ -105,19 +105,38 @@ def pageable(arrays: Mapping[str, np.ndarray], devices: Sequence[Any]) -> list[s
     return [a for a, x in arrays.items() if x.nbytes and not is_pinned(x)]
 
 
+def array_shapes(module: ModuleType, params: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
+    """The shape of each array of the driver's ARRAYS at ``params``; a
+    :class:`UsageError` where one has no element: the model takes every array to hold at
+    least one (its context says so, e.g. ``n >= 1`` for ``x[n]``), and parameters outside
+    it would leave the boxes and copies undefined."""
+    env = dict(params)
+    shapes = {name: tuple(int(eval(d, {"__builtins__": {}, "min": min, "max": max}, env))
+                          for d in dims) for name, (_, dims) in module.ARRAYS.items()}
+    locals_ = getattr(module, "LOCALS", frozenset())
+    empty = [f"{name}[{']['.join(module.ARRAYS[name][1])}]" for name, shape in shapes.items()
+             if name not in locals_ and any(d < 1 for d in shape)]
+    if empty:
+        c_names = getattr(module, "C_NAMES", {})
+        given = ", ".join(f"{c_names.get(k, k)}={v}" for k, v in params.items())
+        raise UsageError(f"{given}: {', '.join(empty)} would have no element; bbmm runs "
+                         f"kernels whose arrays have at least one (a program with nothing to "
+                         f"do need not run)")
+    return shapes
+
+
 def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence[Any]
                 ) -> dict[str, np.ndarray]:
     """Zeroed host arrays for the driver's ARRAYS, page-locked where the platform allows
     (a local array, an expanded temporary, is left as allocated: the program writes it
     before it reads it)."""
 
-    env = dict(params)
     out = {}
     pinned = getattr(devices[0], "pinned_empty", None) if devices else None
     locals_ = getattr(module, "LOCALS", frozenset())
+    shapes = array_shapes(module, params)
     for name, (ctype, dims) in module.ARRAYS.items():
-        shape = tuple(int(eval(d, {"__builtins__": {}, "min": min, "max": max}, env))
-                      for d in dims)
+        shape = shapes[name]
         dt = DTYPES[ctype]
         a = pinned(shape, dt) if pinned is not None else np.empty(shape, dt)
         if name not in locals_:
@@ -367,11 +386,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "on the rank that computed it")
 
 
-def report(res: RunResult, kernel: str) -> str:
+def report(res: RunResult, kernel: str, returns: str | None = None) -> str:
+    """The run's summary; ``returns``: the array holding the kernel's returned value."""
     rt = res.runtime
     st = rt.stats
     lines = [f"{kernel}: {len(rt.devices)} device(s), tile {res.tile}, {st.tiles} tiles, "
              f"{res.wall_s:.3f} s; check {res.check}"]
+    if returns is not None and returns in res.arrays:
+        lines.append(f"  returned {res.arrays[returns].reshape(-1)[0].item()!r}")
     for d, ds in zip(rt.devices, st.devices):
         lines.append(f"  {d.name}: peak {format_bytes(ds.peak_bytes)}, h2d "
                      f"{format_bytes(ds.h2d_bytes)}, d2h {format_bytes(ds.d2h_bytes)}, d2d "
@@ -443,7 +465,7 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
                       progress=False if args.no_progress else None,
                       replay=False if args.no_replay else None, fuse=args.fuse,
                       profile=profile)
-        print(report(res, module.FUNCTION))
+        print(report(res, module.FUNCTION, getattr(module, "RETURNS", None)))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(res.as_json(module.FUNCTION), f, indent=1)

@@ -53,6 +53,9 @@ class Program:
             out.append("  renamed: " + ", ".join(
                 f"{c} -> {m} ({unsafe(c)})"
                 for m, c in s.c_names))
+        if s.returns:    # the kernel's value: one more array of the model
+            ret = next(a for a in s.arrays if a.name == s.returns)
+            out.append(f"  returns: {ret.ctype}, stored in {s.returns}[0]")
         if s.globals:    # the C file's arrays the kernel uses: arguments of the model
             out.append("  file-scope arrays (taken as arguments): " + ", ".join(s.globals))
         if s.inferred:   # arrays bbmm shaped itself (pointers, flat, B[][n]): say how

@@ -69,7 +69,7 @@ from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
-from codegen.structure import loop_continues
+from codegen.structure import kernel_return, loop_continues
 
 _GEN = c_generator.CGenerator()
 
@@ -106,6 +106,10 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     # file-scope arrays the kernel uses (float A[N][N]; at the top): more parameters
     func, globs = file_arrays(src.ast, func, lambda msg, node: UnsupportedProgramError(
         msg, src.cmap.fix(getattr(node, "coord", None))))
+    # a kernel returning a value: the value in result[0], a parameter of the model
+    func, returns = kernel_return(func, identifiers(func), lambda msg, node:
+                                  UnsupportedProgramError(
+                                      msg, src.cmap.fix(getattr(node, "coord", None))))
     taken = identifiers(func)
     # the file's other functions, which statements may call: their kernels' copies are
     # OpenCL C, so their parameters and locals get model names too (half -> half_)
@@ -137,7 +141,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
                                           if p in sizes), c_names=tuple(c_names.items()),
                      rows=tuple(sorted(rows.items())),
                      pointers=tuple(sorted(c_names_of(pointers, c_names))),
-                     globals=tuple(c_names_of(globs, c_names)))
+                     globals=tuple(c_names_of(globs, c_names)),
+                     returns=c_names_of([returns], c_names)[0] if returns else None)
 
 
 def _scop_of(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,

@@ -126,6 +126,8 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g(f"INT_PARAMS = {tuple(scop.int_params)!r}")
     g(f"PARAM_DEFAULTS = {dict(scop.param_defaults)!r}  # sizes main passes the kernel")
     g(f"FLOAT_PARAMS = {tuple(scop.float_params)!r}")
+    if scop.returns:
+        g(f"RETURNS = {scop.returns!r}  # the array holding the value the kernel returns")
     if scop.c_names:
         g(f"C_NAMES = {dict(scop.c_names)!r}  # model name: the C source's name, which "
           f"Python, isl or OpenCL C cannot take (--param and messages use the C name)")

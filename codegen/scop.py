@@ -642,6 +642,9 @@ class Scop:
     inferred: tuple[str, ...] = ()
     """Arrays whose first size the front end inferred from their subscripts (pointers,
     flat arrays, ``float B[][n]``: :meth:`codegen.builder.Builder.infer_sizes`)."""
+    returns: str | None = None
+    """The one-element array holding the value the kernel returns, its last argument
+    (:func:`codegen.structure.kernel_return`); None for a kernel returning nothing."""
     globals: tuple[str, ...] = ()
     """File-scope arrays the kernel uses, the last of :attr:`args` (not C parameters:
     :func:`codegen.globals.file_arrays`; the reference copies them in and out)."""

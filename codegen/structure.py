@@ -8,8 +8,13 @@ is ``if (c) { s; } else { rest }``, which the front end takes like any ``if`` (a
 else (inside a nested loop or block, ``break``) is left as it is, for the front end to
 refuse with its location.
 
+A kernel that returns a value (``float dot(...) { ...; return s; }``) stores it in a
+one-element array of its model instead (:func:`kernel_return`), early returns at the top
+of its body included.
+
 .. autofunction:: early_exits
 .. autofunction:: loop_continues
+.. autofunction:: kernel_return
 """
 from __future__ import annotations
 
@@ -18,9 +23,10 @@ from collections.abc import Callable
 
 from pycparser import c_ast
 
-from codegen.csource import replace_children
+from bbmm.diagnostic import UnsupportedProgramError
+from codegen.csource import replace_children, scalar_type
 
-__all__ = ["early_exits", "loop_continues"]
+__all__ = ["early_exits", "kernel_return", "loop_continues"]
 
 
 def early_exits(items: list[c_ast.Node], kind: type,
@@ -71,3 +77,50 @@ def loop_continues(func: c_ast.FuncDef) -> c_ast.FuncDef:
         return [x]
     replace_children(func.body, visit)
     return func
+
+
+def kernel_return(func: c_ast.FuncDef, taken: set[str],
+                  err: Callable[[str, c_ast.Node], UnsupportedProgramError]
+                  ) -> tuple[c_ast.FuncDef, str | None]:
+    """``(func', name)``: a kernel returning a scalar with ``return e;`` made to store
+    ``e`` in ``name[0]``, a new last parameter ``T name[1]`` (``name``: ``result``, or a
+    variant no name of ``taken`` has); ``return`` at the top of the body (``if (n < 1)
+    return 0;``) puts the rest in an ``else``. ``(func, None)`` for a kernel returning
+    nothing (a final ``return;`` dropped). A return anywhere else is left for the front
+    end to refuse."""
+    t = func.decl.type.type
+    void = isinstance(t, c_ast.TypeDecl) and getattr(t.type, "names", None) == ["void"]
+    if not _has(func.body, c_ast.Return):
+        return func, None
+    func = copy.deepcopy(func)
+    items = list(func.body.block_items or [])
+    if void:
+        func.body.block_items = early_exits(items, c_ast.Return, lambda _: [])
+        return func, None
+    ctype = scalar_type(t)
+    if ctype is None:
+        raise err(f"kernel '{func.decl.name}' must return nothing, an integer, float or "
+                  "double", func.decl)
+    name, k = "result", 1
+    while name in taken:
+        k += 1
+        name = f"result{k}"
+
+    def store(r: c_ast.Return) -> list[c_ast.Node]:
+        if r.expr is None:
+            raise err(f"kernel '{func.decl.name}' returns no value here", r)
+        return [c_ast.Assignment("=", c_ast.ArrayRef(c_ast.ID(name, r.coord),
+                                                     c_ast.Constant("int", "0"), r.coord),
+                                 r.expr, r.coord)]
+    func.body.block_items = early_exits(items, c_ast.Return, store)
+    decl = c_ast.Decl(name, [], [], [], [], c_ast.ArrayDecl(
+        c_ast.TypeDecl(name, [], None, copy.deepcopy(t.type)), c_ast.Constant("int", "1"),
+        []), None, None, func.decl.coord)
+    ftype = func.decl.type
+    if ftype.args is None:
+        ftype.args = c_ast.ParamList([], func.decl.coord)
+    ftype.args.params = [p for p in ftype.args.params
+                         if not (isinstance(p, c_ast.Typename)
+                                 and getattr(getattr(p.type, "type", None), "names", None)
+                                 == ["void"])] + [decl]
+    return func, name

@@ -63,6 +63,7 @@ PROGRAMS = [
     (KERNELS / "helper_early_return.c", ["n=31"], "2KiB"),
     (KERNELS / "row_pointers.c", ["n=23", "ny=5", "nz=7"], "4KiB"),
     (KERNELS / "loop_continue.c", ["n=27"], "3KiB"),
+    (KERNELS / "returns_value.c", ["n=23", "m=9"], "2KiB"),
     # file-scope arrays taken as parameters (codegen/globals.py)
     (KERNELS / "file_arrays.c", ["tsteps=3"], "8KiB"),
     # steps other than 1, C's / and % by constants (tests/unit/test_quasi_affine.py)
@@ -448,3 +449,25 @@ def test_bad_pipeline_setting_is_one_line(capsys, monkeypatch):
                  "--no-progress", "--device-kind", "cpu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["bbmm: error: BBMM_PIPELINE: 'many' is not an integer"]
+
+
+def test_a_returned_value_is_checked_and_printed(capsys):
+    """``double f(...) { ...; return total; }``: the value is compared with the C
+    function's and printed; an early ``return -1.0;`` for sizes with nothing to do."""
+    argv = ["run", str(KERNELS / "returns_value.c"), "--param", "n=7", "--param", "m=3",
+            "--devices", "2", "--check", "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "check pass" in out          # result[0] against the C function's value
+    value = float(out.split("returned ", 1)[1].split()[0])
+    assert value > 0                    # a sum of squares of sums of inputs in [0, 1)
+
+
+def test_parameters_that_empty_an_array_are_refused_in_one_line(capsys):
+    """n=0 leaves rows[n] without an element: the model's context excludes it, so bbmm
+    refuses (it used to crash in the copies)."""
+    argv = ["run", str(KERNELS / "returns_value.c"), "--param", "n=0", "--param", "m=3",
+            "--devices", "2", "--check", "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "rows[n] would have no element" in err[0], err

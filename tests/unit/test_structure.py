@@ -43,3 +43,21 @@ def test_the_model_is_the_program_with_the_else_written_out():
     d1, d2 = dependences(s1), dependences(s2)
     assert all(getattr(d1, k).is_equal(getattr(d2, k)) for k in ("flow", "raw", "war", "waw"))
     assert "j <= i" in str(s1.statements[0].domain).replace("i >= j", "j <= i")
+
+
+def test_a_kernel_returning_a_value_stores_it():
+    from codegen.structure import kernel_return
+    f = c_parser.CParser().parse("""float f(int n, float A[n]) {
+        if (n < 2) return 0; float s = 0; for (int i = 0; i < n; i++) s += A[i]; return s; }
+        """).ext[0]
+    g, name = kernel_return(f, {"n", "A", "s", "i", "result"}, None)
+    text = " ".join(c_generator.CGenerator().visit(g).split())
+    assert name == "result2" and "float f(int n, float A[n], float result2[1])" in text
+    assert ("if (n < 2) { result2[0] = 0; } else { float s = 0; for (int i = 0; i < n; i++) "
+            "s += A[i]; result2[0] = s; }") in text
+    v = c_parser.CParser().parse("void v(int n, float A[n]) { A[0] = 1; return; }").ext[0]
+    g, name = kernel_return(v, set(), None)
+    assert name is None and "return" not in c_generator.CGenerator().visit(g)
+    s = parse_source("double d(int n, double *x) { double t = 0; "
+                     "for (int i = 0; i < n; i++) t += x[i]; return t; }", "d.c")
+    assert s.returns == "result" and s.args[-1] == "result"
