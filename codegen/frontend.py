@@ -69,7 +69,7 @@ from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
-from codegen.structure import kernel_return, loop_continues
+from codegen.structure import kernel_return, loop_continues, switches
 
 _GEN = c_generator.CGenerator()
 
@@ -102,7 +102,7 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
                           lambda msg, node: UnsupportedProgramError(
                               msg, src.cmap.fix(getattr(node, "coord", None))))
     # 'if (c) continue;' at the top of a loop body: the rest of the body in its else
-    func = loop_continues(func)
+    func = loop_continues(switches(func))
     # file-scope arrays the kernel uses (float A[N][N]; at the top): more parameters
     func, globs = file_arrays(src.ast, func, lambda msg, node: UnsupportedProgramError(
         msg, src.cmap.fix(getattr(node, "coord", None))))

@@ -8,6 +8,9 @@ is ``if (c) { s; } else { rest }``, which the front end takes like any ``if`` (a
 else (inside a nested loop or block, ``break``) is left as it is, for the front end to
 refuse with its location.
 
+A ``switch`` whose cases each end in ``break`` (cases without statements sharing the next
+one's) is the chain of ``if``/``else if`` it means (:func:`switches`).
+
 A kernel that returns a value (``float dot(...) { ...; return s; }``) stores it in a
 one-element array of its model instead (:func:`kernel_return`), early returns at the top
 of its body included.
@@ -15,6 +18,7 @@ of its body included.
 .. autofunction:: early_exits
 .. autofunction:: loop_continues
 .. autofunction:: kernel_return
+.. autofunction:: switches
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from pycparser import c_ast
 from bbmm.diagnostic import UnsupportedProgramError
 from codegen.csource import replace_children, scalar_type
 
-__all__ = ["early_exits", "kernel_return", "loop_continues"]
+__all__ = ["early_exits", "kernel_return", "loop_continues", "switches"]
 
 
 def early_exits(items: list[c_ast.Node], kind: type,
@@ -124,3 +128,86 @@ def kernel_return(func: c_ast.FuncDef, taken: set[str],
                                  and getattr(getattr(p.type, "type", None), "names", None)
                                  == ["void"])] + [decl]
     return func, name
+
+
+def _pure(e: c_ast.Node) -> bool:
+    """Whether evaluating ``e`` twice is evaluating it once (no assignment, ``++``,
+    ``--`` or call)."""
+    return not any(isinstance(n, (c_ast.Assignment, c_ast.FuncCall)) or (
+        isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--"))
+        for n in _nodes(e))
+
+
+def _nodes(e: c_ast.Node):
+    yield e
+    for _, c in e.children():
+        yield from _nodes(c)
+
+
+def _chain(sw: c_ast.Switch) -> c_ast.Node | None:
+    """The ``if`` chain of ``sw``, or None where it is no plain chain (a case falling
+    through into statements, a ``break`` before a case's end, a selector with side
+    effects, labels outside the switch's top-level block)."""
+    if not isinstance(sw.stmt, c_ast.Compound) or not _pure(sw.cond):
+        return None
+    groups: list[tuple[list[c_ast.Node], list[c_ast.Node]]] = []   # (labels, body)
+    labels: list[c_ast.Node] = []
+    items = sw.stmt.block_items or []
+    for k, it in enumerate(items):
+        if not isinstance(it, (c_ast.Case, c_ast.Default)):
+            return None
+        labels.append(it)
+        body = list(it.stmts or [])
+        if not body:
+            if k == len(items) - 1:
+                groups.append((labels, []))             # an empty last case
+            continue
+        if isinstance(body[-1], c_ast.Break):
+            body.pop()
+        elif k != len(items) - 1:
+            return None                                 # falls through into the next
+        if any(isinstance(n, c_ast.Break) for b in body for n in _top_breaks(b)):
+            return None
+        groups.append((labels, body))
+        labels = []
+    default = [b for ls, b in groups if any(isinstance(x, c_ast.Default) for x in ls)]
+    cases = [(ls, b) for ls, b in groups if not any(isinstance(x, c_ast.Default) for x in ls)]
+    out: c_ast.Node | None = c_ast.Compound(default[0], sw.coord) if default else None
+    for ls, b in reversed(cases):
+        test = None
+        for x in ls:
+            eq = c_ast.BinaryOp("==", copy.deepcopy(sw.cond), x.expr, x.coord)
+            test = eq if test is None else c_ast.BinaryOp("||", test, eq, x.coord)
+        out = c_ast.If(test, c_ast.Compound(b, ls[0].coord), out, ls[0].coord)
+    return out if out is not None else c_ast.Compound([], sw.coord)
+
+
+def _top_breaks(node: c_ast.Node):
+    """``break`` statements of ``node`` that leave the switch (not those of its loops)."""
+    if isinstance(node, c_ast.Break):
+        yield node
+    if isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile, c_ast.Switch)):
+        return
+    for _, c in node.children():
+        yield from _top_breaks(c)
+
+
+def switches(func: c_ast.FuncDef) -> c_ast.FuncDef:
+    """A copy of ``func`` whose plain ``switch`` statements are ``if`` chains
+    (``switch (A[i] & 3) { case 0: ...; break; case 1: case 2: ...; break; default: ... }``
+    is ``if ((A[i] & 3) == 0) {...} else if ((A[i] & 3) == 1 || (A[i] & 3) == 2) {...}
+    else {...}``); ``func`` itself when it has none. Any other switch stays, for the front
+    end to refuse with its location."""
+    if not _has(func.body, c_ast.Switch):
+        return func
+    func = copy.deepcopy(func)
+
+    def visit(x: c_ast.Node) -> list[c_ast.Node]:
+        replace_children(x, visit)
+        if isinstance(x, c_ast.Switch):
+            chain = _chain(x)
+            if chain is not None:
+                return [chain]
+        return [x]
+    replace_children(func.body, visit)
+    return func

@@ -64,6 +64,7 @@ PROGRAMS = [
     (KERNELS / "row_pointers.c", ["n=23", "ny=5", "nz=7"], "4KiB"),
     (KERNELS / "loop_continue.c", ["n=27"], "3KiB"),
     (KERNELS / "returns_value.c", ["n=23", "m=9"], "2KiB"),
+    (KERNELS / "switch_cases.c", ["n=21"], "3KiB"),
     # file-scope arrays taken as parameters (codegen/globals.py)
     (KERNELS / "file_arrays.c", ["tsteps=3"], "8KiB"),
     # steps other than 1, C's / and % by constants (tests/unit/test_quasi_affine.py)

@@ -61,3 +61,28 @@ def test_a_kernel_returning_a_value_stores_it():
     s = parse_source("double d(int n, double *x) { double t = 0; "
                      "for (int i = 0; i < n; i++) t += x[i]; return t; }", "d.c")
     assert s.returns == "result" and s.args[-1] == "result"
+
+
+def test_a_switch_is_an_if_chain():
+    from codegen.structure import switches
+    f = c_parser.CParser().parse("""void f(int n, int K[n], float A[n]) {
+        for (int i = 0; i < n; i++) switch (K[i] & 3) {
+          case 0: A[i] = 1; break;
+          case 1: case 2: for (int j = 0; j < 2; j++) { if (j) break; A[i] += j; } break;
+          default: A[i] = 3; } }""").ext[0]
+    text = " ".join(c_generator.CGenerator().visit(switches(f)).split())
+    assert ("if ((K[i] & 3) == 0) { A[i] = 1; } else if (((K[i] & 3) == 1) || ((K[i] & 3) == 2))"
+            " { for (int j = 0; j < 2; j++) { if (j) break; A[i] += j; } } else { A[i] = 3; }"
+            ) in text
+
+
+def test_switches_that_are_no_chain_stay():
+    from codegen.structure import switches
+    for body in ("case 0: A[i] = 1; case 1: A[i] = 2; break;",     # falls through
+                 "case 0: if (i) break; A[i] = 1; break;",          # leaves early
+                 "case 0: A[i] = 1; break;"):
+        sel = "K[i]++" if body.startswith("case 0: A[i] = 1; break;") else "K[i]"
+        f = c_parser.CParser().parse(f"void f(int n, int K[n], float A[n]) {{ "
+                                     f"for (int i = 0; i < n; i++) switch ({sel}) {{ {body} }} }}"
+                                     ).ext[0]
+        assert "switch" in c_generator.CGenerator().visit(switches(f))
