@@ -15,6 +15,19 @@ check() {  # file, params...
     echo "$(basename $f) d=$d: $r"
   done
 }
+if [ "$1" = "b" ]; then
+# part b (second call): the programs added after the first call
+date +%T
+check tests/kernels/row_pointers.c n=700 ny=50 nz=60
+check tests/kernels/loop_continue.c n=900
+check tests/kernels/switch_cases.c n=900
+check tests/kernels/helper_early_return.c n=1200
+check tests/kernels/returns_value.c n=2000 m=300
+check tests/kernels/file_arrays.c tsteps=4
+python3 -m bbmm run tests/kernels/returns_value.c --param n=2000 --param m=300 --devices 2 --check --no-progress 2>&1 | grep -m1 returned
+date +%T
+exit 0
+fi
 date +%T
 check tests/kernels/flat/mirror.c tsteps=5 n=1000
 check tests/kernels/flat/heat3d.c tsteps=5 nx=70 ny=61 nz=53
