@@ -360,7 +360,8 @@ INLINE = [
     (f"{_LOOP} A[i / n] = 0;", "non-affine subscript 'i / n' in 'A[i / n]' ('/' by a variable)"),
     (f"{_LOOP} A[i << n] = 0;", "('<<' by a variable)"),
     (f"{_LOOP} A[i] = A[i] + &A[0];", "pointer address-of not supported"),
-    (f"{_LOOP} switch (i) {{ default: A[i] = 0; }}", "switch statement not supported"),
+    (f"{_LOOP} switch (i) {{ case 0: A[i] = 1; default: A[i] = 0; }}",   # falls through
+     "switch statement not supported"),
     (f"{_LOOP} sqrt(A[i]);", "call to 'sqrt' as a statement has no effect"),
     (f"{_LOOP} A[i] = A[2.5];", "'2.5' is not an integer"),
 ]
