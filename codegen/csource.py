@@ -303,6 +303,13 @@ def find_kernel(ast: c_ast.FileAST, name: str | None, filename: str) -> c_ast.Fu
     return cands[0]
 
 
+def walk(node: c_ast.Node):
+    """Every node of ``node``'s tree, ``node`` first (pre-order)."""
+    yield node
+    for _, c in node.children():
+        yield from walk(c)
+
+
 def _has_loop(node: c_ast.Node) -> bool:
     return isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)) \
         or any(_has_loop(c) for _, c in node.children())

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pycparser import c_ast, c_generator
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import const_int, identifiers, replace_children
+from codegen.csource import const_int, identifiers, replace_children, walk
 from codegen.structure import early_exits
 
 __all__ = ["inline_helpers"]
@@ -134,7 +134,7 @@ class _Inliner:
                            f"{len(args)}", call)
         items = list(copy.deepcopy(fd.body).block_items or [])
         ret = None
-        if any(isinstance(n, c_ast.Return) for it in items[:-1] for n in _walk(it)):
+        if any(isinstance(n, c_ast.Return) for it in items[:-1] for n in walk(it)):
             # 'if (c) return ...;' before the end: the rest of the body in its else
             value = fd.decl.type.type
             res = None
@@ -153,7 +153,7 @@ class _Inliner:
                 items = early_exits(items, c_ast.Return, lambda _: [])
         if items and isinstance(items[-1], c_ast.Return):
             ret = items.pop().expr
-        early = [n for n in _walk(c_ast.Compound(items)) if isinstance(n, c_ast.Return)]
+        early = [n for n in walk(c_ast.Compound(items)) if isinstance(n, c_ast.Return)]
         if early:
             raise self.err(f"helper '{fn}' returns inside a loop: bbmm inlines helpers "
                            "that take arrays and needs each 'return' at the end of the body "
@@ -228,7 +228,7 @@ class _Inliner:
 
     def no_calls(self, x: c_ast.Node | None) -> None:
         """Refuse a call of an inlined helper inside an expression."""
-        for n in _walk(x) if x is not None else ():
+        for n in walk(x) if x is not None else ():
             if isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID) \
                     and n.name.name in self.defs:
                 f = n.name.name
@@ -243,7 +243,7 @@ class _Inliner:
         local = set(_locals(fd.body)) | {p.name for p in _params(fd)
                                         if not isinstance(p.type, (c_ast.ArrayDecl,
                                                                    c_ast.PtrDecl))}
-        for n in _walk(fd.body):
+        for n in walk(fd.body):
             target = n.lvalue if isinstance(n, c_ast.Assignment) else n.expr \
                 if isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--") \
                 else None
@@ -340,12 +340,6 @@ def _rename_decl(d: c_ast.Decl, name: str) -> None:
     t.declname = name
 
 
-def _walk(node: c_ast.Node):
-    yield node
-    for _, c in node.children():
-        yield from _walk(c)
-
-
 def _call_of(x: c_ast.Node, defs: dict[str, c_ast.FuncDef]):
     """``(call, result, op, decl)`` when ``x`` is a statement calling an inlined helper:
     ``f(...);``, ``r op= f(...);`` or ``T d = f(...);``; Nones otherwise."""
@@ -407,7 +401,7 @@ def inline_helpers(func: c_ast.FuncDef, defs: dict[str, c_ast.FuncDef],
     ``func`` itself when it calls none. ``err(message, node)`` makes the refusals."""
     mine = {n: f for n, f in defs.items() if inlined(f)}
     if not mine or not any(isinstance(n, c_ast.FuncCall) and isinstance(n.name, c_ast.ID)
-                           and n.name.name in mine for n in _walk(func.body)):
+                           and n.name.name in mine for n in walk(func.body)):
         return func
     func = copy.deepcopy(func)
     taken = identifiers(func) | set(defs)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pycparser import c_ast
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import replace_children, scalar_type
+from codegen.csource import replace_children, scalar_type, walk
 
 __all__ = ["early_exits", "kernel_return", "loop_continues", "switches"]
 
@@ -58,7 +58,7 @@ def early_exits(items: list[c_ast.Node], kind: type,
 
 
 def _has(node: c_ast.Node, kind: type) -> bool:
-    return isinstance(node, kind) or any(_has(c, kind) for _, c in node.children())
+    return any(isinstance(n, kind) for n in walk(node))
 
 
 def loop_continues(func: c_ast.FuncDef) -> c_ast.FuncDef:
@@ -135,13 +135,7 @@ def _pure(e: c_ast.Node) -> bool:
     ``--`` or call)."""
     return not any(isinstance(n, (c_ast.Assignment, c_ast.FuncCall)) or (
         isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--"))
-        for n in _nodes(e))
-
-
-def _nodes(e: c_ast.Node):
-    yield e
-    for _, c in e.children():
-        yield from _nodes(c)
+        for n in walk(e))
 
 
 def _chain(sw: c_ast.Switch) -> c_ast.Node | None:

@@ -621,7 +621,7 @@ class _Gen:
 
         from pycparser import c_ast, c_generator, c_parser
 
-        from codegen.csource import replace_children
+        from codegen.csource import replace_children, walk
         gen = c_generator.CGenerator()
         func = c_parser.CParser().parse(text).ext[0]
         decls = {p.name: p for p in func.decl.type.args.params}
@@ -648,8 +648,8 @@ class _Gen:
                 return [x]
             if isinstance(x, c_ast.Assignment) and isinstance(x.lvalue, c_ast.ArrayRef) \
                     and not any(isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--")
-                                for n in _nodes(x)) \
-                    and not any(isinstance(n, c_ast.Assignment) for n in _nodes(x.rvalue)) \
+                                for n in walk(x)) \
+                    and not any(isinstance(n, c_ast.Assignment) for n in walk(x.rvalue)) \
                     and self.rh.random() < 0.5:
                 free = names(x)
                 if all(n in iters or n in decls for n in free):
@@ -766,12 +766,6 @@ def _renamed(text: str, renames: dict[str, str]) -> str:
     if not renames:
         return text
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: renames.get(m.group(0), m.group(0)), text)
-
-
-def _nodes(e):
-    yield e
-    for _, c in e.children():
-        yield from _nodes(c)
 
 
 def generate(seed: int) -> Program:
