@@ -95,21 +95,18 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     quoted includes are looked up in ``base_dir`` (default: the current directory)."""
     src = read_source(text, filename, defines, include_dirs, base_dir)
     func = find_kernel(src.ast, function, filename)
+    def err(msg: str, node: c_ast.Node) -> UnsupportedProgramError:
+        return UnsupportedProgramError(msg, src.cmap.fix(getattr(node, "coord", None)))
     # helpers that take arrays or return nothing: their bodies at their calls
     func = inline_helpers(func, {f.decl.name: f for f in src.ast.ext
                                  if isinstance(f, c_ast.FuncDef) and f is not func
-                                 and f.decl.name != "main"},
-                          lambda msg, node: UnsupportedProgramError(
-                              msg, src.cmap.fix(getattr(node, "coord", None))))
-    # 'if (c) continue;' at the top of a loop body: the rest of the body in its else
+                                 and f.decl.name != "main"}, err)
+    # switch as if/else; 'if (c) continue;' at the top of a loop body: the rest in its else
     func = loop_continues(switches(func))
     # file-scope arrays the kernel uses (float A[N][N]; at the top): more parameters
-    func, globs = file_arrays(src.ast, func, lambda msg, node: UnsupportedProgramError(
-        msg, src.cmap.fix(getattr(node, "coord", None))))
+    func, globs = file_arrays(src.ast, func, err)
     # a kernel returning a value: the value in result[0], a parameter of the model
-    func, returns = kernel_return(func, identifiers(func), lambda msg, node:
-                                  UnsupportedProgramError(
-                                      msg, src.cmap.fix(getattr(node, "coord", None))))
+    func, returns = kernel_return(func, identifiers(func), err)
     taken = identifiers(func)
     # the file's other functions, which statements may call: their kernels' copies are
     # OpenCL C, so their parameters and locals get model names too (half -> half_)

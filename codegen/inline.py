@@ -334,10 +334,7 @@ def _rename_decl_type(t: c_ast.Node, name: str) -> None:
 
 def _rename_decl(d: c_ast.Decl, name: str) -> None:
     d.name = name
-    t = d.type
-    while not isinstance(t, c_ast.TypeDecl):
-        t = t.type
-    t.declname = name
+    _rename_decl_type(d.type, name)
 
 
 def _call_of(x: c_ast.Node, defs: dict[str, c_ast.FuncDef]):
