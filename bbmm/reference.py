@@ -317,13 +317,19 @@ def trampoline(function: str, types: list[str] | tuple[str, ...],
             f'{", ".join(args) or "void"}) {{ {cin}{into}{function}({call});{cout} }}')
 
 
+def _c_args(scop) -> list[str]:
+    """The kernel's arguments that are parameters of the C function (not the file-scope
+    arrays or the returned value's array the model adds)."""
+    extra = set(scop.globals) | {scop.returns}
+    return [a for a in scop.args if a not in extra]
+
+
 def _kernel_trampoline(scop) -> str:
     ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
     floats = dict(scop.float_params)
-    extra = set(scop.globals) | {scop.returns}
     returns = next((a.ctype for a in scop.param_arrays if a.name == scop.returns), None)
     return trampoline(scop.function, [ints.get(a) or floats.get(a) or "void *"
-                                      for a in scop.args if a not in extra],
+                                      for a in _c_args(scop)],
                       tuple(scop.c_name(g) for g in scop.globals), returns)
 
 
@@ -467,11 +473,9 @@ def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
     float_types = dict(scop.float_params)
     array_names = {a.name for a in scop.param_arrays}
     argtypes, argv, keep = [], [], []
-    extra = set(scop.globals) | {scop.returns}
     # the C parameters, then the file-scope arrays (the trampoline copies them in and
-    # out), then the returned value's array
-    for name in [a for a in scop.args if a not in extra] + list(scop.globals) + (
-            [scop.returns] if scop.returns else []):
+    # out), then the returned value's array: the trampoline's order
+    for name in _c_args(scop) + list(scop.globals) + ([scop.returns] if scop.returns else []):
         if name in int_types:
             ct = _int_ctype(int_types[name])
             argtypes.append(ct)

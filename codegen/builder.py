@@ -31,7 +31,7 @@ from codegen.cexpr import (
     unsupported,
     why,
 )
-from codegen.csource import INT_WORDS, ColumnMap, identifiers, scalar_type
+from codegen.csource import INT_WORDS, ColumnMap, identifiers, params_of, scalar_type
 from codegen.dataif import _SCOPE_CLOSE, _SCOPE_OPEN, DataConditions, _Scope
 from codegen.delinearize import FlatColumnError
 from codegen.expand import Plan, affine_bound
@@ -151,11 +151,8 @@ class Builder(Temporaries, Expressions, DataConditions):
     def build(self, func: c_ast.FuncDef) -> Scop:
         fname = func.decl.name
         self.idents = identifiers(func)
-        params = func.decl.type.args.params if func.decl.type.args else []
         arrays = []
-        for p in params:
-            if isinstance(p, c_ast.Typename) and self.text(p) == "void":
-                continue
+        for p in params_of(func):
             if isinstance(p, c_ast.EllipsisParam) or not getattr(p, "name", None):
                 raise self.err("unnamed or variadic parameter not supported", p)
             self.args.append(p.name)

@@ -31,7 +31,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pycparser import c_ast, c_generator, c_parser
+from pycparser import c_ast, c_parser
 from pycparser.c_parser import Coord
 
 from bbmm.diagnostic import BBMMError, UnsupportedProgramError
@@ -258,11 +258,15 @@ def function_def(ast: c_ast.FileAST, name: str) -> c_ast.FuncDef | None:
                 None)
 
 
-def _pragmas(node: c_ast.Node):
-    if isinstance(node, c_ast.Pragma):
-        yield node
+def walk(node: c_ast.Node):
+    """Every node of ``node``'s tree, ``node`` first (pre-order)."""
+    yield node
     for _, c in node.children():
-        yield from _pragmas(c)
+        yield from walk(c)
+
+
+def _pragmas(node: c_ast.Node):
+    return (n for n in walk(node) if isinstance(n, c_ast.Pragma))
 
 
 def holds_scop(func: c_ast.FuncDef) -> bool:
@@ -303,16 +307,8 @@ def find_kernel(ast: c_ast.FileAST, name: str | None, filename: str) -> c_ast.Fu
     return cands[0]
 
 
-def walk(node: c_ast.Node):
-    """Every node of ``node``'s tree, ``node`` first (pre-order)."""
-    yield node
-    for _, c in node.children():
-        yield from walk(c)
-
-
 def _has_loop(node: c_ast.Node) -> bool:
-    return isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)) \
-        or any(_has_loop(c) for _, c in node.children())
+    return any(isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile)) for n in walk(node))
 
 # }}}
 
@@ -392,11 +388,8 @@ def identifiers(node: c_ast.Node) -> set[str]:
 
 def _calls(node: c_ast.Node, name: str | None = None):
     """The calls in ``node`` of function ``name`` (of any named function for None)."""
-    if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) \
-            and name in (None, node.name.name):
-        yield node
-    for _, c in node.children():
-        yield from _calls(c, name)
+    return (n for n in walk(node) if isinstance(n, c_ast.FuncCall)
+            and isinstance(n.name, c_ast.ID) and name in (None, n.name.name))
 
 
 def main_sizes(ast: c_ast.FileAST, kernel: c_ast.FuncDef) -> dict[str, int]:
@@ -448,14 +441,33 @@ class CParam:
     coord: object = None
 
 
+def is_void(t: c_ast.Node | None) -> bool:
+    """Whether the type node ``t`` (a declaration's type, a ``Typename``) is plain
+    ``void``."""
+    if isinstance(t, c_ast.Typename):
+        t = t.type
+    return isinstance(t, c_ast.TypeDecl) and getattr(t.type, "names", None) == ["void"]
+
+
+def params_of(func: c_ast.FuncDef) -> list[c_ast.Node]:
+    """The parameter declarations of a function definition (``(void)`` has none)."""
+    params = func.decl.type.args.params if func.decl.type.args else []
+    return [p for p in params if not (isinstance(p, c_ast.Typename) and is_void(p))]
+
+
+def append_params(func: c_ast.FuncDef, decls: list[c_ast.Decl]) -> None:
+    """Add the parameter declarations ``decls`` after ``func``'s own, in place (a
+    ``(void)`` list becomes theirs)."""
+    ftype = func.decl.type
+    if ftype.args is None:
+        ftype.args = c_ast.ParamList([], func.decl.coord)
+    ftype.args.params = params_of(func) + list(decls)
+
+
 def signature(func: c_ast.FuncDef) -> tuple[CParam, ...]:
     """The parameters of a function definition."""
-    params = func.decl.type.args.params if func.decl.type.args else []
-    gen = c_generator.CGenerator()
     out = []
-    for p in params:
-        if isinstance(p, c_ast.Typename) and gen.visit(p) == "void":
-            continue
+    for p in params_of(func):
         name = getattr(p, "name", None) or "?"
         t, dims = p.type, []
         if isinstance(t, c_ast.PtrDecl) and isinstance(t.type, c_ast.ArrayDecl):

@@ -37,7 +37,8 @@ class FlatColumnError(UnsupportedProgramError):
     (:meth:`codegen.builder.Builder.check_rows`); the front end then tries the reading with
     ``wrap`` before it refuses the program."""
 
-_Poly = dict  # monomial (sorted tuple of names, at most two) -> integer coefficient
+
+_Poly = dict  # monomial (sorted tuple of names, at most three) -> integer coefficient
 
 
 _GEN = c_generator.CGenerator()
@@ -104,7 +105,8 @@ def _strides(polys: list[_Poly], ints: set[str]) -> list[str] | None:
     of, outermost first (``[n]`` for ``a*n + b``, ``[ny, nz]`` for ``(a*ny + b)*nz + c``):
     at each step the one parameter every remaining product holds, by which each subscript
     splits (:func:`_split`); None where there is no such one (two strides ``i*n`` and
-    ``i*m`` side by side, ``i*j``, ``n*n``) or no product at all."""
+    ``i*m`` side by side, ``i*j``) or no product at all (``i*n*n`` has the strides
+    ``[n, n]``)."""
     out: list[str] = []
     while True:
         prods = [set(m) for p in polys for m in p if len(m) >= 2]

@@ -19,18 +19,9 @@ from collections.abc import Callable
 from pycparser import c_ast
 
 from bbmm.diagnostic import UnsupportedProgramError
+from codegen.csource import append_params, identifiers, params_of
 
 __all__ = ["file_arrays"]
-
-
-def _used(node: c_ast.Node) -> set[str]:
-    out: set[str] = set()
-
-    class V(c_ast.NodeVisitor):
-        def visit_ID(self, n: c_ast.ID) -> None:
-            out.add(n.name)
-    V().visit(node)
-    return out
 
 
 def file_arrays(ast: c_ast.FileAST, func: c_ast.FuncDef,
@@ -40,15 +31,14 @@ def file_arrays(ast: c_ast.FileAST, func: c_ast.FuncDef,
     appended to its parameters (``static`` and ``extern`` dropped), and their names in
     that order; ``func`` itself and ``[]`` when it uses none. A name the function declares
     itself (a parameter, a local) hides the file's array, as in C."""
-    own = {p.name for p in (func.decl.type.args.params if func.decl.type.args else [])
-           if getattr(p, "name", None)}
+    own = {p.name for p in params_of(func) if getattr(p, "name", None)}
 
     class Locals(c_ast.NodeVisitor):
         def visit_Decl(self, d: c_ast.Decl) -> None:
             own.add(d.name)
             self.generic_visit(d)
     Locals().visit(func.body)
-    used = _used(func.body) - own
+    used = identifiers(func.body) - own             # the names it declares are in own
     found = []
     for d in ast.ext:
         if isinstance(d, c_ast.Decl) and isinstance(d.type, c_ast.ArrayDecl) \
@@ -60,19 +50,10 @@ def file_arrays(ast: c_ast.FileAST, func: c_ast.FuncDef,
     if not found:
         return func, []
     func = copy.deepcopy(func)
-    ftype = func.decl.type
-    if ftype.args is None:
-        ftype.args = c_ast.ParamList([], func.decl.coord)
-    params = [p for p in ftype.args.params
-              if not (isinstance(p, c_ast.Typename) and _is_void(p))]
+    params = []
     for d in found:
         p = copy.deepcopy(d)
         p.storage = [s for s in p.storage or [] if s not in ("static", "extern")]
         params.append(p)
-    ftype.args.params = params
+    append_params(func, params)
     return func, [d.name for d in found]
-
-
-def _is_void(p: c_ast.Typename) -> bool:
-    t = getattr(p.type, "type", None)
-    return getattr(t, "names", None) == ["void"]

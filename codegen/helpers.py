@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pycparser import c_ast, c_generator
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import OPENCL_RESERVED, scalar_type
+from codegen.csource import OPENCL_RESERVED, params_of, scalar_type
 from codegen.scop import Helper
 
 __all__ = ["helper", "opencl_definitions"]
@@ -48,9 +48,7 @@ def helper(name: str, defs: Mapping[str, c_ast.FuncDef], math: frozenset[str],
     if ret is None:
         raise err("must return an integer, float or double", fd.decl)
     params, names = [], set()
-    for p in (ftype.args.params if ftype.args else []):
-        if isinstance(p, c_ast.Typename) and c_generator.CGenerator().visit(p) == "void":
-            continue
+    for p in params_of(fd):
         t = scalar_type(getattr(p, "type", None))
         if t is None or not getattr(p, "name", None):
             raise err(f"parameter '{getattr(p, 'name', '?')}' must be a named integer, float "

@@ -37,7 +37,14 @@ from collections.abc import Callable
 from pycparser import c_ast, c_generator
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import const_int, identifiers, replace_children, walk
+from codegen.csource import (
+    const_int,
+    identifiers,
+    is_void,
+    params_of,
+    replace_children,
+    walk,
+)
 from codegen.structure import early_exits
 
 __all__ = ["inline_helpers"]
@@ -45,18 +52,11 @@ __all__ = ["inline_helpers"]
 _GEN = c_generator.CGenerator()
 
 
-def _params(fd: c_ast.FuncDef) -> list[c_ast.Decl]:
-    ps = fd.decl.type.args.params if fd.decl.type.args else []
-    return [p for p in ps if not (isinstance(p, c_ast.Typename) and _GEN.visit(p) == "void")]
-
-
 def inlined(fd: c_ast.FuncDef) -> bool:
     """Whether calls of ``fd`` are inlined: it returns nothing or takes an array or a
     pointer (a helper of scalars returning a scalar stays an OpenCL function)."""
-    t = fd.decl.type.type
-    void = isinstance(t, c_ast.TypeDecl) and getattr(t.type, "names", None) == ["void"]
-    return void or any(isinstance(p.type, (c_ast.ArrayDecl, c_ast.PtrDecl))
-                       for p in _params(fd))
+    return is_void(fd.decl.type.type) or any(
+        isinstance(p.type, (c_ast.ArrayDecl, c_ast.PtrDecl)) for p in params_of(fd))
 
 
 def _assigned(body: c_ast.Node) -> set[str]:
@@ -127,7 +127,7 @@ class _Inliner:
             raise self.err(f"helper '{fn}' calls itself (directly or not): bbmm inlines "
                            "helpers that take arrays and cannot inline recursion", call)
         fd = self.defs[fn]
-        params = _params(fd)
+        params = params_of(fd)
         args = call.args.exprs if call.args else []
         if len(args) != len(params):
             raise self.err(f"helper '{fn}' takes {len(params)} argument(s), called with "
@@ -138,8 +138,7 @@ class _Inliner:
             # 'if (c) return ...;' before the end: the rest of the body in its else
             value = fd.decl.type.type
             res = None
-            if not (isinstance(value, c_ast.TypeDecl)
-                    and getattr(value.type, "names", None) == ["void"]):
+            if not is_void(value):
                 res = "result"
                 # set on every path; 0 first, since a branch on the data reads back the
                 # value it leaves (X = c ? e : X)
@@ -240,7 +239,7 @@ class _Inliner:
         """Whether helper ``fn`` assigns anything but its own locals (through a pointer or
         array parameter, or by calling a helper that does)."""
         fd = self.defs[fn]
-        local = set(_locals(fd.body)) | {p.name for p in _params(fd)
+        local = set(_locals(fd.body)) | {p.name for p in params_of(fd)
                                         if not isinstance(p.type, (c_ast.ArrayDecl,
                                                                    c_ast.PtrDecl))}
         for n in walk(fd.body):

@@ -83,7 +83,8 @@ def _candidates(func: c_ast.FuncDef) -> dict[str, tuple[c_ast.Decl, list[int]]]:
 def pointer_arrays(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str]]:
     """``(func', names)``: a copy of ``func`` whose parameters ``T *p`` (T float, double or
     an integer type) used only as ``p[e]`` or ``*p`` are the arrays ``T p[]``, every
-    ``*p`` written ``p[0]``, and likewise pointers to rows, ``T (*p)[n]`` as ``T p[][n]``; the front end sizes them by their largest subscript
+    ``*p`` written ``p[0]``, and likewise pointers to rows, ``T (*p)[n]`` as ``T p[][n]``;
+    the front end sizes them by their largest subscript
     (:meth:`codegen.builder.Builder.infer_sizes`). ``func`` itself when there is none. Any
     other use (``p + 1``, ``*(p + i)``, ``p`` passed on) leaves the pointer, which the
     front end refuses with its reason."""

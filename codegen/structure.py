@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pycparser import c_ast
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import replace_children, scalar_type, walk
+from codegen.csource import append_params, is_void, replace_children, scalar_type, walk
 
 __all__ = ["early_exits", "kernel_return", "loop_continues", "switches"]
 
@@ -93,7 +93,7 @@ def kernel_return(func: c_ast.FuncDef, taken: set[str],
     nothing (a final ``return;`` dropped). A return anywhere else is left for the front
     end to refuse."""
     t = func.decl.type.type
-    void = isinstance(t, c_ast.TypeDecl) and getattr(t.type, "names", None) == ["void"]
+    void = is_void(t)
     if not _has(func.body, c_ast.Return):
         return func, None
     func = copy.deepcopy(func)
@@ -120,13 +120,7 @@ def kernel_return(func: c_ast.FuncDef, taken: set[str],
     decl = c_ast.Decl(name, [], [], [], [], c_ast.ArrayDecl(
         c_ast.TypeDecl(name, [], None, copy.deepcopy(t.type)), c_ast.Constant("int", "1"),
         []), None, None, func.decl.coord)
-    ftype = func.decl.type
-    if ftype.args is None:
-        ftype.args = c_ast.ParamList([], func.decl.coord)
-    ftype.args.params = [p for p in ftype.args.params
-                         if not (isinstance(p, c_ast.Typename)
-                                 and getattr(getattr(p.type, "type", None), "names", None)
-                                 == ["void"])] + [decl]
+    append_params(func, [decl])
     return func, name
 
 
