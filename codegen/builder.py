@@ -58,6 +58,12 @@ from codegen.temporaries import Temporaries, Temporary, Version
 PARALLEL_PRAGMAS = ("omp parallel for", "omp for", "bbmm parallel")
 
 
+def collapse_count(pragma: c_ast.Pragma) -> int:
+    """n of a ``collapse(n)`` clause (1 without one, or where n is no positive integer)."""
+    m = re.search(r"\bcollapse\s*\(\s*(\d+)\s*\)", pragma.string or "")
+    return max(1, int(m.group(1))) if m else 1
+
+
 def _collapse_count(pragma: c_ast.Pragma, fe: Builder) -> int:
     """n of a ``collapse(n)`` clause (1 without one): the next n nested loops are parallel."""
     m = re.search(r"\bcollapse\s*\(\s*([^)]*)\)", pragma.string or "")

@@ -69,7 +69,7 @@ from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
-from codegen.structure import kernel_return, loop_continues, switches
+from codegen.structure import kernel_return, loop_continues, loop_jumps, switches
 
 _GEN = c_generator.CGenerator()
 
@@ -101,8 +101,9 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     func = inline_helpers(func, {f.decl.name: f for f in src.ast.ext
                                  if isinstance(f, c_ast.FuncDef) and f is not func
                                  and f.decl.name != "main"}, err)
-    # switch as if/else; 'if (c) continue;' at the top of a loop body: the rest in its else
-    func = loop_continues(switches(func))
+    # switch as if/else; 'if (c) continue;' at the top of a loop body: the rest in its
+    # else; any other break or continue: a flag the statements after it test
+    func = loop_jumps(loop_continues(switches(func)), err)
     # file-scope arrays the kernel uses (float A[N][N]; at the top): more parameters
     func, globs = file_arrays(src.ast, func, err)
     # a kernel returning a value: the value in result[0], a parameter of the model

@@ -4,9 +4,14 @@ top of a loop body, ``if (c) return;`` at the top of a helper's.
 The polyhedral model has no jumps, but an exit at the top level of a block only says
 that the rest of the block runs where ``c`` is false: ``if (c) { s; continue; } rest``
 is ``if (c) { s; } else { rest }``, which the front end takes like any ``if`` (an affine
-``c`` restricts the domains, a condition on the data runs at run time). An exit anywhere
-else (inside a nested loop or block, ``break``) is left as it is, for the front end to
-refuse with its location.
+``c`` restricts the domains, a condition on the data runs at run time).
+
+``break`` and a ``continue`` deeper in a loop body (:func:`loop_jumps`) set a flag instead,
+an ``int`` local that the statements after the jump test: ``for (j ...) { if (A[i][j] >
+x) { first[i] = j; break; } }`` runs as ``int break_j = 0; for (j ...) if (!break_j) {
+if (A[i][j] > x) { first[i] = j; break_j = 1; } }``. The flag is a scalar carried across
+the loop's iterations, which the front end expands like any other (one per iteration of
+the parallel loops around it); the loop's remaining iterations run and do nothing.
 
 A ``switch`` whose cases each end in ``break`` (cases without statements sharing the next
 one's) is the chain of ``if``/``else if`` it means (:func:`switches`).
@@ -17,6 +22,7 @@ of its body included.
 
 .. autofunction:: early_exits
 .. autofunction:: loop_continues
+.. autofunction:: loop_jumps
 .. autofunction:: kernel_return
 .. autofunction:: switches
 """
@@ -28,9 +34,16 @@ from collections.abc import Callable
 from pycparser import c_ast
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import append_params, is_void, replace_children, scalar_type, walk
+from codegen.csource import (
+    append_params,
+    identifiers,
+    is_void,
+    replace_children,
+    scalar_type,
+    walk,
+)
 
-__all__ = ["early_exits", "kernel_return", "loop_continues", "switches"]
+__all__ = ["early_exits", "kernel_return", "loop_continues", "loop_jumps", "switches"]
 
 
 def early_exits(items: list[c_ast.Node], kind: type,
@@ -81,6 +94,183 @@ def loop_continues(func: c_ast.FuncDef) -> c_ast.FuncDef:
         return [x]
     replace_children(func.body, visit)
     return func
+
+
+def loop_jumps(func: c_ast.FuncDef,
+               err: Callable[[str, c_ast.Node], UnsupportedProgramError] | None = None
+               ) -> c_ast.FuncDef:
+    """A copy of ``func`` in which every ``for`` loop's own ``break`` and ``continue``
+    statements (those not of an inner loop or ``switch``) set flags: ``break_i`` (declared
+    0 before the loop, which then runs its body only while it is 0) and ``skip_i`` (0 at
+    the top of each trip); the statements after a jump, in every block around it up to the
+    loop body, run only while the flags are 0. ``func`` itself when it has no jump; a loop
+    whose jump sits anywhere but in ``if``/``else`` and blocks (a ``continue`` in a
+    ``switch``) is left as it is, for the front end to refuse. A ``break`` of a loop that
+    a ``#pragma omp parallel for`` asserts parallel is refused through ``err`` (OpenMP
+    forbids it: the iterations after it would not run)."""
+    if not (_has(func.body, c_ast.Break) or _has(func.body, c_ast.Continue)):
+        return func
+    if err is not None:
+        _parallel_breaks(func.body, err)
+    func = copy.deepcopy(func)
+    taken = identifiers(func)
+
+    def fresh(base: str) -> str:
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}{k}"
+        taken.add(name)
+        return name
+
+    def visit(x: c_ast.Node) -> list[c_ast.Node]:
+        replace_children(x, visit)                  # inner loops first: their jumps are theirs
+        if isinstance(x, c_ast.For):
+            return [_flag_jumps(x, fresh)]
+        return [x]
+    replace_children(func.body, visit)
+    return func
+
+
+def _parallel_breaks(body: c_ast.Node,
+                     err: Callable[[str, c_ast.Node], UnsupportedProgramError]) -> None:
+    """Refuse a ``break`` of a loop asserted parallel by a pragma before it (with
+    ``collapse(n)``, of any of the n loops)."""
+    from codegen.builder import PARALLEL_PRAGMAS, collapse_count
+    for block in walk(body):
+        if not isinstance(block, c_ast.Compound):
+            continue
+        items = block.block_items or []
+        for prev, it in zip(items, items[1:]):
+            text = (getattr(prev, "string", None) or "").strip()
+            if not (isinstance(prev, c_ast.Pragma) and isinstance(it, c_ast.For)
+                    and text.startswith(PARALLEL_PRAGMAS)):
+                continue
+            loop: c_ast.Node = it
+            for _ in range(collapse_count(prev)):
+                if not isinstance(loop, c_ast.For):
+                    break
+                stmt = loop.stmt
+                items_in = list(stmt.block_items or []) if isinstance(stmt, c_ast.Compound) \
+                    else [stmt]
+                brk = next((n for n in _breaks_of(items_in)), None)
+                if brk is not None:
+                    raise err(f"'break' in a loop that '#pragma {text}' asserts parallel "
+                              "(OpenMP forbids it: the iterations after it would not run)",
+                              brk)
+                loop = items_in[0] if len(items_in) == 1 else None
+
+
+def _breaks_of(items: list[c_ast.Node]):
+    """The ``break`` statements of ``items`` that leave the loop holding them."""
+    for it in items:
+        if isinstance(it, c_ast.Break):
+            yield it
+        elif not isinstance(it, (c_ast.For, c_ast.While, c_ast.DoWhile, c_ast.Switch)):
+            yield from _breaks_of([c for _, c in it.children()])
+
+
+def _own_jumps(node: c_ast.Node) -> set[type] | None:
+    """The kinds of jump (``c_ast.Break``, ``c_ast.Continue``) in ``node`` that leave the
+    loop around it, or None when one sits where :func:`_guarded` cannot rewrite it."""
+    if isinstance(node, (c_ast.Break, c_ast.Continue)):
+        return {type(node)}
+    if isinstance(node, (c_ast.For, c_ast.While, c_ast.DoWhile)):
+        return set()                                # their jumps are their own
+    if isinstance(node, c_ast.Switch):
+        # its breaks are its own; a continue in it would leave the loop from a case
+        return None if _has(node, c_ast.Continue) else set()
+    kinds: set[type] = set()
+    for _, c in node.children():
+        k = _own_jumps(c)
+        if k is None:
+            return None
+        kinds |= k
+    if kinds and not isinstance(node, (c_ast.If, c_ast.Compound)):
+        return None                                 # a jump in a label, a pragma...
+    return kinds
+
+
+def _flag_jumps(loop: c_ast.For, fresh: Callable[[str], str]) -> c_ast.Node:
+    """``loop`` with its own jumps as flags (:func:`loop_jumps`): the loop itself, or a
+    block declaring the break flag before it."""
+    body = loop.stmt
+    items = list(body.block_items or []) if isinstance(body, c_ast.Compound) else [body]
+    kinds = _own_jumps(c_ast.Compound(items))
+    if not kinds:
+        return loop
+    coord = loop.coord
+    names = [d.name for d in (getattr(loop.init, "decls", None) or [])]
+    if not names and isinstance(loop.init, c_ast.Assignment) and isinstance(
+            loop.init.lvalue, c_ast.ID):
+        names = [loop.init.lvalue.name]
+    it = names[0] if names else "loop"
+    brk = fresh(f"break_{it}") if c_ast.Break in kinds else None
+    skip = fresh(f"skip_{it}") if c_ast.Continue in kinds else None
+    new = _guarded(items, brk, skip)
+    if skip:
+        new = [_flag_decl(skip, coord)] + new
+    if brk:
+        new = [c_ast.If(c_ast.UnaryOp("!", c_ast.ID(brk, coord), coord),
+                        c_ast.Compound(new, coord), None, coord)]
+    loop.stmt = c_ast.Compound(new, getattr(body, "coord", coord))
+    if brk:
+        return c_ast.Compound([_flag_decl(brk, coord), loop], coord)
+    return loop
+
+
+def _flag_decl(name: str, coord: object) -> c_ast.Decl:
+    """``int name = 0;``"""
+    return c_ast.Decl(name, [], [], [], [], c_ast.TypeDecl(
+        name, [], None, c_ast.IdentifierType(["int"], coord), coord),
+        c_ast.Constant("int", "0"), None, coord)
+
+
+def _guarded(items: list[c_ast.Node], brk: str | None, skip: str | None
+             ) -> list[c_ast.Node]:
+    """``items`` with the loop's jumps setting their flags and what follows a statement
+    that may jump under ``if (!flag)``, for each flag that statement may set."""
+    out: list[c_ast.Node] = []
+    for k, s in enumerate(items):
+        s, flags = _rewrite(s, brk, skip)
+        out.append(s)
+        if flags:
+            rest = _guarded(items[k + 1:], brk, skip)
+            if rest:
+                coord = getattr(items[k + 1], "coord", None)
+                cond = None
+                for f in (brk, skip):
+                    if f in flags:
+                        t = c_ast.UnaryOp("!", c_ast.ID(f, coord), coord)
+                        cond = t if cond is None else c_ast.BinaryOp("&&", cond, t, coord)
+                out.append(c_ast.If(cond, c_ast.Compound(rest, coord), None, coord))
+            break
+    return out
+
+
+def _rewrite(s: c_ast.Node, brk: str | None, skip: str | None
+             ) -> tuple[c_ast.Node, set[str]]:
+    """``(s', flags)``: statement ``s`` with the loop's jumps setting flags, and the flags
+    it may set (:func:`_own_jumps` checked that its jumps lie in ifs and blocks only)."""
+    coord = getattr(s, "coord", None)
+    if isinstance(s, (c_ast.Break, c_ast.Continue)):
+        flag = brk if isinstance(s, c_ast.Break) else skip
+        assert flag is not None
+        return c_ast.Assignment("=", c_ast.ID(flag, coord), c_ast.Constant("int", "1"),
+                                coord), {flag}
+    kinds = _own_jumps(s) if isinstance(s, (c_ast.Compound, c_ast.If)) else None
+    if not kinds:
+        return s, set()
+    flags = {f for f, k in ((brk, c_ast.Break), (skip, c_ast.Continue)) if k in kinds}
+    if isinstance(s, c_ast.Compound):
+        return c_ast.Compound(_guarded(list(s.block_items or []), brk, skip), coord), flags
+
+    def branch(b: c_ast.Node | None) -> c_ast.Node | None:
+        if b is None:
+            return None
+        items = list(b.block_items or []) if isinstance(b, c_ast.Compound) else [b]
+        return c_ast.Compound(_guarded(items, brk, skip), getattr(b, "coord", coord))
+    return c_ast.If(s.cond, branch(s.iftrue), branch(s.iffalse), coord), flags
 
 
 def kernel_return(func: c_ast.FuncDef, taken: set[str],

@@ -68,6 +68,12 @@ exactly a parameter as flat pointers or unsized arrays (``float *B``, ``B[(i + 1
 An eleventh stream moves some assignments to array elements into helper functions of
 their own (``put0(n, m, i, j, A, B);``), which bbmm inlines again (codegen/inline.py).
 
+A twelfth stream puts a ``break`` or a ``continue`` into some innermost loop bodies, under
+a test on the data or an affine one (``if (B[i][j] > 0.5f) break;``, ``if (j > i + 1) {
+A[i][j] = ...; continue; }``), and sometimes ends a time loop early on the data; bbmm
+turns each into a flag that the statements after it test (codegen/structure.py). A nest
+whose outer loop breaks gets no parallel pragma (OpenMP forbids it).
+
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
 from __future__ import annotations
@@ -157,6 +163,8 @@ class _Gen:
         self.rf = random.Random(seed * 95416939 + 23)  # ifs on the data: apart again
         self.rl = random.Random(seed * 122949829 + 29)  # flat arrays: apart again
         self.rh = random.Random(seed * 141650939 + 31)  # helpers: apart again
+        self.rj = random.Random(seed * 160481183 + 37)  # break and continue: apart again
+        self.broke_outer = False                # the nest's outer loop has a break
         self.n_temps = 0
         self.n_carried = 0
         self.top: list[tuple[str, str]] = []    # (name, C type) declared at the top
@@ -365,6 +373,29 @@ class _Gen:
             return f"if ({cond}) {{ {line} {self.statement(scope, reads, writes, temps)} }}"
         return f"if ({cond}) {{ {line} }}"
 
+    def jump(self, scope: list[It], reads: list, writes: list,
+             temps: list[tuple[str, str]]) -> tuple[str, bool]:
+        """``(line, is_break)``: ``if (c) break;`` or ``continue;`` (the twelfth stream), on
+        an array element or an affine test, sometimes after a statement in its branch."""
+        r = self.r
+        if r.random() < 0.6:
+            y = r.choice(self.arrays)
+            a = self.access(y, scope, False)
+            reads.append((y.name, a))
+            cond = f"{a} % 3 == 0" if y.ctype == "int" else \
+                f"{a} {r.choice(['<', '>'])} {r.choice(['0.25f', '0.5f', '0.75f'])}"
+        else:
+            it = r.choice(scope)
+            cond = r.choice([f"{it.name} > {it.lo + 2}", f"{it.name} % 3 == 1",
+                             f"{it.name} == {it.lo + 1}"])
+            if len(scope) > 1:
+                cond = r.choice([cond, f"{scope[-1].name} > {scope[0].name} + 1"])
+        brk = r.random() < 0.5
+        word = "break;" if brk else "continue;"
+        if r.random() < 0.3:
+            return f"if ({cond}) {{ {self.statement(scope, reads, writes, temps)} {word} }}", brk
+        return f"if ({cond}) {word}", brk
+
     # ---------------------------------------------------------------- loops
     def loop_header(self, name: str, scope: list[It], host: It | None) -> tuple[str, It]:
         """A loop over ``name``: one of the forms below, counting up, or with probability
@@ -472,6 +503,12 @@ class _Gen:
                     with self.drawing_from(self.rf):
                         line = self.data_if(line, inner, reads, writes, temps)
                 body.append(ind + "  " + line)
+            if self.rj.random() < 0.12:
+                with self.drawing_from(self.rj):
+                    line, brk = self.jump(inner, reads, writes, temps)
+                    body.insert(self.r.randint(0, len(body)), ind + "  " + line)
+                if brk and names[0] == "i":     # the nest's outer loop
+                    self.broke_outer = True
             if acc is not None:
                 with self.drawing_from(self.rc):
                     line = self._carried_update(*acc, inner, reads)
@@ -547,12 +584,19 @@ class _Gen:
             # a scalar carried within an iteration is private to it (assigned first in
             # the body, or declared there); one carried across the nest is not
             if self._pragma_safe(nest, reads, writes, "i") and r.random() < 0.5 \
-                    and not self.serial_nest:
+                    and not self.serial_nest and not self.broke_outer:
                 nest.insert(0, "#pragma omp parallel for")
             self.serial_nest = False
+            self.broke_outer = False
             lines += before + nest
         if self.rs.random() < 0.3:
             lines += self.reduction(ind)
+        if outer == "time" and self.rj.random() < 0.15:
+            with self.drawing_from(self.rj):   # stop the time loop early on the data
+                y = self.r.choice(self.arrays)
+                a = self.access(y, base, False)
+                cond = f"{a} % 3 == 1" if y.ctype == "int" else f"{a} > 0.75f"
+            lines.append(f"{ind}if ({cond}) break;")
         if outer != "none":
             lines.append("  }")
         sig = [f"int {p}" for p in params]

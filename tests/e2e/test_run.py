@@ -63,6 +63,8 @@ PROGRAMS = [
     (KERNELS / "helper_early_return.c", ["n=31"], "2KiB"),
     (KERNELS / "row_pointers.c", ["n=23", "ny=5", "nz=7"], "4KiB"),
     (KERNELS / "loop_continue.c", ["n=27"], "3KiB"),
+    (KERNELS / "jumps.c", ["n=23", "m=17"], "3KiB"),
+    (KERNELS / "converge.c", ["n=14", "tmax=60", "tol=0.02"], "3KiB"),
     (KERNELS / "returns_value.c", ["n=23", "m=9"], "2KiB"),
     (KERNELS / "switch_cases.c", ["n=21"], "3KiB"),
     # file-scope arrays taken as parameters (codegen/globals.py)

@@ -344,7 +344,6 @@ INLINE = [
     (f"{_LOOP} {{ float x; x += 1; A[i] = x; }}", "temporary 'x' is read before it is assigned"),
     (f"{_LOOP} {{ float x = A[i]; }} A[0] = x;", "unknown identifier 'x'"),
     (f"{_LOOP} if (y > 0) A[i] = 1;", "unknown identifier 'y'"),
-    (f"{_LOOP} if (A[i] > 0) break;", "'break' not supported"),
     (f"{_LOOP} for (int i = 0; i < n; i++) A[i] = 0;", "reuses the iterator of an enclosing"),
     ("for (int n = 0; n < 3; n++) A[n] = 0;", "loop iterator 'n' is a parameter"),
     (f"{_LOOP} A[i] = A[i] + sizeof(float);", "operator 'sizeof' not supported"),

@@ -86,3 +86,44 @@ def test_switches_that_are_no_chain_stay():
                                      f"for (int i = 0; i < n; i++) switch ({sel}) {{ {body} }} }}"
                                      ).ext[0]
         assert "switch" in c_generator.CGenerator().visit(switches(f))
+
+
+def _jumps(src: str) -> str:
+    from codegen.structure import loop_jumps
+    f = c_parser.CParser().parse(src).ext[0]
+    return " ".join(c_generator.CGenerator().visit(loop_jumps(f)).split())
+
+
+def test_break_and_continue_set_flags_that_the_rest_tests():
+    text = _jumps("""void f(int n, float A[n], int first[n]) { for (int i = 0; i < n; i++) {
+        first[i] = -1; for (int j = 0; j < n; j++) { if (A[j] < 0) continue;
+        if (A[j] > i) { first[i] = j; break; } A[j] += 1; } } }""")
+    assert ("first[i] = -1; { int break_j = 0; for (int j = 0; j < n; j++) { if (!break_j) "
+            "{ int skip_j = 0; if (A[j] < 0) { skip_j = 1; } if (!skip_j) { if (A[j] > i) "
+            "{ first[i] = j; break_j = 1; } if (!break_j) { A[j] += 1; } } } } }") in text
+
+
+def test_jumps_of_inner_loops_and_switches_are_theirs():
+    # the inner loop's break leaves it only: the outer loop gets no flag
+    text = _jumps("""void f(int n, float A[n]) { for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) { if (A[j] > 1) break; A[j] = i; } }""")
+    assert "break_i" not in text and text.count("break_j = 0") == 1
+    assert "for (int i = 0; i < n; i++) { int break_j = 0; for" in text
+    # a break of a switch is the switch's; a continue inside one leaves the loop alone
+    src = """void f(int n, float A[n]) { for (int i = 0; i < n; i++) {
+        switch (i) { case 0: if (A[i] > 1) continue; A[i] = 0; break; default: A[i] = 1; } } }"""
+    assert "continue;" in _jumps(src) and "skip_i" not in _jumps(src)
+
+
+def test_flag_names_avoid_the_function_s_names():
+    text = _jumps("""void f(int n, float A[n], float break_i[n]) {
+        for (int i = 0; i < n; i++) { A[i] = 1; break; }
+        for (int i = 0; i < n; i++) { if (A[i] > 0) break; break_i[i] = 2; } }""")
+    assert "int break_i2 = 0;" in text and "int break_i3 = 0;" in text
+    assert "break_i[i] = 2" in text
+
+
+def test_a_function_without_jumps_is_itself():
+    from codegen.structure import loop_jumps
+    f = c_parser.CParser().parse("void f(int n, float A[n]) { A[0] = 1; }").ext[0]
+    assert loop_jumps(f) is f
