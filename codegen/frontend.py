@@ -101,13 +101,15 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     func = inline_helpers(func, {f.decl.name: f for f in src.ast.ext
                                  if isinstance(f, c_ast.FuncDef) and f is not func
                                  and f.decl.name != "main"}, err)
-    # switch as if/else; 'if (c) continue;' at the top of a loop body: the rest in its
-    # else; any other break or continue: a flag the statements after it test
-    func = loop_jumps(loop_continues(switches(func)), err)
+    # switch as if/else; 'if (c) continue;' at the top of a loop body: the rest in its else
+    func = loop_continues(switches(func))
     # file-scope arrays the kernel uses (float A[N][N]; at the top): more parameters
     func, globs = file_arrays(src.ast, func, err)
-    # a kernel returning a value: the value in result[0], a parameter of the model
+    # a kernel returning a value: the value in result[0], a parameter of the model; a
+    # return inside a loop: a flag, and a break of each loop around it
     func, returns = kernel_return(func, identifiers(func), err)
+    # any other break or continue: a flag the statements after the jump test
+    func = loop_jumps(func, err)
     taken = identifiers(func)
     # the file's other functions, which statements may call: their kernels' copies are
     # OpenCL C, so their parameters and locals get model names too (half -> half_)

@@ -19,11 +19,13 @@ kernel's own: a call statement becomes a block of the helper's body in which
 - ``return e;`` as the body's last statement becomes the assignment of the call's result
   (``y[i] = dot(...)`` -> ``... y[i] = s;``; ``float d = dot(...)`` declares ``d`` first);
   ``if (c) return ...;`` at the body's top level puts the rest of the body in its
-  ``else`` (:func:`codegen.structure.early_exits`, the value in a local ``result``),
+  ``else`` (:func:`codegen.structure.early_exits`, the value in a local ``result``), and
+  a ``return`` inside loops sets a flag ``returned`` that ends the loops around it and
+  skips the rest (:func:`codegen.structure.return_flags`),
 - a call inside an expression is evaluated first, into a temporary, when the helper
   writes nothing but its locals.
 
-Anything else (a ``return`` inside a loop, a call inside an expression of a helper that
+Anything else (a call inside an expression of a helper that
 writes arrays or under ``&&``, ``||``, ``?:``, recursion, an argument that is not an array,
 a subscript of one, or ``&`` of one) is refused with its location.
 
@@ -45,7 +47,7 @@ from codegen.csource import (
     replace_children,
     walk,
 )
-from codegen.structure import early_exits
+from codegen.structure import early_exits, return_flags
 
 __all__ = ["inline_helpers"]
 
@@ -152,11 +154,17 @@ class _Inliner:
                 items = early_exits(items, c_ast.Return, lambda _: [])
         if items and isinstance(items[-1], c_ast.Return):
             ret = items.pop().expr
-        early = [n for n in walk(c_ast.Compound(items)) if isinstance(n, c_ast.Return)]
-        if early:
-            raise self.err(f"helper '{fn}' returns inside a loop: bbmm inlines helpers "
-                           "that take arrays and needs each 'return' at the end of the body "
-                           "or of an 'if' at its top level", early[0])
+        if any(isinstance(n, c_ast.Return) for n in walk(c_ast.Compound(items))):
+            # a return inside a loop: a flag that ends the loops around it and skips the
+            # rest (the value, if any, in 'result' as above)
+            own = identifiers(fd)
+            name = next(f"returned{k}" if k else "returned" for k in range(len(own) + 1)
+                        if (f"returned{k}" if k else "returned") not in own)
+            flag = c_ast.Decl(name, [], [], [], [], c_ast.TypeDecl(
+                name, [], None, c_ast.IdentifierType(["int"])),
+                c_ast.Constant("int", "0"), None)
+            last = self.returned(fn, "result") if ret is not None else lambda _: []
+            items = [flag] + return_flags(items, name, last)
         if result is not None and ret is None:
             raise self.err(f"helper '{fn}' returns no value at its end", call)
         assigned = _assigned(c_ast.Compound(items))

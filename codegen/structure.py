@@ -23,12 +23,14 @@ of its body included.
 .. autofunction:: early_exits
 .. autofunction:: loop_continues
 .. autofunction:: loop_jumps
+.. autofunction:: return_flags
 .. autofunction:: kernel_return
 .. autofunction:: switches
 """
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Callable
 
 from pycparser import c_ast
@@ -43,7 +45,8 @@ from codegen.csource import (
     walk,
 )
 
-__all__ = ["early_exits", "kernel_return", "loop_continues", "loop_jumps", "switches"]
+__all__ = ["early_exits", "kernel_return", "loop_continues", "loop_jumps", "return_flags",
+           "switches"]
 
 
 def early_exits(items: list[c_ast.Node], kind: type,
@@ -68,6 +71,55 @@ def early_exits(items: list[c_ast.Node], kind: type,
                 return items[:k] + [c_ast.If(it.cond, c_ast.Compound(then, it.coord),
                                              c_ast.Compound(rest, it.coord), it.coord)]
     return items
+
+
+def return_flags(items: list[c_ast.Node], flag: str,
+                 last: Callable[[c_ast.Return], list[c_ast.Node]]) -> list[c_ast.Node]:
+    """The statements ``items`` of a helper's body with every ``return`` (inside loops,
+    deep in blocks) setting the ``int`` local ``flag``: ``last(r)`` then ``flag = 1;``,
+    and ``break;`` inside a loop, which the loops around it repeat while the flag is set
+    (``if (flag) break;`` after the inner loop); what follows outside every loop runs under
+    ``if (!flag)``. :func:`loop_jumps` then makes the breaks flags too."""
+    def rewrite(s: c_ast.Node, in_loop: bool) -> tuple[list[c_ast.Node], bool]:
+        coord = getattr(s, "coord", None)
+        if isinstance(s, c_ast.Return):
+            out = last(s) + [c_ast.Assignment("=", c_ast.ID(flag, coord),
+                                              c_ast.Constant("int", "1"), coord)]
+            return out + ([c_ast.Break(coord)] if in_loop else []), True
+        if not _has(s, c_ast.Return):
+            return [s], False
+        if isinstance(s, c_ast.Compound):
+            return [c_ast.Compound(guard(list(s.block_items or []), in_loop), coord)], True
+        if isinstance(s, c_ast.If):
+            def branch(b: c_ast.Node | None) -> c_ast.Node | None:
+                if b is None:
+                    return None
+                its = list(b.block_items or []) if isinstance(b, c_ast.Compound) else [b]
+                return c_ast.Compound(guard(its, in_loop), getattr(b, "coord", coord))
+            return [c_ast.If(s.cond, branch(s.iftrue), branch(s.iffalse), coord)], True
+        if isinstance(s, c_ast.For):
+            body = s.stmt
+            its = list(body.block_items or []) if isinstance(body, c_ast.Compound) else [body]
+            s.stmt = c_ast.Compound(guard(its, True), getattr(body, "coord", coord))
+            if in_loop:     # the loop around this one stops too
+                return [s, c_ast.If(c_ast.ID(flag, coord), c_ast.Break(coord), None,
+                                    coord)], True
+            return [s], True
+        return [s], False   # a return elsewhere (a while loop): left for the front end
+
+    def guard(its: list[c_ast.Node], in_loop: bool) -> list[c_ast.Node]:
+        out: list[c_ast.Node] = []
+        for k, s in enumerate(its):
+            new, jumps = rewrite(s, in_loop)
+            out += new
+            if jumps and not in_loop and its[k + 1:]:
+                coord = getattr(its[k + 1], "coord", None)
+                rest = guard(its[k + 1:], in_loop)
+                out.append(c_ast.If(c_ast.UnaryOp("!", c_ast.ID(flag, coord), coord),
+                                    c_ast.Compound(rest, coord), None, coord))
+                break
+        return out
+    return guard(items, False)
 
 
 def _has(node: c_ast.Node, kind: type) -> bool:
@@ -141,7 +193,7 @@ def _parallel_breaks(body: c_ast.Node,
         if not isinstance(block, c_ast.Compound):
             continue
         items = block.block_items or []
-        for prev, it in zip(items, items[1:]):
+        for prev, it in itertools.pairwise(items):
             text = (getattr(prev, "string", None) or "").strip()
             if not (isinstance(prev, c_ast.Pragma) and isinstance(it, c_ast.For)
                     and text.startswith(PARALLEL_PRAGMAS)):
@@ -289,7 +341,8 @@ def kernel_return(func: c_ast.FuncDef, taken: set[str],
     func = copy.deepcopy(func)
     items = list(func.body.block_items or [])
     if void:
-        func.body.block_items = early_exits(items, c_ast.Return, lambda _: [])
+        func.body.block_items = _returns_left(
+            early_exits(items, c_ast.Return, lambda _: []), taken, lambda _: [])
         return func, None
     ctype = scalar_type(t)
     if ctype is None:
@@ -306,12 +359,30 @@ def kernel_return(func: c_ast.FuncDef, taken: set[str],
         return [c_ast.Assignment("=", c_ast.ArrayRef(c_ast.ID(name, r.coord),
                                                      c_ast.Constant("int", "0"), r.coord),
                                  r.expr, r.coord)]
-    func.body.block_items = early_exits(items, c_ast.Return, store)
+    func.body.block_items = _returns_left(early_exits(items, c_ast.Return, store),
+                                          taken | {name}, store)
     decl = c_ast.Decl(name, [], [], [], [], c_ast.ArrayDecl(
         c_ast.TypeDecl(name, [], None, copy.deepcopy(t.type)), c_ast.Constant("int", "1"),
         []), None, None, func.decl.coord)
     append_params(func, [decl])
     return func, name
+
+
+def _returns_left(items: list[c_ast.Node], taken: set[str],
+                  last: Callable[[c_ast.Return], list[c_ast.Node]]) -> list[c_ast.Node]:
+    """``items`` with the returns :func:`early_exits` left (inside loops, deep in blocks)
+    setting a flag ``returned`` declared first (:func:`return_flags`)."""
+    if not any(isinstance(n, c_ast.Return) for it in items for n in walk(it)) or any(
+            isinstance(n, c_ast.Pragma) and (n.string or "").strip() == "scop"
+            for it in items for n in walk(it)):
+        # none, or in a '#pragma scop' region, which a return would leave for the code
+        # after it: left for the front end to refuse
+        return items
+    flag, k = "returned", 1
+    while flag in taken:
+        k += 1
+        flag = f"returned{k}"
+    return [_flag_decl(flag, None)] + return_flags(items, flag, last)
 
 
 def _pure(e: c_ast.Node) -> bool:

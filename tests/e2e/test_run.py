@@ -61,6 +61,7 @@ PROGRAMS = [
     (KERNELS / "inline_helpers.c", ["n=23"], "2KiB"),
     (KERNELS / "helper_pointer.c", ["n=29"], "1KiB"),
     (KERNELS / "helper_early_return.c", ["n=31"], "2KiB"),
+    (KERNELS / "helper_return_loop.c", ["n=13", "m=11"], "2KiB"),
     (KERNELS / "row_pointers.c", ["n=23", "ny=5", "nz=7"], "4KiB"),
     (KERNELS / "loop_continue.c", ["n=27"], "3KiB"),
     (KERNELS / "jumps.c", ["n=23", "m=17"], "3KiB"),

@@ -127,3 +127,32 @@ def test_a_function_without_jumps_is_itself():
     from codegen.structure import loop_jumps
     f = c_parser.CParser().parse("void f(int n, float A[n]) { A[0] = 1; }").ext[0]
     assert loop_jumps(f) is f
+
+
+def test_a_return_in_loops_ends_them_and_skips_the_rest():
+    from codegen.structure import return_flags
+    f = c_parser.CParser().parse("""void f(int n, float A[n]) {
+        if (n > 2) { for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
+          if (A[j] > i) return; A[j] = 1; } A[0] = 2; } A[1] = 3; }""").ext[0]
+    items = return_flags(list(f.body.block_items), "ret", lambda r: [])
+    text = " ".join(c_generator.CGenerator().visit(c_ast_compound(items)).split())
+    # the inner loop breaks, the outer one breaks after it, the rest runs while ret is 0
+    assert ("for (int j = 0; j < n; j++) { if (A[j] > i) { ret = 1; break; } A[j] = 1; } "
+            "if (ret) break; } if (!ret) { A[0] = 2; } } if (!ret) { A[1] = 3; }") in text
+
+
+def test_a_kernel_returning_from_a_loop_gets_a_flag():
+    from codegen.structure import kernel_return, loop_jumps
+    f = c_parser.CParser().parse("""float f(int n, float A[n]) { float s = 0;
+        for (int i = 0; i < n; i++) { s += A[i]; if (s > 1) return s; } return -s; }
+        """).ext[0]
+    g, name = kernel_return(f, {"n", "A", "s", "i"}, None)
+    text = " ".join(c_generator.CGenerator().visit(loop_jumps(g)).split())
+    assert name == "result" and "int returned = 0;" in text
+    assert "if (s > 1) { result[0] = s; returned = 1; break_i = 1; }" in text
+    assert "if (!returned) { result[0] = -s; }" in text
+
+
+def c_ast_compound(items):
+    from pycparser import c_ast
+    return c_ast.Compound(items)
