@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -296,25 +296,41 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
 
 
 def trampoline(function: str, types: list[str] | tuple[str, ...],
-               file_arrays: tuple[str, ...] = (), returns: str | None = None) -> str:
+               file_vars: Sequence[str | tuple[str, str]] = (),
+               returns: str | None = None) -> str:
     """C text of the exported entry point ``_bbmm_<function>``: it takes arguments of
     the given C ``types`` (``void *`` for arrays and pointers) and calls ``function``;
-    then one ``void *`` per name of ``file_arrays`` (file-scope arrays of the C file),
-    whose bytes it copies into the array before the call and back after it; then, for a
-    function returning the C type ``returns``, a ``void *`` where it stores the value."""
+    then one argument per variable of ``file_vars`` (the C file's own): a ``void *`` for an
+    array (a name), whose bytes it copies into the array before the call and back after
+    it, the value for a scalar (``(name, C type)``), which it assigns before the call;
+    then, for a function returning the C type ``returns``, a ``void *`` where it stores
+    the value."""
     n = len(types)
     args = [f"{t} _bbmm_a{i}" for i, t in enumerate(types)]
-    args += [f"void *_bbmm_g{i}" for i in range(len(file_arrays))]
+    cin, cout = "", ""
+    for i, g in enumerate(file_vars):
+        if isinstance(g, tuple):
+            args.append(f"{g[1]} _bbmm_g{i}")
+            cin += f"{g[0]} = _bbmm_g{i}; "
+        else:
+            args.append(f"void *_bbmm_g{i}")
+            cin += f"__builtin_memcpy({g}, _bbmm_g{i}, sizeof {g}); "
+            cout += f" __builtin_memcpy(_bbmm_g{i}, {g}, sizeof {g});"
     if returns:
         args.append("void *_bbmm_r")
     call = ", ".join(f"_bbmm_a{i}" for i in range(n))
-    cin = "".join(f"__builtin_memcpy({g}, _bbmm_g{i}, sizeof {g}); "
-                  for i, g in enumerate(file_arrays))
-    cout = "".join(f" __builtin_memcpy(_bbmm_g{i}, {g}, sizeof {g});"
-                   for i, g in enumerate(file_arrays))
     into = f"*({returns} *) _bbmm_r = " if returns else "(void) "
     return (f'__attribute__((visibility("default"))) void _bbmm_{function}('
             f'{", ".join(args) or "void"}) {{ {cin}{into}{function}({call});{cout} }}')
+
+
+def _file_vars(scop) -> tuple[str | tuple[str, str], ...]:
+    """:func:`trampoline`'s ``file_vars`` of the scop: its file-scope arrays by their C
+    names, its file-scope scalars with their C types."""
+    ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
+    scalars = {**ints, **dict(scop.float_params)}
+    return tuple((scop.c_name(g), scalars[g]) if g in scalars else scop.c_name(g)
+                 for g in scop.globals)
 
 
 def _c_args(scop) -> list[str]:
@@ -329,8 +345,7 @@ def _kernel_trampoline(scop) -> str:
     floats = dict(scop.float_params)
     returns = next((a.ctype for a in scop.param_arrays if a.name == scop.returns), None)
     return trampoline(scop.function, [ints.get(a) or floats.get(a) or "void *"
-                                      for a in _c_args(scop)],
-                      tuple(scop.c_name(g) for g in scop.globals), returns)
+                                      for a in _c_args(scop)], _file_vars(scop), returns)
 
 
 def init_signature(scop, name: str, defines: Mapping[str, object] | None = None,
@@ -357,7 +372,7 @@ def reference_library(scop, defines: Mapping[str, object] | None = None,
         sig = init_signature(scop, init, defines, include_dirs)
         entries.append(trampoline(init, [p.ctype if p.kind in ("int", "float") else "void *"
                                          for p in sig],
-                                  tuple(scop.c_name(g) for g in scop.globals)))
+                                  _file_vars(scop)))
     return build_library(scop.filename, defines, cache_dir, include_dirs=include_dirs,
                          entry_points=tuple(entries))
 
@@ -569,10 +584,18 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
                              f"by name (its parameters: "
                              f"{', '.join(map(scop.c_name, scop.args)) or 'none'})")
     for g in scop.globals:      # file-scope arrays: the trampoline copies them in and out
-        a = _check_array(scop, g, arrays[g], params)
-        keep.append(a)
-        argtypes.append(ctypes.c_void_p)
-        argv.append(a.ctypes.data)
+        if g in ints:           # file-scope scalars: it assigns them
+            ct = _int_ctype(ints[g])
+            argtypes.append(ct)
+            argv.append(_int_value(g, params[g], ct))
+        elif g in floats:
+            argtypes.append(_CTYPES_ELEM[floats[g]])
+            argv.append(float(out[g]))
+        else:
+            a = _check_array(scop, g, arrays[g], params)
+            keep.append(a)
+            argtypes.append(ctypes.c_void_p)
+            argv.append(a.ctypes.data)
     fn.restype = None
     fn.argtypes = argtypes
     fn(*argv)

@@ -56,8 +56,13 @@ class Program:
         if s.returns:    # the kernel's value: one more array of the model
             ret = next(a for a in s.arrays if a.name == s.returns)
             out.append(f"  returns: {ret.ctype}, stored in {s.returns}[0]")
-        if s.globals:    # the C file's arrays the kernel uses: arguments of the model
-            out.append("  file-scope arrays (taken as arguments): " + ", ".join(s.globals))
+        if s.globals:    # the C file's variables the kernel uses: arguments of the model
+            arrs = {a.name for a in s.param_arrays}
+            for kind, names in (("arrays", [g for g in s.globals if g in arrs]),
+                                ("scalars", [g for g in s.globals if g not in arrs])):
+                if names:
+                    out.append(f"  file-scope {kind} (taken as arguments): "
+                               + ", ".join(names))
         if s.inferred:   # arrays bbmm shaped itself (pointers, flat, B[][n]): say how
             rows, shaped = dict(s.rows), []
             for a in s.inferred:

@@ -64,7 +64,7 @@ from codegen.csource import (
 )
 from codegen.delinearize import FlatColumnError, delinearize
 from codegen.expand import Plan, expand_scalars
-from codegen.globals import file_arrays
+from codegen.globals import file_arrays, file_scalars
 from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
@@ -105,6 +105,9 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     func = loop_continues(switches(func))
     # file-scope arrays the kernel uses (float A[N][N]; at the top): more parameters
     func, globs = file_arrays(src.ast, func, err)
+    # file-scope scalars: constants written in, those main sets more parameters
+    func, scalar_globs = file_scalars(src.ast, func, err)
+    globs += scalar_globs
     # a kernel returning a value: the value in result[0], a parameter of the model; a
     # return inside a loop: a flag, and a break of each loop around it
     func, returns = kernel_return(func, identifiers(func), err)

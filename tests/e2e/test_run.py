@@ -70,6 +70,7 @@ PROGRAMS = [
     (KERNELS / "switch_cases.c", ["n=21"], "3KiB"),
     # file-scope arrays taken as parameters (codegen/globals.py)
     (KERNELS / "file_arrays.c", ["tsteps=3"], "8KiB"),
+    (KERNELS / "file_scalars.c", ["tsteps=3", "n=19", "scale=0.25"], "4KiB"),
     # steps other than 1, C's / and % by constants (tests/unit/test_quasi_affine.py)
     (KERNELS / "quasi" / "redblack.c", ["tsteps=3", "n=14"], "768B"),
     (KERNELS / "quasi" / "strides.c", ["tsteps=3", "n=14"], "1KiB"),

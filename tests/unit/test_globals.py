@@ -73,3 +73,46 @@ def test_the_reference_sees_the_values_bbmm_gives(tmp_path):
     arrays["A"] = arrays["A"] * 2
     out = run_reference(p, scop, {}, {}, arrays)
     assert np.array_equal(out["s"], (2 * (i - j)).sum(axis=1))
+
+
+SCALARS = """
+#define K 3
+const int N = 2 * K + 1;
+static float alpha = 0.1;
+static int zero;
+int m;
+double scale;
+void f(float A[N][N], float B[N]) {
+  for (int i = 0; i < N; i++) for (int j = zero; j < m; j++) B[i] += alpha * A[i][j] * scale;
+}
+int main(void) { m = 5; scale = 2.0; return 0; }"""
+
+
+def test_file_constants_are_written_in_and_variables_main_sets_become_parameters():
+    from codegen.globals import file_scalars
+    ast = c_parser.CParser().parse(SCALARS.replace("#define K 3", "").replace("K", "3"))
+    g, names = file_scalars(ast, next(e for e in ast.ext if getattr(e, "decl", None)
+                                      and e.decl.name == "f"), None)
+    text = " ".join(c_generator.CGenerator().visit(g).split())
+    assert names == ["m", "scale"]
+    # an integer constant as its value (affine), a float one under its type's cast; a
+    # variable without an initializer that nothing assigns is C's 0
+    assert "void f(float A[7][7], float B[7], int m, double scale)" in text
+    assert "for (int i = 0; i < 7; i++)" in text and "int j = 0; j < m;" in text
+    assert "B[i] += (((float) 0.1) * A[i][j]) * scale;" in text
+    s = parse_source(SCALARS, "s.c")
+    assert s.globals == ("m", "scale") and s.int_params == ("m",)
+
+
+def test_a_file_scalar_the_kernel_assigns_is_refused():
+    with pytest.raises(UnsupportedProgramError, match="file-scope variable 's' is assigned "
+                       "by the kernel"):
+        parse_source("float s; void f(int n, float A[n]) { for (int i = 0; i < n; i++) "
+                     "s += A[i]; }", "s.c")
+
+
+def test_the_trampoline_assigns_file_scalars():
+    text = trampoline("f", ["void *"], ("A", ("n", "int"), ("scale", "double")))
+    assert "int _bbmm_g1, double _bbmm_g2" in text
+    assert text.index("n = _bbmm_g1; scale = _bbmm_g2;") < text.index("f(_bbmm_a0)")
+    assert "_bbmm_g1, n" not in text                # nothing copied back for scalars
