@@ -299,15 +299,27 @@ def trampoline(function: str, types: list[str] | tuple[str, ...],
                file_vars: Sequence[str | tuple[str, str]] = (),
                returns: str | None = None) -> str:
     """C text of the exported entry point ``_bbmm_<function>``: it takes arguments of
-    the given C ``types`` (``void *`` for arrays and pointers) and calls ``function``;
+    the given C ``types`` (``void *`` for arrays and pointers; ``void **`` for a table of
+    row pointers, passed as the block, its rows and their bytes) and calls ``function``;
     then one argument per variable of ``file_vars`` (the C file's own): a ``void *`` for an
     array (a name), whose bytes it copies into the array before the call and back after
     it, the value for a scalar (``(name, C type)``), which it assigns before the call;
     then, for a function returning the C type ``returns``, a ``void *`` where it stores
     the value."""
-    n = len(types)
-    args = [f"{t} _bbmm_a{i}" for i, t in enumerate(types)]
-    cin, cout = "", ""
+    args, cin, cout, call = [], "", "", []
+    for i, t in enumerate(types):
+        if t == "void **":
+            # a table of row pointers (T **A): built here into the rows of one block
+            args += [f"void *_bbmm_a{i}", f"long _bbmm_n{i}", f"long _bbmm_s{i}"]
+            cin += (f"void **_bbmm_t{i} = __builtin_malloc(sizeof(void *) * (_bbmm_n{i} > 0 "
+                    f"? _bbmm_n{i} : 1)); for (long _bbmm_k = 0; _bbmm_k < _bbmm_n{i}; "
+                    f"_bbmm_k++) _bbmm_t{i}[_bbmm_k] = (char *) _bbmm_a{i} + _bbmm_k * "
+                    f"_bbmm_s{i}; ")
+            cout += f" __builtin_free(_bbmm_t{i});"
+            call.append(f"(void *) _bbmm_t{i}")
+        else:
+            args.append(f"{t} _bbmm_a{i}")
+            call.append(f"_bbmm_a{i}")
     for i, g in enumerate(file_vars):
         if isinstance(g, tuple):
             args.append(f"{g[1]} _bbmm_g{i}")
@@ -318,10 +330,10 @@ def trampoline(function: str, types: list[str] | tuple[str, ...],
             cout += f" __builtin_memcpy(_bbmm_g{i}, {g}, sizeof {g});"
     if returns:
         args.append("void *_bbmm_r")
-    call = ", ".join(f"_bbmm_a{i}" for i in range(n))
     into = f"*({returns} *) _bbmm_r = " if returns else "(void) "
     return (f'__attribute__((visibility("default"))) void _bbmm_{function}('
-            f'{", ".join(args) or "void"}) {{ {cin}{into}{function}({call});{cout} }}')
+            f'{", ".join(args) or "void"}) {{ {cin}{into}{function}({", ".join(call)});'
+            f'{cout} }}')
 
 
 def _file_vars(scop) -> tuple[str | tuple[str, str], ...]:
@@ -344,8 +356,9 @@ def _kernel_trampoline(scop) -> str:
     ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
     floats = dict(scop.float_params)
     returns = next((a.ctype for a in scop.param_arrays if a.name == scop.returns), None)
-    return trampoline(scop.function, [ints.get(a) or floats.get(a) or "void *"
-                                      for a in _c_args(scop)], _file_vars(scop), returns)
+    return trampoline(scop.function, [ints.get(a) or floats.get(a) or (
+        "void **" if a in scop.tables else "void *") for a in _c_args(scop)],
+        _file_vars(scop), returns)
 
 
 def init_signature(scop, name: str, defines: Mapping[str, object] | None = None,
@@ -370,7 +383,8 @@ def reference_library(scop, defines: Mapping[str, object] | None = None,
     entries = [_kernel_trampoline(scop)]
     if init is not None:
         sig = init_signature(scop, init, defines, include_dirs)
-        entries.append(trampoline(init, [p.ctype if p.kind in ("int", "float") else "void *"
+        entries.append(trampoline(init, [p.ctype if p.kind in ("int", "float") else
+                                         "void **" if p.kind == "table" else "void *"
                                          for p in sig],
                                   _file_vars(scop)))
     return build_library(scop.filename, defines, cache_dir, include_dirs=include_dirs,
@@ -513,6 +527,9 @@ def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
             keep.append(a)
             argtypes.append(ctypes.c_void_p)
             argv.append(a.ctypes.data)
+            if name in scop.tables:     # the trampoline points a table into its rows
+                argtypes += [ctypes.c_long, ctypes.c_long]
+                argv += [a.shape[0], a.strides[0]]
         else:
             raise UsageError(f"parameter {name} of {scop.function} has no known type")
     fn.restype = None
@@ -521,9 +538,28 @@ def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
     del keep
 
 
+def _init_reach(scop, init: str, params: Mapping[str, int],
+                defines: Mapping[str, object] | None,
+                include_dirs: tuple[str, ...] | list[str]) -> dict[str, tuple[int, ...]]:
+    """``{C name: extents}`` of the arrays the C file's function ``init`` touches, from
+    bbmm's own model of it at ``params`` (empty where bbmm cannot model it)."""
+    from codegen.frontend import parse_file
+
+    try:
+        s = parse_file(scop.filename, init, defines, include_dirs)
+    except BBMMError:
+        return {}
+    by_c = {scop.c_name(k): v for k, v in params.items()}
+    env = {p: by_c[s.c_name(p)] for p in s.int_params if s.c_name(p) in by_c}
+    if len(env) != len(s.int_params):
+        return {}
+    return {s.c_name(a.name): tuple(a.shape(env)) for a in s.param_arrays}
+
+
 def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
               params: Mapping[str, int], scalars: Mapping[str, float],
-              arrays: Mapping[str, np.ndarray]) -> dict[str, float]:
+              arrays: Mapping[str, np.ndarray],
+              reach: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, float]:
     """Call the C file's initialisation function ``name`` (parameters ``sig``, from
     :func:`init_signature`) on ``arrays`` in place; return ``scalars`` updated with the
     values it stores through pointers (PolyBench's ``DATA_TYPE *alpha``).
@@ -563,9 +599,20 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
             outs[m] = cell
             argtypes.append(ctypes.c_void_p)
             argv.append(ctypes.addressof(cell))
-        elif p.kind == "array" and m in arrays_of:
+        elif p.kind in ("array", "table") and m in arrays_of:
             arr = arrays_of[m]
             a = _check_array(scop, m, arrays[m], params)
+            if p.kind == "table":       # row pointers: the rows must hold what it writes
+                got = (reach or {}).get(p.name)
+                if got is None or len(got) != a.ndim or any(
+                        r > e for r, e in zip(got, a.shape)):
+                    how = ("bbmm cannot model how far it reaches" if got is None else
+                           f"it reaches {' x '.join(map(str, got))}")
+                    raise UsageError(
+                        f"{what} is a table of rows, and {kernel}'s {p.name} holds "
+                        f"{' x '.join(map(str, a.shape))} elements (sized from {kernel}'s "
+                        f"subscripts) for {_fmt_params(c_params)}, but {how}; leave --init "
+                        f"out (bbmm then fills the arrays itself)")
             dims = [None if d is None else const_int(d, c_params) for d in p.dims]
             if p.ctype != arr.ctype or len(dims) != arr.ndim or any(
                     d is not None and d != s for d, s in zip(dims, a.shape)):
@@ -576,6 +623,9 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
             keep.append(a)
             argtypes.append(ctypes.c_void_p)
             argv.append(a.ctypes.data)
+            if p.kind == "table":       # double **A: a table of pointers into its rows
+                argtypes += [ctypes.c_long, ctypes.c_long]
+                argv += [a.shape[0], a.strides[0]]
         elif p.kind == "other":
             raise UsageError(f"{what} has a type bbmm cannot pass (integers, float/double "
                              f"scalars or pointers to them, and arrays)")
@@ -690,7 +740,9 @@ def init_arrays(scop, params: Mapping[str, int], seed: int = 0,
         if lib is None:
             lib = reference_library(scop, defines, include_dirs, init=init)
         sig = init_signature(scop, init, defines, include_dirs)
-        out_scalars = call_init(lib, scop, init, sig, params, out_scalars, arrays)
+        reach = _init_reach(scop, init, params, defines, include_dirs) \
+            if any(p.kind == "table" for p in sig) else None
+        out_scalars = call_init(lib, scop, init, sig, params, out_scalars, arrays, reach)
         out_scalars.update({k: v for k, v in given.items() if k in out_scalars})
     return arrays, out_scalars
 

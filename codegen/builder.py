@@ -58,6 +58,15 @@ from codegen.temporaries import Temporaries, Temporary, Version
 PARALLEL_PRAGMAS = ("omp parallel for", "omp for", "bbmm parallel")
 
 
+def _dims_of(p: c_ast.Decl) -> list[c_ast.Node | None]:
+    """The declared sizes of array parameter ``p`` (None where missing)."""
+    dims, t = [], p.type
+    while isinstance(t, c_ast.ArrayDecl):
+        dims.append(t.dim)
+        t = t.type
+    return dims
+
+
 def collapse_count(pragma: c_ast.Pragma) -> int:
     """n of a ``collapse(n)`` clause (1 without one, or where n is no positive integer)."""
     m = re.search(r"\bcollapse\s*\(\s*(\d+)\s*\)", pragma.string or "")
@@ -202,14 +211,18 @@ class Builder(Temporaries, Expressions, DataConditions):
         array): :meth:`infer_sizes` finds it once the accesses are known."""
         dims, t = [], p.type
         while isinstance(t, c_ast.ArrayDecl):
-            if t.dim is None and not (unsized and not dims):
-                raise self.err(f"array parameter '{p.name}' needs an explicit size in every "
-                               f"dimension but the first", p)
             dims.append(t.dim)
             t = t.type
-        if dims and dims[0] is None:            # a placeholder until infer_sizes()
+        # 'float A[][n]': the first size missing; a table of row pointers (pointer_arrays:
+        # 'T **A' as 'T A[][]'): every size missing
+        if unsized and dims and all(d is None for d in dims[:2]) and len(dims) == 2:
+            pass
+        elif any(d is None for d in dims[1:]) or (dims and dims[0] is None and not unsized):
+            raise self.err(f"array parameter '{p.name}' needs an explicit size in every "
+                           f"dimension but the first", p)
+        if dims and dims[0] is None:            # placeholders until infer_sizes()
             self.unsized[p.name] = p
-            dims[0] = c_ast.Constant("int", "1", p.coord)
+            dims = [c_ast.Constant("int", "1", p.coord) if d is None else d for d in dims]
         names = getattr(getattr(t, "type", None), "names", None)
         if not isinstance(t, c_ast.TypeDecl) or names is None or len(names) != 1 \
                 or names[0] not in ELEM_TYPES:
@@ -537,17 +550,23 @@ class Builder(Temporaries, Expressions, DataConditions):
             arr = self.arrays[a]
             if data is None:                   # never accessed: one element will do
                 continue
-            hi = affine_bound(data.dim_max(0), lower=False)
-            if hi is None:
-                raise self.err(f"the size of '{a}' (declared without one) would be its "
-                               f"largest first subscript plus one, which is not one "
-                               f"affine expression of the parameters here; declare it "
-                               f"with its size, such as '{arr.ctype} {a}[n]'", decl)
-            size = hi + 1
-            self.arrays[a] = replace(arr, dims=(str(size),) + arr.dims[1:],
-                                     extents=(size,) + arr.extents[1:],
-                                     sizes=(isl.PwAff(f"{self.params_text}{{ [({size.isl()})] }}"),)
-                                     + arr.sizes[1:])
+            # the first size, or every size of a table of row pointers (T **A)
+            dims = [d for d, t in enumerate(_dims_of(decl)) if t is None] or [0]
+            for d in dims:
+                hi = affine_bound(data.dim_max(d), lower=False)
+                if hi is None:
+                    which = "first subscript" if d == 0 else f"subscript {d + 1}"
+                    raise self.err(f"the size of '{a}' (declared without one) would be its "
+                                   f"largest {which} plus one, which is not one affine "
+                                   f"expression of the parameters here; declare it with "
+                                   f"its size, such as '{arr.ctype} {a}[n]'", decl)
+                size = hi + 1
+                arr = replace(arr, dims=arr.dims[:d] + (str(size),) + arr.dims[d + 1:],
+                              extents=arr.extents[:d] + (size,) + arr.extents[d + 1:],
+                              sizes=arr.sizes[:d]
+                              + (isl.PwAff(f"{self.params_text}{{ [({size.isl()})] }}"),)
+                              + arr.sizes[d + 1:])
+            self.arrays[a] = arr
 
     def check_rows(self) -> None:
         """Every access of a flat array read as rows of ``n`` (``A[i*n + j]`` as

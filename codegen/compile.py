@@ -66,7 +66,8 @@ class Program:
         if s.inferred:   # arrays bbmm shaped itself (pointers, flat, B[][n]): say how
             rows, shaped = dict(s.rows), []
             for a in s.inferred:
-                why = (["pointer"] if a in s.pointers else []) + \
+                why = (["row pointers" if a in s.tables else "pointer"]
+                       if a in s.pointers else []) + \
                     ([f"flat, rows of {rows[a][0]}" if len(rows[a]) == 1 else
                       f"flat, blocks of {' x '.join(rows[a])}"] if a in rows else [])
                 shaped.append(f"{a} ({', '.join(why)})" if why else a)

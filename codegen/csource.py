@@ -277,7 +277,8 @@ def holds_scop(func: c_ast.FuncDef) -> bool:
 def find_kernel(ast: c_ast.FileAST, name: str | None, filename: str) -> c_ast.FuncDef:
     """The kernel function: ``name`` if given, else the one holding ``#pragma scop``,
     else the only function with a loop nest not named ``main``/``init_*``/``print_*``/
-    ``check_*`` and not called by another function but ``main`` (a helper)."""
+    ``check_*``, not called by another function but ``main`` (a helper), and, among
+    several, not returning a pointer or allocating memory (an allocator of matrices)."""
     funcs = [f for f in ast.ext if isinstance(f, c_ast.FuncDef)]
     if name is not None:
         f = function_def(ast, name)
@@ -299,12 +300,26 @@ def find_kernel(ast: c_ast.FileAST, name: str | None, filename: str) -> c_ast.Fu
         called = {c.name.name for f in funcs if f.decl.name != "main"
                   for c in _calls(f.body) if c.name.name != f.decl.name}
         cands = [f for f in cands if f.decl.name not in called] or cands
+    if len(cands) > 1:
+        # a function that returns a pointer or allocates (a 'double **matrix(n, m)' of
+        # row pointers) makes data, it is no kernel
+        cands = [f for f in cands if not _makes_data(f)] or cands
     if len(cands) != 1:
         what = "no function with a loop nest" if not cands else \
             "several kernel candidates: " + ", ".join(f.decl.name for f in cands)
         raise UnsupportedProgramError(f"{filename}: {what}; choose one with --function "
                                       f"or mark its loop nest with '#pragma scop'")
     return cands[0]
+
+
+_ALLOCATORS = frozenset({"malloc", "calloc", "realloc", "free", "aligned_alloc",
+                         "posix_memalign"})
+
+
+def _makes_data(f: c_ast.FuncDef) -> bool:
+    """Whether ``f`` returns a pointer or calls the C library's allocator."""
+    return isinstance(f.decl.type.type, c_ast.PtrDecl) or any(
+        c.name.name in _ALLOCATORS for c in _calls(f.body))
 
 
 def _has_loop(node: c_ast.Node) -> bool:
@@ -432,8 +447,8 @@ class CParam:
     name: str
     kind: str
     """``int`` and ``float`` (scalars by value), ``array`` (``double A[n][m]`` or
-    ``double (*A)[m]``), ``out`` (pointer to a scalar: PolyBench's ``DATA_TYPE *alpha``),
-    or ``other`` (anything else)."""
+    ``double (*A)[m]``), ``table`` (row pointers, ``double **A``), ``out`` (pointer to a
+    scalar: PolyBench's ``DATA_TYPE *alpha``), or ``other`` (anything else)."""
     ctype: str
     """C type of the scalar or of the array elements (``int``, ``double``...)."""
     dims: tuple[c_ast.Node | None, ...] = ()
@@ -476,14 +491,18 @@ def signature(func: c_ast.FuncDef) -> tuple[CParam, ...]:
         while isinstance(t, c_ast.ArrayDecl):
             dims.append(t.dim)
             t = t.type
-        pointer = False
-        if not dims and isinstance(t, c_ast.PtrDecl):
+        pointer = table = False
+        if not dims and isinstance(t, c_ast.PtrDecl) and isinstance(t.type, c_ast.PtrDecl):
+            table, t, dims = True, t.type.type, [None, None]     # double **A: row pointers
+        elif not dims and isinstance(t, c_ast.PtrDecl):
             pointer, t = True, t.type
         names = getattr(getattr(t, "type", None), "names", None) \
             if isinstance(t, c_ast.TypeDecl) else None
         ctype = " ".join(names or ["?"])
         if names is None or not (set(names) <= INT_WORDS or names in (["float"], ["double"])):
             kind = "other"
+        elif table:
+            kind = "table"
         elif dims:
             kind = "array"
         elif pointer:

@@ -119,7 +119,7 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     defs = {f.decl.name: rename_unsafe(f, identifiers(f))[0] for f in src.ast.ext
             if isinstance(f, c_ast.FuncDef) and f is not func and f.decl.name != "main"}
     # float *x used as x[i] or *x only: the array float x[], sized by its subscripts
-    func, pointers = pointer_arrays(func)
+    func, pointers, tables = pointer_arrays(func)
     # names isl, the Python driver or OpenCL cannot take get model names (iter -> iter_)
     func, c_names = rename_unsafe(func, taken)
     taken |= set(c_names)
@@ -143,7 +143,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     return scop.copy(param_defaults=tuple((p, sizes[p]) for p in scop.int_params
                                           if p in sizes), c_names=tuple(c_names.items()),
                      rows=tuple(sorted(rows.items())),
-                     pointers=tuple(sorted(c_names_of(pointers, c_names))),
+                     pointers=tuple(sorted(c_names_of(pointers | tables, c_names))),
+                     tables=tuple(sorted(c_names_of(tables, c_names))),
                      globals=tuple(c_names_of(globs, c_names)),
                      returns=c_names_of([returns], c_names)[0] if returns else None)
 

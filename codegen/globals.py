@@ -32,6 +32,7 @@ from bbmm.diagnostic import UnsupportedProgramError
 from codegen.csource import (
     INT_WORDS,
     append_params,
+    const_int,
     identifiers,
     params_of,
     replace_children,
@@ -174,42 +175,13 @@ def _converted(init: c_ast.Node, d: c_ast.Decl) -> c_ast.Node:
     as its value (so that it stays affine), anything else under a cast."""
     names = d.type.type.names
     if set(names) <= INT_WORDS:
-        v = _int_value(init)
+        v = const_int(init)
         if v is not None:
             return c_ast.Constant("int", str(v)) if v >= 0 else c_ast.UnaryOp(
                 "-", c_ast.Constant("int", str(-v)))
     typ = c_ast.Typename(None, [], None, c_ast.TypeDecl(None, [], None,
                                                         c_ast.IdentifierType(list(names))))
     return c_ast.Cast(typ, init)
-
-
-def _int_value(e: c_ast.Node) -> int | None:
-    """The value of an integer constant expression (C's ``/`` and ``%`` toward zero), or
-    None for anything else."""
-    if isinstance(e, c_ast.Constant) and e.type in ("int", "long int", "unsigned int",
-                                                    "long long int", "unsigned long int"):
-        text = e.value.rstrip("uUlL")
-        try:
-            return int(text, 0) if not (len(text) > 1 and text.startswith("0")
-                                        and text.isdigit()) else int(text, 8)
-        except ValueError:
-            return None
-    if isinstance(e, c_ast.UnaryOp) and e.op in ("-", "+"):
-        v = _int_value(e.expr)
-        return None if v is None else (-v if e.op == "-" else v)
-    if isinstance(e, c_ast.BinaryOp) and e.op in ("+", "-", "*", "/", "%", "<<", ">>"):
-        a, b = _int_value(e.left), _int_value(e.right)
-        if a is None or b is None:
-            return None
-        if e.op in ("/", "%"):
-            if b == 0:
-                return None
-            q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-            return q if e.op == "/" else a - b * q
-        if e.op in ("<<", ">>"):
-            return None if not 0 <= b < 31 else a << b if e.op == "<<" else a >> b
-        return a + b if e.op == "+" else a - b if e.op == "-" else a * b
-    return None
 
 
 def _param(d: c_ast.Decl) -> c_ast.Decl:

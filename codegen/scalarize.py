@@ -80,14 +80,17 @@ def _candidates(func: c_ast.FuncDef) -> dict[str, tuple[c_ast.Decl, list[int]]]:
     return out
 
 
-def pointer_arrays(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str]]:
-    """``(func', names)``: a copy of ``func`` whose parameters ``T *p`` (T float, double or
-    an integer type) used only as ``p[e]`` or ``*p`` are the arrays ``T p[]``, every
-    ``*p`` written ``p[0]``, and likewise pointers to rows, ``T (*p)[n]`` as ``T p[][n]``;
-    the front end sizes them by their largest subscript
+def pointer_arrays(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str],
+                                                  frozenset[str]]:
+    """``(func', names, tables)``: a copy of ``func`` whose parameters ``T *p`` (T float,
+    double or an integer type) used only as ``p[e]`` or ``*p`` are the arrays ``T p[]``,
+    every ``*p`` written ``p[0]``, and likewise pointers to rows, ``T (*p)[n]`` as ``T
+    p[][n]``, and tables of row pointers used only as ``p[e][f]``, ``T **p`` as ``T
+    p[][]`` (``tables``: the C program gets a table of pointers into the rows of one
+    block); the front end sizes them by their largest subscripts
     (:meth:`codegen.builder.Builder.infer_sizes`). ``func`` itself when there is none. Any
-    other use (``p + 1``, ``*(p + i)``, ``p`` passed on) leaves the pointer, which the
-    front end refuses with its reason."""
+    other use (``p + 1``, ``*(p + i)``, ``p`` passed on, ``p[i]`` alone for ``T **p``)
+    leaves the pointer, which the front end refuses with its reason."""
     params = func.decl.type.args.params if func.decl.type.args else []
 
     def pointee(t: c_ast.Node) -> c_ast.Node:
@@ -98,20 +101,28 @@ def pointer_arrays(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str]]:
              and isinstance(p.type, c_ast.PtrDecl)
              and isinstance(pointee(p.type.type), c_ast.TypeDecl)
              and scalar_type(pointee(p.type.type)) is not None}
-    if not names:
-        return func, frozenset()
+    tables = {p.name for p in params if isinstance(p, c_ast.Decl)
+              and isinstance(p.type, c_ast.PtrDecl) and isinstance(p.type.type, c_ast.PtrDecl)
+              and isinstance(p.type.type.type, c_ast.TypeDecl)
+              and scalar_type(p.type.type.type) is not None}
+    if not names and not tables:
+        return func, frozenset(), frozenset()
 
-    def uses(node: c_ast.Node, parent: c_ast.Node | None) -> None:
-        if isinstance(node, c_ast.ID) and node.name in names:
+    def uses(node: c_ast.Node, parent: c_ast.Node | None, grand: c_ast.Node | None) -> None:
+        if isinstance(node, c_ast.ID) and node.name in names | tables:
             deref = isinstance(parent, c_ast.UnaryOp) and parent.op == "*"
             indexed = isinstance(parent, c_ast.ArrayRef) and parent.name is node
-            if not (deref or indexed):
+            if node.name in tables:   # p[e][f] only: a row alone is a pointer again
+                if not (indexed and isinstance(grand, c_ast.ArrayRef)
+                        and grand.name is parent):
+                    tables.discard(node.name)
+            elif not (deref or indexed):
                 names.discard(node.name)
         for _, c in node.children():
-            uses(c, node)
-    uses(func.body, None)
-    if not names:
-        return func, frozenset()
+            uses(c, node, parent)
+    uses(func.body, None, None)
+    if not names and not tables:
+        return func, frozenset(), frozenset()
     func = copy.deepcopy(func)
 
     def element(x: c_ast.Node) -> list[c_ast.Node]:
@@ -124,7 +135,10 @@ def pointer_arrays(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str]]:
     for p in func.decl.type.args.params:
         if getattr(p, "name", None) in names:
             p.type = c_ast.ArrayDecl(p.type.type, None, [], p.coord)
-    return func, frozenset(names)
+        elif getattr(p, "name", None) in tables:
+            p.type = c_ast.ArrayDecl(c_ast.ArrayDecl(p.type.type.type, None, [], p.coord),
+                                     None, [], p.coord)
+    return func, frozenset(names), frozenset(tables)
 
 
 def _index(ref: c_ast.ArrayRef) -> tuple[str | None, list[int | None]]:

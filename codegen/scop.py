@@ -639,6 +639,9 @@ class Scop:
     (:mod:`codegen.delinearize`: ``A[i*n + j]`` as ``A[i][j]``, strides ``("n",)``)."""
     pointers: tuple[str, ...] = ()
     """Pointer parameters taken as arrays (:func:`codegen.scalarize.pointer_arrays`)."""
+    tables: tuple[str, ...] = ()
+    """Those of them that are tables of row pointers (``double **A`` used as ``A[i][j]``):
+    the sequential C program gets a table of pointers into the rows of the array."""
     inferred: tuple[str, ...] = ()
     """Arrays whose first size the front end inferred from their subscripts (pointers,
     flat arrays, ``float B[][n]``: :meth:`codegen.builder.Builder.infer_sizes`)."""

@@ -63,6 +63,7 @@ PROGRAMS = [
     (KERNELS / "helper_early_return.c", ["n=31"], "2KiB"),
     (KERNELS / "helper_return_loop.c", ["n=13", "m=11"], "2KiB"),
     (KERNELS / "row_pointers.c", ["n=23", "ny=5", "nz=7"], "4KiB"),
+    (KERNELS / "row_tables.c", ["tsteps=3", "n=17", "m=13"], "3KiB"),
     (KERNELS / "loop_continue.c", ["n=27"], "3KiB"),
     (KERNELS / "jumps.c", ["n=23", "m=17"], "3KiB"),
     (KERNELS / "converge.c", ["n=14", "tmax=60", "tol=0.02"], "3KiB"),
@@ -264,6 +265,25 @@ def test_standalone_driver_takes_the_c_names(tmp_path):
                         "--param", "lambda=0.5", "--no-progress"],
                        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert r.returncode == 0 and "badnames: 2 device(s)" in r.stdout, r.stderr
+
+
+@needs_cl
+def test_a_table_of_rows_takes_an_init_function_that_stays_inside(tmp_path, capsys):
+    """``double **B`` sized from the kernel's subscripts: an init function writing inside
+    those sizes fills it (and --check passes); one writing beyond them is refused in one
+    line instead of writing past the rows."""
+    path = KERNELS / "row_tables.c"
+    args = ["run", str(path), "--check", "--no-progress", "--param", "tsteps=2",
+            "--param", "n=13", "--param", "m=11", "--init", "init_array"]
+    assert main(args) == 0
+    assert "check pass" in capsys.readouterr().out
+    beyond = tmp_path / "beyond.c"
+    beyond.write_text(path.read_text().replace("if (i < n - 1 && j < m - 1) B[i][j]",
+                                               "B[i][j]"))
+    assert main([args[0], str(beyond)] + args[2:]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "parameter 'B' is a table of rows" in err[0]
+    assert "holds 12 x 10 elements" in err[0] and "it reaches 13 x 11" in err[0]
 
 
 def test_out_of_bounds_access_warns_with_location(capsys):

@@ -116,3 +116,20 @@ def test_the_trampoline_assigns_file_scalars():
     assert "int _bbmm_g1, double _bbmm_g2" in text
     assert text.index("n = _bbmm_g1; scale = _bbmm_g2;") < text.index("f(_bbmm_a0)")
     assert "_bbmm_g1, n" not in text                # nothing copied back for scalars
+
+
+def test_the_trampoline_points_a_table_into_the_rows():
+    text = trampoline("f", ["int", "void **"])
+    assert "void *_bbmm_a1, long _bbmm_n1, long _bbmm_s1" in text
+    assert "_bbmm_t1[_bbmm_k] = (char *) _bbmm_a1 + _bbmm_k * _bbmm_s1;" in text
+    assert text.index("f(_bbmm_a0, (void *) _bbmm_t1);") < text.index("__builtin_free(_bbmm_t1)")
+
+
+def test_an_allocator_of_matrices_is_no_kernel_candidate():
+    from codegen.csource import find_kernel
+    ast = c_parser.CParser().parse("""
+    void *malloc(unsigned long);
+    double **matrix(int n) { double **r = malloc(8 * n); for (int i = 0; i < n; i++) r[i] = 0;
+                             return r; }
+    void g(int n, double A[n]) { for (int i = 0; i < n; i++) A[i] = 1; }""")
+    assert find_kernel(ast, None, "m.c").decl.name == "g"

@@ -104,7 +104,7 @@ def test_pointers_used_as_arrays_are_arrays_sized_by_their_subscripts():
            "  for (int i = 0; i < n; i++) { *s += A[i]; c[0] = c[0] + 1; x[i + 1] = 0; "
            "B[i][0] = 1; }\n  *(p + 1) = 0; }\n")
     f = c_parser.CParser().parse(src).ext[0]
-    g, names = pointer_arrays(f)
+    g, names, _ = pointer_arrays(f)
     assert names == {"s", "c", "x"}
     text = c_generator.CGenerator().visit(g)
     assert "float s[]" in text and "int c[]" in text and "float *p" in text
@@ -124,7 +124,7 @@ def test_pointers_to_rows_are_arrays_of_rows():
     src = ("void f(int n, int ny, int nz, float (*A)[n], double (*G)[ny][nz]) {\n"
            "  for (int i = 1; i < n; i++) for (int j = 0; j < n; j++) {\n"
            "    A[i][j] = (*A)[j]; G[i][j % ny][0] = 1; } }\n")
-    g, names = pointer_arrays(c_parser.CParser().parse(src).ext[0])
+    g, names, _ = pointer_arrays(c_parser.CParser().parse(src).ext[0])
     assert names == {"A", "G"}
     text = c_generator.CGenerator().visit(g)
     assert "float A[][n]" in text and "double G[][ny][nz]" in text
@@ -143,3 +143,20 @@ def test_a_size_that_is_no_affine_expression_is_refused():
     with pytest.raises(UnsupportedProgramError, match="explicit size in every dimension but"):
         parse_source("void f(int n, float B[n][]) { for (int i = 0; i < n; i++) "
                      "B[i][0] = 1; }", "b.c")
+
+
+def test_tables_of_row_pointers_are_arrays_sized_by_their_subscripts():
+    """``double **A`` used only as ``A[i][j]`` is ``double A[][]`` with both sizes from its
+    subscripts; a row used alone (``A[i]``, a pointer again) leaves the pointer."""
+    src = ("void f(int n, int m, double **A, double **B, double **C) {\n"
+           "  for (int i = 0; i < n; i++) for (int j = 1; j < m; j++) {\n"
+           "    A[i][j] = B[i + 1][j - 1]; C[i][0] = 0; } double *r = C[0]; }\n")
+    g, names, tables = pointer_arrays(c_parser.CParser().parse(src).ext[0])
+    assert names == frozenset() and tables == {"A", "B"}
+    text = c_generator.CGenerator().visit(g)
+    assert "double A[][]" in text and "double B[][]" in text and "double **C" in text
+    scop = parse_source(src.replace(" double *r = C[0];", "").replace("double **C",
+                                                                     "double C[n][m]"), "t.c")
+    assert {a.name: a.dims for a in scop.param_arrays} == {
+        "A": ("n", "m"), "B": ("n + 1", "m - 1"), "C": ("n", "m")}
+    assert scop.tables == ("A", "B") and set(scop.pointers) >= {"A", "B"}
