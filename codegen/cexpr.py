@@ -487,6 +487,11 @@ def unsupported(node: c_ast.Node, text) -> str:
              c_ast.Switch: "switch statement", c_ast.Label: "label"}
     for cls, what in names.items():
         if isinstance(node, cls):
+            if cls is c_ast.While:
+                return (f"{what} not supported in the modelled region (bbmm takes one that "
+                        "counts: its counter set just before it, stepped by a constant in "
+                        "the body's last statement and assigned nowhere else, without "
+                        "'continue')")
             return f"{what} not supported in the modelled region"
     if isinstance(node, c_ast.FuncCall):
         fn = node.name.name if isinstance(node.name, c_ast.ID) else text(node.name)

@@ -69,7 +69,13 @@ from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
-from codegen.structure import kernel_return, loop_continues, loop_jumps, switches
+from codegen.structure import (
+    kernel_return,
+    loop_continues,
+    loop_jumps,
+    switches,
+    while_loops,
+)
 
 _GEN = c_generator.CGenerator()
 
@@ -102,7 +108,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
                                  if isinstance(f, c_ast.FuncDef) and f is not func
                                  and f.decl.name != "main"}, err)
     # switch as if/else; 'if (c) continue;' at the top of a loop body: the rest in its else
-    func = loop_continues(switches(func))
+    # a counting while loop as its for loop
+    func = loop_continues(switches(while_loops(func)))
     # file-scope arrays the kernel uses (float A[N][N]; at the top): more parameters
     func, globs = file_arrays(src.ast, func, err)
     # file-scope scalars: constants written in, those main sets more parameters

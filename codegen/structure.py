@@ -13,6 +13,11 @@ if (A[i][j] > x) { first[i] = j; break_j = 1; } }``. The flag is a scalar carrie
 the loop's iterations, which the front end expands like any other (one per iteration of
 the parallel loops around it); the loop's remaining iterations run and do nothing.
 
+A ``while`` loop that counts (``int k = 0; while (k < n) { ...; k++; }``: the counter set
+just before it, stepped by the body's last statement and assigned nowhere else, no
+``continue``, which would skip the step) is the ``for`` loop it means
+(:func:`while_loops`); any other stays, for the front end to refuse.
+
 A ``switch`` whose cases each end in ``break`` (cases without statements sharing the next
 one's) is the chain of ``if``/``else if`` it means (:func:`switches`).
 
@@ -26,6 +31,7 @@ of its body included.
 .. autofunction:: return_flags
 .. autofunction:: kernel_return
 .. autofunction:: switches
+.. autofunction:: while_loops
 """
 from __future__ import annotations
 
@@ -46,7 +52,7 @@ from codegen.csource import (
 )
 
 __all__ = ["early_exits", "kernel_return", "loop_continues", "loop_jumps", "return_flags",
-           "switches"]
+           "switches", "while_loops"]
 
 
 def early_exits(items: list[c_ast.Node], kind: type,
@@ -460,3 +466,100 @@ def switches(func: c_ast.FuncDef) -> c_ast.FuncDef:
         return [x]
     replace_children(func.body, visit)
     return func
+
+
+def while_loops(func: c_ast.FuncDef) -> c_ast.FuncDef:
+    """A copy of ``func`` whose counting ``while`` loops are ``for`` loops: ``int k = lo;
+    ... while (c) { body; k += s; }`` is ``int k; ... for (k = lo; c; k += s) { body }``
+    when the statements between the counter's setting and the loop do not mention it,
+    ``c`` does, the body's last statement steps it (``k++``, ``k--``, ``k += s``, ``k -= s``,
+    ``k = k + s``, ``k = s + k``) and nothing else in the body assigns it or continues the loop. ``func``
+    itself when it has no ``while``."""
+    if not _has(func.body, c_ast.While):
+        return func
+    func = copy.deepcopy(func)
+
+    def visit(x: c_ast.Node) -> list[c_ast.Node]:
+        replace_children(x, visit)
+        if isinstance(x, c_ast.Compound) and x.block_items:
+            x.block_items = _counted(list(x.block_items))
+        return [x]
+    replace_children(func, visit)
+    return func
+
+
+def _counted(items: list[c_ast.Node]) -> list[c_ast.Node]:
+    """The statements of a block with each counting ``while`` a ``for`` (see
+    :func:`while_loops`)."""
+    for k, w in enumerate(items):
+        if not isinstance(w, c_ast.While):
+            continue
+        body = list(w.stmt.block_items or []) if isinstance(w.stmt, c_ast.Compound) \
+            else [w.stmt]
+        name = _step_of(body[-1]) if body else None
+        if name is None or name not in identifiers(w.cond) or any(
+                _assigns(b, name) for b in body[:-1]) or _continues(body[:-1]):
+            continue
+        for j in range(k - 1, -1, -1):          # the counter's setting, just before
+            prev = items[j]
+            if isinstance(prev, c_ast.Decl) and prev.name == name and prev.init is not None \
+                    and scalar_type(prev.type) is not None:
+                init = c_ast.Assignment("=", c_ast.ID(name, prev.coord), prev.init,
+                                        prev.coord)
+                decl = copy.copy(prev)
+                decl.init = None
+                items[j] = decl
+                break
+            if isinstance(prev, c_ast.Assignment) and prev.op == "=" and isinstance(
+                    prev.lvalue, c_ast.ID) and prev.lvalue.name == name:
+                init = prev
+                items[j] = c_ast.EmptyStatement(prev.coord)
+                break
+            if name in identifiers(prev):
+                j = -1
+                break
+        else:
+            j = -1
+        if j < 0:
+            continue
+        stmt = c_ast.Compound(body[:-1], getattr(w.stmt, "coord", w.coord))
+        items[k] = c_ast.For(init, w.cond, body[-1], stmt, w.coord)
+    return items
+
+
+def _step_of(s: c_ast.Node) -> str | None:
+    """The counter a statement steps by a constant (``k++``, ``k -= 2``, ``k = k + 1``)."""
+    if isinstance(s, c_ast.UnaryOp) and s.op in ("++", "--", "p++", "p--") \
+            and isinstance(s.expr, c_ast.ID):
+        return s.expr.name
+    if isinstance(s, c_ast.Assignment) and isinstance(s.lvalue, c_ast.ID):
+        k = s.lvalue.name
+        if s.op in ("+=", "-=") and k not in identifiers(s.rvalue):
+            return k
+        r = s.rvalue
+        if s.op == "=" and isinstance(r, c_ast.BinaryOp) and r.op in ("+", "-"):
+            for a, b in ((r.left, r.right), (r.right, r.left) if r.op == "+" else ()):
+                if isinstance(a, c_ast.ID) and a.name == k and k not in identifiers(b):
+                    return k                    # k = k + s, k = s + k, k = k - s
+    return None
+
+
+def _assigns(node: c_ast.Node, name: str) -> bool:
+    for n in walk(node):
+        target = n.lvalue if isinstance(n, c_ast.Assignment) else (
+            n.expr if isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--",
+                                                                  "&") else None)
+        if isinstance(target, c_ast.ID) and target.name == name:
+            return True
+    return False
+
+
+def _continues(items: list[c_ast.Node]) -> bool:
+    """Whether ``items`` continue the loop holding them (not an inner loop)."""
+    def own(n: c_ast.Node) -> bool:
+        if isinstance(n, c_ast.Continue):
+            return True
+        if isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile)):
+            return False
+        return any(own(c) for _, c in n.children())
+    return any(own(it) for it in items)

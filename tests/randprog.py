@@ -72,7 +72,9 @@ A twelfth stream puts a ``break`` or a ``continue`` into some innermost loop bod
 a test on the data or an affine one (``if (B[i][j] > 0.5f) break;``, ``if (j > i + 1) {
 A[i][j] = ...; continue; }``), and sometimes ends a time loop early on the data; bbmm
 turns each into a flag that the statements after it test (codegen/structure.py). A nest
-whose outer loop breaks gets no parallel pragma (OpenMP forbids it).
+whose outer loop breaks gets no parallel pragma (OpenMP forbids it). The same stream
+writes some inner loops as the counting ``while`` loops they mean (``int j = 1; while (j <
+n) { ...; j += 2; }``), which bbmm takes as ``for`` loops again.
 
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
@@ -535,6 +537,15 @@ class _Gen:
                               temps, acc)
             if imperfect and (self.r.random() < 0.5 or len(body) == 1):
                 body.append(ind + "  " + self.statement(inner, reads, writes, temps))
+        m = re.fullmatch(r"for \(int (\w+) = (.*); (.*); (.*)\)", head)
+        if m and names[0] != "i" and self.rj.random() < 0.1 and not any(
+                "continue" in b for b in body):
+            # the twelfth stream again: an inner loop as the counting while it means (not
+            # with a continue, which would skip the step; not the nest's outer loop, which
+            # a parallel pragma may precede)
+            v, first, cond, step = m.groups()
+            return [ind + "{", f"{ind}  int {v} = {first};", f"{ind}  while ({cond}) {{"] \
+                + ["  " + b for b in body] + [f"{ind}    {step};", ind + "  }", ind + "}"]
         if len(body) == 1:
             return [ind + head] + body
         return [ind + head + " {"] + body + [ind + "}"]

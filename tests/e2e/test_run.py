@@ -66,6 +66,7 @@ PROGRAMS = [
     (KERNELS / "row_tables.c", ["tsteps=3", "n=17", "m=13"], "3KiB"),
     (KERNELS / "loop_continue.c", ["n=27"], "3KiB"),
     (KERNELS / "jumps.c", ["n=23", "m=17"], "3KiB"),
+    (KERNELS / "while_loops.c", ["n=19", "m=13"], "2KiB"),
     (KERNELS / "converge.c", ["n=14", "tmax=60", "tol=0.02"], "3KiB"),
     (KERNELS / "returns_value.c", ["n=23", "m=9"], "2KiB"),
     (KERNELS / "switch_cases.c", ["n=21"], "3KiB"),

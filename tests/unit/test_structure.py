@@ -156,3 +156,25 @@ def test_a_kernel_returning_from_a_loop_gets_a_flag():
 def c_ast_compound(items):
     from pycparser import c_ast
     return c_ast.Compound(items)
+
+
+def _whiles(src: str) -> str:
+    from codegen.structure import while_loops
+    f = c_parser.CParser().parse(src).ext[0]
+    return " ".join(c_generator.CGenerator().visit(while_loops(f)).split())
+
+
+def test_a_counting_while_is_its_for_loop():
+    text = _whiles("""void f(int n, float A[n]) { int i = 1; float s = 0;
+        while (i < n) { A[i] = s; i += 2; } int k; k = n - 1; while (k >= 0) { A[k] = 1; k--; } }""")
+    assert "int i; float s = 0; for (i = 1; i < n; i += 2) { A[i] = s; }" in text
+    assert "for (k = n - 1; k >= 0; k--) { A[k] = 1; }" in text
+
+
+def test_other_whiles_stay():
+    for body in ("int i = 0; while (i < n) { i++; A[i] = 0; }",          # step not last
+                 "int i = 0; A[i] = 1; while (i < n) { A[i] = 0; i++; }",  # read between
+                 "int i = 0; while (i < n) { if (A[i] > 0) continue; i++; }",  # skips the step
+                 "int i = 0; while (i < n) { i = 2 * i; i++; }"):         # assigned elsewhere
+        src = f"void f(int n, float A[n]) {{ {body} }}"
+        assert "while" in _whiles(src) and "for (" not in _whiles(src), body
