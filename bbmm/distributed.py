@@ -473,6 +473,11 @@ class DistributedRuntime:
         if isinstance(serial, tuple) and len(serial) == 1:
             self.rank_stats.serial_iterations += 1
 
+    def stopped(self, flag: str) -> bool:
+        """Never: a loop's ``break`` flag may be set on another rank, and every rank must
+        run the same iterations (the remaining ones do nothing)."""
+        return False
+
     def finish(self) -> None:
         """Bring every newest value to this rank's host copy of what it holds; with
         ``gather``, rank ``root`` then receives everything it does not hold."""

@@ -240,6 +240,9 @@ class _Footprint:
     def end_serial(self, *args: Any, **kw: Any) -> None:
         pass
 
+    def stopped(self, flag: str) -> bool:
+        return False        # nothing ran: every sampled iteration is looked at
+
     def finish(self) -> None:
         pass
 

@@ -46,6 +46,11 @@ REPLAY_MISSES = 8
 REPLAY_PAUSE = (16, 512)
 """First and longest pause of recording, in serial iterations (each pause doubles)."""
 COHERENCE = ("exact", "block")
+STOP_PERIOD = 2e-3
+"""Seconds between two looks at a loop's ``break`` flag (:meth:`Runtime.stopped`): each
+waits for the device holding it, so a loop of short iterations looks at most every 2 ms
+(a look costs a device round trip, some tens of microseconds on a GPU) and runs on for
+at most that long after the break."""
 SMALL_PHASE = 1 / 64
 """A phase whose boxes hold at most this fraction of the points of the largest phase so
 far runs each tile where most of its data is (:meth:`Runtime._place`)."""
@@ -163,6 +168,7 @@ class Runtime(Acquire):
         place = settings.switch("BBMM_PLACE", True)
         self.place = place and len(self.devices) > 1
         """Move the tiles of small phases to their data (:meth:`_place`)."""
+        self._looked = -STOP_PERIOD  # when stopped() last looked at a flag
         self._largest_phase = 0
         self._nests: dict[Any, list] = {}  # kernel code -> [phases seen, small]
         self._placed: dict[tuple, tuple[int, ...]] = {}
@@ -310,6 +316,35 @@ class Runtime(Acquire):
                 m.cleanup(serial if serial is not None else self._serial,
                           idle=not self.keep_idle)
             self._close_segment()
+
+    def stopped(self, flag: str) -> bool:
+        """Whether the one element of the local array ``flag`` (a loop's ``break`` flag,
+        :attr:`codegen.scop.Loop.stop_flag`) is set, looked at no more often than every
+        :data:`STOP_PERIOD` seconds (False in between).
+
+        A blocking read of that element from the copy holding its newest value, after
+        everything its device was given; the host's own value once its pending stores
+        are done. Safe to act on: the flag is 0 before the loop and only ever set in it,
+        and the loop's whole body runs while it is 0, so once it reads set every later
+        iteration would do nothing; a look that comes too early only runs some of them."""
+        now = time.perf_counter()
+        if now - self._looked < STOP_PERIOD:
+            return False
+        self._looked = now
+        host = self.host.array(flag)
+        if host.size != 1:
+            return False
+        elem = Box.from_shape(host.shape)
+        d = self.directory
+        for b, holder in d.dirty[flag]:
+            if b.overlaps(elem):
+                cell = np.zeros(host.shape, host.dtype)
+                holder.device.read_rect(holder.alloc, holder.box, elem, cell, blocking=True)
+                return bool(cell.flat[0])
+        for b, e, _, stores, _ in d.order.pending.get(flag, ()):
+            if stores and b.overlaps(elem):
+                e.wait()       # the host's value is on its way there
+        return bool(host.flat[0])
 
     def finish(self) -> None:
         """Bring every newest value home; afterwards the host arrays are the result."""

@@ -94,7 +94,8 @@ class Builder(Temporaries, Expressions, DataConditions):
                  unpragma: frozenset[int] = frozenset(),
                  helper_defs: Mapping[str, c_ast.FuncDef] | None = None,
                  private_plan: Mapping[str, tuple[int, ...]] | None = None,
-                 rows: Mapping[str, tuple[str, ...]] | None = None):
+                 rows: Mapping[str, tuple[str, ...]] | None = None,
+                 stops: frozenset[str] = frozenset()):
         """``plan``: the temporaries (by unique name) to model as local arrays
         (:func:`codegen.expand.expand_scalars` finds them); ``analysis``: subscript them by
         their loops' iterators as they are (a model for the analyses, not for code);
@@ -102,9 +103,11 @@ class Builder(Temporaries, Expressions, DataConditions):
         file's other functions, which statements may call; ``private_plan``: per local
         array declared inside loops (by its array name) the loops it gets a copy per
         iteration of (default: all that enclose its declaration); ``rows``: flat arrays
-        read as rows of the parameter given (:mod:`codegen.delinearize`)."""
+        read as rows of the parameter given (:mod:`codegen.delinearize`); ``stops``: the
+        break flags of :func:`codegen.structure.loop_jumps` (:attr:`Loop.stop_flag`)."""
         self.filename, self.cmap = filename, cmap
         self.rows = dict(rows or {})
+        self.stops = stops
         self.private_plan = dict(private_plan or {})
         # local arrays declared inside loops: C name in scope -> (array name, loops, the
         # array as declared); array name -> (the declared array, its loops)
@@ -338,6 +341,18 @@ class Builder(Temporaries, Expressions, DataConditions):
         return tuple(out)
 
 
+    def stop_flag(self, node: c_ast.For) -> str | None:
+        """The break flag whose test holds the loop's whole body (``{ if (!break_t) {...}
+        }``, :func:`codegen.structure.loop_jumps`), or None."""
+        body = node.stmt
+        items = body.block_items or [] if isinstance(body, c_ast.Compound) else [body]
+        if len(items) == 1 and isinstance(items[0], c_ast.If) and items[0].iffalse is None:
+            c = items[0].cond
+            if isinstance(c, c_ast.UnaryOp) and c.op == "!" and isinstance(c.expr, c_ast.ID) \
+                    and c.expr.name in self.stops:
+                return c.expr.name
+        return None
+
     def loop(self, node: c_ast.For, ctx: Ctx, pragma: bool, collapse: int = 0,
              pragma_node: c_ast.Node | None = None) -> LoopNode:
         """A loop node; a loop counting down (``for (i = n - 1; i >= 0; i--)``) becomes the
@@ -367,7 +382,8 @@ class Builder(Temporaries, Expressions, DataConditions):
         # loop is then what the analysis says: serial)
         pragma = pragma and self.n_loops not in self.unpragma
         lp = Loop(self.n_loops, v, bound_c(lower), bound_c(upper), pragma, self.coord(node),
-                  len(ctx.loops), lower, upper, f"for ({'; '.join(head)})")
+                  len(ctx.loops), lower, upper, f"for ({'; '.join(head)})",
+                  self.stop_flag(node))
         self.n_loops += 1
         self.seen_iters.add(v)
         self.seen_iters.add(c_name)

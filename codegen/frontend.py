@@ -119,7 +119,7 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     # return inside a loop: a flag, and a break of each loop around it
     func, returns = kernel_return(func, identifiers(func), err)
     # any other break or continue: a flag the statements after the jump test
-    func = loop_jumps(func, err)
+    func, stops = loop_jumps(func, err)
     taken = identifiers(func)
     # the file's other functions, which statements may call: their kernels' copies are
     # OpenCL C, so their parameters and locals get model names too (half -> half_)
@@ -134,7 +134,7 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     ints = [p.name for p in signature(func) if p.kind == "int"]
     flat, rows = delinearize(func, ints)
     try:
-        scop, func = _scop_of(flat, filename, src.cmap, defs, taken, c_names, rows)
+        scop, func = _scop_of(flat, filename, src.cmap, defs, taken, c_names, rows, stops)
     except FlatColumnError as e:
         # a column the first reading puts below 0 (A[i*n + n - 1 - j]: row i + 1 at
         # -1 - j) may be a column of the row above (row i at n - 1 - j); check_rows
@@ -143,7 +143,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
         if _GEN.visit(wrapped) == _GEN.visit(flat):
             raise
         try:
-            scop, func = _scop_of(wrapped, filename, src.cmap, defs, taken, c_names, rows)
+            scop, func = _scop_of(wrapped, filename, src.cmap, defs, taken, c_names, rows,
+                                  stops)
         except FlatColumnError:
             raise e from None
     sizes = main_sizes(src.ast, func)
@@ -158,7 +159,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
 
 def _scop_of(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,
              defs: Mapping[str, c_ast.FuncDef], taken: set[str], c_names: Mapping[str, str],
-             rows: Mapping[str, tuple[str, ...]]) -> tuple[Scop, c_ast.FuncDef]:
+             rows: Mapping[str, tuple[str, ...]], stops: frozenset[str] = frozenset()
+             ) -> tuple[Scop, c_ast.FuncDef]:
     """The scop of ``func`` and the function it was built from: with the small arrays
     used element by element as scalars where the model takes them, else as written."""
     # float w[3] used as w[0], w[1], w[2] only: the scalars w_0, w_1, w_2, unless the
@@ -169,10 +171,10 @@ def _scop_of(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,
         speak = {**c_names, **{s: c_text(e, c_names) for s, e in elements.items()}}
         try:
             return _model(scalar_func, filename, cmap, defs, taken | set(elements), speak,
-                          rows), scalar_func
+                          rows, stops), scalar_func
         except UnsupportedProgramError:
             pass
-    return _model(func, filename, cmap, defs, taken, c_names, rows), func
+    return _model(func, filename, cmap, defs, taken, c_names, rows, stops), func
 
 
 def c_names_of(names, c_names: Mapping[str, str]) -> list[str]:
@@ -183,17 +185,18 @@ def c_names_of(names, c_names: Mapping[str, str]) -> list[str]:
 
 def _model(func: c_ast.FuncDef, filename: str, cmap: ColumnMap,
            defs: Mapping[str, c_ast.FuncDef], taken: set[str], speak: Mapping[str, str],
-           rows: Mapping[str, tuple[str, ...]]) -> Scop:
+           rows: Mapping[str, tuple[str, ...]], stops: frozenset[str] = frozenset()) -> Scop:
     """The scop of ``func``: built, scalars carried across iterations expanded
     (:func:`codegen.expand.expand_scalars`), local arrays declared in loops narrowed
     (:func:`_narrow_private`); errors and warnings in the C names of ``speak``; ``rows``:
-    the flat arrays :func:`codegen.delinearize.delinearize` read as rows."""
+    the flat arrays :func:`codegen.delinearize.delinearize` read as rows; ``stops``: the
+    break flags of :func:`codegen.structure.loop_jumps`."""
     private_plan: dict[str, tuple[int, ...]] = {}
     private_decl: dict[str, tuple[int, ...]] = {}
 
     def build(plan: Plan, analysis: bool = False, unpragma: frozenset[int] = frozenset()
               ) -> Scop:
-        b = Builder(filename, cmap, plan, analysis, unpragma, defs, private_plan, rows)
+        b = Builder(filename, cmap, plan, analysis, unpragma, defs, private_plan, rows, stops)
         out = b.build(func)
         private_decl.update(b.private_decl)
         return out

@@ -366,6 +366,13 @@ def _emit_nodes(g, scop, nodes, serial, by_stmt, band_first, emitted, host, oute
                             host + (lp.iterator,), outer)
                 key = "(" + "".join(f"{h}, " for h in host + (lp.iterator,)) + ")"
                 g(f"_bbmm_rt.end_serial({key})  # bb_cleanup (Algorithm 4, line 19)")
+                flag = next((a.name for a in scop.arrays if a.local and lp.stop_flag in (
+                    a.name, a.local)), None) if lp.stop_flag else None
+                if flag is not None:
+                    g(f"if _bbmm_rt.stopped({flag!r}):  # the loop's 'break' was taken: every "
+                      "later iteration would do nothing")
+                    with g:
+                        g("break")
                 if node is outer:
                     g("if _bbmm_bar is not None:")
                     with g:

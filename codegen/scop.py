@@ -487,6 +487,10 @@ class Loop:
     upper_expr: AffExpr = field(default=Affine(), compare=False)
     text: str = ""
     """The loop header as C text."""
+    stop_flag: str | None = None
+    """A ``break`` flag of the loop (:func:`codegen.structure.loop_jumps`): its whole body
+    runs while the flag is 0, and nothing sets it back, so the loop may stop once it is
+    set (the host does, for a serial loop: :meth:`bbmm.runtime.Runtime.stopped`)."""
 
 
 @dataclass(frozen=True)

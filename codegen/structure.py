@@ -156,7 +156,7 @@ def loop_continues(func: c_ast.FuncDef) -> c_ast.FuncDef:
 
 def loop_jumps(func: c_ast.FuncDef,
                err: Callable[[str, c_ast.Node], UnsupportedProgramError] | None = None
-               ) -> c_ast.FuncDef:
+               ) -> tuple[c_ast.FuncDef, frozenset[str]]:
     """A copy of ``func`` in which every ``for`` loop's own ``break`` and ``continue``
     statements (those not of an inner loop or ``switch``) set flags: ``break_i`` (declared
     0 before the loop, which then runs its body only while it is 0) and ``skip_i`` (0 at
@@ -165,13 +165,16 @@ def loop_jumps(func: c_ast.FuncDef,
     whose jump sits anywhere but in ``if``/``else`` and blocks (a ``continue`` in a
     ``switch``) is left as it is, for the front end to refuse. A ``break`` of a loop that
     a ``#pragma omp parallel for`` asserts parallel is refused through ``err`` (OpenMP
-    forbids it: the iterations after it would not run)."""
+    forbids it: the iterations after it would not run). Also returns the names of the
+    break flags: each is 0 before its loop and only ever set to 1 in it, and the loop's
+    whole body runs under ``if (!flag)``, so the loop may stop once the flag is set."""
     if not (_has(func.body, c_ast.Break) or _has(func.body, c_ast.Continue)):
-        return func
+        return func, frozenset()
     if err is not None:
         _parallel_breaks(func.body, err)
     func = copy.deepcopy(func)
     taken = identifiers(func)
+    breaks: set[str] = set()
 
     def fresh(base: str) -> str:
         name, k = base, 1
@@ -179,6 +182,8 @@ def loop_jumps(func: c_ast.FuncDef,
             k += 1
             name = f"{base}{k}"
         taken.add(name)
+        if base.startswith("break_"):
+            breaks.add(name)
         return name
 
     def visit(x: c_ast.Node) -> list[c_ast.Node]:
@@ -187,7 +192,7 @@ def loop_jumps(func: c_ast.FuncDef,
             return [_flag_jumps(x, fresh)]
         return [x]
     replace_children(func.body, visit)
-    return func
+    return func, frozenset(breaks)
 
 
 def _parallel_breaks(body: c_ast.Node,

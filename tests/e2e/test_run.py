@@ -497,3 +497,15 @@ def test_parameters_that_empty_an_array_are_refused_in_one_line(capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "rows[n] would have no element" in err[0], err
+
+
+@needs_cl
+def test_a_time_loop_stops_once_its_break_is_taken(tmp_path):
+    """converge.c breaks on convergence: the host looks at the break flag between
+    iterations and stops the loop, so a huge tmax costs nothing (without the look, its
+    400000 idle sweeps would run), and the result is still the C program's."""
+    out = tmp_path / "r.json"
+    assert run(KERNELS / "converge.c", ["n=14", "tmax=400000", "tol=0.02"], "--devices", 2,
+               json_path=out) == 0
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass" and doc["tiles"] < 50_000

@@ -681,3 +681,28 @@ def test_last_resort_coalesces_parked_blocks():
         Box((0,), (127,)), Box((0,), (959,))}
     rt.finish()
     np.testing.assert_array_equal(rt.host.array("A"), A)
+
+
+def test_stopped_reads_a_break_flag_where_its_newest_value_is(monkeypatch):
+    """A loop's break flag (one int) set by a kernel on device 1: stopped() reads it from
+    that device's copy, not from the host's stale one, and not again within STOP_PERIOD."""
+    import bbmm.runtime as R
+    flag = np.zeros(1, np.int32)
+    rt = Runtime(make(2), {"f": flag, "A": np.zeros(4)}, verify=True)
+    one = Box((0,), (0,))
+
+    def set_to(v):
+        def k(d, tb):
+            scatter(d, tb, "f", one, np.array([v], np.int32))
+        return k
+    rt.run_phase([Tile(1, {"f": [one]}, set_to(0), writes={"f": [one]}, fresh=frozenset("f"))])
+    rt.end_serial(0)
+    assert not rt.stopped("f")
+    rt.run_phase([Tile(1, {"f": [one]}, set_to(1), writes={"f": [one]}, fresh=frozenset("f"))])
+    rt.end_serial(1)
+    monkeypatch.setattr(R, "STOP_PERIOD", 3600.0)
+    assert not rt.stopped("f")              # looked a moment ago: not again yet
+    rt._looked = -3600.0
+    assert rt.stopped("f") and flag[0] == 0  # the device's value; the host's is stale
+    rt._looked = -3600.0
+    assert not rt.stopped("A")               # not one element: never a flag

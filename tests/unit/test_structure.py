@@ -91,7 +91,7 @@ def test_switches_that_are_no_chain_stay():
 def _jumps(src: str) -> str:
     from codegen.structure import loop_jumps
     f = c_parser.CParser().parse(src).ext[0]
-    return " ".join(c_generator.CGenerator().visit(loop_jumps(f)).split())
+    return " ".join(c_generator.CGenerator().visit(loop_jumps(f)[0]).split())
 
 
 def test_break_and_continue_set_flags_that_the_rest_tests():
@@ -126,7 +126,7 @@ def test_flag_names_avoid_the_function_s_names():
 def test_a_function_without_jumps_is_itself():
     from codegen.structure import loop_jumps
     f = c_parser.CParser().parse("void f(int n, float A[n]) { A[0] = 1; }").ext[0]
-    assert loop_jumps(f) is f
+    assert loop_jumps(f) == (f, frozenset())
 
 
 def test_a_return_in_loops_ends_them_and_skips_the_rest():
@@ -147,7 +147,7 @@ def test_a_kernel_returning_from_a_loop_gets_a_flag():
         for (int i = 0; i < n; i++) { s += A[i]; if (s > 1) return s; } return -s; }
         """).ext[0]
     g, name = kernel_return(f, {"n", "A", "s", "i"}, None)
-    text = " ".join(c_generator.CGenerator().visit(loop_jumps(g)).split())
+    text = " ".join(c_generator.CGenerator().visit(loop_jumps(g)[0]).split())
     assert name == "result" and "int returned = 0;" in text
     assert "if (s > 1) { result[0] = s; returned = 1; break_i = 1; }" in text
     assert "if (!returned) { result[0] = -s; }" in text
