@@ -47,10 +47,9 @@ REPLAY_PAUSE = (16, 512)
 """First and longest pause of recording, in serial iterations (each pause doubles)."""
 COHERENCE = ("exact", "block")
 STOP_PERIOD = 2e-3
-"""Seconds between two looks at a loop's ``break`` flag (:meth:`Runtime.stopped`): each
-waits for the device holding it, so a loop of short iterations looks at most every 2 ms
-(a look costs a device round trip, some tens of microseconds on a GPU) and runs on for
-at most that long after the break."""
+"""Seconds between two requests for a loop's ``break`` flag (:meth:`Runtime.stopped`): a
+4-byte read each, queued behind the device's work and looked at when it has arrived, so
+a loop runs on after its break for about the iterations queued then plus 2 ms."""
 SMALL_PHASE = 1 / 64
 """A phase whose boxes hold at most this fraction of the points of the largest phase so
 far runs each tile where most of its data is (:meth:`Runtime._place`)."""
@@ -168,7 +167,8 @@ class Runtime(Acquire):
         place = settings.switch("BBMM_PLACE", True)
         self.place = place and len(self.devices) > 1
         """Move the tiles of small phases to their data (:meth:`_place`)."""
-        self._looked = -STOP_PERIOD  # when stopped() last looked at a flag
+        self._looked = -STOP_PERIOD  # when stopped() last asked for a flag
+        self._look: tuple[str, np.ndarray, Any] | None = None  # (flag, cell, event) on its way
         self._largest_phase = 0
         self._nests: dict[Any, list] = {}  # kernel code -> [phases seen, small]
         self._placed: dict[tuple, tuple[int, ...]] = {}
@@ -319,14 +319,23 @@ class Runtime(Acquire):
 
     def stopped(self, flag: str) -> bool:
         """Whether the one element of the local array ``flag`` (a loop's ``break`` flag,
-        :attr:`codegen.scop.Loop.stop_flag`) is set, looked at no more often than every
-        :data:`STOP_PERIOD` seconds (False in between).
+        :attr:`codegen.scop.Loop.stop_flag`) was seen set.
 
-        A blocking read of that element from the copy holding its newest value, after
-        everything its device was given; the host's own value once its pending stores
-        are done. Safe to act on: the flag is 0 before the loop and only ever set in it,
-        and the loop's whole body runs while it is 0, so once it reads set every later
-        iteration would do nothing; a look that comes too early only runs some of them."""
+        At most every :data:`STOP_PERIOD` seconds a copy of the element is asked for,
+        without waiting: from the device copy holding its newest value, after everything
+        that device was given, or the host's own value once its pending stores are done;
+        a later call looks at it once it has arrived. Safe to act on: the flag is 0 before
+        the loop and only ever set in it, and the loop's whole body runs while it is 0, so
+        once it reads set every later iteration would do nothing; seeing it late only
+        runs some of them."""
+        look = self._look
+        if look is not None:
+            name, cell, event = look
+            if event is not None and event.command_execution_status != 0:
+                return False                    # 0: CL_COMPLETE
+            self._look = None
+            if name == flag and cell.flat[0]:
+                return True
         now = time.perf_counter()
         if now - self._looked < STOP_PERIOD:
             return False
@@ -339,11 +348,13 @@ class Runtime(Acquire):
         for b, holder in d.dirty[flag]:
             if b.overlaps(elem):
                 cell = np.zeros(host.shape, host.dtype)
-                holder.device.read_rect(holder.alloc, holder.box, elem, cell, blocking=True)
-                return bool(cell.flat[0])
+                e = holder.device.read_rect(holder.alloc, holder.box, elem, cell,
+                                            blocking=False)
+                self._look = (flag, cell, e)
+                return False
         for b, e, _, stores, _ in d.order.pending.get(flag, ()):
-            if stores and b.overlaps(elem):
-                e.wait()       # the host's value is on its way there
+            if stores and b.overlaps(elem) and e.command_execution_status != 0:
+                return False                    # the host's value is still on its way
         return bool(host.flat[0])
 
     def finish(self) -> None:

@@ -105,9 +105,14 @@ def access_box(acc: Access, tiling: NestTiling, within: isl.Set | None = None) -
     data = acc.relation.intersect_domain(tiling.tile_of(acc.statement)).range()
     box = param_box(data, tiling.context, within=within)
     bounds = [tiling.lb, tiling.ub] if tiling.lb else []
+    # Section 7.2: a box that does not move with the tile depends on the serial iterators
+    # only and is freed at the end of their iteration; one that does not move with them
+    # either (a break flag's one element, a scalar's) is the same box at the next
+    # iteration: kept, so that a time step can leave the device as it found it (replay)
+    cleanup = box.invariant_in(bounds) and not (tiling.host and box.invariant_in(tiling.host))
     return AccessBox(**{f: getattr(box, f) for f in ParamBox.__dataclass_fields__},
                      access_id=acc.id, statement=acc.statement, array=acc.array,
-                     kind=acc.kind, text=acc.text, cleanup=box.invariant_in(bounds))
+                     kind=acc.kind, text=acc.text, cleanup=cleanup)
 
 
 def extract_initial_bounding_boxes(scop: Scop, tiling: NestTiling) -> NestBoxes:

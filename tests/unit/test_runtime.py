@@ -701,8 +701,9 @@ def test_stopped_reads_a_break_flag_where_its_newest_value_is(monkeypatch):
     rt.run_phase([Tile(1, {"f": [one]}, set_to(1), writes={"f": [one]}, fresh=frozenset("f"))])
     rt.end_serial(1)
     monkeypatch.setattr(R, "STOP_PERIOD", 3600.0)
-    assert not rt.stopped("f")              # looked a moment ago: not again yet
+    assert not rt.stopped("f")              # asked a moment ago: not again yet
     rt._looked = -3600.0
+    assert not rt.stopped("f")              # asked now: the answer comes later
     assert rt.stopped("f") and flag[0] == 0  # the device's value; the host's is stale
     rt._looked = -3600.0
     assert not rt.stopped("A")               # not one element: never a flag
