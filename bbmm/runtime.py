@@ -48,8 +48,11 @@ REPLAY_PAUSE = (16, 512)
 COHERENCE = ("exact", "block")
 STOP_PERIOD = 2e-3
 """Seconds between two requests for a loop's ``break`` flag (:meth:`Runtime.stopped`): a
-4-byte read each, queued behind the device's work and looked at when it has arrived, so
-a loop runs on after its break for about the iterations queued then plus 2 ms."""
+4-byte read each, queued behind the device's work and looked at when it has arrived."""
+STOP_AHEAD = 4
+"""Iterations after which the host waits for the answer to a request for a loop's
+``break`` flag (:meth:`Runtime.stopped`): it runs no further ahead of the GPU than that
+while the loop may stop, and the GPU has that much work queued while it waits."""
 SMALL_PHASE = 1 / 64
 """A phase whose boxes hold at most this fraction of the points of the largest phase so
 far runs each tile where most of its data is (:meth:`Runtime._place`)."""
@@ -168,7 +171,9 @@ class Runtime(Acquire):
         self.place = place and len(self.devices) > 1
         """Move the tiles of small phases to their data (:meth:`_place`)."""
         self._looked = -STOP_PERIOD  # when stopped() last asked for a flag
-        self._look: tuple[str, np.ndarray, Any] | None = None  # (flag, cell, event) on its way
+        self._look: tuple[str, np.ndarray, Any, int] | None = None
+        """The flag asked for and not yet looked at: (flag, cell, event, call number)."""
+        self._calls = 0  # calls of stopped()
         self._largest_phase = 0
         self._nests: dict[Any, list] = {}  # kernel code -> [phases seen, small]
         self._placed: dict[tuple, tuple[int, ...]] = {}
@@ -319,20 +324,25 @@ class Runtime(Acquire):
 
     def stopped(self, flag: str) -> bool:
         """Whether the one element of the local array ``flag`` (a loop's ``break`` flag,
-        :attr:`codegen.scop.Loop.stop_flag`) was seen set.
+        :attr:`codegen.scop.Loop.stop_flag`) was seen set; called once per iteration.
 
-        At most every :data:`STOP_PERIOD` seconds a copy of the element is asked for,
-        without waiting: from the device copy holding its newest value, after everything
-        that device was given, or the host's own value once its pending stores are done;
-        a later call looks at it once it has arrived. Safe to act on: the flag is 0 before
-        the loop and only ever set in it, and the loop's whole body runs while it is 0, so
-        once it reads set every later iteration would do nothing; seeing it late only
-        runs some of them."""
+        A copy of the element is asked for without waiting (at most every
+        :data:`STOP_PERIOD` seconds): from the device copy holding its newest value, behind
+        everything that device was given, or the host's own value once its pending stores
+        are done. An answer is looked at once it has arrived, or waited for once the loop
+        has run :data:`STOP_AHEAD` more iterations, so that the host, which may run far
+        ahead of a busy GPU, stops at most that many iterations after it (the GPU still has
+        them queued meanwhile). Safe to act on: the flag is 0 before the loop and only ever
+        set in it, and the loop's whole body runs while it is 0, so once it reads set every
+        later iteration would do nothing; seeing it late only runs some of them."""
+        self._calls += 1
         look = self._look
         if look is not None:
-            name, cell, event = look
-            if event is not None and event.command_execution_status != 0:
-                return False                    # 0: CL_COMPLETE
+            name, cell, event, at = look
+            if event is not None and event.command_execution_status != 0:  # 0: CL_COMPLETE
+                if self._calls - at < STOP_AHEAD:
+                    return False
+                event.wait()
             self._look = None
             if name == flag and cell.flat[0]:
                 return True
@@ -350,7 +360,7 @@ class Runtime(Acquire):
                 cell = np.zeros(host.shape, host.dtype)
                 e = holder.device.read_rect(holder.alloc, holder.box, elem, cell,
                                             blocking=False)
-                self._look = (flag, cell, e)
+                self._look = (flag, cell, e, self._calls)
                 return False
         for b, e, _, stores, _ in d.order.pending.get(flag, ()):
             if stores and b.overlaps(elem) and e.command_execution_status != 0:

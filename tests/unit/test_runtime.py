@@ -705,5 +705,16 @@ def test_stopped_reads_a_break_flag_where_its_newest_value_is(monkeypatch):
     rt._looked = -3600.0
     assert not rt.stopped("f")              # asked now: the answer comes later
     assert rt.stopped("f") and flag[0] == 0  # the device's value; the host's is stale
+    # an answer still on its way is waited for only STOP_AHEAD iterations later
+    class Pending:
+        command_execution_status, waited = 1, 0
+
+        def wait(self):
+            self.waited += 1
+    e = Pending()
+    rt._look = ("f", np.ones(1, np.int32), e, rt._calls)     # asked at the last call
+    for _ in range(R.STOP_AHEAD - 1):
+        assert not rt.stopped("f") and e.waited == 0
+    assert rt.stopped("f") and e.waited == 1
     rt._looked = -3600.0
     assert not rt.stopped("A")               # not one element: never a flag

@@ -1,7 +1,7 @@
 #!/bin/bash
-# session 34, call C: as call B, after constant boxes are no longer freed per iteration
+# session 34, calls C and D: as call B, after constant boxes are no longer freed per iteration
 # (boxes.py: the break flag's box, so heat_break replays) and the host asks for the flag
-# without waiting (Runtime.stopped). Call B: a time loop that breaks on convergence stops on the host
+# without waiting (Runtime.stopped; call D: waited for 4 iterations later). Call B: a time loop that breaks on convergence stops on the host
 # (Runtime.stopped); converge.c at tmax 100 / 1000 with a tol it reaches early, and the
 # cost of a break that never happens (heat_break.c against heat_plain.c, 8192^2, 100
 # steps, 1 and 2 logical devices, alternating, three rounds).
