@@ -139,7 +139,7 @@ def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence
         shape = shapes[name]
         dt = DTYPES[ctype]
         a = pinned(shape, dt) if pinned is not None else np.empty(shape, dt)
-        if name not in locals_:
+        if name not in locals_ or a.size == 1:   # (a loop's break flag starts at 0)
             a[...] = 0
         out[name] = a
     return out

@@ -362,9 +362,12 @@ class Runtime(Acquire):
                                             blocking=False)
                 self._look = (flag, cell, e, self._calls)
                 return False
-        for b, e, _, stores, _ in d.order.pending.get(flag, ()):
-            if stores and b.overlaps(elem) and e.command_execution_status != 0:
-                return False                    # the host's value is still on its way
+        stores = [e for b, e, _, st, _ in d.order.pending.get(flag, ()) if st and b.overlaps(elem)]
+        if stores and stores[-1].command_execution_status != 0:
+            # the host's value is on its way (the flag flows out every iteration): looked
+            # at once the newest store is done, as an answer from a device
+            self._look = (flag, host, stores[-1], self._calls)
+            return False
         return bool(host.flat[0])
 
     def finish(self) -> None:

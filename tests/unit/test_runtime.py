@@ -718,3 +718,24 @@ def test_stopped_reads_a_break_flag_where_its_newest_value_is(monkeypatch):
     assert rt.stopped("f") and e.waited == 1
     rt._looked = -3600.0
     assert not rt.stopped("A")               # not one element: never a flag
+
+
+def test_stopped_takes_the_host_value_once_its_store_is_done():
+    """A flag that flows out to the host every iteration: its newest pending store is the
+    answer to wait for (after STOP_AHEAD iterations at the latest), then the host's value."""
+    import bbmm.runtime as R
+    flag = np.zeros(1, np.int32)
+    rt = Runtime(make(1), {"f": flag})
+
+    class Pending:
+        command_execution_status, waited = 1, 0
+
+        def wait(self):
+            self.waited += 1
+            flag[0] = 1                        # the store lands
+    e = Pending()
+    rt.directory.order.pending["f"] = [(Box((0,), (0,)), e, rt.devices[0], True, 0)]
+    assert not rt.stopped("f")                 # on its way: asked for
+    for _ in range(R.STOP_AHEAD - 1):
+        assert not rt.stopped("f") and e.waited == 0
+    assert rt.stopped("f") and e.waited == 1
