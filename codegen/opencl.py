@@ -61,12 +61,17 @@ from codegen.scop import (
     FLOORD_C,
     Affine,
     ArrayRef,
+    BinOp,
+    Call,
+    Cast,
     Expr,
     LoopNode,
     Node,
     Scop,
     Statement,
     Temp,
+    Ternary,
+    UnOp,
     array_refs,
     to_c,
 )
@@ -419,14 +424,17 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                 out("}")
 
         load = f"{v}{index} = {to_c(rhs, ref)};"
-        if st.temps:
-            load = "{ " + " ".join(temp_lines(st)) + " " + load + " }"
-        if nb >= 2 and not st.temps and not any(re.search(rf"\b{re.escape(it1)}\b", t)
-                               for t in (inner_test, *st.guards)):
+        temps = temp_lines(st) if st.temps else []
+        if temps:
+            load = "{ " + " ".join(temps) + " " + load + " }"
+        if nb >= 2 and not any(re.search(rf"\b{re.escape(it1)}\b", t)
+                               for t in (inner_test, *st.guards, *temps)):
             # When every row of the work-item's strip lies inside the tile and loop
             # '{it1}' (an interval: the first and the last row tell) and nothing else
             # depends on the row, the rows need no test each and slide a window down
-            # the strip: each value is loaded once (:func:`_emit_strip`).
+            # the strip: each value is loaded once (:func:`_emit_strip`). Scalar
+            # temporaries that depend on no row (a loop's break flag tested at every
+            # point) are computed once per column, where the column's points are.
             first, last = fresh(it1 + "_first"), fresh(it1 + "_last")
             out("#if BBMM_CO1 > 1")
             out(comment(f"the strip's rows, all inside '{it1}''s range: one load per value"))
@@ -440,6 +448,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             out(u_point)
             out(f"if (!({inner_test}){guards}) {{")
             out.level += 1
+            for line in temps:
+                out(line)
             _emit_strip(out, scop, rhs, it1, first, r, f"{v}{index}", ref, fresh)
             for _ in range(2):
                 out.level -= 1
@@ -489,6 +499,31 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
 
 
 
+def _else_only(e: Expr) -> set[tuple]:
+    """``(array, index)`` of the reads of ``e`` that lie only in the else branches of its
+    ``?:`` (evaluated only where the condition is false)."""
+    inside: set[tuple] = set()
+    other: set[tuple] = set()
+
+    def walk(x: Expr, in_else: bool) -> None:
+        if isinstance(x, ArrayRef):
+            (inside if in_else else other).add((x.array, x.index))
+        elif isinstance(x, Ternary):
+            walk(x.cond, in_else)
+            walk(x.then, in_else)
+            walk(x.else_, True)
+        elif isinstance(x, BinOp):
+            walk(x.left, in_else)
+            walk(x.right, in_else)
+        elif isinstance(x, (UnOp, Cast)):
+            walk(x.operand, in_else)
+        elif isinstance(x, Call):
+            for a in x.args:
+                walk(a, in_else)
+    walk(e, False)
+    return inside - other
+
+
 def _emit_strip(out: Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: str, dst: str,
                 ref, fresh) -> None:
     """The loads of a strip of BBMM_CO1 consecutive rows of ``it`` (from ``first`` on, all
@@ -504,7 +539,12 @@ def _emit_strip(out: Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: str
     writes nothing that another of its points reads, and no store comes between.
     """
     groups: dict[tuple, dict[int, ArrayRef]] = {}   # reads that share registers
+    lazy = _else_only(rhs)
     for a in array_refs(rhs):
+        if (a.array, a.index) in lazy:
+            # read only where a ?: takes its else (the old value X of 'X = c ? e : X'
+            # under a loop's break flag): loaded there, not at every row
+            continue
         dims = [d for d, x in enumerate(a.index) if it in x.names]
         if not dims:
             groups.setdefault((a.array, a.index, None), {}).setdefault(0, a)
