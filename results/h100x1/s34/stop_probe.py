@@ -1,12 +1,11 @@
 """Session 34, call E: why converge.c did not stop on the H100 with the looks of calls C and
 D (it did on PoCL): Runtime.stopped's requests and answers, logged, in one run."""
 import sys
-import numpy as np
+
 import bbmm.runtime as R
 from bbmm.cli import main
 
 log = []
-orig_read = None
 
 
 def stopped(self, flag):
