@@ -25,13 +25,19 @@ from codegen.cexpr import (
     Cur,
     Expressions,
     NotAffine,
-    block_items,
     conjuncts,
     is_id,
     unsupported,
     why,
 )
-from codegen.csource import INT_WORDS, ColumnMap, identifiers, params_of, scalar_type
+from codegen.csource import (
+    INT_WORDS,
+    ColumnMap,
+    block_items,
+    identifiers,
+    params_of,
+    scalar_type,
+)
 from codegen.dataif import _SCOPE_CLOSE, _SCOPE_OPEN, DataConditions, _Scope
 from codegen.delinearize import FlatColumnError
 from codegen.expand import Plan, affine_bound
@@ -58,13 +64,14 @@ from codegen.temporaries import Temporaries, Temporary, Version
 PARALLEL_PRAGMAS = ("omp parallel for", "omp for", "bbmm parallel")
 
 
-def _dims_of(p: c_ast.Decl) -> list[c_ast.Node | None]:
-    """The declared sizes of array parameter ``p`` (None where missing)."""
+def _array_decl(p: c_ast.Decl) -> tuple[list[c_ast.Node | None], c_ast.Node]:
+    """The declared sizes of array parameter ``p`` (None where missing) and its element
+    type node."""
     dims, t = [], p.type
     while isinstance(t, c_ast.ArrayDecl):
         dims.append(t.dim)
         t = t.type
-    return dims
+    return dims, t
 
 
 def collapse_count(pragma: c_ast.Pragma) -> int:
@@ -212,15 +219,12 @@ class Builder(Temporaries, Expressions, DataConditions):
         """The array ``p`` declares; with ``unsized``, the first size may be missing
         (``float A[][n]``, or a pointer :func:`codegen.scalarize.pointer_arrays` made an
         array): :meth:`infer_sizes` finds it once the accesses are known."""
-        dims, t = [], p.type
-        while isinstance(t, c_ast.ArrayDecl):
-            dims.append(t.dim)
-            t = t.type
+        dims, t = _array_decl(p)
         # 'float A[][n]': the first size missing; a table of row pointers (pointer_arrays:
         # 'T **A' as 'T A[][]'): every size missing
-        if unsized and dims and all(d is None for d in dims[:2]) and len(dims) == 2:
-            pass
-        elif any(d is None for d in dims[1:]) or (dims and dims[0] is None and not unsized):
+        table = unsized and dims == [None, None]
+        if not table and (any(d is None for d in dims[1:])
+                          or (dims and dims[0] is None and not unsized)):
             raise self.err(f"array parameter '{p.name}' needs an explicit size in every "
                            f"dimension but the first", p)
         if dims and dims[0] is None:            # placeholders until infer_sizes()
@@ -344,8 +348,7 @@ class Builder(Temporaries, Expressions, DataConditions):
     def stop_flag(self, node: c_ast.For) -> str | None:
         """The break flag whose test holds the loop's whole body (``{ if (!break_t) {...}
         }``, :func:`codegen.structure.loop_jumps`), or None."""
-        body = node.stmt
-        items = body.block_items or [] if isinstance(body, c_ast.Compound) else [body]
+        items = block_items(node.stmt)
         if len(items) == 1 and isinstance(items[0], c_ast.If) and items[0].iffalse is None:
             c = items[0].cond
             if isinstance(c, c_ast.UnaryOp) and c.op == "!" and isinstance(c.expr, c_ast.ID) \
@@ -567,7 +570,7 @@ class Builder(Temporaries, Expressions, DataConditions):
             if data is None:                   # never accessed: one element will do
                 continue
             # the first size, or every size of a table of row pointers (T **A)
-            dims = [d for d, t in enumerate(_dims_of(decl)) if t is None] or [0]
+            dims = [d for d, t in enumerate(_array_decl(decl)[0]) if t is None] or [0]
             for d in dims:
                 hi = affine_bound(data.dim_max(d), lower=False)
                 if hi is None:

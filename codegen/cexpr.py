@@ -452,10 +452,6 @@ def map_refs(e: Expr, f) -> Expr:
     return e
 
 
-def block_items(node: c_ast.Node) -> list[c_ast.Node]:
-    return list(node.block_items or []) if isinstance(node, c_ast.Compound) else [node]
-
-
 def conjuncts(node: c_ast.Node) -> list[c_ast.Node]:
     if isinstance(node, c_ast.BinaryOp) and node.op == "&&":
         return conjuncts(node.left) + conjuncts(node.right)

@@ -265,6 +265,36 @@ def walk(node: c_ast.Node):
         yield from walk(c)
 
 
+def block_items(node: c_ast.Node) -> list[c_ast.Node]:
+    """The statements of a block, or the one statement a loop or ``if`` holds without one."""
+    return list(node.block_items or []) if isinstance(node, c_ast.Compound) else [node]
+
+
+def numbered(base: str, taken: set[str]) -> str:
+    """``base``, else ``base2``, ``base3``... the first name not in ``taken`` (added to it)."""
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}{k}"
+    taken.add(name)
+    return name
+
+
+def assignments(node: c_ast.Node, names: set[str]) -> dict[str, c_ast.Node]:
+    """The first assignment (``=``, ``op=``, ``++``, ``--``, ``&x``) of each of ``names``
+    in ``node``."""
+    out: dict[str, c_ast.Node] = {}
+    for n in walk(node):
+        target = None
+        if isinstance(n, c_ast.Assignment):
+            target = n.lvalue
+        elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--", "&"):
+            target = n.expr
+        if isinstance(target, c_ast.ID) and target.name in names:
+            out.setdefault(target.name, n)
+    return out
+
+
 def _pragmas(node: c_ast.Node):
     return (n for n in walk(node) if isinstance(n, c_ast.Pragma))
 

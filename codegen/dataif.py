@@ -17,7 +17,8 @@ from dataclasses import replace
 from pycparser import c_ast
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.cexpr import Ctx, NotAffine, block_items, conjuncts
+from codegen.cexpr import Ctx, NotAffine, conjuncts
+from codegen.csource import block_items
 from codegen.scop import AffAnd, cond_c, cond_isl
 
 __all__ = ["DataConditions"]

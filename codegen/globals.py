@@ -32,6 +32,7 @@ from bbmm.diagnostic import UnsupportedProgramError
 from codegen.csource import (
     INT_WORDS,
     append_params,
+    assignments,
     const_int,
     identifiers,
     params_of,
@@ -83,21 +84,6 @@ def _file_names(func: c_ast.FuncDef) -> set[str]:
     return identifiers(func.body) - _own(func)
 
 
-def _assignments(node: c_ast.Node, names: set[str]) -> dict[str, c_ast.Node]:
-    """The first assignment (``=``, ``op=``, ``++``, ``--``, ``&x``) of each of ``names``
-    in ``node``."""
-    out: dict[str, c_ast.Node] = {}
-    for n in walk(node):
-        target = None
-        if isinstance(n, c_ast.Assignment):
-            target = n.lvalue
-        elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--", "&"):
-            target = n.expr
-        if isinstance(target, c_ast.ID) and target.name in names:
-            out.setdefault(target.name, n)
-    return out
-
-
 def file_scalars(ast: c_ast.FileAST, func: c_ast.FuncDef,
                  err: Callable[[str, c_ast.Node], UnsupportedProgramError]
                  ) -> tuple[c_ast.FuncDef, list[str]]:
@@ -120,7 +106,7 @@ def file_scalars(ast: c_ast.FileAST, func: c_ast.FuncDef,
             todo += sorted(identifiers(d.init) - set(decls))
     if not decls:
         return func, []
-    mine = _assignments(func.body, set(decls))
+    mine = assignments(func.body, set(decls))
     if mine:
         name, node = next(iter(mine.items()))
         raise err(f"file-scope variable '{name}' is assigned by the kernel: its value would "
@@ -128,7 +114,7 @@ def file_scalars(ast: c_ast.FileAST, func: c_ast.FuncDef,
     elsewhere: set[str] = set()
     for f in ast.ext:
         if isinstance(f, c_ast.FuncDef) and f is not func:
-            elsewhere |= set(_assignments(f.body, set(decls) - _own(f)))
+            elsewhere |= set(assignments(f.body, set(decls) - _own(f)))
     order = {id(e): k for k, e in enumerate(ast.ext)}  # parameters in the file's order
     params = sorted((d for n, d in decls.items() if n in elsewhere and "const" not in d.quals),
                     key=lambda d: order[id(d)])

@@ -47,7 +47,7 @@ from codegen.csource import (
     replace_children,
     walk,
 )
-from codegen.structure import early_exits, return_flags
+from codegen.structure import early_exits, returns_left
 
 __all__ = ["inline_helpers"]
 
@@ -154,17 +154,10 @@ class _Inliner:
                 items = early_exits(items, c_ast.Return, lambda _: [])
         if items and isinstance(items[-1], c_ast.Return):
             ret = items.pop().expr
-        if any(isinstance(n, c_ast.Return) for n in walk(c_ast.Compound(items))):
-            # a return inside a loop: a flag that ends the loops around it and skips the
-            # rest (the value, if any, in 'result' as above)
-            own = identifiers(fd)
-            name = next(f"returned{k}" if k else "returned" for k in range(len(own) + 1)
-                        if (f"returned{k}" if k else "returned") not in own)
-            flag = c_ast.Decl(name, [], [], [], [], c_ast.TypeDecl(
-                name, [], None, c_ast.IdentifierType(["int"])),
-                c_ast.Constant("int", "0"), None)
-            last = self.returned(fn, "result") if ret is not None else lambda _: []
-            items = [flag] + return_flags(items, name, last)
+        # a return inside a loop: a flag that ends the loops around it and skips the rest
+        # (the value, if any, in 'result' as above)
+        items = returns_left(items, identifiers(fd),
+                             self.returned(fn, "result") if ret is not None else lambda _: [])
         if result is not None and ret is None:
             raise self.err(f"helper '{fn}' returns no value at its end", call)
         assigned = _assigned(c_ast.Compound(items))

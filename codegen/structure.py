@@ -44,15 +44,18 @@ from pycparser import c_ast
 from bbmm.diagnostic import UnsupportedProgramError
 from codegen.csource import (
     append_params,
+    assignments,
+    block_items,
     identifiers,
     is_void,
+    numbered,
     replace_children,
     scalar_type,
     walk,
 )
 
 __all__ = ["early_exits", "kernel_return", "loop_continues", "loop_jumps", "return_flags",
-           "switches", "while_loops"]
+           "returns_left", "switches", "while_loops"]
 
 
 def early_exits(items: list[c_ast.Node], kind: type,
@@ -63,7 +66,7 @@ def early_exits(items: list[c_ast.Node], kind: type,
     follows it never runs). ``last``: the statements an exit leaves behind (a return's
     value into a local, nothing for ``continue``)."""
     def tail(block: c_ast.Node) -> list[c_ast.Node] | None:
-        stmts = block.block_items or [] if isinstance(block, c_ast.Compound) else [block]
+        stmts = block_items(block)
         if not stmts or not isinstance(stmts[-1], kind):
             return None
         return list(stmts[:-1]) + last(stmts[-1])
@@ -100,13 +103,12 @@ def return_flags(items: list[c_ast.Node], flag: str,
             def branch(b: c_ast.Node | None) -> c_ast.Node | None:
                 if b is None:
                     return None
-                its = list(b.block_items or []) if isinstance(b, c_ast.Compound) else [b]
-                return c_ast.Compound(guard(its, in_loop), getattr(b, "coord", coord))
+                return c_ast.Compound(guard(block_items(b), in_loop),
+                                      getattr(b, "coord", coord))
             return [c_ast.If(s.cond, branch(s.iftrue), branch(s.iffalse), coord)], True
         if isinstance(s, c_ast.For):
-            body = s.stmt
-            its = list(body.block_items or []) if isinstance(body, c_ast.Compound) else [body]
-            s.stmt = c_ast.Compound(guard(its, True), getattr(body, "coord", coord))
+            s.stmt = c_ast.Compound(guard(block_items(s.stmt), True),
+                                    getattr(s.stmt, "coord", coord))
             if in_loop:     # the loop around this one stops too
                 return [s, c_ast.If(c_ast.ID(flag, coord), c_ast.Break(coord), None,
                                     coord)], True
@@ -144,8 +146,7 @@ def loop_continues(func: c_ast.FuncDef) -> c_ast.FuncDef:
         replace_children(x, visit)                  # inner loops first
         if isinstance(x, (c_ast.For, c_ast.While, c_ast.DoWhile)):
             body = x.stmt
-            items = list(body.block_items or []) if isinstance(body, c_ast.Compound) \
-                else [body]
+            items = block_items(body)
             new = early_exits(items, c_ast.Continue, lambda _: [])
             if new is not items:
                 x.stmt = c_ast.Compound(new, getattr(body, "coord", x.coord))
@@ -177,11 +178,7 @@ def loop_jumps(func: c_ast.FuncDef,
     breaks: set[str] = set()
 
     def fresh(base: str) -> str:
-        name, k = base, 1
-        while name in taken:
-            k += 1
-            name = f"{base}{k}"
-        taken.add(name)
+        name = numbered(base, taken)
         if base.startswith("break_"):
             breaks.add(name)
         return name
@@ -213,24 +210,13 @@ def _parallel_breaks(body: c_ast.Node,
             for _ in range(collapse_count(prev)):
                 if not isinstance(loop, c_ast.For):
                     break
-                stmt = loop.stmt
-                items_in = list(stmt.block_items or []) if isinstance(stmt, c_ast.Compound) \
-                    else [stmt]
-                brk = next((n for n in _breaks_of(items_in)), None)
+                items_in = block_items(loop.stmt)
+                brk = next((b for it in items_in for b in _top_breaks(it)), None)
                 if brk is not None:
                     raise err(f"'break' in a loop that '#pragma {text}' asserts parallel "
                               "(OpenMP forbids it: the iterations after it would not run)",
                               brk)
                 loop = items_in[0] if len(items_in) == 1 else None
-
-
-def _breaks_of(items: list[c_ast.Node]):
-    """The ``break`` statements of ``items`` that leave the loop holding them."""
-    for it in items:
-        if isinstance(it, c_ast.Break):
-            yield it
-        elif not isinstance(it, (c_ast.For, c_ast.While, c_ast.DoWhile, c_ast.Switch)):
-            yield from _breaks_of([c for _, c in it.children()])
 
 
 def _own_jumps(node: c_ast.Node) -> set[type] | None:
@@ -258,7 +244,7 @@ def _flag_jumps(loop: c_ast.For, fresh: Callable[[str], str]) -> c_ast.Node:
     """``loop`` with its own jumps as flags (:func:`loop_jumps`): the loop itself, or a
     block declaring the break flag before it."""
     body = loop.stmt
-    items = list(body.block_items or []) if isinstance(body, c_ast.Compound) else [body]
+    items = block_items(body)
     kinds = _own_jumps(c_ast.Compound(items))
     if not kinds:
         return loop
@@ -331,8 +317,7 @@ def _rewrite(s: c_ast.Node, brk: str | None, skip: str | None
     def branch(b: c_ast.Node | None) -> c_ast.Node | None:
         if b is None:
             return None
-        items = list(b.block_items or []) if isinstance(b, c_ast.Compound) else [b]
-        return c_ast.Compound(_guarded(items, brk, skip), getattr(b, "coord", coord))
+        return c_ast.Compound(_guarded(block_items(b), brk, skip), getattr(b, "coord", coord))
     return c_ast.If(s.cond, branch(s.iftrue), branch(s.iffalse), coord), flags
 
 
@@ -352,17 +337,14 @@ def kernel_return(func: c_ast.FuncDef, taken: set[str],
     func = copy.deepcopy(func)
     items = list(func.body.block_items or [])
     if void:
-        func.body.block_items = _returns_left(
+        func.body.block_items = returns_left(
             early_exits(items, c_ast.Return, lambda _: []), taken, lambda _: [])
         return func, None
     ctype = scalar_type(t)
     if ctype is None:
         raise err(f"kernel '{func.decl.name}' must return nothing, an integer, float or "
                   "double", func.decl)
-    name, k = "result", 1
-    while name in taken:
-        k += 1
-        name = f"result{k}"
+    name = numbered("result", set(taken))
 
     def store(r: c_ast.Return) -> list[c_ast.Node]:
         if r.expr is None:
@@ -370,7 +352,7 @@ def kernel_return(func: c_ast.FuncDef, taken: set[str],
         return [c_ast.Assignment("=", c_ast.ArrayRef(c_ast.ID(name, r.coord),
                                                      c_ast.Constant("int", "0"), r.coord),
                                  r.expr, r.coord)]
-    func.body.block_items = _returns_left(early_exits(items, c_ast.Return, store),
+    func.body.block_items = returns_left(early_exits(items, c_ast.Return, store),
                                           taken | {name}, store)
     decl = c_ast.Decl(name, [], [], [], [], c_ast.ArrayDecl(
         c_ast.TypeDecl(name, [], None, copy.deepcopy(t.type)), c_ast.Constant("int", "1"),
@@ -379,20 +361,18 @@ def kernel_return(func: c_ast.FuncDef, taken: set[str],
     return func, name
 
 
-def _returns_left(items: list[c_ast.Node], taken: set[str],
-                  last: Callable[[c_ast.Return], list[c_ast.Node]]) -> list[c_ast.Node]:
-    """``items`` with the returns :func:`early_exits` left (inside loops, deep in blocks)
-    setting a flag ``returned`` declared first (:func:`return_flags`)."""
+def returns_left(items: list[c_ast.Node], taken: set[str],
+                 last: Callable[[c_ast.Return], list[c_ast.Node]]) -> list[c_ast.Node]:
+    """``items`` (a kernel's or an inlined helper's body) with the returns
+    :func:`early_exits` left (inside loops, deep in blocks) setting a flag ``returned``
+    (or ``returned2``... a name not in ``taken``) declared first (:func:`return_flags`)."""
     if not any(isinstance(n, c_ast.Return) for it in items for n in walk(it)) or any(
             isinstance(n, c_ast.Pragma) and (n.string or "").strip() == "scop"
             for it in items for n in walk(it)):
         # none, or in a '#pragma scop' region, which a return would leave for the code
         # after it: left for the front end to refuse
         return items
-    flag, k = "returned", 1
-    while flag in taken:
-        k += 1
-        flag = f"returned{k}"
+    flag = numbered("returned", set(taken))
     return [_flag_decl(flag, None)] + return_flags(items, flag, last)
 
 
@@ -499,12 +479,14 @@ def _counted(items: list[c_ast.Node]) -> list[c_ast.Node]:
     for k, w in enumerate(items):
         if not isinstance(w, c_ast.While):
             continue
-        body = list(w.stmt.block_items or []) if isinstance(w.stmt, c_ast.Compound) \
-            else [w.stmt]
+        body = block_items(w.stmt)
         name = _step_of(body[-1]) if body else None
         if name is None or name not in identifiers(w.cond) or any(
-                _assigns(b, name) for b in body[:-1]) or _continues(body[:-1]):
+                assignments(b, {name}) for b in body[:-1]):
             continue
+        kinds = _own_jumps(c_ast.Compound(body[:-1]))
+        if kinds is None or c_ast.Continue in kinds:
+            continue                            # a continue would skip the step
         for j in range(k - 1, -1, -1):          # the counter's setting, just before
             prev = items[j]
             if isinstance(prev, c_ast.Decl) and prev.name == name and prev.init is not None \
@@ -547,24 +529,3 @@ def _step_of(s: c_ast.Node) -> str | None:
                 if isinstance(a, c_ast.ID) and a.name == k and k not in identifiers(b):
                     return k                    # k = k + s, k = s + k, k = k - s
     return None
-
-
-def _assigns(node: c_ast.Node, name: str) -> bool:
-    for n in walk(node):
-        target = n.lvalue if isinstance(n, c_ast.Assignment) else (
-            n.expr if isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--",
-                                                                  "&") else None)
-        if isinstance(target, c_ast.ID) and target.name == name:
-            return True
-    return False
-
-
-def _continues(items: list[c_ast.Node]) -> bool:
-    """Whether ``items`` continue the loop holding them (not an inner loop)."""
-    def own(n: c_ast.Node) -> bool:
-        if isinstance(n, c_ast.Continue):
-            return True
-        if isinstance(n, (c_ast.For, c_ast.While, c_ast.DoWhile)):
-            return False
-        return any(own(c) for _, c in n.children())
-    return any(own(it) for it in items)
