@@ -47,6 +47,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -336,10 +337,24 @@ def trampoline(function: str, types: list[str] | tuple[str, ...],
             f'{cout} }}')
 
 
+def _int_types(scop) -> dict[str, str]:
+    """The C type of each integer parameter of the scop (``int`` unless declared)."""
+    return dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
+
+
+def _array_args(a: np.ndarray, table: bool) -> tuple[list[Any], list[Any]]:
+    """``(ctypes, values)`` passing array ``a`` to a trampoline: its data, and for a table
+    of row pointers (:func:`trampoline`'s ``void **``) its rows and their bytes too."""
+    if table:
+        return [ctypes.c_void_p, ctypes.c_long, ctypes.c_long], \
+            [a.ctypes.data, a.shape[0], a.strides[0]]
+    return [ctypes.c_void_p], [a.ctypes.data]
+
+
 def _file_vars(scop) -> tuple[str | tuple[str, str], ...]:
     """:func:`trampoline`'s ``file_vars`` of the scop: its file-scope arrays by their C
     names, its file-scope scalars with their C types."""
-    ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
+    ints = _int_types(scop)
     scalars = {**ints, **dict(scop.float_params)}
     return tuple((scop.c_name(g), scalars[g]) if g in scalars else scop.c_name(g)
                  for g in scop.globals)
@@ -353,7 +368,7 @@ def _c_args(scop) -> list[str]:
 
 
 def _kernel_trampoline(scop) -> str:
-    ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
+    ints = _int_types(scop)
     floats = dict(scop.float_params)
     returns = next((a.ctype for a in scop.param_arrays if a.name == scop.returns), None)
     return trampoline(scop.function, [ints.get(a) or floats.get(a) or (
@@ -497,8 +512,7 @@ def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
     missing = [p for p in scop.int_params if p not in params]
     if missing:
         raise UsageError(f"missing value for integer parameter(s) {', '.join(missing)}")
-    int_types = dict(zip(scop.int_params, scop.int_param_types or
-                         ("int",) * len(scop.int_params)))
+    int_types = _int_types(scop)
     float_types = dict(scop.float_params)
     array_names = {a.name for a in scop.param_arrays}
     argtypes, argv, keep = [], [], []
@@ -525,11 +539,9 @@ def call_kernel(lib: str | os.PathLike | ctypes.CDLL, scop,
                 raise UsageError(f"missing array {name}")
             a = _check_array(scop, name, arrays[name], params)
             keep.append(a)
-            argtypes.append(ctypes.c_void_p)
-            argv.append(a.ctypes.data)
-            if name in scop.tables:     # the trampoline points a table into its rows
-                argtypes += [ctypes.c_long, ctypes.c_long]
-                argv += [a.shape[0], a.strides[0]]
+            types, values = _array_args(a, name in scop.tables)
+            argtypes += types
+            argv += values
         else:
             raise UsageError(f"parameter {name} of {scop.function} has no known type")
     fn.restype = None
@@ -573,7 +585,7 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
 
     fn = _entry(lib, name)
     kernel = scop.function
-    ints = dict(zip(scop.int_params, scop.int_param_types or ("int",) * len(scop.int_params)))
+    ints = _int_types(scop)
     floats = dict(scop.float_params)
     arrays_of = {a.name: a for a in scop.param_arrays}
     out = dict(scalars)
@@ -621,11 +633,9 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
                                  f"{arr.ctype} [{' x '.join(map(str, a.shape))}] for "
                                  f"{_fmt_params(c_params)}")
             keep.append(a)
-            argtypes.append(ctypes.c_void_p)
-            argv.append(a.ctypes.data)
-            if p.kind == "table":       # double **A: a table of pointers into its rows
-                argtypes += [ctypes.c_long, ctypes.c_long]
-                argv += [a.shape[0], a.strides[0]]
+            types, values = _array_args(a, p.kind == "table")
+            argtypes += types
+            argv += values
         elif p.kind == "other":
             raise UsageError(f"{what} has a type bbmm cannot pass (integers, float/double "
                              f"scalars or pointers to them, and arrays)")
@@ -644,8 +654,9 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
         else:
             a = _check_array(scop, g, arrays[g], params)
             keep.append(a)
-            argtypes.append(ctypes.c_void_p)
-            argv.append(a.ctypes.data)
+            types, values = _array_args(a, False)
+            argtypes += types
+            argv += values
     fn.restype = None
     fn.argtypes = argtypes
     fn(*argv)
