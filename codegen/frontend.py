@@ -48,6 +48,7 @@ statements), :mod:`codegen.cexpr` (affine expressions, right-hand sides, accesse
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 
 from pycparser import c_ast, c_generator
@@ -61,12 +62,14 @@ from codegen.csource import (
     main_sizes,
     read_source,
     signature,
+    walk,
 )
 from codegen.delinearize import FlatColumnError, delinearize
 from codegen.expand import Plan, expand_scalars
 from codegen.globals import file_arrays, file_scalars
 from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
+from codegen.reductions import reduction_loops, split_reductions
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
 from codegen.structure import (
@@ -120,6 +123,43 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     func, returns = kernel_return(func, identifiers(func), err)
     # any other break or continue: a flag the statements after the jump test
     func, stops = loop_jumps(func, err)
+    with warnings.catch_warnings(record=True) as kept:
+        warnings.simplefilter("always")
+        scop = _modelled(func, filename, src, stops, globs, returns)
+    # a max or min into a scalar across a loop: a partial per iteration, where the loop
+    # then runs in parallel (codegen.reductions; the result is the same, bit for bit)
+    chosen: dict[int, tuple[str, ...]] = {}
+    inside: list[int] = []
+    loops = [n for n in walk(func.body) if isinstance(n, c_ast.For)]
+    for k, names in reduction_loops(func):
+        if any(loops[k] in walk(loops[j]) for j in inside):
+            continue
+        trial = {**chosen, k: names}
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            try:
+                split = _modelled(split_reductions(func, trial), filename, src, stops,
+                                  globs, returns)
+            except UnsupportedProgramError:
+                continue
+        if _parallel_count(split) > _parallel_count(scop):
+            chosen, scop, kept = trial, split, said
+            inside.append(k)
+    for w in kept:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return scop
+
+
+def _parallel_count(scop: Scop) -> int:
+    from codegen.deps import parallel_loops
+
+    return sum(parallel_loops(scop).values())
+
+
+def _modelled(func: c_ast.FuncDef, filename: str, src, stops: frozenset[str], globs: list,
+              returns: str | None) -> Scop:
+    """The scop of ``func`` (the kernel after the structural passes of
+    :func:`parse_source`): pointers as arrays, names made safe, flat arrays as rows."""
     taken = identifiers(func)
     # the file's other functions, which statements may call: their kernels' copies are
     # OpenCL C, so their parameters and locals get model names too (half -> half_)

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                 replay)
         prof.disable()
         out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.profile)
+        pstats.Stats(prof, stream=out).sort_stats(os.environ.get("BBMM_SORT", "tottime")).print_stats(args.profile)
         print(out.getvalue())
     if args.json:
         with open(args.json, "w") as f:
