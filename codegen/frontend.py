@@ -69,7 +69,7 @@ from codegen.expand import Plan, expand_scalars
 from codegen.globals import file_arrays, file_scalars
 from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
-from codegen.reductions import reduction_loops, split_reductions
+from codegen.reductions import reduction_loops, split_reductions, strips
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
 from codegen.structure import (
@@ -128,32 +128,38 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
         scop = _modelled(func, filename, src, stops, globs, returns)
     # a max or min into a scalar across a loop: a partial per iteration, where the loop
     # then runs in parallel (codegen.reductions; the result is the same, bit for bit)
-    chosen: dict[int, tuple[str, ...]] = {}
+    chosen: dict[int, tuple[tuple[str, ...], bool]] = {}
     inside: list[int] = []
     loops = [n for n in walk(func.body) if isinstance(n, c_ast.For)]
     for k, names in reduction_loops(func):
         if any(loops[k] in walk(loops[j]) for j in inside):
             continue
-        trial = {**chosen, k: names}
-        with warnings.catch_warnings(record=True) as said:
-            warnings.simplefilter("always")
-            try:
-                split = _modelled(split_reductions(func, trial), filename, src, stops,
-                                  globs, returns)
-            except UnsupportedProgramError:
-                continue
-        if _parallel_count(split) > _parallel_count(scop):
-            chosen, scop, kept = trial, split, said
-            inside.append(k)
+        for strip in (True, False) if strips(func, k) else (False,):
+            trial = {**chosen, k: (names, strip)}
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                try:
+                    rewritten, parts = split_reductions(func, trial)
+                    split = _modelled(rewritten, filename, src, stops, globs, returns)
+                except UnsupportedProgramError:
+                    continue
+            if _pays(split, *parts[k]):
+                chosen, scop, kept = trial, split, said
+                inside.append(k)
+                break
     for w in kept:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return scop
 
 
-def _parallel_count(scop: Scop) -> int:
+def _pays(scop: Scop, depth: int, parts: set[str]) -> bool:
+    """Whether a loop at ``depth`` or deeper around an assignment of the partials ``parts``
+    (:func:`codegen.reductions.split_reductions`) is parallel in ``scop``."""
     from codegen.deps import parallel_loops
 
-    return sum(parallel_loops(scop).values())
+    par = parallel_loops(scop)
+    return any(par[lid] for st in scop.statements if st.write.array in parts
+               for lid in st.loops[depth:])
 
 
 def _modelled(func: c_ast.FuncDef, filename: str, src, stops: frozenset[str], globs: list,

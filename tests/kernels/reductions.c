@@ -27,13 +27,17 @@ void reductions(int n, int m, int tsteps, float A[n][m], float B[n][m], float ou
     out[2] = zmax;
     out[3] = 1.0f / zmax;
     count[0] = most;
-    float zero = 1.0f;
+    float zero = 1.0f, zcol = 1.0f;
     for (int i = 0; i < n; i++)
       for (int j = 0; j < m; j++) {
         float z = i < n - 1 - t ? A[i][j] - A[i][j] : -(A[i][j] - A[i][j]);
         zero = z < zero ? z : zero;              /* the first zero wins: +0, not the last rows' -0 */
+        float w = j < m - 9 - t ? A[i][j] - A[i][j] : -(A[i][j] - A[i][j]);
+        if (w < zcol)                            /* +0, not the last columns' -0 */
+          zcol = w;
       }
     out[5] = 1.0f / zero;
+    out[6] = 1.0f / zcol;
     count[1] = count[1] + (zero == 0.0f);
     for (int i = 0; i < n; i++)
       for (int j = 0; j < m; j++)

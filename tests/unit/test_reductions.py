@@ -15,20 +15,23 @@ from pycparser import c_generator, c_parser
 
 from codegen.deps import parallel_loops
 from codegen.frontend import parse_source
-from codegen.reductions import reduction_loops, split_reductions
+from codegen.reductions import STRIP, reduction_loops, split_reductions, strips
 
 
 def _func(src: str):
     return c_parser.CParser().parse(src).ext[0]
 
 
-def _split_text(src: str, which: int = 0) -> str:
-    """The C text of ``src`` with the reductions of its ``which``-th loop to split split."""
+def _split_text(src: str, which: int = 0, strip: bool = False) -> str:
+    """The C text of ``src`` with the reductions of its ``which``-th loop to split split
+    (its inner loop strip-mined or not)."""
     f = _func(src)
     cands = reduction_loops(f)
     assert cands, "no loop to split"
+    k, names = cands[which]
+    assert strips(f, k) or not strip
     return " ".join(c_generator.CGenerator().visit(
-        split_reductions(f, dict(cands[which:which + 1]))).split())
+        split_reductions(f, {k: (names, strip)})[0]).split())
 
 
 def _names(src: str) -> list[tuple[str, ...]]:
@@ -106,6 +109,24 @@ def test_the_split_reads_as_the_module_says():
     assert "hi = (hi < hi_part[i]) ? (hi_part[i]) : (hi);" in text
 
 
+def test_strips_of_the_inner_loop_then_rows_then_the_scalar():
+    text = _split_text(SWEEP.replace("UPDATE", "hi = a > hi ? a : hi;"), strip=True)
+    assert f"float hi_part[n - 1][(((m - 1) - 0) + {STRIP}) / {STRIP}]; float hi_row[n - 1];" \
+        in text
+    assert (f"for (int i = 1; i < n; i++) {{ if (((m - 1) - 0) >= 0) for (int j_strip = 0; "
+            f"j_strip <= (((m - 1) - 0) / {STRIP}); j_strip++) {{ hi_part[i - 1][j_strip] = hi; "
+            f"for (int j = 0 + ({STRIP} * j_strip); (j <= (m - 1)) && "
+            f"(j <= ((0 + ({STRIP} * j_strip)) + {STRIP - 1})); j++)") in text
+    assert ("hi_row[i - 1] = hi; if (((m - 1) - 0) >= 0) for (int j_strip = 0; j_strip <= "
+            f"(((m - 1) - 0) / {STRIP}); j_strip++) hi_row[i - 1] = (hi_part[i - 1][j_strip] > "
+            "hi_row[i - 1]) ? (hi_part[i - 1][j_strip]) : (hi_row[i - 1]);") in text
+    assert "hi = (hi_row[i - 1] > hi) ? (hi_row[i - 1]) : (hi);" in text
+    # only a body that is one loop with fixed bounds is strip-mined
+    f = _func(SWEEP.replace("UPDATE", "hi = a > hi ? a : hi;").replace(
+        "j < m", "j < i"))
+    assert not strips(f, 0)
+
+
 def test_partials_go_before_the_pragma_and_a_body_without_braces_gets_a_block():
     text = _split_text("""void f(int t, int n, float A[n][n], float out[1]) { float hi = 0;
       for (int s = 0; s < t; s++)
@@ -144,13 +165,22 @@ def _bands(scop) -> list[str]:
 
 def test_the_model_keeps_a_split_that_makes_the_loop_parallel():
     scop = parse_source(CONVERGE, "c.c")
-    assert "diff_part" in {a.name for a in scop.arrays}
-    assert "i" in _bands(scop)
-    # the same sweep with a carried dependence of its own: the split would not help
-    serial = CONVERGE.replace("A[i][j] = B[i][j];", "A[i][j] = B[i][j] + A[i - 1][j];")
-    scop = parse_source(serial, "c.c")
+    assert {"diff_part", "diff_row"} <= {a.name for a in scop.arrays}
+    assert {"i", "j_strip"} <= set(_bands(scop)) and _bands(scop).count("i") == 2
+    # an inner loop that moves with the row: partials per row, not strip-mined
+    scop = parse_source(CONVERGE.replace("j < n - 1;", "j < i;"), "c.c")
+    assert "diff_part" in {a.name for a in scop.arrays} and "i" in _bands(scop)
+    assert "diff_row" not in {a.name for a in scop.arrays}
+    # rows that depend on the row above: the strips of a row still run at once
+    scop = parse_source(CONVERGE.replace("A[i][j] = B[i][j];",
+                                         "A[i][j] = B[i][j] + A[i - 1][j];"), "c.c")
+    # (its i loops: the split one serial, the rows' combination parallel, the last serial)
+    assert "j_strip" in _bands(scop) and _bands(scop).count("i") == 1
+    # and on the point before in the row too: nothing would run at once, nothing is split
+    scop = parse_source(CONVERGE.replace("A[i][j] = B[i][j];",
+                                         "A[i][j] = A[i][j - 1] + A[i - 1][j];"), "c.c")
     assert "diff_part" not in {a.name for a in scop.arrays}
-    assert "i" not in _bands(scop)
+    assert not {"i", "j"} & set(_bands(scop))
 
 
 def test_a_reduction_pragma_is_followed_without_a_warning_once_split():
