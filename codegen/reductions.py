@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast, c_generator, c_parser
 
+from bbmm import settings
 from codegen.csource import block_items, identifiers, numbered, scalar_type, walk
 
 __all__ = ["reduction_loops", "split_reductions"]
@@ -243,7 +244,8 @@ def reduction_loops(func: c_ast.FuncDef) -> list[tuple[int, tuple[str, ...]]]:
 
 
 STRIP = 8
-"""Iterations of the inner loop per partial when the loop is strip-mined: a work-item
+"""Iterations of the inner loop per partial when the loop is strip-mined (``$BBMM_STRIP``
+overrides it, for experiments; 1 turns strip-mining off): a work-item
 walks 8 consecutive elements (a 32-byte sector of floats) while its neighbours walk the
 next ones; one partial per row left the rows' walks uncoalesced (3.1 ms per sweep of a
 4096^2 grid on an H100 against 0.47 ms with strips of 8, ``results/h100x1/s35``)."""
@@ -266,6 +268,7 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
     loops = [n for n in walk(func.body) if isinstance(n, c_ast.For)]
     parents = {id(c): n for n in walk(func) for _, c in n.children()}
     parts: dict[int, tuple[int, set[str]]] = {}
+    width = settings.integer("BBMM_STRIP", STRIP, lo=1)
     for k, (names, strip) in chosen.items():
         lp = loops[k]
         parts[k] = (sum(1 for o in loops if o is not lp and lp in walk(o)), set())
@@ -280,8 +283,8 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
             span = f"({last}) - ({_text(jlo)})"         # the last strip starts at STRIP * jb
             # the strips: jb <= span / STRIP, under span >= 0 (C's division is the model's
             # there; the inner loop runs only there); the size must hold for any parameters
-            strips = f"({span} + {STRIP}) / {STRIP}"
-            first = f"({_text(jlo)}) + {STRIP} * {jb}"
+            strips = f"({span} + {width}) / {width}"
+            first = f"({_text(jlo)}) + {width} * {jb}"
         decls, starts, rows, combines = [], [], [], []
         for s in names:
             ty = scalars[s]
@@ -295,7 +298,7 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
                 p_at, r_at = f"{part}[{at}][{jb}]", f"{row}[{at}]"
                 starts.append(f"{p_at} = {s};")
                 rows.append(f"{r_at} = {s}; if ({span} >= 0) "
-                            f"for (int {jb} = 0; {jb} <= ({span}) / {STRIP}; {jb}++) "
+                            f"for (int {jb} = 0; {jb} <= ({span}) / {width}; {jb}++) "
                             + _stmt(_instance(mine[0].node, s, r_at, p_at)))
                 combines.append(_stmt(_instance(mine[0].node, s, None, r_at)))
             else:
@@ -314,8 +317,8 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
             else:
                 init.rvalue = _expr(first)
             inner.init = init
-            inner.cond = _expr(f"{j} <= {last} && {j} <= {first} + {STRIP - 1}")
-            body = _stmts(f"if ({span} >= 0) for (int {jb} = 0; {jb} <= ({span}) / {STRIP}; "
+            inner.cond = _expr(f"{j} <= {last} && {j} <= {first} + {width - 1}")
+            body = _stmts(f"if ({span} >= 0) for (int {jb} = 0; {jb} <= ({span}) / {width}; "
                           f"{jb}++) {{ " + " ".join(starts) + " }")[0]
             body.iftrue.stmt.block_items.append(inner)
             lp.stmt = c_ast.Compound([body], getattr(lp.stmt, "coord", lp.coord))
@@ -335,6 +338,8 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
 def strips(func: c_ast.FuncDef, k: int) -> bool:
     """Whether :func:`split_reductions` can strip-mine loop ``k``'s body: one ``for`` loop
     counting up by 1 between bounds that use no loop's iterator."""
+    if settings.integer("BBMM_STRIP", STRIP, lo=1) == 1:
+        return False
     lp = [n for n in walk(func.body) if isinstance(n, c_ast.For)][k]
     items = block_items(lp.stmt)
     if len(items) != 1 or not isinstance(items[0], c_ast.For):
