@@ -44,7 +44,14 @@ from dataclasses import dataclass
 from pycparser import c_ast, c_generator, c_parser
 
 from bbmm import settings
-from codegen.csource import block_items, identifiers, numbered, scalar_type, walk
+from codegen.csource import (
+    block_items,
+    const_int,
+    identifiers,
+    numbered,
+    scalar_type,
+    walk,
+)
 
 __all__ = ["reduction_loops", "split_reductions"]
 
@@ -243,12 +250,14 @@ def reduction_loops(func: c_ast.FuncDef) -> list[tuple[int, tuple[str, ...]]]:
     return out
 
 
-STRIP = 8
+STRIP = 4
 """Iterations of the inner loop per partial when the loop is strip-mined (``$BBMM_STRIP``
-overrides it, for experiments; 1 turns strip-mining off): a work-item
-walks 8 consecutive elements (a 32-byte sector of floats) while its neighbours walk the
-next ones; one partial per row left the rows' walks uncoalesced (3.1 ms per sweep of a
-4096^2 grid on an H100 against 0.47 ms with strips of 8, ``results/h100x1/s35``)."""
+overrides it, for experiments; 1 turns strip-mining off). A work-item walks 4
+consecutive elements while its neighbours walk the next ones. Per sweep of converge.c's
+8192^2 grid on an H100 (``results/h100x1/s35``, calls C and E): one partial per row,
+its walk uncoalesced, 10.6 ms; strips of 4 / 8 / 16 / 32, 1.23 / 1.43 / 1.53 / 4.5 ms
+(the sweeps alone: 0.40 ms); wider strips walk worse, narrower ones leave more
+partials for the rows to combine."""
 
 
 def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...], bool]]
@@ -283,7 +292,10 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
             span = f"({last}) - ({_text(jlo)})"         # the last strip starts at STRIP * jb
             # the strips: jb <= span / STRIP, under span >= 0 (C's division is the model's
             # there; the inner loop runs only there); the size must hold for any parameters
-            strips = f"({span} + {width}) / {width}"
+            # the model allows, last / STRIP + 1 strips when the loop starts at 0 or above
+            # (the model's division then needs last >= -STRIP, not span >= -STRIP)
+            low = isinstance(jlo, c_ast.Constant) and jlo.type == "int" and const_int(jlo) >= 0
+            strips = f"(({last if low else span}) + {width}) / {width}"
             first = f"({_text(jlo)}) + {width} * {jb}"
         decls, starts, rows, combines = [], [], [], []
         for s in names:

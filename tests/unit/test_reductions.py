@@ -111,7 +111,7 @@ def test_the_split_reads_as_the_module_says():
 
 def test_strips_of_the_inner_loop_then_rows_then_the_scalar():
     text = _split_text(SWEEP.replace("UPDATE", "hi = a > hi ? a : hi;"), strip=True)
-    assert f"float hi_part[n - 1][(((m - 1) - 0) + {STRIP}) / {STRIP}]; float hi_row[n - 1];" \
+    assert f"float hi_part[n - 1][((m - 1) + {STRIP}) / {STRIP}]; float hi_row[n - 1];" \
         in text
     assert (f"for (int i = 1; i < n; i++) {{ if (((m - 1) - 0) >= 0) for (int j_strip = 0; "
             f"j_strip <= (((m - 1) - 0) / {STRIP}); j_strip++) {{ hi_part[i - 1][j_strip] = hi; "
