@@ -77,6 +77,8 @@ class Program:
             out.append("  local arrays: " + ", ".join(
                 f"{a.ctype} {a.name}[{']['.join(a.dims)}]"
                 + (f" (for '{a.local}')" if a.local != a.name else "") for a in local))
+        for note in s.reductions:   # a max or min split over a loop's rows
+            out.append(f"  reduction split: {note}")
         ser = [s.loop(i).iterator for i in self.plan.serial_loops]
         out.append(f"  serial loops (host): {', '.join(ser) or 'none'}")
         for nc in self.nests:

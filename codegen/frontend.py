@@ -53,7 +53,7 @@ from collections.abc import Mapping, Sequence
 
 from pycparser import c_ast, c_generator
 
-from bbmm.diagnostic import UnsupportedProgramError
+from bbmm.diagnostic import UnsupportedProgramError, _format_coord
 from codegen.builder import Builder
 from codegen.csource import (
     ColumnMap,
@@ -69,7 +69,7 @@ from codegen.expand import Plan, expand_scalars
 from codegen.globals import file_arrays, file_scalars
 from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
-from codegen.reductions import reduction_loops, split_reductions, strips
+from codegen.reductions import describe, reduction_loops, split_reductions, strips
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
 from codegen.structure import (
@@ -149,7 +149,12 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
                 break
     for w in kept:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return scop
+    notes = []
+    for k, (names, strip) in chosen.items():
+        text, coord = describe(func, k, names, strip)
+        where = _format_coord(src.cmap.fix(coord))
+        notes.append(f"{where}: {text}" if where else text)
+    return scop.copy(reductions=tuple(notes)) if notes else scop
 
 
 def _pays(scop: Scop, depth: int, parts: set[str]) -> bool:

@@ -35,6 +35,8 @@ keeps it only where the loop turns parallel).
 
 .. autofunction:: reduction_loops
 .. autofunction:: split_reductions
+.. autofunction:: strips
+.. autofunction:: describe
 """
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ from codegen.csource import (
     walk,
 )
 
-__all__ = ["reduction_loops", "split_reductions"]
+__all__ = ["STRIP", "describe", "reduction_loops", "split_reductions", "strips"]
 
 _GEN = c_generator.CGenerator()
 _BEATS = {">": ("e", "s"), "<": ("s", "e")}     # e beats s for max: e > s, s < e
@@ -71,6 +73,8 @@ class _Update:
     node: c_ast.Node
     s: str
     e: c_ast.Node
+    kind: str = "max"
+    """``max`` or ``min``."""
 
 
 def _same(a: c_ast.Node, b: c_ast.Node) -> bool:
@@ -107,11 +111,11 @@ def _update(node: c_ast.Node, scalars: dict[str, str], types: dict[str, str]
         if _is(t.iffalse, s):                    # s = (e beats s) ? e : s
             e = _beats(t.cond, s, strict)
             if e is not None and _same(e, t.iftrue):
-                return _fits(node, s, e, types)
+                return _fits(node, s, e, types, _kind(t.cond, s, True))
         if _is(t.iftrue, s) and not strict:     # s = (s beats e) ? s : e, integers only
             e = _beats(t.cond, s, False)
             if e is not None and _same(e, t.iffalse):
-                return _fits(node, s, e, types)
+                return _fits(node, s, e, types, _kind(t.cond, s, False))
         return None
     if isinstance(node, c_ast.If) and node.iffalse is None:
         body = block_items(node.iftrue)
@@ -123,18 +127,28 @@ def _update(node: c_ast.Node, scalars: dict[str, str], types: dict[str, str]
         s = a.lvalue.name
         e = _beats(node.cond, s, types[s] in ("float", "double"))
         if e is not None and _same(e, a.rvalue):
-            return _fits(node, s, e, types)
+            return _fits(node, s, e, types, _kind(node.cond, s, True))
     return None
 
 
-def _fits(node: c_ast.Node, s: str, e: c_ast.Node, types: dict[str, str]) -> _Update | None:
+def _kind(cond: c_ast.BinaryOp, s: str, taken: bool) -> str:
+    """``max`` or ``min``: what an update computes that takes ``e`` where ``cond`` is
+    ``taken`` (a comparison of ``e`` and ``s``)."""
+    op = cond.op
+    if _is(cond.left, s):                       # as e OP s
+        op = {">": "<", "<": ">", ">=": "<=", "<=": ">="}[op]
+    return "max" if (op in (">", ">=")) == taken else "min"
+
+
+def _fits(node: c_ast.Node, s: str, e: c_ast.Node, types: dict[str, str], kind: str
+          ) -> _Update | None:
     """The update, when ``e`` has ``s``'s type and no side effect (a partial of ``s``'s
     type must compare and store as ``s`` does)."""
     if any(isinstance(n, (c_ast.Assignment, c_ast.FuncCall)) and not _pure_call(n)
            or isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--")
            for n in walk(e)):
         return None
-    return _Update(node, s, e) if _type(e, types) == types[s] else None
+    return _Update(node, s, e, kind) if _type(e, types) == types[s] else None
 
 
 def _pure_call(n: c_ast.Node) -> bool:
@@ -345,6 +359,20 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
                     x.coord = lp.coord
         _place(lp, parents[id(lp)], decl_nodes, after)
     return func, parts
+
+
+def describe(func: c_ast.FuncDef, k: int, names: tuple[str, ...], strip: bool
+             ) -> tuple[str, object]:
+    """What :func:`split_reductions` does to loop ``k`` (for ``bbmm compile``'s report),
+    and the loop's coordinate: ``max of 'diff' over loop 'i': a partial per row and strip
+    of 4``."""
+    types, scalars = _types(func), _scalars(func)
+    lp = [n for n in walk(func.body) if isinstance(n, c_ast.For)][k]
+    kinds = {u.s: u.kind for n in walk(lp.stmt) if (u := _update(n, scalars, types))}
+    what = ", ".join(f"{kinds[s]} of '{s}'" for s in names)
+    width = settings.integer("BBMM_STRIP", STRIP, lo=1)
+    how = f"a partial per row and strip of {width}" if strip else "a partial per row"
+    return f"{what} over loop '{_header(lp)[0]}': {how}", lp.coord
 
 
 def strips(func: c_ast.FuncDef, k: int) -> bool:

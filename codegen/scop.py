@@ -655,6 +655,10 @@ class Scop:
     globals: tuple[str, ...] = ()
     """File-scope arrays the kernel uses, the last of :attr:`args` (not C parameters:
     :func:`codegen.globals.file_arrays`; the reference copies them in and out)."""
+    reductions: tuple[str, ...] = ()
+    """Max and min reductions split over a loop's rows, as ``bbmm compile`` reports them
+    (``converge.c:13:5: max of 'diff' over loop 'i': a partial per row and strip of 4``;
+    :mod:`codegen.reductions`)."""
 
     copy = replace
 

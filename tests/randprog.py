@@ -76,6 +76,10 @@ whose outer loop breaks gets no parallel pragma (OpenMP forbids it). The same st
 writes some inner loops as the counting ``while`` loops they mean (``int j = 1; while (j <
 n) { ...; j += 2; }``), which bbmm takes as ``for`` loops again.
 
+A thirteenth stream makes some updates of carried scalars a max or a min (``c0 = B[i][j]
+> c0 ? B[i][j] : c0;``, ``if (A[j] < c1) c1 = A[j];``), which bbmm splits over the rows of
+the loop around them where that loop then runs in parallel (codegen/reductions.py).
+
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
 from __future__ import annotations
@@ -166,6 +170,7 @@ class _Gen:
         self.rl = random.Random(seed * 122949829 + 29)  # flat arrays: apart again
         self.rh = random.Random(seed * 141650939 + 31)  # helpers: apart again
         self.rj = random.Random(seed * 160481183 + 37)  # break and continue: apart again
+        self.rx = random.Random(seed * 179424673 + 41)  # max and min reductions: apart again
         self.broke_outer = False                # the nest's outer loop has a break
         self.n_temps = 0
         self.n_carried = 0
@@ -264,10 +269,21 @@ class _Gen:
     def _carried_update(self, name: str, kind: str, scope: list[It], reads: list) -> str:
         a = self._carried_read(scope, reads, kind)
         if kind == "int":
-            return f"{name} = ({name} + {a}) % 7;"
-        return self.r.choice([f"{name} += 0.125f * {a};",
-                              f"{name} = {name} > {a} ? {name} : {a};",
-                              f"{name} = 0.5f * {name} + 0.25f * {a};"])
+            line = f"{name} = ({name} + {a}) % 7;"
+        else:
+            line = self.r.choice([f"{name} += 0.125f * {a};",
+                                  f"{name} = {name} > {a} ? {name} : {a};",
+                                  f"{name} = 0.5f * {name} + 0.25f * {a};"])
+        if self.rx.random() < 0.35:
+            # the thirteenth stream: a max or min in a form bbmm splits over the loop's
+            # rows (codegen/reductions.py); for integers, forms taking equal values too
+            forms = [f"{name} = {a} > {name} ? {a} : {name};", f"if ({a} < {name}) {name} = {a};",
+                     f"{name} = {name} < {a} ? {a} : {name};", f"if ({name} > {a}) {{ {name} = {a}; }}"]
+            if kind == "int":
+                forms += [f"{name} = {a} >= {name} ? {a} : {name};",
+                          f"{name} = {name} <= {a} ? {name} : {a};"]
+            line = self.rx.choice(forms)
+        return line
 
     def _carried_use(self, name: str, kind: str, scope: list[It], writes: list) -> str | None:
         pool = [a for a in self.arrays if (a.ctype == "int") == (kind == "int")]
@@ -602,6 +618,8 @@ class _Gen:
             lines += before + nest
         if self.rs.random() < 0.3:
             lines += self.reduction(ind)
+        if self.rx.random() < 0.25:
+            lines += self.extremum(ind)
         if outer == "time" and self.rj.random() < 0.15:
             with self.drawing_from(self.rj):   # stop the time loop early on the data
                 y = self.r.choice(self.arrays)
@@ -799,6 +817,40 @@ class _Gen:
                                                                        else "")]
         out += [f"{ind}    {b}" for b in body]
         return out + ([f"{ind}  }}"] if len(body) > 1 else [])
+
+    def extremum(self, ind: str) -> list[str]:
+        """A max or a min over a 2-D array of its own (Q) into a scalar, stored in W[0]
+        after the nest (the thirteenth stream): bbmm gives each row, or each row and strip,
+        its own partial (codegen/reductions.py); the result must be the C program's."""
+        r = self.rx
+        ci, cj = r.choice(self.classes), r.choice(self.classes)
+        ct = r.choice(["float", "double", "int"])
+        self.arrays += [Array("Q", ct, [Dim(ci, 0), Dim(cj, 0)]), Array("W", ct, [Dim(ci, 0)])]
+        name = f"e{self.n_carried}"
+        self.n_carried += 1
+        li, ai = r.choice([0, 1]), r.choice([0, 1])
+        lj, aj = r.choice([0, 0, 2]), r.choice([0, 0, 1])
+        hi = (lambda c, a: c if a == 0 else f"{c} - {a}")
+        e = r.choice(["Q[i][j]", "Q[i][j]", "Q[i][j] * 2" if ct == "int" else "0.5f * Q[i][j]",
+                      "Q[i][j] - Q[i][0]"])
+        body = []
+        if r.random() < 0.4:
+            body.append("Q[i][j] = (Q[i][j] + 1) % 7;" if ct == "int"
+                        else "Q[i][j] = 0.75f * Q[i][j] + 0.125f;")
+        if r.random() < 0.4:
+            body.append(f"{ct} d = {e};")
+            e = "d"
+        forms = [f"{name} = {e} > {name} ? {e} : {name};", f"if ({e} < {name}) {name} = {e};",
+                 f"{name} = {name} < {e} ? {e} : {name};", f"if ({name} > {e}) {{ {name} = {e}; }}"]
+        if ct == "int":
+            forms += [f"{name} = {e} >= {name} ? {e} : {name};",
+                      f"{name} = {name} <= {e} ? {name} : {e};"]
+        body.insert(r.randint(0, len(body)) if e != "d" else len(body), r.choice(forms))
+        start = r.choice(["W[1]", "0" if ct == "int" else "0.5f"])
+        return [f"{ind}{ct} {name} = {start};",
+                f"{ind}for (int i = {li}; i < {hi(ci, ai)}; i++)",
+                f"{ind}  for (int j = {lj}; j < {hi(cj, aj)}; j++) {{"] \
+            + [f"{ind}    {b}" for b in body] + [f"{ind}  }}", f"{ind}W[0] = {name};"]
 
     @staticmethod
     def _pragma_safe(nest: list[str], reads: list, writes: list, outer: str) -> bool:

@@ -68,6 +68,8 @@ PROGRAMS = [
     (KERNELS / "jumps.c", ["n=23", "m=17"], "3KiB"),
     (KERNELS / "while_loops.c", ["n=19", "m=13"], "2KiB"),
     (KERNELS / "converge.c", ["n=14", "tmax=60", "tol=0.02"], "3KiB"),
+    # max and min into scalars, split over rows and strips (codegen/reductions.py)
+    (KERNELS / "reductions.c", ["n=37", "m=23", "tsteps=2"], "6KiB"),
     (KERNELS / "returns_value.c", ["n=23", "m=9"], "2KiB"),
     (KERNELS / "switch_cases.c", ["n=21"], "3KiB"),
     # file-scope arrays taken as parameters (codegen/globals.py)

@@ -165,6 +165,8 @@ def _bands(scop) -> list[str]:
 
 def test_the_model_keeps_a_split_that_makes_the_loop_parallel():
     scop = parse_source(CONVERGE, "c.c")
+    assert scop.reductions == (f"c.c:4:5: max of 'diff' over loop 'i': a partial per row "
+                               f"and strip of {STRIP}",)
     assert {"diff_part", "diff_row"} <= {a.name for a in scop.arrays}
     assert {"i", "j_strip"} <= set(_bands(scop)) and _bands(scop).count("i") == 2
     # an inner loop that moves with the row: partials per row, not strip-mined
