@@ -26,8 +26,13 @@ fold from ``m`` stays at ``m``, and ``p`` (``s``, or an element of value ``v``) 
 beat ``m``: combining keeps ``m``. A NaN ``s`` is beaten by nothing, partials and result
 alike. For integers every form of max and min is taken (equal values are the same bits);
 for floating types only the strict ones (``e > s ? e : s``, ``if (e < s) s = e;``), not
-``s > e ? s : e``, which takes a NaN ``e`` and the later of -0 and +0, nor ``fmax``, whose
-choice between -0 and +0 is the implementation's.
+``s > e ? s : e``, which takes a NaN ``e`` and the later of -0 and +0. ``s = fmax(s, e)``
+(``fmaxf``, ``fmin``, ``fminf``) is taken with ``s`` first: OpenCL and C's libraries
+return ``y`` if ``x < y``, otherwise ``x`` (strict in ``e``), and the non-NaN one of a
+NaN and a number. The latter also replaces a NaN ``s`` by the first number that comes,
+and the argument still holds: from a NaN the fold is the first element of the largest
+value, per row and over the rows' partials alike. ``fmax(e, s)`` takes the later of -0
+and +0 and stays in order.
 
 Sums of floating values stay in the source's order (reassociating them changes the
 result); whether a split pays is the model's to say (:func:`codegen.frontend.parse_source`
@@ -117,6 +122,15 @@ def _update(node: c_ast.Node, scalars: dict[str, str], types: dict[str, str]
             if e is not None and _same(e, t.iffalse):
                 return _fits(node, s, e, types, _kind(t.cond, s, False))
         return None
+    if isinstance(node, c_ast.Assignment) and node.op == "=" and isinstance(
+            node.lvalue, c_ast.ID) and isinstance(node.rvalue, c_ast.FuncCall):
+        s, call = node.lvalue.name, node.rvalue     # s = fmax(s, e)
+        name = call.name.name if isinstance(call.name, c_ast.ID) else None
+        args = call.args.exprs if call.args is not None else []
+        if s in scalars and name in _FMAX and len(args) == 2 and _is(args[0], s) \
+                and s not in identifiers(args[1]):
+            return _fits(node, s, args[1], types, _FMAX[name])
+        return None
     if isinstance(node, c_ast.If) and node.iffalse is None:
         body = block_items(node.iftrue)
         if len(body) != 1 or not isinstance(body[0], c_ast.Assignment):
@@ -129,6 +143,9 @@ def _update(node: c_ast.Node, scalars: dict[str, str], types: dict[str, str]
         if e is not None and _same(e, a.rvalue):
             return _fits(node, s, e, types, _kind(node.cond, s, True))
     return None
+
+
+_FMAX = {"fmax": "max", "fmaxf": "max", "fmin": "min", "fminf": "min"}
 
 
 def _kind(cond: c_ast.BinaryOp, s: str, taken: bool) -> str:
@@ -435,6 +452,9 @@ def _zero(e: c_ast.Node) -> bool:
 def _with_e(update: c_ast.Node, s: str, elem) -> c_ast.Node:
     """The combine step: a copy of ``update`` with its ``e`` the partial ``elem()``."""
     n = copy.deepcopy(update)
+    if isinstance(n.rvalue if isinstance(n, c_ast.Assignment) else None, c_ast.FuncCall):
+        n.rvalue.args.exprs[1] = elem()        # s = fmax(s, e)
+        return n
     if isinstance(n, c_ast.If):
         cond, a = n.cond, block_items(n.iftrue)[0]
         a.rvalue = elem()
@@ -459,6 +479,8 @@ def _replace_in(node: c_ast.Node, s: str, elem) -> None:
             c = getattr(n, attr, None)
             if _is(c, s):
                 setattr(n, attr, elem())
+            elif isinstance(c, list):           # a call's arguments
+                setattr(n, attr, [elem() if _is(x, s) else x for x in c])
 
 
 def _place(lp: c_ast.For, parent: c_ast.Node, decls: list[c_ast.Node],

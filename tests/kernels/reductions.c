@@ -7,7 +7,7 @@ void reductions(int n, int m, int tsteps, float A[n][m], float B[n][m], float ou
                 int count[2])
 {
   for (int t = 0; t < tsteps; t++) {
-    float hi = -1.0f, lo = 2.0f, zmax = -1.0f, keep = -1.0f;
+    float hi = -1.0f, lo = 2.0f, zmax = -1.0f, keep = -1.0f, fz = sqrtf(A[0][0] - 2.0f);
     int most = 0;
     for (int i = 0; i < n; i++)
       for (int j = 0; j < m; j++) {
@@ -18,6 +18,7 @@ void reductions(int n, int m, int tsteps, float A[n][m], float B[n][m], float ou
         if (a < lo)                              /* strict min, if */
           lo = a;
         zmax = zmax < z ? z : zmax;              /* ties between -0 and +0, NaNs */
+        fz = fmaxf(fz, a < 0.3f ? z : a);        /* from a NaN: the first number, then max */
         int v = (int)(a * 10.0f) + t;
         most = v >= most ? v : most;             /* integers: any form */
         B[i][j] = a * 0.5f + B[i][j];
@@ -26,6 +27,7 @@ void reductions(int n, int m, int tsteps, float A[n][m], float B[n][m], float ou
     out[1] = lo;
     out[2] = zmax;
     out[3] = 1.0f / zmax;
+    out[7] = fz;      /* (not 1/fz: fmax's choice between -0 and +0 is the library's) */
     count[0] = most;
     float zero = 1.0f, zcol = 1.0f;
     for (int i = 0; i < n; i++)

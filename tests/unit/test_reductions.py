@@ -52,6 +52,7 @@ SWEEP = """void f(int n, int m, float A[n][m], float out[1]) {
 @pytest.mark.parametrize("update", [
     "hi = a > hi ? a : hi;", "hi = hi < a ? a : hi;", "hi = a < hi ? a : hi;",
     "hi = hi > a ? a : hi;", "if (a > hi) hi = a;", "if (hi > a) { hi = a; }",
+    "hi = fmaxf(hi, a);", "hi = fminf(hi, a);",
 ])
 def test_strict_forms_are_taken(update):
     assert _names(SWEEP.replace("UPDATE", update)) == [("hi",)]
@@ -60,7 +61,7 @@ def test_strict_forms_are_taken(update):
 @pytest.mark.parametrize("update,why", [
     ("hi = hi > a ? hi : a;", "takes a NaN a, and the later of -0 and +0"),
     ("hi = a >= hi ? a : hi;", "the later of -0 and +0"),
-    ("hi = fmaxf(hi, a);", "fmax's choice between -0 and +0 is the implementation's"),
+    ("hi = fmaxf(a, hi);", "returns its first argument on a tie: the later of -0 and +0"),
     ("hi = a > hi ? a * 0.5 : hi;", "not the e compared"),
     ("hi = a * 0.5 > hi ? a * 0.5 : hi;", "a double e into a float: compared as double"),
     ("hi = a > hi ? a : hi; A[i][j] = hi;", "hi read outside its updates"),
@@ -165,8 +166,8 @@ def _bands(scop) -> list[str]:
 
 def test_the_model_keeps_a_split_that_makes_the_loop_parallel():
     scop = parse_source(CONVERGE, "c.c")
-    assert scop.reductions == (f"c.c:4:5: max of 'diff' over loop 'i': a partial per row "
-                               f"and strip of {STRIP}",)
+    assert scop.reductions == ((f"c.c:4:5: max of 'diff' over loop 'i': a partial per row "
+                                f"and strip of {STRIP}"),)
     assert {"diff_part", "diff_row"} <= {a.name for a in scop.arrays}
     assert {"i", "j_strip"} <= set(_bands(scop)) and _bands(scop).count("i") == 2
     # an inner loop that moves with the row: partials per row, not strip-mined
@@ -207,7 +208,15 @@ def _f32(x: float) -> float:
 
 _VALUES = st.one_of(st.sampled_from([0.0, -0.0, math.nan, 1.0, -1.0, math.inf, -math.inf]),
                     st.floats(width=32, allow_nan=True)).map(_f32)
+def _fmax(s: float, e: float) -> float:
+    """OpenCL's and C's fmax(s, e): e if s < e, else s; the number of a NaN and a number."""
+    if math.isnan(s) or math.isnan(e):
+        return s if math.isnan(e) else e
+    return e if s < e else s
+
+
 _FORMS = {
+    "fmax(s, e)": _fmax,
     "e > s ? e : s": lambda s, e: e if e > s else s,  # noqa: FURB136 (C's comparisons, not max())
     "s < e ? e : s": lambda s, e: e if s < e else s,  # noqa: FURB136 (C's comparisons, not max())
     "e < s ? e : s": lambda s, e: e if e < s else s,  # noqa: FURB136 (C's comparisons, not max())
@@ -224,7 +233,8 @@ def _bits(x: float) -> bytes:
        st.lists(st.lists(_VALUES, max_size=6), max_size=6))
 def test_row_partials_combined_in_order_are_the_sequential_fold(form, s, rows):
     """The partial of each row is the fold from s; folding the partials in order from s
-    gives the sequential fold's bits: what split_reductions relies on."""
+    gives the sequential fold's bits: what split_reductions relies on (fmax from a NaN s
+    included: it takes the first number)."""
     u = _FORMS[form]
     seq = s
     for row in rows:
