@@ -212,7 +212,7 @@ def _fmax(s: float, e: float) -> float:
     """OpenCL's and C's fmax(s, e): e if s < e, else s; the number of a NaN and a number."""
     if math.isnan(s) or math.isnan(e):
         return s if math.isnan(e) else e
-    return e if s < e else s
+    return e if s < e else s  # noqa: FURB136 (C's comparison, not max())
 
 
 _FORMS = {
