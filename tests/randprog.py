@@ -845,6 +845,9 @@ class _Gen:
         if ct == "int":
             forms += [f"{name} = {e} >= {name} ? {e} : {name};",
                       f"{name} = {name} <= {e} ? {name} : {e};"]
+        else:   # (no -0 in these programs: fmax's choice between zeros is the library's)
+            f = "f" if ct == "float" else ""
+            forms += [f"{name} = fmax{f}({name}, {e});", f"{name} = fmin{f}({name}, {e});"]
         body.insert(r.randint(0, len(body)) if e != "d" else len(body), r.choice(forms))
         start = r.choice(["W[1]", "0" if ct == "int" else "0.5f"])
         return [f"{ind}{ct} {name} = {start};",
