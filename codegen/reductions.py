@@ -1,4 +1,5 @@
-"""Max and min reductions into a scalar, split over the iterations of a loop.
+"""Max and min reductions into a scalar, and integer sums, split over the iterations of a
+loop.
 
 ``float diff = 0; for (i ...) for (j ...) { ...; diff = d > diff ? d : diff; }`` carries
 ``diff`` from each iteration of ``i`` to the next, so the front end runs the loop in the
@@ -79,7 +80,21 @@ class _Update:
     s: str
     e: c_ast.Node
     kind: str = "max"
-    """``max`` or ``min``."""
+    """``max``, ``min``, or ``+`` (integers)."""
+
+    @property
+    def form(self) -> str:
+        """The kind, and whether by ``fmax``: updates of one scalar must share it (a fold
+        of ``+`` and ``|``, or of ``fmax`` and ``?:`` from a NaN, is no fold of either)."""
+        return self.kind + ("()" if isinstance(getattr(self.node, "rvalue", None),
+                                               c_ast.FuncCall) else "")
+
+    @property
+    def start(self) -> str | None:
+        """What a partial starts from: the operation's identity for an integer sum (the
+        partials then add to the value before the loop), None for the value before the
+        loop itself (a max or min)."""
+        return "0" if self.kind == "+" else None
 
 
 def _same(a: c_ast.Node, b: c_ast.Node) -> bool:
@@ -122,6 +137,13 @@ def _update(node: c_ast.Node, scalars: dict[str, str], types: dict[str, str]
             if e is not None and _same(e, t.iffalse):
                 return _fits(node, s, e, types, _kind(t.cond, s, False))
         return None
+    if isinstance(node, c_ast.Assignment) and node.op == "+=" \
+            and isinstance(node.lvalue, c_ast.ID) and node.lvalue.name in scalars:
+        s, e = node.lvalue.name, node.rvalue     # an integer sum: any order, same bits
+        if scalars[s] in ("float", "double") or s in identifiers(e) \
+                or _type(e, types) in (None, "float", "double"):
+            return None
+        return _fits(node, s, e, types, node.op[0], check_type=False)
     if isinstance(node, c_ast.Assignment) and node.op == "=" and isinstance(
             node.lvalue, c_ast.ID) and isinstance(node.rvalue, c_ast.FuncCall):
         s, call = node.lvalue.name, node.rvalue     # s = fmax(s, e)
@@ -157,15 +179,16 @@ def _kind(cond: c_ast.BinaryOp, s: str, taken: bool) -> str:
     return "max" if (op in (">", ">=")) == taken else "min"
 
 
-def _fits(node: c_ast.Node, s: str, e: c_ast.Node, types: dict[str, str], kind: str
-          ) -> _Update | None:
+def _fits(node: c_ast.Node, s: str, e: c_ast.Node, types: dict[str, str], kind: str,
+          check_type: bool = True) -> _Update | None:
     """The update, when ``e`` has ``s``'s type and no side effect (a partial of ``s``'s
     type must compare and store as ``s`` does)."""
     if any(isinstance(n, (c_ast.Assignment, c_ast.FuncCall)) and not _pure_call(n)
            or isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--")
            for n in walk(e)):
         return None
-    return _Update(node, s, e, kind) if _type(e, types) == types[s] else None
+    return _Update(node, s, e, kind) if not check_type or _type(e, types) == types[s] \
+        else None
 
 
 def _pure_call(n: c_ast.Node) -> bool:
@@ -188,6 +211,13 @@ def _type(e: c_ast.Node, types: dict[str, str]) -> str | None:
         return next((t for t, names in _FLOAT_CALLS.items() if e.name.name in names), None)
     if isinstance(e, c_ast.UnaryOp) and e.op in ("-", "+"):
         return _type(e.expr, types)
+    if isinstance(e, c_ast.BinaryOp) and e.op in ("<", ">", "<=", ">=", "==", "!=", "&&",
+                                                  "||"):
+        return "int"
+    if isinstance(e, c_ast.UnaryOp) and e.op == "!":
+        return "int"
+    if isinstance(e, c_ast.Constant) and e.type == "int":
+        return "int"
     if isinstance(e, c_ast.BinaryOp) and e.op in ("+", "-", "*", "/"):
         a, b = _type(e.left, types), _type(e.right, types)
         return a if a == b else None
@@ -274,7 +304,7 @@ def reduction_loops(func: c_ast.FuncDef) -> list[tuple[int, tuple[str, ...]]]:
             of_updates = sum(1 for u in mine if u.s == s for n in walk(u.node) if _is(n, s))
             deep = any(u.s == s and any(u.node in walk(x) for x in inside
                                         if isinstance(x, c_ast.For)) for u in mine)
-            if uses == of_updates and deep:
+            if uses == of_updates and deep and len({u.form for u in mine if u.s == s}) == 1:
                 names.append(s)
         if names:
             out.append((k, tuple(names)))
@@ -339,15 +369,16 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
                 row = numbered(f"{s}_row", taken)
                 decls += [f"{ty} {part}[{size}][{strips}];", f"{ty} {row}[{size}];"]
                 p_at, r_at = f"{part}[{at}][{jb}]", f"{row}[{at}]"
-                starts.append(f"{p_at} = {s};")
-                rows.append(f"{r_at} = {s}; if ({span} >= 0) "
+                start = mine[0].start or s
+                starts.append(f"{p_at} = {start};")
+                rows.append(f"{r_at} = {start}; if ({span} >= 0) "
                             f"for (int {jb} = 0; {jb} <= ({span}) / {width}; {jb}++) "
                             + _stmt(_instance(mine[0].node, s, r_at, p_at)))
                 combines.append(_stmt(_instance(mine[0].node, s, None, r_at)))
             else:
                 decls.append(f"{ty} {part}[{size}];")
                 p_at = f"{part}[{at}]"
-                starts.append(f"{p_at} = {s};")
+                starts.append(f"{p_at} = {mine[0].start or s};")
                 combines.append(_stmt(_instance(mine[0].node, s, None, p_at)))
             for u in mine:
                 _replace_in(u.node, s, lambda _p=p_at: _expr(_p))
@@ -386,7 +417,7 @@ def describe(func: c_ast.FuncDef, k: int, names: tuple[str, ...], strip: bool
     types, scalars = _types(func), _scalars(func)
     lp = [n for n in walk(func.body) if isinstance(n, c_ast.For)][k]
     kinds = {u.s: u.kind for n in walk(lp.stmt) if (u := _update(n, scalars, types))}
-    what = ", ".join(f"{kinds[s]} of '{s}'" for s in names)
+    what = ", ".join(f"{'sum' if kinds[s] == '+' else kinds[s]} of '{s}'" for s in names)
     width = settings.integer("BBMM_STRIP", STRIP, lo=1)
     how = f"a partial per row and strip of {width}" if strip else "a partial per row"
     return f"{what} over loop '{_header(lp)[0]}': {how}", lp.coord
@@ -452,6 +483,9 @@ def _zero(e: c_ast.Node) -> bool:
 def _with_e(update: c_ast.Node, s: str, elem) -> c_ast.Node:
     """The combine step: a copy of ``update`` with its ``e`` the partial ``elem()``."""
     n = copy.deepcopy(update)
+    if isinstance(n, c_ast.Assignment) and n.op != "=":
+        n.rvalue = elem()                       # s += e
+        return n
     if isinstance(n.rvalue if isinstance(n, c_ast.Assignment) else None, c_ast.FuncCall):
         n.rvalue.args.exprs[1] = elem()        # s = fmax(s, e)
         return n

@@ -79,6 +79,17 @@ def test_integers_take_every_form():
         assert _names(src.replace("UPDATE", update)) == [("hi",)], update
 
 
+def test_integer_sums_are_taken_from_zero():
+    src = SWEEP.replace("float hi = 0.0f;", "int hi = 0;")
+    assert _names(src.replace("UPDATE", "hi += a > 0.5f;")) == [("hi",)]
+    assert _names(src.replace("UPDATE", "hi += (int)a;")) == [("hi",)]
+    assert _names(src.replace("UPDATE", "hi += a;")) == [], "a float e: its sum rounds"
+    # one scalar updated two ways: no single fold
+    assert _names(src.replace("UPDATE", "hi += (int)a; hi = (int)a > hi ? (int)a : hi;")) == []
+    text = _split_text(src.replace("UPDATE", "hi += a > 0.5f;"))
+    assert "hi_part[i - 1] = 0;" in text and "hi += hi_part[i - 1];" in text
+
+
 def test_loops_taken_are_those_around_an_inner_loop_with_fixed_bounds():
     # the outer loop only: the inner one holds no loop (a chunk of one element)
     src = SWEEP.replace("UPDATE", "hi = a > hi ? a : hi;")
