@@ -77,8 +77,10 @@ writes some inner loops as the counting ``while`` loops they mean (``int j = 1; 
 n) { ...; j += 2; }``), which bbmm takes as ``for`` loops again.
 
 A thirteenth stream makes some updates of carried scalars a max or a min (``c0 = B[i][j]
-> c0 ? B[i][j] : c0;``, ``if (A[j] < c1) c1 = A[j];``), which bbmm splits over the rows of
-the loop around them where that loop then runs in parallel (codegen/reductions.py).
+> c0 ? B[i][j] : c0;``, ``if (A[j] < c1) c1 = A[j];``), and adds to some programs a nest
+folding an array of its own into a scalar by a max, a min, ``fmax``/``fmin`` or an integer
+sum, which bbmm splits over the rows of the loop around them where that loop then runs in
+parallel (codegen/reductions.py).
 
 Run ``python tests/randprog.py SEED`` to print one program and its parameters.
 """
@@ -844,7 +846,7 @@ class _Gen:
                  f"{name} = {name} < {e} ? {e} : {name};", f"if ({name} > {e}) {{ {name} = {e}; }}"]
         if ct == "int":
             forms += [f"{name} = {e} >= {name} ? {e} : {name};",
-                      f"{name} = {name} <= {e} ? {name} : {e};"]
+                      f"{name} = {name} <= {e} ? {name} : {e};", f"{name} += {e} % 5;"]
         else:   # (no -0 in these programs: fmax's choice between zeros is the library's)
             f = "f" if ct == "float" else ""
             forms += [f"{name} = fmax{f}({name}, {e});", f"{name} = fmin{f}({name}, {e});"]
