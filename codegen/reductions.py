@@ -64,7 +64,6 @@ from codegen.csource import (
 __all__ = ["STRIP", "describe", "reduction_loops", "split_reductions", "strips"]
 
 _GEN = c_generator.CGenerator()
-_BEATS = {">": ("e", "s"), "<": ("s", "e")}     # e beats s for max: e > s, s < e
 _FLOAT_CALLS = {"float": {"fabsf", "sqrtf", "expf", "logf", "fminf", "fmaxf", "sinf",
                           "cosf", "tanhf", "powf", "floorf", "ceilf", "fmodf"},
                 "double": {"fabs", "sqrt", "exp", "log", "fmin", "fmax", "sin", "cos",
@@ -73,8 +72,8 @@ _FLOAT_CALLS = {"float": {"fabsf", "sqrtf", "expf", "logf", "fminf", "fmaxf", "s
 
 @dataclass(frozen=True)
 class _Update:
-    """A statement that replaces scalar ``s`` by ``e`` where ``e`` beats it: ``node`` is the
-    assignment ``s = c ? x : y`` or the ``if (c) s = e;``."""
+    """A statement that folds ``e`` into scalar ``s``: ``node`` is the assignment ``s = c ?
+    x : y``, the ``if (c) s = e;``, ``s = fmax(s, e)`` or (integers) ``s += e``."""
 
     node: c_ast.Node
     s: str
@@ -85,7 +84,7 @@ class _Update:
     @property
     def form(self) -> str:
         """The kind, and whether by ``fmax``: updates of one scalar must share it (a fold
-        of ``+`` and ``|``, or of ``fmax`` and ``?:`` from a NaN, is no fold of either)."""
+        of ``+`` and ``max``, or of ``fmax`` and ``?:`` from a NaN, is no fold of either)."""
         return self.kind + ("()" if isinstance(getattr(self.node, "rvalue", None),
                                                c_ast.FuncCall) else "")
 
@@ -276,7 +275,7 @@ def _header(loop: c_ast.For) -> tuple[str, c_ast.Node, c_ast.Node, str] | None:
 def reduction_loops(func: c_ast.FuncDef) -> list[tuple[int, tuple[str, ...]]]:
     """The ``for`` loops that :func:`split_reductions` can split, outermost first: their
     preorder numbers among ``func``'s ``for`` loops and the scalars each would split (those
-    declared outside the loop that the loop touches only in max or min updates, one of
+    declared outside the loop that the loop touches only in updates of one form, one of
     them in an inner loop), for loops counting up by 1 from and to bounds that use no
     iterator of a loop around them."""
     types = _types(func)
