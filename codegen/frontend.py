@@ -69,7 +69,7 @@ from codegen.expand import Plan, expand_scalars
 from codegen.globals import file_arrays, file_scalars
 from codegen.inline import inline_helpers
 from codegen.names import c_text, in_c_names, rename_unsafe
-from codegen.reductions import describe, reduction_loops, split_reductions, strips
+from codegen.reductions import describe, flat, reduction_loops, split_reductions, strips
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
 from codegen.structure import (
@@ -134,7 +134,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     for k, names in reduction_loops(func):
         if any(loops[k] in walk(loops[j]) for j in inside):
             continue
-        for strip in (True, False) if strips(func, k) else (False,):
+        for strip in (True, False) if strips(func, k) and not flat(func, k, names) \
+                else (False,):
             trial = {**chosen, k: (names, strip)}
             with warnings.catch_warnings(record=True) as said:
                 warnings.simplefilter("always")
@@ -159,12 +160,16 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
 
 def _pays(scop: Scop, depth: int, parts: set[str]) -> bool:
     """Whether a loop at ``depth`` or deeper around an assignment of the partials ``parts``
-    (:func:`codegen.reductions.split_reductions`) is parallel in ``scop``."""
+    (:func:`codegen.reductions.split_reductions`) is parallel in ``scop``, and none of the
+    ``depth`` loops around the split one is: inside a parallel loop, the split loop would
+    not join the kernel's band (the combinations after it make the nest imperfect), and
+    its work-items would fold their partials one after the other."""
     from codegen.deps import parallel_loops
 
     par = parallel_loops(scop)
-    return any(par[lid] for st in scop.statements if st.write.array in parts
-               for lid in st.loops[depth:])
+    mine = [st for st in scop.statements if st.write.array in parts]
+    return any(par[lid] for st in mine for lid in st.loops[depth:]) and not any(
+        par[lid] for st in mine for lid in st.loops[:depth])
 
 
 def _modelled(func: c_ast.FuncDef, filename: str, src, stops: frozenset[str], globs: list,

@@ -42,6 +42,7 @@ keeps it only where the loop turns parallel).
 .. autofunction:: reduction_loops
 .. autofunction:: split_reductions
 .. autofunction:: strips
+.. autofunction:: flat
 .. autofunction:: describe
 """
 from __future__ import annotations
@@ -61,7 +62,8 @@ from codegen.csource import (
     walk,
 )
 
-__all__ = ["STRIP", "describe", "reduction_loops", "split_reductions", "strips"]
+__all__ = ["FLAT", "STRIP", "describe", "flat", "reduction_loops", "split_reductions",
+           "strips"]
 
 _GEN = c_generator.CGenerator()
 _FLOAT_CALLS = {"float": {"fabsf", "sqrtf", "expf", "logf", "fminf", "fmaxf", "sinf",
@@ -275,9 +277,10 @@ def _header(loop: c_ast.For) -> tuple[str, c_ast.Node, c_ast.Node, str] | None:
 def reduction_loops(func: c_ast.FuncDef) -> list[tuple[int, tuple[str, ...]]]:
     """The ``for`` loops that :func:`split_reductions` can split, outermost first: their
     preorder numbers among ``func``'s ``for`` loops and the scalars each would split (those
-    declared outside the loop that the loop touches only in updates of one form, one of
-    them in an inner loop), for loops counting up by 1 from and to bounds that use no
-    iterator of a loop around them."""
+    declared outside the loop that the loop touches only in updates of one form), for
+    loops counting up by 1 from and to bounds that use no iterator of a loop around them.
+    A loop whose updates are all in its own body, in no inner loop, is *flat*
+    (:func:`flat`)."""
     types = _types(func)
     scalars = _scalars(func)
     updates = [u for n in walk(func.body) if (u := _update(n, scalars, types)) is not None]
@@ -301,9 +304,7 @@ def reduction_loops(func: c_ast.FuncDef) -> list[tuple[int, tuple[str, ...]]]:
         for s in sorted({u.s for u in mine} - declared):
             uses = sum(1 for n in inside if _is(n, s))
             of_updates = sum(1 for u in mine if u.s == s for n in walk(u.node) if _is(n, s))
-            deep = any(u.s == s and any(u.node in walk(x) for x in inside
-                                        if isinstance(x, c_ast.For)) for u in mine)
-            if uses == of_updates and deep and len({u.form for u in mine if u.s == s}) == 1:
+            if uses == of_updates and len({u.form for u in mine if u.s == s}) == 1:
                 names.append(s)
         if names:
             out.append((k, tuple(names)))
@@ -341,6 +342,9 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
     for k, (names, strip) in chosen.items():
         lp = loops[k]
         parts[k] = (sum(1 for o in loops if o is not lp and lp in walk(o)), set())
+        if _flat_loop(lp, names, scalars, types):
+            _split_flat(lp, parents[id(lp)], names, scalars, types, taken, parts[k][1])
+            continue
         i, lo, hi, op = _header(lp)
         size = _count(lo, hi, op)
         at = i if _zero(lo) else f"{i} - ({_text(lo)})"
@@ -419,7 +423,94 @@ def describe(func: c_ast.FuncDef, k: int, names: tuple[str, ...], strip: bool
     what = ", ".join(f"{'sum' if kinds[s] == '+' else kinds[s]} of '{s}'" for s in names)
     width = settings.integer("BBMM_STRIP", STRIP, lo=1)
     how = f"a partial per row and strip of {width}" if strip else "a partial per row"
+    if _flat_loop(lp, names, scalars, types):
+        how = f"a partial per strip of {FLAT[0]}, folded in blocks of {FLAT[1]}"
     return f"{what} over loop '{_header(lp)[0]}': {how}", lp.coord
+
+
+FLAT = (8, 64)
+"""A flat loop (:func:`flat`) runs in strips of 8 iterations, each folding a partial; the
+partials are folded in blocks of 64, and the blocks' results in order: a loop of n
+iterations leaves n / 512 for the last, serial, fold."""
+
+
+def flat(func: c_ast.FuncDef, k: int, names: tuple[str, ...]) -> bool:
+    """Whether loop ``k`` updates ``names`` in no inner loop: a partial per row would be
+    one per element, so :func:`split_reductions` strip-mines the loop itself."""
+    lp = [n for n in walk(func.body) if isinstance(n, c_ast.For)][k]
+    return _flat_loop(lp, names, _scalars(func), _types(func))
+
+
+def _flat_loop(lp: c_ast.For, names, scalars: dict[str, str], types: dict[str, str]) -> bool:
+    inner = [x for x in walk(lp.stmt) if isinstance(x, c_ast.For)]
+    return not any(u.s in names and any(u.node in walk(x) for x in inner)
+                   for n in walk(lp.stmt) if (u := _update(n, scalars, types)))
+
+
+def _split_flat(lp: c_ast.For, parent: c_ast.Node, names, scalars: dict[str, str],
+                types: dict[str, str], taken: set[str], parts: set[str]) -> None:
+    """:func:`split_reductions` of a flat loop, in place: ``for (i = lo; i <= last; i++)``
+    becomes strips of ``FLAT[0]`` iterations (``ib``), each folding a partial ``P[ib]``;
+    blocks of ``FLAT[1]`` partials fold into ``Q[qb]``, and those into the scalar."""
+    s1, s2 = FLAT
+    i, lo, hi, op = _header(lp)
+    last = _text(hi) if op == "<=" else f"({_text(hi)}) - 1"
+    span = f"({last}) - ({_text(lo)})"
+    low = isinstance(lo, c_ast.Constant) and lo.type == "int" and const_int(lo) >= 0
+    n1 = f"(({last if low else span}) + {s1}) / {s1}"      # as in strip-mining's sizes
+    n2 = f"({n1} + {s2 - 1}) / {s2}"
+    ib, qb = numbered(f"{i}_strip", taken), numbered(f"{i}_block", taken)
+    first = f"({_text(lo)}) + {s1} * {ib}"
+    decls, starts, blocks, combines = [], [], [], []
+    for s in names:
+        ty = scalars[s]
+        part, block = numbered(f"{s}_part", taken), numbered(f"{s}_block", taken)
+        parts.add(part)
+        mine = [u for n in walk(lp.stmt) if (u := _update(n, scalars, types)) is not None
+                and u.s == s]
+        start = mine[0].start or s
+        decls += [f"{ty} {part}[{n1}];", f"{ty} {block}[{n2}];"]
+        p_at, q_at = f"{part}[{ib}]", f"{block}[{qb}]"
+        starts.append(f"{p_at} = {start};")
+        blocks.append(f"{q_at} = {start}; for (int {ib} = {s2} * {qb}; {ib} <= ({span}) / {s1} "
+                      f"&& {ib} <= {s2} * {qb} + {s2 - 1}; {ib}++) "
+                      + _stmt(_instance(mine[0].node, s, q_at, p_at)))
+        combines.append(_stmt(_instance(mine[0].node, s, None, q_at)))
+        for u in mine:
+            _replace_in(u.node, s, lambda _p=p_at: _expr(_p))
+    init = copy.deepcopy(lp.init)
+    if isinstance(init, c_ast.DeclList):
+        init.decls[0].init = _expr(first)
+    else:
+        init.rvalue = _expr(first)
+    lp.init = init
+    lp.cond = _expr(f"{i} <= {last} && {i} <= {first} + {s1 - 1}")
+    strip = _stmts(f"if ({span} >= 0) for (int {ib} = 0; {ib} <= ({span}) / {s1}; {ib}++) "
+                   f"{{ {' '.join(starts)} }}")[0]
+    strip.iftrue.stmt.block_items.append(lp)
+    after = _stmts(f"if ({span} >= 0) {{ for (int {qb} = 0; {qb} <= ({span}) / {s1 * s2}; "
+                   f"{qb}++) {{ {' '.join(blocks)} }} for (int {qb} = 0; {qb} <= ({span}) / "
+                   f"{s1 * s2}; {qb}++) {{ {' '.join(combines)} }} }}")
+    decl_nodes = _stmts(" ".join(decls))
+    for n in [strip, *after, *decl_nodes]:
+        for x in walk(n):
+            if hasattr(x, "coord") and x is not lp and x not in walk(lp):
+                x.coord = lp.coord
+    # the strips' loop stands where the loop stood (a parallel pragma before it goes: the
+    # model finds the strips parallel or not by itself)
+    if isinstance(parent, c_ast.Compound):
+        items = list(parent.block_items)
+        k = next(j for j, x in enumerate(items) if x is lp)
+        while k > 0 and isinstance(items[k - 1], c_ast.Pragma):
+            del items[k - 1]
+            k -= 1
+        items[k] = strip
+        parent.block_items = items
+    else:
+        for attr in parent.__slots__:
+            if getattr(parent, attr, None) is lp:
+                setattr(parent, attr, strip)
+    _place(strip, parent, decl_nodes, after)
 
 
 def strips(func: c_ast.FuncDef, k: int) -> bool:

@@ -500,16 +500,22 @@ def test_parameters_that_empty_an_array_are_refused_in_one_line(capsys):
 
 
 @needs_cl
-@pytest.mark.parametrize("extra", [["--devices", 2], ["--devices", 3, "--tile", 4,
-                                                      "--device-mem", "6KiB"]])
-def test_split_reductions_give_the_c_programs_bits(extra, tmp_path):
-    """reductions.c's max, min, fmaxf and integer sums, split over rows and strips
-    (codegen/reductions.py), against the C program: zeros of both signs and NaNs come
-    from the data and 1/x tells -0 from +0, so a partial combined out of order fails.
-    (Two runs, not PROGRAMS' six: its eleven nests take PoCL some 20 s to build.)"""
+@pytest.mark.parametrize("path,params,extra", [
+    (KERNELS / "reductions.c", ["n=37", "m=23", "tsteps=2"], ["--devices", 2]),
+    (KERNELS / "reductions.c", ["n=37", "m=23", "tsteps=2"],
+     ["--devices", 3, "--tile", 4, "--device-mem", "6KiB"]),
+    (KERNELS / "reductions1d.c", ["n=3000", "m=7", "tsteps=2"], ["--devices", 3]),
+    (KERNELS / "reductions1d.c", ["n=3000", "m=7", "tsteps=2"],
+     ["--devices", 2, "--tile", 16, "--device-mem", "200KiB"]),
+], ids=["reductions", "reductions-tight", "reductions1d", "reductions1d-tight"])
+def test_split_reductions_give_the_c_programs_bits(path, params, extra, tmp_path):
+    """Max, min, fmaxf and integer-sum reductions split over rows and strips, or over
+    strips and blocks of a flat loop (codegen/reductions.py), against the C program:
+    zeros of both signs and NaNs come from the data and 1/x tells -0 from +0, so partials
+    combined out of order fail. (Two runs each, not PROGRAMS' six: reductions.c's eleven
+    nests take PoCL some 20 s to build.)"""
     out = tmp_path / "r.json"
-    assert run(KERNELS / "reductions.c", ["n=37", "m=23", "tsteps=2"], *extra,
-               json_path=out) == 0
+    assert run(path, params, *extra, json_path=out) == 0
     assert json.loads(out.read_text())["check"] == "pass"
 
 

@@ -15,7 +15,7 @@ from pycparser import c_generator, c_parser
 
 from codegen.deps import parallel_loops
 from codegen.frontend import parse_source
-from codegen.reductions import STRIP, reduction_loops, split_reductions, strips
+from codegen.reductions import FLAT, STRIP, flat, reduction_loops, split_reductions, strips
 
 
 def _func(src: str):
@@ -35,7 +35,8 @@ def _split_text(src: str, which: int = 0, strip: bool = False) -> str:
 
 
 def _names(src: str) -> list[tuple[str, ...]]:
-    return [names for _, names in reduction_loops(_func(src))]
+    """The scalars split, per loop that could split them (each once)."""
+    return sorted({names for _, names in reduction_loops(_func(src))})
 
 
 SWEEP = """void f(int n, int m, float A[n][m], float out[1]) {
@@ -90,22 +91,23 @@ def test_integer_sums_are_taken_from_zero():
     assert "hi_part[i - 1] = 0;" in text and "hi += hi_part[i - 1];" in text
 
 
-def test_loops_taken_are_those_around_an_inner_loop_with_fixed_bounds():
-    # the outer loop only: the inner one holds no loop (a chunk of one element)
+def test_loops_taken_are_those_with_fixed_bounds():
+    # both loops: the inner one is flat (strip-mined itself), the outer one holds it
     src = SWEEP.replace("UPDATE", "hi = a > hi ? a : hi;")
-    assert [k for k, _ in reduction_loops(_func(src))] == [0]
+    assert [k for k, _ in reduction_loops(_func(src))] == [0, 1]
+    assert [flat(_func(src), k, ("hi",)) for k in (0, 1)] == [False, True]
     # bounds that move with an enclosing loop: no fixed size for the partials
     tri = """void f(int n, float A[n][n], float out[1]) { float hi = 0.0f;
       for (int k = 0; k < n; k++) for (int i = k; i < n; i++) for (int j = 0; j < n; j++)
         hi = A[i][j] > hi ? A[i][j] : hi;
       out[0] = hi; }"""
-    assert [k for k, _ in reduction_loops(_func(tri))] == [0]
+    assert [k for k, _ in reduction_loops(_func(tri))] == [0, 2]
     # declared inside a loop: a fresh variable per iteration, nothing carried across it
     inner = """void f(int n, float A[n][n], float out[n]) {
       for (int i = 0; i < n; i++) { float hi = 0.0f;
         for (int k = 0; k < n; k++) for (int j = 0; j < n; j++) hi = A[k][j] > hi ? A[k][j] : hi;
         out[i] = hi; } }"""
-    assert [k for k, _ in reduction_loops(_func(inner))] == [1]     # k, not i
+    assert [k for k, _ in reduction_loops(_func(inner))] == [1, 2]     # k and j, not i
 
 
 def test_the_split_reads_as_the_module_says():
@@ -137,6 +139,36 @@ def test_strips_of_the_inner_loop_then_rows_then_the_scalar():
     f = _func(SWEEP.replace("UPDATE", "hi = a > hi ? a : hi;").replace(
         "j < m", "j < i"))
     assert not strips(f, 0)
+
+
+def test_a_flat_loop_runs_in_strips_then_blocks():
+    src = """void f(int n, float x[n], float out[1]) { float m = 0.0f;
+      for (int i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
+      out[0] = m; }"""
+    s1, s2 = FLAT
+    text = _split_text(src)
+    # sizes from the last iteration, n - 2 (the loop starts at a non-negative constant)
+    assert f"float m_part[((n - 1) + {s1}) / {s1}];" in text
+    assert f"float m_block[((((n - 1) + {s1}) / {s1}) + {s2 - 1}) / {s2}];" in text
+    assert (f"for (int i_strip = 0; i_strip <= (((n - 1) - 1) / {s1}); i_strip++) "
+            f"{{ m_part[i_strip] = m; for (int i = 1 + ({s1} * i_strip);") in text
+    assert (f"for (int i_block = 0; i_block <= (((n - 1) - 1) / {s1 * s2}); i_block++) "
+            f"{{ m_block[i_block] = m; for (int i_strip = {s2} * i_block;") in text
+    assert "m = (m_block[i_block] > m) ? (m_block[i_block]) : (m);" in text
+    scop = parse_source(src, "f.c")
+    assert "i_strip" in _bands(scop) and "i_block" in _bands(scop)
+    assert scop.reductions == (f"f.c:2:7: max of 'm' over loop 'i': a partial per strip of "
+                               f"{s1}, folded in blocks of {s2}",)
+
+
+def test_no_split_inside_a_parallel_loop():
+    """A max per row inside a loop over the rows: the rows already run at once, and the
+    split row loop would not join the kernel's band."""
+    scop = parse_source("""void f(int n, int m, float M[m][n], float r[m]) {
+      for (int k = 0; k < m; k++) { float h = -1.0f;
+        for (int i = 0; i < n; i++) h = M[k][i] > h ? M[k][i] : h;
+        r[k] = h; } }""", "f.c")
+    assert scop.reductions == () and "k" in _bands(scop)
 
 
 def test_partials_go_before_the_pragma_and_a_body_without_braces_gets_a_block():
