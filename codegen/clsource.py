@@ -116,7 +116,9 @@ class Lower:
         return self.real(expr_type(e, self.scop))
 
     def cast(self, e: Expr, t: str) -> Expr:
-        return e if self.type(e) == t else Cast(t, self(e))
+        """``e`` lowered, converted to ``t`` where C's type is another (an argument of a
+        call: ``fmaxf(m, fabsf(d))`` needs its inner ``fabsf`` lowered too)."""
+        return self(e) if self.type(e) == t else Cast(t, self(e))
 
     def __call__(self, e: Expr) -> Expr:
         if isinstance(e, Num):
