@@ -8,8 +8,10 @@ void maxnorm(int n, int tmax, float x[n], float y[n], float out[1])
     for (int i = 0; i < n; i++)
       y[i] = 0.5f * x[i] + 0.5f * y[i];
     float err = 0.0f;
-    for (int i = 0; i < n; i++)
-      err = fmaxf(err, fabsf(x[i] - y[i]));
+    for (int i = 0; i < n; i++) {
+      float d = fabsf(x[i] - y[i]);   /* (the code before lowered no call inside a call) */
+      err = fmaxf(err, d);
+    }
     out[0] = err + t;
   }
 }
