@@ -128,6 +128,19 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
         scop = _modelled(func, filename, src, stops, globs, returns)
     # a max or min into a scalar across a loop: a partial per iteration, where the loop
     # then runs in parallel (codegen.reductions; the result is the same, bit for bit)
+    scop, kept = _split_reductions(func, scop, kept, filename, src, stops, globs, returns)
+    for w in kept:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return scop
+
+
+def _split_reductions(func: c_ast.FuncDef, scop: Scop, kept: list, filename: str, src,
+                      stops: frozenset[str], globs: list, returns: str | None
+                      ) -> tuple[Scop, list]:
+    """``scop`` (the model of ``func``, built with the warnings ``kept``) with the
+    reductions :func:`codegen.reductions.reduction_loops` finds split where that pays
+    (:func:`_pays`), outermost loop first, strip-mined where possible; and the warnings
+    of the build kept. ``Scop.reductions`` says what was split."""
     chosen: dict[int, tuple[tuple[str, ...], bool]] = {}
     inside: list[int] = []
     loops = [n for n in walk(func.body) if isinstance(n, c_ast.For)]
@@ -148,14 +161,12 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
                 chosen, scop, kept = trial, split, said
                 inside.append(k)
                 break
-    for w in kept:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     notes = []
     for k, (names, strip) in chosen.items():
         text, coord = describe(func, k, names, strip)
         where = _format_coord(src.cmap.fix(coord))
         notes.append(f"{where}: {text}" if where else text)
-    return scop.copy(reductions=tuple(notes)) if notes else scop
+    return (scop.copy(reductions=tuple(notes)) if notes else scop), kept
 
 
 def _pays(scop: Scop, depth: int, parts: set[str]) -> bool:

@@ -350,24 +350,14 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
         at = i if _zero(lo) else f"{i} - ({_text(lo)})"
         inner = block_items(lp.stmt)[0] if strip else None
         if strip:
-            j, jlo, jhi, jop = _header(inner)
-            jb = numbered(f"{j}_strip", taken)
-            last = _text(jhi) if jop == "<=" else f"({_text(jhi)}) - 1"
-            span = f"({last}) - ({_text(jlo)})"         # the last strip starts at STRIP * jb
-            # the strips: jb <= span / STRIP, under span >= 0 (C's division is the model's
-            # there; the inner loop runs only there); the size must hold for any parameters
-            # the model allows, last / STRIP + 1 strips when the loop starts at 0 or above
-            # (the model's division then needs last >= -STRIP, not span >= -STRIP)
-            low = isinstance(jlo, c_ast.Constant) and jlo.type == "int" and const_int(jlo) >= 0
-            strips = f"(({last if low else span}) + {width}) / {width}"
-            first = f"({_text(jlo)}) + {width} * {jb}"
+            jb = numbered(f"{_header(inner)[0]}_strip", taken)
+            span, strips = _strip_mine(inner, jb, width)
         decls, starts, rows, combines = [], [], [], []
         for s in names:
             ty = scalars[s]
             part = numbered(f"{s}_part", taken)
             parts[k][1].add(part)
-            mine = [u for n in walk(lp.stmt) if (u := _update(n, scalars, types)) is not None
-                    and u.s == s]
+            mine = _updates(lp.stmt, s, scalars, types)
             if strip:
                 row = numbered(f"{s}_row", taken)
                 decls += [f"{ty} {part}[{size}][{strips}];", f"{ty} {row}[{size}];"]
@@ -387,14 +377,7 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
                 _replace_in(u.node, s, lambda _p=p_at: _expr(_p))
         head = f"for ({_text(lp.init)}; {_text(lp.cond)}; {_text(lp.next)})"
         if strip:
-            # for (jb ...) { partials = s; for (j = first; j <= last && j <= first + S - 1; j++) }
-            init = copy.deepcopy(inner.init)
-            if isinstance(init, c_ast.DeclList):
-                init.decls[0].init = _expr(first)
-            else:
-                init.rvalue = _expr(first)
-            inner.init = init
-            inner.cond = _expr(f"{j} <= {last} && {j} <= {first} + {width - 1}")
+            # for (jb ...) { partials = s; the inner loop, on strip jb only }
             body = _stmts(f"if ({span} >= 0) for (int {jb} = 0; {jb} <= ({span}) / {width}; "
                           f"{jb}++) {{ " + " ".join(starts) + " }")[0]
             body.iftrue.stmt.block_items.append(inner)
@@ -457,26 +440,22 @@ def _split_flat(lp: c_ast.For, parent: c_ast.Node, names, scalars: dict[str, str
     ``s_part[i_strip]``; blocks of ``FLAT[1]`` partials fold into ``s_block[i_block]``, blocks
     of ``FLAT[2]`` of those into ``s_block2``..., and the last level into the scalar."""
     s1 = FLAT[0]
-    i, lo, hi, op = _header(lp)
-    last = _text(hi) if op == "<=" else f"({_text(hi)}) - 1"
-    span = f"({last}) - ({_text(lo)})"
-    low = isinstance(lo, c_ast.Constant) and lo.type == "int" and const_int(lo) >= 0
-    sizes = [f"(({last if low else span}) + {s1}) / {s1}"]   # as in strip-mining's sizes
+    i = _header(lp)[0]
+    idx = [numbered(f"{i}_strip", taken)] + [numbered(f"{i}_block", taken) for _ in FLAT[1:]]
+    ib = idx[0]
+    span, n1 = _strip_mine(lp, ib, s1)
+    sizes = [n1]
     per = [s1]                          # iterations of the loop per element of each level
     for w in FLAT[1:]:
         sizes.append(f"({sizes[-1]} + {w - 1}) / {w}")
         per.append(per[-1] * w)
-    idx = [numbered(f"{i}_strip", taken)] + [numbered(f"{i}_block", taken) for _ in FLAT[1:]]
-    ib = idx[0]
-    first = f"({_text(lo)}) + {s1} * {ib}"
     decls, starts, levels, combines = [], [], [[] for _ in FLAT[1:]], []
     for s in names:
         ty = scalars[s]
         arrs = [numbered(f"{s}_part", taken)] + [numbered(f"{s}_block", taken)
                                                  for _ in FLAT[1:]]
         parts.add(arrs[0])
-        mine = [u for n in walk(lp.stmt) if (u := _update(n, scalars, types)) is not None
-                and u.s == s]
+        mine = _updates(lp.stmt, s, scalars, types)
         start = mine[0].start or s
         decls += [f"{ty} {a}[{n}];" for a, n in zip(arrs, sizes)]
         at = [f"{a}[{x}]" for a, x in zip(arrs, idx)]
@@ -491,13 +470,6 @@ def _split_flat(lp: c_ast.For, parent: c_ast.Node, names, scalars: dict[str, str
         p_at = at[0]
         for u in mine:
             _replace_in(u.node, s, lambda _p=p_at: _expr(_p))
-    init = copy.deepcopy(lp.init)
-    if isinstance(init, c_ast.DeclList):
-        init.decls[0].init = _expr(first)
-    else:
-        init.rvalue = _expr(first)
-    lp.init = init
-    lp.cond = _expr(f"{i} <= {last} && {i} <= {first} + {s1 - 1}")
     strip = _stmts(f"if ({span} >= 0) for (int {ib} = 0; {ib} <= ({span}) / {s1}; {ib}++) "
                    f"{{ {' '.join(starts)} }}")[0]
     strip.iftrue.stmt.block_items.append(lp)
@@ -540,6 +512,36 @@ def strips(func: c_ast.FuncDef, k: int) -> bool:
     iters = {h[0] for o in walk(func.body) if isinstance(o, c_ast.For)
              and (h := _header(o)) is not None}
     return head is not None and not (identifiers(head[1]) | identifiers(head[2])) & iters
+
+
+def _updates(node: c_ast.Node, s: str, scalars: dict[str, str], types: dict[str, str]
+             ) -> list[_Update]:
+    """The updates of ``s`` in ``node``, in source order."""
+    return [u for n in walk(node) if (u := _update(n, scalars, types)) is not None
+            and u.s == s]
+
+
+def _strip_mine(loop: c_ast.For, jb: str, width: int) -> tuple[str, str]:
+    """``for (j = lo; j <= last; j++)`` made, in place, the loop over strip ``jb`` only
+    (``j`` from ``lo + width * jb`` to at most ``width`` iterations later), for the caller
+    to run under ``span >= 0`` for each ``jb <= span / width``; returns C text of ``span``
+    (``last - lo``) and of the number of strips, an array size that must hold for any
+    parameters the model allows: ``last / width + 1`` when the loop starts at a
+    non-negative constant (the model's division then needs ``last >= -width``, not ``span
+    >= -width``), else ``span / width + 1`` (as ``(x + width) / width``)."""
+    j, lo, hi, op = _header(loop)
+    last = _text(hi) if op == "<=" else f"({_text(hi)}) - 1"
+    span = f"({last}) - ({_text(lo)})"
+    low = isinstance(lo, c_ast.Constant) and lo.type == "int" and const_int(lo) >= 0
+    first = f"({_text(lo)}) + {width} * {jb}"
+    init = copy.deepcopy(loop.init)
+    if isinstance(init, c_ast.DeclList):
+        init.decls[0].init = _expr(first)
+    else:
+        init.rvalue = _expr(first)
+    loop.init = init
+    loop.cond = _expr(f"{j} <= {last} && {j} <= {first} + {width - 1}")
+    return span, f"(({last if low else span}) + {width}) / {width}"
 
 
 def _text(node: c_ast.Node) -> str:
