@@ -372,8 +372,10 @@ def no_opencl_reason() -> str | None:
     except Exception as e:  # noqa: BLE001
         return f"no OpenCL platform: {e}"
     from bbmm.devices.opencl import discover
-    if not discover().chosen:
-        return "no usable OpenCL device"
+    disc = discover()
+    if not disc.chosen:
+        return "no usable OpenCL device" + (f" ({'; '.join(disc.problems)})"
+                                            if disc.problems else "")
     return None
 
 # }}}

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import weakref
 from dataclasses import dataclass, field
@@ -266,13 +267,55 @@ def discover(platform: str | int | None = None, kind: str = "auto") -> Discovery
                                                 -sum(d.global_mem for d in by_platform[pi]), pi))
         chosen = by_platform[best]
     elif cpus and kind in ("auto", "cpu"):
-        chosen = [cpus[0]]
+        # the first CPU device whose platform can build a kernel here: PyPI's PoCL 3.0
+        # (LLVM 14) lists processors newer than its LLVM (AMD Zen 5) and then fails
+        # every build ("unknown target CPU 'generic'"), where Debian's PoCL works
+        for d in cpus:
+            why = _build_problem(d)
+            if why is None:
+                chosen = [d]
+                break
+            problems.append(f"platform {d.platform_index} ({d.platform_version}): {why}")
     hint = None
     if not any(d.type == "GPU" for d in devices):
         lib = nvidia_opencl_library()
         if lib is not None:
             hint = _nvidia_hint(lib)
+        elif cpus and not chosen and kind in ("auto", "cpu"):
+            hint = POCL_HINT
     return Discovery(tuple(devices), tuple(chosen), hint, tuple(problems))
+
+
+POCL_HINT = ("the CPU OpenCL platform(s) asked for cannot build kernels for this processor "
+             "(their compiler predates it); a newer PoCL can: on Debian or Ubuntu `apt-get "
+             "install pocl-opencl-icd`, which the OpenCL ICD loader then lists beside PyPI's")
+
+_BUILDS: dict[tuple[str, str, str], str | None] = {}
+""":func:`_build_problem`'s answers, per (platform version, device name, driver version)."""
+
+
+def _build_problem(d: PhysicalDevice) -> str | None:
+    """Why no kernel builds for ``d`` (None: a trivial one builds), asked once per process.
+
+    Only CPU devices are asked: a build costs a PoCL compile (cached on disk by PoCL after
+    the first), and it is there that a processor newer than the platform's compiler shows.
+    """
+    key = (d.platform_version, d.name, str(d.cl_device.driver_version))
+    if key in _BUILDS:
+        return _BUILDS[key]
+    why = None
+    try:
+        ctx = cl.Context([d.cl_device])
+        try:
+            cl.Program(ctx, "__kernel void bbmm_probe(__global int *a) { a[0] = 1; }").build()
+        except cl.Error as e:
+            log = str(e)
+            m = re.search(r"error: ([^\n]*)", log)
+            why = "cannot build kernels" + (f" ({m.group(1).strip()})" if m else "")
+    except cl.Error as e:
+        why = str(_device_error(e, d.name, "creating a context"))
+    _BUILDS[key] = why
+    return why
 
 # }}}
 
@@ -1132,6 +1175,8 @@ def plan_logical(n: int | None, disc: Discovery, node: tuple[int, int] | None = 
         if disc.devices:
             msg += " of the requested kind/platform (available: " + ", ".join(
                 f"{d.name} [{d.type}, {d.platform}]" for d in disc.devices) + ")"
+        if disc.problems:
+            msg += "; " + "; ".join(disc.problems)
         if disc.hint:
             msg += "; " + disc.hint
         raise DeviceError(msg)

@@ -1,29 +1,14 @@
 """Device tier: tests that need an OpenCL platform (PoCL's CPU device is enough).
 
 Every test here is marked ``device``. They are skipped, with the reason, only when
-no OpenCL platform exists at all. Logical devices are made through
-:func:`bbmm.devices.opencl.make_devices` and closed after each test.
+bbmm finds no OpenCL device that builds kernels (``needs.no_opencl_reason``). Logical
+devices are made through :func:`bbmm.devices.opencl.make_devices` and closed after each
+test.
 """
 from __future__ import annotations
 
 import pytest
-
-
-def _no_opencl_reason() -> str | None:
-    try:
-        import pyopencl as cl
-    except ImportError as e:  # pragma: no cover - pyopencl is a dependency
-        return f"pyopencl cannot be imported: {e}"
-    try:
-        platforms = cl.get_platforms()
-    except cl.Error as e:
-        return f"no OpenCL platform: {e}"
-    if not platforms:
-        return "no OpenCL platform"
-    return None
-
-
-NO_OPENCL = _no_opencl_reason()
+from needs import NO_OPENCL  # tests/ is on sys.path (tests/conftest.py)
 
 
 def pytest_collection_modifyitems(config, items):

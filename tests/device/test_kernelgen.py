@@ -206,7 +206,10 @@ def reference(scop, nest, env, lb, ub, data):
 
 @pytest.fixture(scope="module")
 def cl_env():
-    ctx = cl.create_some_context(interactive=False)
+    from bbmm.devices.opencl import discover
+
+    # the device bbmm would use (a platform listed first may not build for this processor)
+    ctx = cl.Context([discover().chosen[0].cl_device])
     return ctx, cl.CommandQueue(ctx), {}
 
 

@@ -72,6 +72,36 @@ def test_discover_picks_a_device():
         discover(kind="fpga")
 
 
+def test_discover_skips_cpu_platforms_that_cannot_build(monkeypatch):
+    """A CPU platform whose compiler fails every build (PyPI's PoCL 3.0 on AMD Zen 5:
+    "unknown target CPU 'generic'") is passed over with its reason; with none left, the
+    error names the reason and how to get a PoCL that builds."""
+    import bbmm.devices.opencl as ocl
+
+    cpus = [d for d in discover(kind="cpu").devices if d.type == "CPU"]
+    if not cpus:
+        pytest.skip("no CPU OpenCL device to pass over")
+    first = cpus[0]
+    real = ocl._build_problem
+    monkeypatch.setattr(ocl, "_build_problem", lambda d: (
+        "cannot build kernels (unknown target CPU 'generic')"
+        if d.platform_index == first.platform_index else real(d)))
+    disc = discover(kind="cpu")
+    assert first not in disc.chosen
+    assert any(f"platform {first.platform_index} " in p and "unknown target CPU" in p
+               for p in disc.problems)
+    only = discover(first.platform_index, kind="cpu")
+    assert not only.chosen and only.hint and "pocl-opencl-icd" in only.hint
+    with pytest.raises(DeviceError, match="unknown target CPU.*pocl-opencl-icd"):
+        plan_logical(1, only)
+
+
+def test_build_problem_of_the_chosen_device_is_none():
+    (d, *_) = discover().chosen
+    from bbmm.devices.opencl import _build_problem
+    assert _build_problem(d) is None
+
+
 def test_make_devices_defaults_and_errors(make):
     (d,) = make() if discover().chosen[0].type == "CPU" else make(1)
     assert isinstance(d, OpenCLDevice) and d.index == 0
