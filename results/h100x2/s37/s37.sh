@@ -9,6 +9,9 @@
 #   c: target 4 steady with rows writing the flow-out first (BBMM_EDGE=1) against without
 #      (heat3d's halo is a 645^2 plane), target 5 (one GPU), target 6, blackscholes on two
 #      GPUs beside the hand-written code three times, every --check program on two GPUs
+#   d: a process per GPU: Floyd n=16384 and LU n=8192 as one process over two GPUs against
+#      two MPI ranks of one GPU each (mpiexec -n 2 ... --mpi --devices 1; the mpi4py and
+#      mpich wheels carried in .whl, libmpi unpacked from the wheel's data), alternating
 . .whl/activate.sh || exit 1
 export PYTHONPATH=/tmp/site:$PWD
 part=${1:-a}
@@ -48,5 +51,27 @@ if [ "$part" = "c" ]; then
   timeout 60 python3 scripts/baselines/compare.py --preset paper --programs blackscholes --devices 2 --repeat 3 2>&1 | quiet | tail -3
   echo "## checks on 2 GPUs"
   timeout 120 python3 results/h200x2/s33/checks2.py 2 2>&1 | grep 'rc=\|error\|check fail\|checks:'
+fi
+if [ "$part" = "d" ]; then
+  mkdir -p /tmp/site/lib
+  python3 - <<'PY'
+import glob, os, zipfile
+z = zipfile.ZipFile(glob.glob('.whl/mpich-*.whl')[0])
+for n in z.namelist():  # the wheel's libraries (pip --target leaves its data/lib out)
+    if '/data/lib/' in n and not n.endswith('/') and z.getinfo(n).file_size > 4096:
+        out = '/tmp/site/lib/' + n.split('/data/lib/', 1)[1]
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        open(out, 'wb').write(z.read(n))
+PY
+  ls -R /tmp/site/lib | head -5
+  export LD_LIBRARY_PATH=/tmp/site/lib MPI4PY_LIBMPI=/tmp/site/lib/libmpi.so.12  # the machine has an Open MPI of its own
+  chmod +x /tmp/site/bin/* 2>/dev/null
+  for rep in 1 2; do
+    echo "## rep $rep"
+    timeout 45 python3 -m bbmm run polybench/floyd.c --param n=16384 --devices 2 --no-progress 2>&1 | quiet | grep -a -m1 'floyd:' | sed 's/^/one process: /'
+    timeout 60 /tmp/site/bin/mpiexec -n 2 python3 -m bbmm run polybench/floyd.c --param n=16384 --devices 1 --mpi --no-progress 2>&1 | quiet | head -4 | sed 's/^/two ranks: /'
+  done
+  timeout 30 python3 -m bbmm run polybench/lu.c --param n=8192 --devices 2 --no-progress 2>&1 | quiet | grep -a -m1 'lu:' | sed 's/^/one process: /'
+  timeout 45 /tmp/site/bin/mpiexec -n 2 python3 -m bbmm run polybench/lu.c --param n=8192 --devices 1 --mpi --no-progress 2>&1 | quiet | head -4 | sed 's/^/two ranks: /'
 fi
 echo "# done $(date +%T)"
