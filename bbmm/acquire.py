@@ -129,6 +129,7 @@ class Acquire:
             fresh = a in t.fresh
             pieces = self._pieces(mgr, a, boxes, strict, fresh)
             flags = t.cleanup.get(a, ())
+            keep: list[Box] | None = None  # distinct boxes of accesses without cleanup
             out = []
             # present boxes are taken first, so that making room for the new ones below
             # can never box out a copy this tile is about to use
@@ -143,8 +144,16 @@ class Acquire:
                         self.directory.refresh(c, [p], "refresh")
                 else:
                     c = mgr.alloc(a, p, host.itemsize)
-                    if flags and all(f for b, f in zip(init, flags) if b.overlaps(p)):
-                        c.cleanup_iter = self._serial
+                    if flags:
+                        # freed at the end of the serial iteration when every access
+                        # overlapping it has the cleanup flag: no flagless one does
+                        if keep is None:
+                            keep = list(dict.fromkeys(b for b, f in zip(init, flags) if not f))
+                        for b in keep:
+                            if b.overlaps(p):
+                                break
+                        else:
+                            c.cleanup_iter = self._serial
                     mgr.acquire(c)
                     taken.append(c)
                     if not fresh:  # a box the tile overwrites whole needs no read-in

@@ -248,6 +248,17 @@ class Box:
         """bb_convex_union: the smallest box containing both (an empty box adds nothing)."""
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "hull")
+        if len(self.lo) == 2:
+            l0, l1 = self.lo
+            h0, h1 = self.hi
+            m0, m1 = other.lo
+            n0, n1 = other.hi
+            if n0 < m0 or n1 < m1:
+                return self  # other is empty
+            if h0 < l0 or h1 < l1:
+                return other
+            return _box((m0 if m0 < l0 else l0, m1 if m1 < l1 else l1),
+                        (n0 if n0 > h0 else h0, n1 if n1 > h1 else h1))
         lo = []
         hi = []
         for l, h, ol, oh in zip(self.lo, self.hi, other.lo, other.hi):
@@ -263,6 +274,14 @@ class Box:
         """bb_is_subset: every point of ``self`` lies in ``other`` (the empty box is a subset of all)."""
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "issubset")
+        if len(self.lo) == 2:
+            l0, l1 = self.lo
+            h0, h1 = self.hi
+            m0, m1 = other.lo
+            n0, n1 = other.hi
+            if l0 >= m0 and h0 <= n0 and l1 >= m1 and h1 <= n1:
+                return True
+            return h0 < l0 or h1 < l1  # outside other's bounds: only an empty box is a subset
         for l, h, ol, oh in zip(self.lo, self.hi, other.lo, other.hi):
             if l < ol or h > oh:
                 return self.is_empty  # outside other's bounds: only an empty box is a subset
@@ -442,10 +461,35 @@ def disjoint(boxes: Iterable[Box], merge: bool = True) -> list[Box]:
 def hull_all(boxes: Iterable[Box]) -> Box | None:
     """Convex union of all boxes (the Kim et al. 2011 scheme), None for no non-empty box."""
     out: Box | None = None
+    lo0 = lo1 = hi0 = hi1 = 0
+    grown = False  # the hull of 2-D boxes, kept as four bounds until the end
     for b in boxes:
+        lo = b.lo
+        if len(lo) == 2 and (out is None or len(out.lo) == 2):
+            hi = b.hi
+            l0, l1 = lo
+            h0, h1 = hi
+            if h0 < l0 or h1 < l1:
+                continue  # empty
+            if out is None:
+                out = b
+                lo0, lo1, hi0, hi1 = l0, l1, h0, h1
+                continue
+            if l0 < lo0:
+                lo0 = l0
+            if l1 < lo1:
+                lo1 = l1
+            if h0 > hi0:
+                hi0 = h0
+            if h1 > hi1:
+                hi1 = h1
+            grown = True
+            continue
         if b.is_empty:
             continue
         out = b if out is None else out.hull(b)
+    if grown and out is not None:
+        return _box((lo0, lo1), (hi0, hi1))
     return out
 
 

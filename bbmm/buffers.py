@@ -15,6 +15,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .box import Box
 from .coherence import Directory
 from .devices.base import Allocation, Device
@@ -53,7 +55,6 @@ class Copy:
     def kernel_args(self) -> list:
         """``[buffer, base, strides...]`` of this copy for kernels (computed once)."""
         if self._kargs is None:
-            import numpy as np
             shape = self.box.shape
             strides = [1] * len(shape)
             for d in range(len(shape) - 2, -1, -1):
@@ -68,7 +69,6 @@ class Copy:
         last = self._bargs
         if last is not None and last[0] == piece:
             return last[1]
-        import numpy as np
         args = [np.int32(v) for v in piece.lo] + [np.int32(v) for v in piece.hi]
         self._bargs = (piece, args)
         return args

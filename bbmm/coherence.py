@@ -254,7 +254,8 @@ class Directory:
         out = []
         for b, h in recs:
             if b.overlaps(region):
-                out.extend((p, h) for p in b.subtract(region))
+                if not b.issubset(region):  # (a record inside the region just goes)
+                    out.extend((p, h) for p in b.subtract(region))
             else:
                 out.append((b, h))
         self.dirty[array] = out

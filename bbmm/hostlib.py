@@ -199,9 +199,26 @@ def once_tiles(lo: int, hi: int, size: int, ntiles: int, ndev: int, t0: int = 0
             for t in tiles_covering(lo - origin, hi - origin, size)]
 
 
+_INT32: dict[int, np.int32] = {}
+"""Interned ``np.int32`` kernel scalars (sizes, host iterators, tile bounds, grid origins)."""
+
+
+def int32(v: int) -> np.int32:
+    """``np.int32(v)``, the same object for the same value: a launch that sets only the
+    arguments that changed (:func:`bbmm.devices.opencl._set_changed`) then finds the
+    unchanged ones by identity, without a numpy comparison, and no scalar is made anew."""
+    x = _INT32.get(v)
+    if x is None:
+        if len(_INT32) >= 1 << 16:
+            _INT32.clear()
+        x = _INT32[v] = np.int32(v)
+    return x
+
+
 def scalars(values: Sequence[Any]) -> list[Any]:
     """Kernel scalar arguments: Python ints become OpenCL ``int``; numpy floats stay typed."""
-    return [np.int32(v) if isinstance(v, (int, np.integer)) else v for v in values]
+    return [int32(v) if isinstance(v, int) else np.int32(v) if isinstance(v, np.integer) else v
+            for v in values]
 
 
 def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
@@ -227,7 +244,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         # a part of the tile is a smaller tile on the same boxes: the kernel's tile
         # bounds lb, ub (the last scalars) and band loop 0's range narrow to the rows
         lb, ub = max(int(scalars[-2]), rows[0]), min(int(scalars[-1]), rows[1])
-        scalars = [*scalars[:-2], np.int32(lb), np.int32(ub)]
+        scalars = [*scalars[:-2], int32(lb), int32(ub)]
         grid = [(max(grid[0][0], rows[0]), min(grid[0][1], rows[1])), *grid[1:]]
     if grid and ALIGN > 1:
         # the work-items of OpenCL dimension 0 start on a multiple of ALIGN indices, so
@@ -257,7 +274,9 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
                 prep = _prepare(dev, tb, source, name, arrays, co, fit)
         tb.launches[key] = prep
     knl, array_args, stage = prep
-    args = list(scalars) + [np.int32(lo) for lo, _ in grid]
+    args = list(scalars)
+    for lo, _ in grid:
+        args.append(int32(lo))
     args += array_args
     if not grid:
         return dev.launch(knl, (1,), None, args)
@@ -265,17 +284,28 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         lanes = STAGE_LANES
         return dev.launch(knl, (-(-extent[0] // lanes) * lanes, stage[0]), (lanes, stage[0]),
                           args)
-    per = co + (1,) * (len(extent) - 2)  # points per work-item along each OpenCL dimension
-    if local is None:
-        local = LOCAL_SIZES[len(extent)]
-        if len(extent) not in _LOCAL_GIVEN:
-            local = spread(local, extent, per, getattr(dev, "compute_units", 0))
-    # Pad the NDRange to whole work-groups: the kernel skips indices outside the tile
-    # and the loop bounds, so extra work-items are harmless, and a
-    # driver left to pick a work-group size for an awkward extent (12286 = 2 * 6143)
-    # may choose a tiny one.
-    gsize = tuple(-(-e // (l * p)) * l for e, l, p in zip(extent, local, per))
-    return dev.launch(knl, gsize, tuple(local), args)
+    units = getattr(dev, "compute_units", 0)
+    gkey = (tuple(extent), co, None if local is None else tuple(local), units)
+    shape = _SHAPES.get(gkey)  # a tile launches with the same extent every serial iteration
+    if shape is None:
+        per = co + (1,) * (len(extent) - 2)  # points per work-item along each OpenCL dim
+        if local is None:
+            local = LOCAL_SIZES[len(extent)]
+            if len(extent) not in _LOCAL_GIVEN:
+                local = spread(local, extent, per, units)
+        # Pad the NDRange to whole work-groups: the kernel skips indices outside the tile
+        # and the loop bounds, so extra work-items are harmless, and a driver left to pick
+        # a work-group size for an awkward extent (12286 = 2 * 6143) may choose a tiny one.
+        gsize = tuple(-(-e // (l * p)) * l for e, l, p in zip(extent, local, per))
+        if len(_SHAPES) >= 4096:
+            _SHAPES.clear()
+        shape = _SHAPES[gkey] = (gsize, tuple(local))
+    return dev.launch(knl, shape[0], shape[1], args)
+
+
+_SHAPES: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+"""NDRange and work-group shape per (extent, points per work-item, given local size,
+compute units): a pure function of those (:data:`LOCAL_SIZES` is fixed at import)."""
 
 
 def _points(coarsen: bool, bands: int, blocked: bool = False) -> tuple[int, int]:

@@ -85,4 +85,7 @@ def add(region: Sequence[Box], box: Box) -> list[Box]:
 
 
 def overlaps(region: Iterable[Box], box: Box) -> bool:
-    return any(r.overlaps(box) for r in region)
+    for r in region:  # (a loop, not any() over a generator: called per copy and record)
+        if r.overlaps(box):
+            return True
+    return False

@@ -690,6 +690,9 @@ class Runtime(Acquire):
 
 _I64_0 = np.int64(0)
 _I32 = {i: np.int32(i) for i in range(-1, 64)}
+_PAD: dict[int, list[Any]] = {}
+"""Per number of dimensions, an unused kernel slot's arguments after its buffer: base 0,
+strides 0, an empty box (lo 1, hi 0)."""
 
 
 def _lo0(b: Box) -> int:
@@ -746,18 +749,22 @@ def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]
     Then per access function: its slot, or -1 when split (Figure 9's ``split`` flag).
     """
     pieces = tb.pieces.get(array, [])
-    if len(pieces) > slots:
-        raise ValueError(f"{array}: {len(pieces)} boxes for {slots} kernel slots")
+    n = len(pieces)
+    if n > slots:
+        raise ValueError(f"{array}: {n} boxes for {slots} kernel slots")
     out: list[Any] = []
-    for s in range(slots):
-        if s < len(pieces):
-            p, c = pieces[s]
-            out += c.kernel_args()
-            out += c.bound_args(p)
-        else:
-            buf = pieces[0][1].alloc.buf if pieces else None
-            out += [buf, _I64_0] + [_i32(0)] * (ndim - 1)
-            out += [_i32(1)] * ndim + [_i32(0)] * ndim
+    for p, c in pieces:
+        out += c.kernel_args()
+        out += c.bound_args(p)
+    if n < slots:
+        buf = pieces[0][1].alloc.buf if pieces else None
+        pad = _PAD.get(ndim)
+        if pad is None:
+            pad = _PAD[ndim] = [_I64_0] + [_i32(0)] * (ndim - 1) + [_i32(1)] * ndim + [_i32(0)] * ndim
+        for _ in range(slots - n):
+            out.append(buf)
+            out += pad
     # interned small ints: a launch that sets only changed arguments finds them by identity
-    out += [_i32(i) for i in tb.access.get(array, [])]
+    for i in tb.access.get(array, ()):
+        out.append(_i32(i))
     return out
