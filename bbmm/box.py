@@ -223,6 +223,24 @@ class Box:
         """
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "subtract")
+        if len(self.lo) == 2:
+            l0, l1 = self.lo
+            h0, h1 = self.hi
+            if h0 < l0 or h1 < l1:
+                return []  # self is empty
+            m0, m1 = other.lo
+            n0, n1 = other.hi
+            if m0 > l0:
+                l0 = m0
+            if n0 < h0:
+                h0 = n0
+            if m1 > l1:
+                l1 = m1
+            if n1 < h1:
+                h1 = n1
+            if h0 < l0 or h1 < l1:
+                return [self]
+            return _subtract(self.lo, self.hi, (l0, l1), (h0, h1))
         lo = []
         hi = []
         apart = False
@@ -331,6 +349,8 @@ def _within(lo: tuple[int, ...], hi: tuple[int, ...],
             olo: tuple[int, ...], ohi: tuple[int, ...]) -> bool:
     """Bounds ``[lo, hi]`` lie inside ``[olo, ohi]`` in every dimension. For a non-empty
     ``[lo, hi]`` that is subset-ness; an empty one may fail it and still be a subset."""
+    if len(lo) == 2:
+        return olo[0] <= lo[0] and hi[0] <= ohi[0] and olo[1] <= lo[1] and hi[1] <= ohi[1]
     for l, h, ol, oh in zip(lo, hi, olo, ohi):
         if l < ol or h > oh:
             return False
@@ -346,7 +366,22 @@ def _subtract(lo: tuple[int, ...], hi: tuple[int, ...],
     dimensions ``< d``, ``[lo[d], ilo[d] - 1]`` in ``d`` and all of ``[lo, hi]``
     after ``d``; the slab above likewise with ``[ihi[d] + 1, hi[d]]``.
     """
-    out: list[Box] = []
+    if len(lo) == 2:  # unrolled: the same pieces in the same order
+        l0, l1 = lo
+        h0, h1 = hi
+        i0, i1 = ilo
+        j0, j1 = ihi
+        out: list[Box] = []
+        if l0 < i0:
+            out.append(_box(lo, (i0 - 1, h1)))
+        if j0 < h0:
+            out.append(_box((j0 + 1, l1), hi))
+        if l1 < i1:
+            out.append(_box((i0, l1), (j0, i1 - 1)))
+        if j1 < h1:
+            out.append(_box((i0, j1 + 1), (j0, h1)))
+        return out
+    out = []
     for d in range(len(lo)):
         il = ilo[d]
         ih = ihi[d]
@@ -359,6 +394,24 @@ def _subtract(lo: tuple[int, ...], hi: tuple[int, ...],
 
 def _subtract_from(r: Box, b: Box) -> list[Box] | None:
     """``r - b`` for non-empty boxes of one ndim; None when they do not overlap."""
+    if len(r.lo) == 2:
+        l0, l1 = r.lo
+        h0, h1 = r.hi
+        m0, m1 = b.lo
+        n0, n1 = b.hi
+        if m0 > l0:
+            l0 = m0
+        if n0 < h0:
+            h0 = n0
+        if h0 < l0:
+            return None
+        if m1 > l1:
+            l1 = m1
+        if n1 < h1:
+            h1 = n1
+        if h1 < l1:
+            return None
+        return _subtract(r.lo, r.hi, (l0, l1), (h0, h1))
     lo = []
     hi = []
     for l, h, ol, oh in zip(r.lo, r.hi, b.lo, b.hi):

@@ -272,6 +272,8 @@ class Directory:
         may run on the device's side queue (a new box's read-in: see
         :meth:`bbmm.devices.base.Device.write_rect`).
         """
+        if not dst.stale:
+            return 0  # newest everywhere already (a resident box the tile takes as it is)
         want = list(want)
         if len(want) > 1:
             want = disjoint(want, merge=False)

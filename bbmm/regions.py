@@ -21,7 +21,8 @@ def minus(region: Sequence[Box], cut: Box) -> list[Box]:
     out: list[Box] = []
     for r in region:
         if r.overlaps(cut):
-            out.extend(r.subtract(cut))
+            if not r.issubset(cut):  # (a piece inside the cut just goes)
+                out.extend(r.subtract(cut))
         else:
             out.append(r)
     return out
