@@ -169,11 +169,26 @@ class Acquire:
             if len(out) == 1:
                 acc = [0] * len(init)  # one piece holds every access (an empty one: any slot)
             else:
-                slot: dict[Box, int] = {}
-                for b in boxes:
-                    hits = [i for i, (p, _) in enumerate(out) if p.overlaps(b)]
-                    slot[b] = hits[0] if len(hits) == 1 else -1
-                acc = [slot.get(b, 0) for b in init]  # an empty access: any slot
+                # per access, the one piece holding its box, or -1 (split over several);
+                # an empty access: any slot. Found once per box object (the driver shares
+                # one object among accesses with equal boxes; equal boxes that are distinct
+                # objects are only looked at twice)
+                slot: dict[int, int] = {}
+                acc = []
+                for b in init:
+                    k = slot.get(id(b))
+                    if k is None:
+                        if b.is_empty:
+                            k = 0
+                        else:
+                            k = -2
+                            for i, (p, _) in enumerate(out):
+                                if p.overlaps(b):
+                                    k = i if k == -2 else -1
+                            if k == -2:  # (no piece holds it: cannot be, as before)
+                                k = -1
+                        slot[id(b)] = k
+                    acc.append(k)
             self.stats.split_accesses += acc.count(-1)
             tb.access[a] = acc
         return tb

@@ -109,7 +109,13 @@ class Box:
     @property
     def shape(self) -> tuple[int, ...]:
         """Extent per dimension, 0 in every dimension that is empty."""
-        return tuple(max(0, h - l + 1) for l, h in zip(self.lo, self.hi))
+        lo = self.lo
+        if len(lo) == 2:
+            hi = self.hi
+            a = hi[0] - lo[0] + 1
+            b = hi[1] - lo[1] + 1
+            return (a if a > 0 else 0, b if b > 0 else 0)
+        return tuple(max(0, h - l + 1) for l, h in zip(lo, self.hi))
 
     @property
     def volume(self) -> int:

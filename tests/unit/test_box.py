@@ -249,6 +249,7 @@ def test_unrolled_2d_operations_match_the_general_code(bs):
     a3, b3 = _lift(a), _lift(b)
     assert [_lift(p) for p in a.subtract(b)] == a3.subtract(b3)
     assert _lift(a.hull(b)) == a3.hull(b3)
+    assert a.shape + (1,) == a3.shape and a.volume == a3.volume
     assert a.issubset(b) == a3.issubset(b3)
     assert a.overlaps(b) == a3.overlaps(b3)
     assert _lift(a.intersect(b)) == a3.intersect(b3)
