@@ -1,0 +1,112 @@
+"""Instructions the host executes per serial iteration of a program on dry devices, counted
+by callgrind: a measure of bbmm's host work that does not move with the machine's load.
+
+Timings of the host's work (``bench_host.py``) vary by a few percent between runs on a
+shared machine, which hides a change of that size. This runs the generated driver on
+:class:`bbmm.devices.DryDevice` s under ``valgrind --tool=callgrind`` at two values of the
+parameter that counts the serial iterations (Floyd's and LU's ``n``, a stencil's
+``tsteps``) and prints the difference of the two totals over the difference of the
+values: the instructions of one more serial iteration, free of start-up, compilation and
+the first read-in. The runs are made deterministic (one BLAS thread, a fixed hash seed,
+no address randomisation where ``setarch -R`` exists); the same tree gives the same count.
+
+Usage::
+
+    python scripts/count_host.py floyd --devices 2 --vary n=256,512
+    python scripts/count_host.py heat2d --devices 2 --vary tsteps=10,30 --param n=512
+
+Needs valgrind (``apt-get install valgrind``). Each run takes 10-60 s under callgrind.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def run_dry(program: str, params: dict[str, int], ndev: int) -> None:
+    """The driver once on dry devices (what each callgrind run executes)."""
+    import expcommon as ec
+    from bbmm.devices import DryDevice
+    from bbmm.run import runtime_options
+    from bbmm.runtime import Runtime
+
+    bench = ec.load_bench(program, params, init=False)
+    module = bench.module
+    devices = [DryDevice(i) for i in range(ndev)]
+    arrays = {k: v.copy() for k, v in bench.init.items()}
+    rt = Runtime(devices, arrays, **runtime_options(module, arrays))
+    module.run(rt, bench.params, bench.scalars, module.default_tile(bench.params, ndev), False)
+
+
+def count(program: str, params: dict[str, int], ndev: int) -> int:
+    """Instructions of one dry run under callgrind."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONHASHSEED="0")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", program,
+           "--devices", str(ndev)] + [f"--param={k}={v}" for k, v in params.items()]
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + cmd
+    if shutil.which("setarch"):
+        cmd = ["setarch", "-R"] + cmd  # the same addresses, so the same hash-table walks
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    m = re.search(r"Collected : (\d+)", out.stderr)
+    if out.returncode != 0 or m is None:
+        sys.exit(f"count_host: the run under callgrind failed:\n{out.stderr[-2000:]}")
+    return int(m.group(1))
+
+
+def _params(items: list[str]) -> dict[str, int]:
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            out[name] = int(value)
+        except ValueError:
+            sys.exit(f"count_host: --param {item!r} is not NAME=INTEGER")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("program", help="a program of polybench/ (floyd, lu, heat2d, ...)")
+    p.add_argument("--devices", type=int, default=2, help="dry devices (default 2)")
+    p.add_argument("--vary", metavar="NAME=A,B", help="the parameter counting the serial "
+                   "iterations and its two values, e.g. n=256,512")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="another parameter, fixed (repeatable)")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    fixed = _params(args.param)
+    if args.child:
+        run_dry(args.program, fixed, args.devices)
+        return 0
+    if not shutil.which("valgrind"):
+        sys.exit("count_host: valgrind is not installed (apt-get install valgrind)")
+    if not args.vary or "=" not in args.vary:
+        sys.exit("count_host: --vary NAME=A,B is needed (the serial-iteration parameter)")
+    name, _, values = args.vary.partition("=")
+    try:
+        a, b = (int(v) for v in values.split(","))
+    except ValueError:
+        sys.exit(f"count_host: --vary {args.vary!r} is not NAME=A,B with integers A < B")
+    if not a < b:
+        sys.exit(f"count_host: --vary needs A < B, got {a}, {b}")
+    # once outside callgrind first: the driver is compiled and cached (a tree that another
+    # tree's run left a different driver cache for would count the compilation)
+    run_dry(args.program, {**fixed, name: a}, args.devices)
+    ia = count(args.program, {**fixed, name: a}, args.devices)
+    ib = count(args.program, {**fixed, name: b}, args.devices)
+    extra = " ".join(f"{k}={v}" for k, v in fixed.items())
+    print(f"{args.program} {extra} devices={args.devices}: {(ib - ia) / (b - a):.0f} "
+          f"instructions per serial iteration ({name} {a} -> {b}: {ia} -> {ib})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
