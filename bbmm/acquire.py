@@ -321,9 +321,15 @@ class Acquire:
     def _cover(mgr: BufferManager, a: str, p: Box) -> list[tuple[Box, Copy | None]]:
         """Split ``p`` over the resident copies holding parts of it (largest first); the
         parts no copy holds come back with None (to allocate), fused where adjacent."""
+        copies = mgr.copies.get(a, ())
+        for c in copies:
+            if c.box.overlaps(p):
+                break
+        else:
+            return [(p, None)]  # nothing resident meets it (Floyd's row k on another device)
         todo = [p]
         out: list[tuple[Box, Copy | None]] = []
-        for c in sorted(mgr.copies.get(a, ()), key=lambda c: -c.box.volume):
+        for c in sorted(copies, key=lambda c: -c.box.volume):
             if not todo:
                 break
             if not any(t.overlaps(c.box) for t in todo):

@@ -55,11 +55,18 @@ class Copy:
     def kernel_args(self) -> list:
         """``[buffer, base, strides...]`` of this copy for kernels (computed once)."""
         if self._kargs is None:
-            shape = self.box.shape
+            box = self.box
+            shape = box.shape
             strides = [1] * len(shape)
             for d in range(len(shape) - 2, -1, -1):
                 strides[d] = strides[d + 1] * shape[d + 1]
-            base = self.element_offset() - sum(l * st for l, st in zip(self.box.lo, strides))
+            base = self.element_offset()
+            top = 0  # the largest |x[d]| * stride[d] summed: what fits_int bounds
+            for l, h, st in zip(box.lo, box.hi, strides):
+                base -= l * st
+                top += max(abs(l), abs(h)) * st
+            # the kernel computes base + sum(x[d] * stride[d]) with each product in BBMM_IDX
+            self._fits = abs(base) + top < 2**31
             self._kargs = [self.alloc.buf, np.int64(base)] + [np.int32(st) for st in strides[:-1]]
         return self._kargs
 
@@ -76,16 +83,8 @@ class Copy:
     def fits_int(self) -> bool:
         """Every element offset of this copy in its arena fits a 32-bit int."""
         if self._fits is None:
-            self._fits = self._offsets_fit()
+            self.kernel_args()  # (which works it out)
         return self._fits
-
-    def _offsets_fit(self) -> bool:
-        ka = self.kernel_args()
-        base = int(ka[1])
-        strides = [int(x) for x in ka[2:]] + [1]
-        # the kernel computes base + sum(x[d] * stride[d]) with each product in BBMM_IDX
-        top = sum(max(abs(l), abs(h)) * st for l, h, st in zip(self.box.lo, self.box.hi, strides))
-        return abs(base) + top < 2**31
 
     def element_offset(self) -> int:
         """Offset of the box's first element in its arena, in elements (a kernel argument)."""
@@ -114,7 +113,11 @@ class BufferManager:
         best_key = None
         for c in self.copies.get(array, ()):
             if box.issubset(c.box):
-                stale = any(s.overlaps(box) for s in c.stale)
+                stale = False
+                for s in c.stale:
+                    if s.overlaps(box):
+                        stale = True
+                        break
                 key = (stale, c.box.volume)
                 if best_key is None or key < best_key:
                     best, best_key = c, key

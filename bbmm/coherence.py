@@ -177,7 +177,8 @@ class Directory:
 
     def remove(self, c: Copy) -> None:
         """Forget a copy that is about to be freed; it must hold no dirty record."""
-        assert not any(h is c for _, h in self.dirty[c.array]), "free of a dirty copy"
+        for _, h in self.dirty[c.array]:
+            assert h is not c, "free of a dirty copy"
         self._groups.pop(c, None)
         self.copies[c.array].remove(c)
         if self.tape is not None:

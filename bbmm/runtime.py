@@ -690,6 +690,8 @@ class Runtime(Acquire):
 
 _I64_0 = np.int64(0)
 _I32 = {i: np.int32(i) for i in range(-1, 64)}
+_SELS: dict[tuple[int, ...], list[Any]] = {}
+"""The kernel arguments of each list of access slots seen (a tile's accesses repeat)."""
 _PAD: dict[int, list[Any]] = {}
 """Per number of dimensions, an unused kernel slot's arguments after its buffer: base 0,
 strides 0, an empty box (lo 1, hi 0)."""
@@ -765,6 +767,13 @@ def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]
             out.append(buf)
             out += pad
     # interned small ints: a launch that sets only changed arguments finds them by identity
-    for i in tb.access.get(array, ()):
-        out.append(_i32(i))
+    acc = tb.access.get(array)
+    if acc:
+        key = tuple(acc)
+        sel = _SELS.get(key)
+        if sel is None:
+            if len(_SELS) >= 4096:
+                _SELS.clear()
+            sel = _SELS[key] = [_i32(i) for i in acc]
+        out += sel
     return out
