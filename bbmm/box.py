@@ -230,23 +230,11 @@ class Box:
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "subtract")
         if len(self.lo) == 2:
-            l0, l1 = self.lo
-            h0, h1 = self.hi
-            if h0 < l0 or h1 < l1:
+            slo, shi = self.lo, self.hi
+            if shi[0] < slo[0] or shi[1] < slo[1]:
                 return []  # self is empty
-            m0, m1 = other.lo
-            n0, n1 = other.hi
-            if m0 > l0:
-                l0 = m0
-            if n0 < h0:
-                h0 = n0
-            if m1 > l1:
-                l1 = m1
-            if n1 < h1:
-                h1 = n1
-            if h0 < l0 or h1 < l1:
-                return [self]
-            return _subtract(self.lo, self.hi, (l0, l1), (h0, h1))
+            i = self.intersect(other)
+            return [self] if i is None else _subtract(slo, shi, i.lo, i.hi)
         lo = []
         hi = []
         apart = False
@@ -400,24 +388,9 @@ def _subtract(lo: tuple[int, ...], hi: tuple[int, ...],
 
 def _subtract_from(r: Box, b: Box) -> list[Box] | None:
     """``r - b`` for non-empty boxes of one ndim; None when they do not overlap."""
-    if len(r.lo) == 2:
-        l0, l1 = r.lo
-        h0, h1 = r.hi
-        m0, m1 = b.lo
-        n0, n1 = b.hi
-        if m0 > l0:
-            l0 = m0
-        if n0 < h0:
-            h0 = n0
-        if h0 < l0:
-            return None
-        if m1 > l1:
-            l1 = m1
-        if n1 < h1:
-            h1 = n1
-        if h1 < l1:
-            return None
-        return _subtract(r.lo, r.hi, (l0, l1), (h0, h1))
+    if len(r.lo) == 2:  # (intersect's own 2-D path)
+        i = r.intersect(b)
+        return None if i is None else _subtract(r.lo, r.hi, i.lo, i.hi)
     lo = []
     hi = []
     for l, h, ol, oh in zip(r.lo, r.hi, b.lo, b.hi):
