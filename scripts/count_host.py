@@ -32,17 +32,9 @@ sys.path.insert(0, HERE)
 
 def run_dry(program: str, params: dict[str, int], ndev: int) -> None:
     """The driver once on dry devices (what each callgrind run executes)."""
-    import expcommon as ec
-    from bbmm.devices import DryDevice
-    from bbmm.run import runtime_options
-    from bbmm.runtime import Runtime
+    from bench_host import measure
 
-    bench = ec.load_bench(program, params, init=False)
-    module = bench.module
-    devices = [DryDevice(i) for i in range(ndev)]
-    arrays = {k: v.copy() for k, v in bench.init.items()}
-    rt = Runtime(devices, arrays, **runtime_options(module, arrays))
-    module.run(rt, bench.params, bench.scalars, module.default_tile(bench.params, ndev), False)
+    measure(program, params, ndev, 1, None)
 
 
 def count(program: str, params: dict[str, int], ndev: int) -> int:

@@ -362,22 +362,6 @@ class DeviceSet:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def no_opencl_reason() -> str | None:
-    """Why no OpenCL device can be used (None when one can)."""
-    try:
-        import pyopencl as cl
-        if not cl.get_platforms():
-            return "no OpenCL platform"
-    except Exception as e:  # noqa: BLE001
-        return f"no OpenCL platform: {e}"
-    from bbmm.devices.opencl import discover
-    disc = discover()
-    if not disc.chosen:
-        return "no usable OpenCL device" + (f" ({'; '.join(disc.problems)})"
-                                            if disc.problems else "")
-    return None
-
 # }}}
 
 # {{{ programs ready to run

@@ -25,10 +25,5 @@ def no_opencl_reason() -> str | None:
     return f"no OpenCL device bbmm can use ({why})"
 
 
-def have_opencl() -> bool:
-    """bbmm finds an OpenCL device that builds kernels."""
-    return no_opencl_reason() is None
-
-
 NO_OPENCL = no_opencl_reason()
 needs_cl = pytest.mark.skipif(NO_OPENCL is not None, reason=NO_OPENCL or "")
