@@ -1,6 +1,6 @@
 """Session 33: results/h200x1/s21/checks.py on two real GPUs with each failure's reason
 (``bbmm run --check`` of every program of tests/e2e/test_run.py under its tight cap, tile 4),
-devices given as arguments (default 2), only the programs named by $ONLY if set."""
+devices given as arguments (default 2), only the programs named by $ONLY if set, from the $FROM-th (0-based) on."""
 import os
 import sys
 import time
@@ -15,7 +15,7 @@ from test_run import PROGRAMS  # noqa: E402
 only = set(filter(None, os.environ.get("ONLY", "").split(",")))
 fails = 0
 for ndev in [int(a) for a in sys.argv[1:]] or [2]:
-    for path, params, cap in PROGRAMS:
+    for path, params, cap in PROGRAMS[int(os.environ.get("FROM", "0")):]:
         if only and Path(path).stem not in only:
             continue
         argv = ["run", str(path), "--check", "--no-progress", "--devices", str(ndev),

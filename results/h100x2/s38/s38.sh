@@ -1,0 +1,34 @@
+#!/bin/bash
+# session 38, two H100s (nvidia-h100-x2). One part per device call:
+#   a: change 60 (host-work cuts of session 37) beside the code before it (.wt/pre37,
+#      7011bcb, carried): Floyd n=16384 and LU n=8192 on two GPUs as standalone runs,
+#      alternating; the in-process slowdown of compare.py diagnosed (inproc.py);
+#      target 1 on two GPUs (bench_floor.py, Floyd only)
+#   b: target 5 on one GPU (box-in/box-out under a 2.5 GiB cap); the rest of the --check
+#      programs on two GPUs (checks2.py from program 33 on)
+. .whl/activate.sh || exit 1
+export PYTHONPATH=/tmp/site:$PWD
+part=${1:-a}
+echo "# part $part, $(date +%F' '%T), $(git rev-parse --short HEAD 2>/dev/null)"
+nvidia-smi --query-gpu=index,name,memory.used --format=csv,noheader
+quiet() { grep -v Warn | grep -v 'lambda: self'; }
+if [ "$part" = "a" ]; then
+  for rep in 1 2; do
+    for tree in . .wt/pre37; do
+      for prog in floyd:16384 lu:8192; do
+        (cd $tree && PYTHONPATH=/tmp/site:$PWD timeout 60 python3 -m bbmm run polybench/${prog%%:*}.c --param n=${prog#*:} --devices 2 --no-progress 2>&1 | quiet | grep -a -m1 "${prog%%:*}:" | sed "s|^|$tree rep $rep: |")
+      done
+    done
+  done
+  echo "## in-process slowdown"
+  timeout 150 python3 results/h100x2/s38/inproc.py 16384 2 2>&1 | quiet
+  echo "## target 1, floyd, 2 GPUs"
+  timeout 120 python3 scripts/bench_floor.py --heat2d 0 --devices 2 --repeat 2 --json $OUT/floor2.json 2>&1 | quiet | tail -4
+fi
+if [ "$part" = "b" ]; then
+  echo "## target 5, one GPU"
+  timeout 300 python3 scripts/exp_boxinout.py --device-mem 2.5GiB --devices 1 --factors 0.5,5 --programs matmul,blackscholes,mvt --repeat 1 --warmup 1 --no-plot --out $OUT/bio 2>&1 | quiet | tail -9
+  echo "## checks on 2 GPUs, from program 33"
+  FROM=32 timeout 200 python3 results/h200x2/s33/checks2.py 2 2>&1 | grep 'rc=\|error\|check fail\|checks:'
+fi
+echo "# done $(date +%T)"
