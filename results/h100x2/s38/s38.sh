@@ -4,8 +4,10 @@
 #      7011bcb, carried): Floyd n=16384 and LU n=8192 on two GPUs as standalone runs,
 #      alternating; the in-process slowdown of compare.py diagnosed (inproc.py);
 #      target 1 on two GPUs (bench_floor.py, Floyd only)
-#   b: target 5 on one GPU (box-in/box-out under a 2.5 GiB cap); the rest of the --check
+#   b: Floyd n=16384 on two GPUs with every command profiled (the timeline comes back:
+#      scripts/timeline.py floyd2.json), then under cProfile; the rest of the --check
 #      programs on two GPUs (checks2.py from program 33 on)
+#   c: target 5 on one GPU (box-in/box-out under a 2.5 GiB cap)
 . .whl/activate.sh || exit 1
 export PYTHONPATH=/tmp/site:$PWD
 part=${1:-a}
@@ -26,9 +28,16 @@ if [ "$part" = "a" ]; then
   timeout 120 python3 scripts/bench_floor.py --heat2d 0 --devices 2 --repeat 2 --json $OUT/floor2.json 2>&1 | quiet | tail -4
 fi
 if [ "$part" = "b" ]; then
-  echo "## target 5, one GPU"
-  timeout 300 python3 scripts/exp_boxinout.py --device-mem 2.5GiB --devices 1 --factors 0.5,5 --programs matmul,blackscholes,mvt --repeat 1 --warmup 1 --no-plot --out $OUT/bio 2>&1 | quiet | tail -9
+  echo "## floyd n=16384, 2 GPUs, profiled"
+  timeout 60 python3 -m bbmm run polybench/floyd.c --param n=16384 --devices 2 --no-progress --profile $OUT/floyd2.json 2>&1 | quiet | tail -12
+  gzip $OUT/floyd2.json
+  echo "## floyd n=16384, 2 GPUs, cProfile"
+  timeout 60 python3 -m cProfile -s tottime -m bbmm run polybench/floyd.c --param n=16384 --devices 2 --no-progress 2>&1 | quiet | head -45
   echo "## checks on 2 GPUs, from program 33"
   FROM=32 timeout 200 python3 results/h200x2/s33/checks2.py 2 2>&1 | grep 'rc=\|error\|check fail\|checks:'
+fi
+if [ "$part" = "c" ]; then
+  echo "## target 5, one GPU"
+  timeout 420 python3 scripts/exp_boxinout.py --device-mem 2.5GiB --devices 1 --factors 0.5,5 --programs matmul,blackscholes,mvt --repeat 1 --warmup 1 --no-plot --out $OUT/bio 2>&1 | quiet | tail -9
 fi
 echo "# done $(date +%T)"
