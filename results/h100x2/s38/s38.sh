@@ -7,6 +7,10 @@
 #   b: Floyd n=16384 on two GPUs with every command profiled (the timeline comes back:
 #      scripts/timeline.py floyd2.json), then under cProfile; the rest of the --check
 #      programs on two GPUs (checks2.py from program 33 on)
+#   d: where Floyd's host time per k goes on this host: bench_host.py (dry devices: the
+#      runtime's Python alone) and whole runs at n=4096 (GPU work negligible: the wall is
+#      the host's), this code against .wt/pre37 alternating; the cost of each pyopencl
+#      call (results/h200x1/s27/call_probe.py)
 #   c: target 5 on one GPU (box-in/box-out under a 2.5 GiB cap)
 . .whl/activate.sh || exit 1
 export PYTHONPATH=/tmp/site:$PWD
@@ -35,6 +39,17 @@ if [ "$part" = "b" ]; then
   timeout 60 python3 -m cProfile -s tottime -m bbmm run polybench/floyd.c --param n=16384 --devices 2 --no-progress 2>&1 | quiet | head -45
   echo "## checks on 2 GPUs, from program 33"
   FROM=32 timeout 200 python3 results/h200x2/s33/checks2.py 2 2>&1 | grep 'rc=\|error\|check fail\|checks:'
+fi
+if [ "$part" = "d" ]; then
+  for rep in 1 2; do
+    for tree in . .wt/pre37; do
+      (cd $tree && export PYTHONPATH=/tmp/site:$PWD
+       timeout 60 python3 scripts/bench_host.py --programs floyd,lu --devices 1,2 --param floyd:n=4096 --param lu:n=2048 --repeat 3 2>&1 | quiet | tail -4 | sed "s|^|$tree rep $rep dry: |"
+       for d in 1 2; do timeout 60 python3 -m bbmm run polybench/floyd.c --param n=4096 --devices $d --no-progress 2>&1 | quiet | grep -a -m1 "floyd:" | sed "s|^|$tree rep $rep: |"; done)
+    done
+  done
+  echo "## call costs"
+  timeout 60 python3 results/h200x1/s27/call_probe.py 2>&1 | quiet | head -14
 fi
 if [ "$part" = "c" ]; then
   echo "## target 5, one GPU"
