@@ -97,6 +97,20 @@ def split_leading(region: Box, outer: Box, itemsize: int) -> Iterator[tuple[Box,
         yield r3, o3, lin * inner_elems * itemsize
 
 
+def complete_prefix(events: Sequence[Any]) -> int:
+    """How many of ``events``, commands of one in-order queue in the order they were
+    enqueued, are complete: such a queue completes its commands in order, so they are a
+    prefix, found by bisection (a status query costs 0.2-1.7 us of the driver's time)."""
+    lo, hi = 0, len(events)          # events[:lo] complete, events[hi:] not
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if events[mid].command_execution_status == 0:  # 0: CL_COMPLETE
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 class Device(ABC):
     """One logical device: a memory pool, an in-order queue, rect copies, launches."""
 

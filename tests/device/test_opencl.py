@@ -508,6 +508,56 @@ def test_launch_sets_only_what_changed_and_stays_exact(make):
     np.testing.assert_allclose(res, want, rtol=1e-6)
 
 
+BUSY = """
+__kernel void busy(__global float *a, int iters)
+{
+    float x = a[get_global_id(0)];
+    for (int i = 0; i < iters; ++i)
+        x = x * 0.999f + 0.5f;
+    a[get_global_id(0)] = x;
+}
+"""
+
+
+def test_dropped_host_copy_events_do_not_stop_the_host(make):
+    """A host copy queued behind a long kernel returns at once, and dropping its event
+    (pyopencl's NannyEvent, whose destructor waits for the copy) does not wait for the
+    kernel either: the device holds the event until the copy is done (session 38: on two
+    busy GPUs such waits held the host in step with them). The copies still land."""
+    import time
+    (dev,) = make(1, cap="64MiB")
+    k = dev.kernel(BUSY, "busy")
+    n = 1 << 14
+    scratch = dev.alloc(n * 4)
+    iters, took = 64, 0.0
+    while took < 0.15 and iters < 1 << 24:  # a kernel of 0.15 s or more, whatever the CPU
+        iters *= 4
+        t = time.perf_counter()
+        dev.launch(k, (n,), None, [scratch.buf, np.int32(iters)])
+        dev.finish()
+        took = time.perf_counter() - t
+    box = Box((0, 0), (63, 63))
+    region = Box((5, 7), (40, 30))                    # a rect copy each way
+    host = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    back, line = np.zeros_like(host), np.zeros(64 * 64, np.float32)
+    a = dev.alloc(host.nbytes)
+    dev.write_rect(a, box, box, host)
+    dev.finish()
+    dev.launch(k, (n,), None, [scratch.buf, np.int32(iters)])
+    t = time.perf_counter()
+    for _ in range(3):
+        dev.write_rect(a, box, region, host, blocking=False)          # events dropped
+        dev.read_rect(a, box, region, back, blocking=False)
+        dev.read_rect(a, box, box, line.reshape(64, 64), blocking=False)  # linear
+    queued = time.perf_counter() - t
+    assert queued < took / 3, f"enqueueing took {queued:.3f} s behind a {took:.3f} s kernel"
+    assert any(dev._held), "the copies' events are held until they complete"
+    dev.finish()
+    assert not any(dev._held)
+    np.testing.assert_array_equal(back[region.slices()], host[region.slices()])
+    np.testing.assert_array_equal(line, host.reshape(-1))
+
+
 def test_closing_a_device_forgets_its_kernels_arguments():
     """What a kernel holds is remembered per kernel object (so a launch sets only what
     changed) until its device is closed: nothing of a closed context stays referenced."""

@@ -270,10 +270,10 @@ def test_host_order_side_loads_wait_for_their_own_device():
     assert left[0] is s0 and side not in left and len(left) <= 3
 
 
-def test_host_order_prunes_with_one_query_per_device_and_amortized():
-    """Pruning asks each device's newest record only (an in-order queue completes in
-    order): a device still busy keeps all its records, a finished one drops them all;
-    the next pruning waits until the list has doubled."""
+def test_host_order_prunes_complete_prefixes_by_bisection_and_amortized():
+    """Pruning drops, per device queue, every record up to its newest complete one (an
+    in-order queue completes in order), found by bisection: a device still busy keeps
+    only its running copies; the next pruning waits until the list has doubled."""
     from bbmm.coherence import HostOrder
     ctx = object()
     busy, idle = _Dev(ctx), _Dev(ctx)
@@ -284,14 +284,52 @@ def test_host_order_prunes_with_one_query_per_device_and_amortized():
         dev = busy if i % 2 else idle
         done = dev is idle or i < n - 2
         o.after("A", Box((i,), (i,)), dev, False, _CountedEvent(done))
-    assert _CountedEvent.queries == 2  # one per device
+    per_queue = (n + 1) // 2
+    assert _CountedEvent.queries <= 2 * per_queue.bit_length()  # bisection per queue
     left = o.pending["A"]
-    assert left and all(r[2] is busy for r in left) and len(left) == n // 2
-    for i in range(n, n + 2 * len(left) - len(left)):
+    assert [r[0] for r in left] == [Box((n - 2,), (n - 2,))]  # the running copy only
+    queries = _CountedEvent.queries
+    for i in range(n, n + HostOrder.PRUNE_AT - 1):  # below the bound: no pruning
         o.after("A", Box((i,), (i,)), busy, False, _CountedEvent(False))
-    assert _CountedEvent.queries == 2  # not yet twice as long: no pruning
+    assert _CountedEvent.queries == queries
     o.after("A", Box((99,), (99,)), busy, False, _CountedEvent(False))
-    assert _CountedEvent.queries == 3
+    assert _CountedEvent.queries > queries
+
+
+class _LagEvent:
+    """The ``i``-th command of a device that completes ``lag`` commands behind the host."""
+    enqueued = 0
+    lag = 0
+
+    def __init__(self):
+        self.i = _LagEvent.enqueued
+        _LagEvent.enqueued += 1
+
+    @property
+    def command_execution_status(self):
+        return 0 if self.i < _LagEvent.enqueued - _LagEvent.lag else 1
+
+
+@pytest.mark.parametrize("lag", [1, 5, 40])
+def test_host_order_stays_short_while_the_devices_trail_the_host(lag):
+    """Devices always a few commands behind the host (busy GPUs fed just in time): the
+    pending records stay about as many as the copies in flight, so the scan of each new
+    copy does not grow with the serial iterations (session 38: looking only at each
+    queue's newest record, Floyd's lists grew by two records per k)."""
+    from bbmm.coherence import HostOrder
+    ctx = object()
+    d0, d1 = _Dev(ctx), _Dev(ctx)
+    o = HostOrder()
+    _LagEvent.enqueued, _LagEvent.lag = 0, lag
+    longest = 0
+    for k in range(2000):  # Floyd: row k flows out of its owner and into the other
+        row = Box((k % 64, 0), (k % 64, 99))
+        owner, other = (d0, d1) if k % 2 else (d1, d0)
+        o.after("path", row, owner, True, _LagEvent())
+        assert o.before("path", row, other, False)  # the load waits for the store
+        o.after("path", row, other, False, _LagEvent())
+        longest = max(longest, len(o.pending["path"]))
+    assert longest <= 2 * (lag + HostOrder.PRUNE_AT) + 2, longest
 
 # }}}
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bbmm.box import Box
 from bbmm.devices.base import NullDevice, rect_args, split_leading
@@ -313,3 +315,28 @@ def test_2d_fast_paths_agree_with_the_general_rule():
         run = opencl.contiguous_run(region, outer)
         contiguous = bool(np.all(np.diff(idx) == 1))
         assert (run is not None) == contiguous and (run is None or run == idx[0])
+
+
+class _QueuedEvent:
+    """A command of an in-order queue; its status reads are counted."""
+    reads = 0
+
+    def __init__(self, done: bool):
+        self.done = done
+
+    @property
+    def command_execution_status(self) -> int:
+        _QueuedEvent.reads += 1
+        return 0 if self.done else 1
+
+
+@given(st.integers(0, 300), st.integers(0, 300))
+def test_complete_prefix_bisects_an_in_order_queue(done, running):
+    """The complete commands of an in-order queue are a prefix: its length, found with
+    a logarithmic number of status queries (each is a driver call)."""
+    from bbmm.devices.base import complete_prefix
+    events = [_QueuedEvent(True) for _ in range(done)] + \
+        [_QueuedEvent(False) for _ in range(running)]
+    _QueuedEvent.reads = 0
+    assert complete_prefix(events) == done
+    assert _QueuedEvent.reads <= (done + running).bit_length()

@@ -11,6 +11,14 @@
 #      runtime's Python alone) and whole runs at n=4096 (GPU work negligible: the wall is
 #      the host's), this code against .wt/pre37 alternating; the cost of each pyopencl
 #      call (results/h200x1/s27/call_probe.py)
+#   e: host copies' events held until done (change 61, this tree) against the code before
+#      (.wt/head, 4168a82, carried), alternating: Floyd n=16384 and LU n=8192 on two GPUs,
+#      Floyd profiled once more; then target 1 on two GPUs (bench_floor.py, both programs).
+#      Ran twice: with change 61 alone, then with change 62 (pending-copy records pruned
+#      by bisection) too, which also ran callcost.py at n=16384
+#   f: changes 61-62 (this tree, status queries by bisection) against .wt/head (4168a82),
+#      alternating: Floyd n=16384 and LU n=8192 on two GPUs; target 2 on two GPUs
+#      (compare.py --preset paper)
 #   c: target 5 on one GPU (box-in/box-out under a 2.5 GiB cap)
 . .whl/activate.sh || exit 1
 export PYTHONPATH=/tmp/site:$PWD
@@ -50,6 +58,33 @@ if [ "$part" = "d" ]; then
   done
   echo "## call costs"
   timeout 60 python3 results/h200x1/s27/call_probe.py 2>&1 | quiet | head -14
+fi
+if [ "$part" = "e" ]; then
+  for rep in 1 2; do
+    for tree in . .wt/head; do
+      for prog in floyd:16384 lu:8192; do
+        (cd $tree && PYTHONPATH=/tmp/site:$PWD timeout 60 python3 -m bbmm run polybench/${prog%%:*}.c --param n=${prog#*:} --devices 2 --no-progress 2>&1 | quiet | grep -a -m1 "${prog%%:*}:" | sed "s|^|$tree rep $rep: |")
+      done
+    done
+  done
+  echo "## floyd n=16384, 2 GPUs, profiled"
+  timeout 60 python3 -m bbmm run polybench/floyd.c --param n=16384 --devices 2 --no-progress --profile $OUT/floyd2.json 2>&1 | quiet | head -3
+  gzip $OUT/floyd2.json
+  echo "## host time per k"
+  timeout 60 python3 results/h100x2/s38/callcost.py 16384 2 2>&1 | quiet | head -4
+  echo "## target 1, 2 GPUs"
+  timeout 200 python3 scripts/bench_floor.py --devices 2 --repeat 2 --json $OUT/floor2.json 2>&1 | quiet | tail -4
+fi
+if [ "$part" = "f" ]; then
+  for rep in 1 2; do
+    for tree in . .wt/head; do
+      for prog in floyd:16384 lu:8192; do
+        (cd $tree && PYTHONPATH=/tmp/site:$PWD timeout 40 python3 -m bbmm run polybench/${prog%%:*}.c --param n=${prog#*:} --devices 2 --no-progress 2>&1 | quiet | grep -a -m1 "${prog%%:*}:" | sed "s|^|$tree rep $rep: |")
+      done
+    done
+  done
+  echo "## target 2, 2 GPUs"
+  timeout 180 python3 scripts/baselines/compare.py --preset paper --devices 2 --repeat 1 --out $OUT/compare2.json 2>&1 | quiet | tail -6
 fi
 if [ "$part" = "c" ]; then
   echo "## target 5, one GPU"
