@@ -25,6 +25,7 @@ This module imports no OpenCL: ``scripts/timeline.py`` summarizes saved files an
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import sys
@@ -275,10 +276,19 @@ def format_gaps(entry: Mapping[str, Any], gaps: Sequence[Mapping[str, Any]]) -> 
 
 # {{{ files
 
+def _open(path: str, mode: str) -> Any:
+    """``path`` as text; gzip-compressed where it ends in ``.gz`` (a long run's timeline
+    is tens of MB of JSON, a tenth of that compressed)."""
+    if path.endswith(".gz"):
+        return gzip.open(path, mode + "t")
+    return open(path, mode)
+
+
 def write(path: str, doc: Mapping[str, Any]) -> None:
-    """Write the document as JSON (compact: a long run has many commands)."""
+    """Write the document as JSON (compact: a long run has many commands; gzip where
+    ``path`` ends in ``.gz``)."""
     try:
-        with open(path, "w") as f:
+        with _open(path, "w") as f:
             json.dump(doc, f, separators=(",", ":"))
             f.write("\n")
     except OSError as e:
@@ -286,11 +296,12 @@ def write(path: str, doc: Mapping[str, Any]) -> None:
 
 
 def load(path: str) -> dict[str, Any]:
-    """A saved timeline document (UsageError, one line, when it is not one)."""
+    """A saved timeline document, gzip-compressed or not (UsageError, one line, when it
+    is not one)."""
     try:
-        with open(path) as f:
+        with _open(path, "r") as f:
             doc = json.load(f)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, EOFError) as e:
         raise UsageError(f"{path}: cannot read a timeline: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise UsageError(f"{path}: not a bbmm timeline (format {FORMAT})")

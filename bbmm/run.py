@@ -376,7 +376,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="write the run's statistics as JSON to PATH")
     g.add_argument("--profile", metavar="FILE", default=None,
                    help="record every device command with OpenCL profiling events and write "
-                        "the devices' timeline to FILE as JSON: copies, kernels, fills, idle "
+                        "the devices' timeline to FILE as JSON (gzip if it ends in .gz): copies, "
+                        "kernels, fills, idle "
                         "gaps; prints a summary per device on stderr (also $BBMM_PROFILE; "
                         "scripts/timeline.py FILE summarizes it again)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")

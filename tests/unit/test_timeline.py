@@ -120,6 +120,14 @@ def test_collect_write_load_and_the_summary_lines(tmp_path, capsys):
     assert "recording stopped after 3 commands (5 more not recorded)" in err[2]
     assert err[3] == "  dry0: not profiled"
     assert pf.load(str(path)) == json.loads(json.dumps(doc))
+    # a .gz path is written and read gzip-compressed; a truncated one is a one-line error
+    gz = tmp_path / "t.json.gz"
+    pf.write(str(gz), doc)
+    assert gz.read_bytes()[:2] == b"\x1f\x8b" and pf.load(str(gz)) == pf.load(str(path))
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gz.read_bytes()[:20])
+    with pytest.raises(UsageError, match="cannot read a timeline"):
+        pf.load(str(cut))
 
 
 def test_bad_targets_are_one_line_usage_errors(tmp_path, monkeypatch):
