@@ -4,7 +4,8 @@ timed on the host (kernel launches with their argument setting, host copies, bar
 event status queries and waits, finishes), the rest of the wall is the runtime's Python;
 and the CPU time of the main thread and of the whole process (the OpenCL driver's threads
 included) against the wall. Usage:
-callcost.py N[,N...] [DEVICES]"""
+callcost.py N[,N...] [DEVICES [PROGRAM]] (PROGRAM of polybench/, default floyd; its
+size parameter is n)"""
 import os
 import sys
 import time
@@ -53,15 +54,16 @@ cl.Event.command_execution_status = property(timed("event status", status.fget))
 
 sizes = [int(s) for s in sys.argv[1].split(",")] if len(sys.argv) > 1 else [4096, 16384]
 dev = sys.argv[2] if len(sys.argv) > 2 else "2"
+prog = sys.argv[3] if len(sys.argv) > 3 else "floyd"
 for n in sizes:
     for rep in range(2):
         T.clear(); N.clear()
         th, pr, w0 = time.thread_time(), time.process_time(), clock()
-        r = run_json(["run", os.path.join(ROOT, "polybench", "floyd.c"), "--param", f"n={n}",
+        r = run_json(["run", os.path.join(ROOT, "polybench", f"{prog}.c"), "--param", f"n={n}",
                       "--devices", dev, "--no-progress"])
         wall = r["wall_s"]
         calls = sum(T.values())
-        print(f"floyd n={n} devices={dev} rep {rep}: {wall / n * 1e3:.3f} ms per k, OpenCL calls "
+        print(f"{prog} n={n} devices={dev} rep {rep}: {wall / n * 1e3:.3f} ms per k, OpenCL calls "
               f"{calls / n * 1e6:.1f} us per k, the rest {(wall - calls) / n * 1e6:.1f} us per k")
         th, pr, w0 = time.thread_time() - th, time.process_time() - pr, clock() - w0
         print(f"    the whole call (compile, inputs, run): {w0:.3f} s, the main thread on a "
