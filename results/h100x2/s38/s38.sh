@@ -26,14 +26,19 @@ part=${1:-a}
 echo "# part $part, $(date +%F' '%T), $(git rev-parse --short HEAD 2>/dev/null)"
 nvidia-smi --query-gpu=index,name,memory.used --format=csv,noheader
 quiet() { grep -v Warn | grep -v 'lambda: self'; }
-if [ "$part" = "a" ]; then
+# alternate OTHER TIMEOUT: Floyd n=16384 and LU n=8192 on two GPUs as whole runs, this tree
+# and the tree OTHER one after the other, twice
+alternate() {
   for rep in 1 2; do
-    for tree in . .wt/pre37; do
+    for tree in . $1; do
       for prog in floyd:16384 lu:8192; do
-        (cd $tree && PYTHONPATH=/tmp/site:$PWD timeout 60 python3 -m bbmm run polybench/${prog%%:*}.c --param n=${prog#*:} --devices 2 --no-progress 2>&1 | quiet | grep -a -m1 "${prog%%:*}:" | sed "s|^|$tree rep $rep: |")
+        (cd $tree && PYTHONPATH=/tmp/site:$PWD timeout $2 python3 -m bbmm run polybench/${prog%%:*}.c --param n=${prog#*:} --devices 2 --no-progress 2>&1 | quiet | grep -a -m1 "${prog%%:*}:" | sed "s|^|$tree rep $rep: |")
       done
     done
   done
+}
+if [ "$part" = "a" ]; then
+  alternate .wt/pre37 60
   echo "## in-process slowdown"
   timeout 150 python3 results/h100x2/s38/inproc.py 16384 2 2>&1 | quiet
   echo "## target 1, floyd, 2 GPUs"
@@ -60,13 +65,7 @@ if [ "$part" = "d" ]; then
   timeout 60 python3 results/h200x1/s27/call_probe.py 2>&1 | quiet | head -14
 fi
 if [ "$part" = "e" ]; then
-  for rep in 1 2; do
-    for tree in . .wt/head; do
-      for prog in floyd:16384 lu:8192; do
-        (cd $tree && PYTHONPATH=/tmp/site:$PWD timeout 60 python3 -m bbmm run polybench/${prog%%:*}.c --param n=${prog#*:} --devices 2 --no-progress 2>&1 | quiet | grep -a -m1 "${prog%%:*}:" | sed "s|^|$tree rep $rep: |")
-      done
-    done
-  done
+  alternate .wt/head 60
   echo "## floyd n=16384, 2 GPUs, profiled"
   timeout 60 python3 -m bbmm run polybench/floyd.c --param n=16384 --devices 2 --no-progress --profile $OUT/floyd2.json 2>&1 | quiet | head -3
   gzip $OUT/floyd2.json
@@ -76,13 +75,7 @@ if [ "$part" = "e" ]; then
   timeout 200 python3 scripts/bench_floor.py --devices 2 --repeat 2 --json $OUT/floor2.json 2>&1 | quiet | tail -4
 fi
 if [ "$part" = "f" ]; then
-  for rep in 1 2; do
-    for tree in . .wt/head; do
-      for prog in floyd:16384 lu:8192; do
-        (cd $tree && PYTHONPATH=/tmp/site:$PWD timeout 40 python3 -m bbmm run polybench/${prog%%:*}.c --param n=${prog#*:} --devices 2 --no-progress 2>&1 | quiet | grep -a -m1 "${prog%%:*}:" | sed "s|^|$tree rep $rep: |")
-      done
-    done
-  done
+  alternate .wt/head 40
   echo "## target 2, 2 GPUs"
   timeout 180 python3 scripts/baselines/compare.py --preset paper --devices 2 --repeat 1 --out $OUT/compare2.json 2>&1 | quiet | tail -6
 fi
