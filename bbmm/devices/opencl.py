@@ -860,10 +860,10 @@ class OpenCLDevice(Device):
         gets there: a pending-copy record replaced, a rect copy's earlier pieces (an h2d
         copy behind another GPU's 2.5 ms copy took 2.5 ms to enqueue and drop, 11 us to
         enqueue and keep; session 38). Held here, an event is dropped only once its copy
-        is done. Safe: bbmm's host arrays
-        outlive the run, and every host read of a copied region waits on its event or a
-        finish explicitly (the NannyEvent's wait at an unknowable moment was never relied
-        on: a dropped copy's data was used only through those waits)."""
+        is done. Safe: bbmm's host arrays outlive the run, and every host read of a copied
+        region waits on its event or a finish explicitly (the NannyEvent's wait at an
+        unknowable moment was never relied on: a dropped copy's data was used only
+        through those waits)."""
         held = self._held[lane]
         held.append(event)
         if len(held) > self._prune_held[lane]:
