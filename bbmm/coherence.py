@@ -107,7 +107,7 @@ class HostOrder:
     waits for them too.
 
     Past :attr:`PRUNE_AT` records of an array, completed ones are dropped
-    (:func:`_unfinished`); the next pruning waits until the list has doubled.
+    (:func:`_unfinished`), and again each time :attr:`PRUNE_AT` more have come.
     """
 
     PRUNE_AT = 16
@@ -115,6 +115,8 @@ class HostOrder:
     def __init__(self) -> None:
         self.pending: dict[str, list[tuple[Box, Any, Any, bool, int]]] = {}
         self._prune_at: dict[str, int] = {}
+        self._count: dict[str, int] = {}
+        """Records added per array so far; pruned again at ``_prune_at``'s count."""
 
     def before(self, array: str, region: Box, device: Any, stores: bool,
                lane: int = 0) -> list[Any]:
@@ -143,14 +145,20 @@ class HostOrder:
         if stores:
             recs[:] = [r for r in recs if not r[0].issubset(region)]
         recs.append((region, event, device, stores, lane))
-        if len(recs) > self._prune_at.get(array, self.PRUNE_AT):
+        count = self._count.get(array, 0) + 1
+        self._count[array] = count
+        if len(recs) > self.PRUNE_AT and count >= self._prune_at.get(array, 0):
             recs[:] = _unfinished(recs)
-            self._prune_at[array] = max(self.PRUNE_AT, 2 * len(recs))
+            # again after PRUNE_AT more records (bisection keeps each pruning cheap): a
+            # bound that doubled with the list kept one grown while the devices trailed
+            # far behind long after they caught up, every copy scanning it
+            self._prune_at[array] = count + self.PRUNE_AT
 
     def clear(self) -> None:
         """Every device has finished: nothing is pending."""
         self.pending.clear()
         self._prune_at.clear()
+        self._count.clear()
 
 
 class Directory:

@@ -273,7 +273,7 @@ def test_host_order_side_loads_wait_for_their_own_device():
 def test_host_order_prunes_complete_prefixes_by_bisection_and_amortized():
     """Pruning drops, per device queue, every record up to its newest complete one (an
     in-order queue completes in order), found by bisection: a device still busy keeps
-    only its running copies; the next pruning waits until the list has doubled."""
+    only its running copies; the next pruning waits for PRUNE_AT more records."""
     from bbmm.coherence import HostOrder
     ctx = object()
     busy, idle = _Dev(ctx), _Dev(ctx)
@@ -289,7 +289,7 @@ def test_host_order_prunes_complete_prefixes_by_bisection_and_amortized():
     left = o.pending["A"]
     assert [r[0] for r in left] == [Box((n - 2,), (n - 2,))]  # the running copy only
     queries = _CountedEvent.queries
-    for i in range(n, n + HostOrder.PRUNE_AT - 1):  # below the bound: no pruning
+    for i in range(n, n + HostOrder.PRUNE_AT - 1):  # fewer than PRUNE_AT more: not yet
         o.after("A", Box((i,), (i,)), busy, False, _CountedEvent(False))
     assert _CountedEvent.queries == queries
     o.after("A", Box((99,), (99,)), busy, False, _CountedEvent(False))
@@ -330,6 +330,30 @@ def test_host_order_stays_short_while_the_devices_trail_the_host(lag):
         o.after("path", row, other, False, _LagEvent())
         longest = max(longest, len(o.pending["path"]))
     assert longest <= 2 * (lag + HostOrder.PRUNE_AT) + 2, longest
+    # the devices catch up: the list shrinks to what is in flight within PRUNE_AT copies
+    _LagEvent.lag = 0
+    for k in range(HostOrder.PRUNE_AT):
+        o.after("path", Box((k % 64, 0), (k % 64, 99)), d0, True, _LagEvent())
+    assert len(o.pending["path"]) <= HostOrder.PRUNE_AT + 1
+
+
+def test_host_order_shrinks_once_devices_far_behind_catch_up():
+    """Devices 400 commands behind for a while, then caught up: the pending records go
+    back to a few within PRUNE_AT more copies (a bound that doubled with the list kept
+    hundreds of complete records, scanned by every copy, until the list doubled again)."""
+    from bbmm.coherence import HostOrder
+    ctx = object()
+    d0, d1 = _Dev(ctx), _Dev(ctx)
+    o = HostOrder()
+    _LagEvent.enqueued, _LagEvent.lag = 0, 400
+    for k in range(600):
+        row = Box((k % 64, 0), (k % 64, 99))
+        o.after("path", row, d0 if k % 2 else d1, False, _LagEvent())
+    assert len(o.pending["path"]) >= 400
+    _LagEvent.lag = 0
+    for k in range(HostOrder.PRUNE_AT + 1):
+        o.after("path", Box((k, 0), (k, 99)), d0, False, _LagEvent())
+    assert len(o.pending["path"]) <= HostOrder.PRUNE_AT + 1
 
 # }}}
 
