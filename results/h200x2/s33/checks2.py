@@ -1,6 +1,7 @@
 """Session 33: results/h200x1/s21/checks.py on two real GPUs with each failure's reason
 (``bbmm run --check`` of every program of tests/e2e/test_run.py under its tight cap, tile 4),
-devices given as arguments (default 2), only the programs named by $ONLY if set, from the $FROM-th (0-based) on."""
+devices given as arguments (default 2), only the programs named by $ONLY if set, from the
+$FROM-th (0-based) on."""
 import os
 import sys
 import time
