@@ -19,7 +19,7 @@ import numpy as np
 from . import settings
 from .devices.base import Device
 from .diagnostic import SettingError
-from .runtime import TileBuffers, kernel_args
+from .runtime import TileBuffers, int32, kernel_args
 
 
 PREBUILD = settings.switch("BBMM_PREBUILD", True)
@@ -197,22 +197,6 @@ def once_tiles(lo: int, hi: int, size: int, ntiles: int, ndev: int, t0: int = 0
     origin, size, count = once_grid(lo, hi, size, ntiles, ndev, t0)
     return [(t, origin + t * size, origin + t * size + size - 1, device_of(t, count, ndev))
             for t in tiles_covering(lo - origin, hi - origin, size)]
-
-
-_INT32: dict[int, np.int32] = {}
-"""Interned ``np.int32`` kernel scalars (sizes, host iterators, tile bounds, grid origins)."""
-
-
-def int32(v: int) -> np.int32:
-    """``np.int32(v)``, the same object for the same value: a launch that sets only the
-    arguments that changed (:func:`bbmm.devices.opencl._set_changed`) then finds the
-    unchanged ones by identity, without a numpy comparison, and no scalar is made anew."""
-    x = _INT32.get(v)
-    if x is None:
-        if len(_INT32) >= 1 << 16:
-            _INT32.clear()
-        x = _INT32[v] = np.int32(v)
-    return x
 
 
 def scalars(values: Sequence[Any]) -> list[Any]:

@@ -689,7 +689,9 @@ class Runtime(Acquire):
 
 
 _I64_0 = np.int64(0)
-_I32 = {i: np.int32(i) for i in range(-1, 64)}
+_INT32: dict[int, np.int32] = {}
+"""Interned ``np.int32`` kernel scalars (:func:`int32`): sizes, host iterators, tile bounds,
+grid origins, strides of padding slots, access slots."""
 _SELS: dict[tuple[int, ...], list[Any]] = {}
 """The kernel arguments of each list of access slots seen (a tile's accesses repeat)."""
 _PAD: dict[int, list[Any]] = {}
@@ -734,9 +736,16 @@ def edge_points(spec: str | None) -> int:
     return n
 
 
-def _i32(v: int) -> np.int32:
-    x = _I32.get(v)
-    return np.int32(v) if x is None else x
+def int32(v: int) -> np.int32:
+    """``np.int32(v)``, the same object for the same value: a launch that sets only the
+    arguments that changed (:func:`bbmm.devices.opencl._set_changed`) then finds the
+    unchanged ones by identity, without a numpy comparison, and no scalar is made anew."""
+    x = _INT32.get(v)
+    if x is None:
+        if len(_INT32) >= 1 << 16:
+            _INT32.clear()
+        x = _INT32[v] = np.int32(v)
+    return x
 
 
 def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]:
@@ -762,7 +771,8 @@ def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]
         buf = pieces[0][1].alloc.buf if pieces else None
         pad = _PAD.get(ndim)
         if pad is None:
-            pad = _PAD[ndim] = [_I64_0] + [_i32(0)] * (ndim - 1) + [_i32(1)] * ndim + [_i32(0)] * ndim
+            pad = _PAD[ndim] = ([_I64_0] + [int32(0)] * (ndim - 1) + [int32(1)] * ndim
+                                + [int32(0)] * ndim)
         for _ in range(slots - n):
             out.append(buf)
             out += pad
@@ -774,6 +784,6 @@ def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]
         if sel is None:
             if len(_SELS) >= 4096:
                 _SELS.clear()
-            sel = _SELS[key] = [_i32(i) for i in acc]
+            sel = _SELS[key] = [int32(i) for i in acc]
         out += sel
     return out
