@@ -233,8 +233,8 @@ class Box:
             slo, shi = self.lo, self.hi
             if shi[0] < slo[0] or shi[1] < slo[1]:
                 return []  # self is empty
-            i = self.intersect(other)
-            return [self] if i is None else _subtract(slo, shi, i.lo, i.hi)
+            out = _subtract_from(self, other)
+            return [self] if out is None else out
         lo = []
         hi = []
         apart = False

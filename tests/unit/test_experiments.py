@@ -21,10 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import expcommon as ec  # noqa: E402
-from needs import NO_OPENCL  # noqa: E402 - tests/ is on sys.path (tests/conftest.py)
-
-needs_cl = pytest.mark.skipif(NO_OPENCL is not None,
-                              reason=f"{NO_OPENCL} (the experiments run generated OpenCL kernels)")
+from needs import needs_cl  # noqa: E402 - tests/ is on sys.path (tests/conftest.py)
 
 COMMON = ["--sizes", "tiny", "--repeat", "1", "--no-progress"]
 
