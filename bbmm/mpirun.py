@@ -40,6 +40,9 @@ from .distributed import DistributedRuntime, MPIComm
 from .run import runtime_options
 
 RESULTS = ("gather", "distributed")
+TRAFFIC = ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
+           "writeback_bytes")
+"""Host-device byte counts of the single-node report, summed over the ranks."""
 
 
 LAUNCHER_SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
@@ -113,6 +116,7 @@ class MPIResult:
                 "exchange_bytes": sum(p["exchange_sent_bytes"] for p in pr),
                 "gather_bytes": sum(p["gather_sent_bytes"] for p in pr),
                 "messages": sum(p["messages_sent"] for p in pr),
+                **{k: sum(p["runtime"].get(k, 0) for p in pr) for k in TRAFFIC},
                 "per_rank": pr}
 
 
@@ -257,6 +261,8 @@ def guarded(comm: Any, fn: Callable[[], int]) -> int:
     except _Exit as e:
         return e.code
     except BBMMError as e:
+        if getattr(comm, "stopped_by_peer", lambda: False)():
+            return 1  # the process that stopped first said why
         print(f"bbmm: error: rank {comm.rank}: {_one_line(e)}", file=sys.stderr)
         if comm.size > 1:
             sys.stderr.flush()
@@ -292,9 +298,10 @@ def _finish(res: MPIResult, comm: Any, kernel: str, json_path: str | None) -> in
     return 0
 
 
-def run_cli(args: argparse.Namespace) -> int:
-    """``bbmm run kernel.c --mpi ...`` on every rank."""
-    comm = world()
+def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
+    """``bbmm run kernel.c --mpi ...`` on every rank (``comm``: the ranks' communicator,
+    MPI's world by default; :mod:`bbmm.procs` passes its shared-memory one)."""
+    comm = world() if comm is None else comm
     args.node = comm.node_slot()  # ranks of one machine split its GPUs
 
     def build() -> Any:

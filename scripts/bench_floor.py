@@ -144,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="points per work-item to measure bbmm with, side by side: C along "
                         "the innermost band loop, R consecutive rows (e.g. 2x1,2x4,1x8; "
                         "default: $BBMM_COARSEN x $BBMM_COARSEN1)")
+    p.add_argument("--procs", default="1", metavar="P[,P...]",
+                   help="bbmm run's --procs values to measure side by side (e.g. 1,auto: "
+                        "one process, then one per GPU)")
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
     args.check = False
@@ -173,9 +176,12 @@ def main(argv: list[str] | None = None) -> int:
             mem, coh = floor_bytes(prog, params["n"], d)
             floor = mem / bw["d2d"] + coh / min(bw["h2d"], bw["d2h"])
             base = baseline_loop(prog, params, team, args.repeat)
-            for co in shapes:
+            variants = [(co, pr) for pr in args.procs.split(",") for co in shapes
+                        if d > 1 or pr == args.procs.split(",")[0]]
+            for co, pr in variants:
                 with hostlib.points_per_work_item(co):
-                    bb = steady_bbmm(prog, params, d, args)
+                    bb = steady_bbmm(prog, params, d, argparse.Namespace(**{**vars(args),
+                                                                           "procs": pr}))
                 rows.append({"program": prog, "params": params, "devices": d,
                              "floor_s": floor, "memory_bytes": mem, "coherence_bytes": coh,
                              "bbmm_s_per_iter": bb["s_per_iter"],
@@ -183,17 +189,17 @@ def main(argv: list[str] | None = None) -> int:
                              "bbmm_over_floor": bb["s_per_iter"] / floor,
                              "baseline_over_floor": base / floor, "bbmm_runs": bb["runs_s"],
                              "bbmm_flowout_bytes": bb["flowout_bytes"],
-                             "coarsen": f"{co[0]}x{co[1]}",
+                             "coarsen": f"{co[0]}x{co[1]}", "procs": pr,
                              "local": os.environ.get("BBMM_LOCAL", "")})
-                print(f"# {prog} {params} on {d}: floor {floor * 1e3:.3f} ms, bbmm "
+                print(f"# {prog} {params} on {d} (--procs {pr}): floor {floor * 1e3:.3f} ms, bbmm "
                       f"({co[0]}x{co[1]} points) {bb['s_per_iter'] * 1e3:.3f} ms, baseline "
                       f"{base * 1e3:.3f} ms", flush=True)
         team.close()
-    print(f"\n{'program':8} {'size':>16} {'dev':>3} {'points':>6} {'floor ms':>9} "
+    print(f"\n{'program':8} {'size':>16} {'dev':>3} {'procs':>5} {'points':>6} {'floor ms':>9} "
           f"{'bbmm ms':>9} {'base ms':>9} {'bbmm/floor':>10} {'base/floor':>10}")
     for r in rows:
         size = ",".join(f"{k}={v}" for k, v in r["params"].items())
-        print(f"{r['program']:8} {size:>16} {r['devices']:>3} {r['coarsen']:>6} "
+        print(f"{r['program']:8} {size:>16} {r['devices']:>3} {r['procs']:>5} {r['coarsen']:>6} "
               f"{r['floor_s'] * 1e3:>9.3f} "
               f"{r['bbmm_s_per_iter'] * 1e3:>9.3f} {r['baseline_loop_s_per_iter'] * 1e3:>9.3f} "
               f"{r['bbmm_over_floor']:>10.2f} {r['baseline_over_floor']:>10.2f}")

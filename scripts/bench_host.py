@@ -77,6 +77,65 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
     return row, rt
 
 
+class LoopbackComm:
+    """Rank ``rank`` of ``size`` processes, alone: every exchange returns zeros of the
+    sizes asked, every collective this rank's own value (what the other ranks would
+    send changes nothing of this rank's host work)."""
+
+    def __init__(self, rank: int, size: int, per_rank: int):
+        self.rank, self.size, self.per_rank = rank, size, per_rank
+
+    def allgather(self, obj: Any) -> list[Any]:
+        return [self.per_rank if isinstance(obj, int) else obj] * self.size
+
+    def gather(self, obj: Any, root: int = 0) -> list[Any] | None:
+        return [obj] * self.size if self.rank == root else None
+
+    def bcast(self, obj: Any, root: int = 0) -> Any:
+        return obj
+
+    def barrier(self) -> None:
+        pass
+
+    def exchange(self, sends: Any, recvs: Any) -> dict[int, Any]:
+        import numpy as np
+        return {src: np.zeros(n, np.uint8) for src, n in recvs.items()}
+
+
+def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repeat: int
+                  ) -> dict[str, Any]:
+    """Host work of each of ``ranks`` processes (``bbmm run --procs``) sharing ``ndev``
+    dry devices, one process at a time: the slowest one's time per serial iteration is
+    what a machine with a core per process needs."""
+    from bbmm.distributed import DistributedRuntime
+
+    bench = ec.load_bench(name, params, init=False)
+    module = bench.module
+    per = ndev // ranks
+    tile = module.default_tile(bench.params, ndev)
+    per_rank = []
+    tiles = 0
+    iters = 1
+    for r in range(ranks):
+        times = []
+        for _ in range(max(1, repeat)):
+            devices = [DryDevice(i) for i in range(per)]
+            arrays = {k: v.copy() for k, v in bench.init.items()}
+            rt = DistributedRuntime(devices, arrays, LoopbackComm(r, ranks, per),
+                                    **runtime_options(module, arrays))
+            t0 = time.perf_counter()
+            module.run(rt, bench.params, bench.scalars, tile, False)
+            times.append(time.perf_counter() - t0)
+        per_rank.append(min(times))
+        tiles += rt.local.stats.tiles
+        iters = max(1, rt.rank_stats.serial_iterations)
+    wall = max(per_rank)
+    return {"program": name, "devices": ndev, "ranks": ranks, "params": bench.param_text,
+            "tile": tile, "serial_iters": iters, "tiles": tiles, "wall_s": wall,
+            "per_rank_s": per_rank, "ms_per_iter": 1e3 * wall / iters,
+            "us_per_tile": 1e6 * wall * ranks / max(1, tiles), "replayed": 0}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -91,19 +150,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-replay", action="store_true", help="runtime without replay")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="profile the last configuration's last run; print the N top functions")
+    p.add_argument("--procs", default="1", metavar="P[,P...]",
+                   help="processes sharing the devices (bbmm run --procs; 'd': one per "
+                        "device); each process's host work is measured alone and the "
+                        "slowest counts")
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
     progs = ec.program_list(args, DEFAULT_PROGRAMS)
     replay = False if args.no_replay else None
     rows = []
-    print(f"{'program':12} {'params':>24} {'dev':>3} {'iters':>6} {'tiles':>7} "
+    print(f"{'program':12} {'params':>24} {'dev/P':>6} {'iters':>6} {'tiles':>7} "
           f"{'ms/iter':>8} {'us/tile':>8} {'replayed':>8}")
     for prog in progs:
         params = ec.program_params(args, prog)
-        for nd in ec.device_counts(args):
-            row, _ = measure(prog, params, nd, args.repeat, replay)
+        for nd, np_ in ((nd, p) for nd in ec.device_counts(args)
+                        for p in dict.fromkeys(nd if q == "d" else int(q)
+                                               for q in args.procs.split(","))):
+            if np_ > 1 and nd % np_ == 0:
+                row = measure_ranks(prog, params, nd, np_, args.repeat)
+            elif np_ == 1:
+                row, _ = measure(prog, params, nd, args.repeat, replay)
+            else:
+                continue
+            row.setdefault("ranks", 1)
             rows.append(row)
-            print(f"{prog:12} {row['params']:>24} {nd:>3} {row['serial_iters']:>6} "
+            print(f"{prog:12} {row['params']:>24} {nd:>3}/{np_:<2} {row['serial_iters']:>6} "
                   f"{row['tiles']:>7} {row['ms_per_iter']:>8.3f} {row['us_per_tile']:>8.1f} "
                   f"{row['replayed']:>8}", flush=True)
     if args.profile and rows:

@@ -108,6 +108,8 @@ def bbmm_once(prog: str, params: dict[str, Any], devices: int, args: argparse.Na
         argv += ["--platform", args.platform]
     if args.device_kind != "auto":
         argv += ["--device-kind", args.device_kind]
+    if getattr(args, "procs", None) not in (None, "1"):
+        argv += ["--procs", str(args.procs)]
     if check:
         argv.append("--check")
     return run_json(argv)
