@@ -278,11 +278,11 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
 
 
 def _run_run(args: argparse.Namespace) -> int:
+    from .procs import resolve_procs, run_procs
+    procs = resolve_procs(args)  # refuses --procs P > 1 with --mpi
     if args.mpi:  # every rank of mpiexec -n R runs this (bbmm/mpirun.py)
         from .mpirun import run_cli
         return run_cli(args)
-    from .procs import resolve_procs, run_procs
-    procs = resolve_procs(args)
     if procs > 1:  # one process per share of the devices (bbmm/procs.py)
         return run_procs(args, procs)
     from .run import check_against_reference, execute, profile_path, report

@@ -194,11 +194,6 @@ class Directory:
         self.defer = defer and not self.blocking
         """Small write-outs are deferred and merged (:meth:`writeout`); never with a
         blocking host copy, whose hooks publish each stored region at once (MPI)."""
-        self.gates: dict[str, list[Box]] = {}
-        self.gate: dict[Any, Any] = {}
-        """While set (:mod:`bbmm.distributed`): regions per array whose host copy another
-        process is about to read or replace, and per device domain the gate event that
-        every host copy into or out of them waits for (:meth:`Device.gate`)."""
         self._groups: dict[Copy, list[list]] = {}
         """Deferred write-outs per holder: ``[hull, points]`` groups, oldest first."""
 
@@ -229,8 +224,6 @@ class Directory:
         n = region.volume * host.itemsize
         lane = 1 if side and dev.side and not self.blocking and dev.side_for(dst.alloc, n) else 0
         waits = self.order.before(dst.array, region, dev, False, lane)
-        if self.gates:
-            waits = self._gated(dst.array, region, dev, waits)
         e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
                            blocking=self.blocking, side=bool(lane))
         if not self.blocking:
@@ -239,15 +232,15 @@ class Directory:
             dst.last = e
         if self.tape is not None:
             self.tape.add("h2d", (dst, region, what))
-        self.stats.devices[dst.device.index].h2d_bytes += n
+        ds = self.stats.devices[dst.device.index]
+        ds.h2d_bytes += n
+        ds.copies += 1
         self.stats.bytes[what] += n
 
     def _d2h(self, src: Copy, region: Box, what: str) -> None:
         host = self.host.array(src.array)
         dev = src.device
         waits = self.order.before(src.array, region, dev, True)
-        if self.gates:
-            waits = self._gated(src.array, region, dev, waits)
         e = dev.read_rect(src.alloc, src.box, region, host, wait_for=waits,
                           blocking=self.blocking)
         if not self.blocking:
@@ -258,15 +251,10 @@ class Directory:
             self.tape.add("d2h", (src, region, what))
         self.host.stored(src.array, region)
         n = region.volume * host.itemsize
-        self.stats.devices[src.device.index].d2h_bytes += n
+        ds = self.stats.devices[src.device.index]
+        ds.d2h_bytes += n
+        ds.copies += 1
         self.stats.bytes[what] += n
-
-    def _gated(self, array: str, region: Box, dev: Any, waits: list[Any]) -> list[Any]:
-        """``waits`` and, where ``region`` meets a gated region, the device's gate."""
-        for b in self.gates.get(array, ()):
-            if b.overlaps(region):
-                return [*waits, self.gate[dev.domain]]
-        return waits
 
     def _d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
         item = self.host.array(dst.array).itemsize
@@ -276,7 +264,9 @@ class Directory:
         if self.tape is not None:
             self.tape.add("d2d", (dst, src, region, what))
         n = region.volume * item
-        self.stats.devices[dst.device.index].d2d_bytes += n
+        ds = self.stats.devices[dst.device.index]
+        ds.d2d_bytes += n
+        ds.copies += 1
         self.stats.bytes[what] += n
 
     # ---- the newest value ------------------------------------------------------

@@ -453,8 +453,6 @@ class DistributedRuntime:
                 self.devices.extend(RemoteDevice(r, i) for i in range(c))
         self.own = Ownership(list(self.local.host.arrays))
         self.rank_stats = RankStats(self.rank, len(devices))
-        self.gated = self._gates() is not None
-        """Tiles are enqueued before the exchange, held back by gates (:meth:`run_phase`)."""
 
     # the runtime's attributes that reports and drivers read
     @property
@@ -478,15 +476,8 @@ class DistributedRuntime:
         return self.local.coherence
 
     def run_phase(self, tiles: Sequence[Tile], serial: object = None) -> None:
-        """Run one parallel loop instance: per stage, exchange and this rank's tiles,
-        then record every tile's writes.
-
-        Where this rank's devices can hold commands back (:meth:`_gates`), its tiles are
-        enqueued *before* the exchange, with every host copy into or out of an exchanged
-        region waiting for a gate that opens once the exchange is done: the planning and
-        the enqueues leave the path between a sender's data and a receiver's kernel.
-        Otherwise the exchange comes first and the tiles after it.
-        """
+        """Run one parallel loop instance: per stage, exchange, then this rank's tiles,
+        then record every tile's writes."""
         lo, hi = self.first, self.first + len(self.local.devices)
         rank_of = self.rank_of
         own = self.own
@@ -496,69 +487,16 @@ class DistributedRuntime:
             t0 = time.perf_counter()
             msgs = plan_exchange(own, stage, rank_of)
             st.plan_s += time.perf_counter() - t0
+            self._exchange(msgs, "exchange")
             mine = [t if lo == 0 else _moved(t, t.device - lo)
                     for t in stage if lo <= t.device < hi]
-            me = self.rank
-            if self.gated and any(me in pair for pair in msgs):
-                self._gated_phase(msgs, mine, serial)
-            else:
-                self._exchange(msgs, "exchange")
-                self.local.run_phase(mine, serial)
+            self.local.run_phase(mine, serial)
             for t in stage:
                 r = rank_of[t.device]
                 for a, ws in t.writes.items():
                     for w in ws:
                         own.wrote(a, w, r)
 
-    def _gates(self) -> dict[Any, Any] | None:
-        """A gate event per device domain, or None when a device cannot hold commands
-        back or the devices span several domains (a copy on one would then wait on the
-        host for the gate of another, before it opens)."""
-        devs = self.local.devices
-        if len({id(d.domain) for d in devs}) != 1 or self.local.directory.blocking:
-            return None
-        g = devs[0].gate()
-        return None if g is None else {devs[0].domain: g}
-
-    def _gated_phase(self, msgs: Messages, mine: list[Tile], serial: object) -> None:
-        """One stage with its tiles enqueued before the exchange (see :meth:`run_phase`)."""
-        me = self.rank
-        sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
-        recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
-        directory = self.local.directory
-        t0 = time.perf_counter()
-        gate = self._gates()
-        assert gate is not None
-        # what is sent is the host copy as it is before this stage's tiles: newest
-        # values still on a device go home first, and the copies into the host that are
-        # queued now are the ones to wait for before packing
-        waits = []
-        regions: dict[str, list[Box]] = {}
-        for _, items in sends:
-            for a, b in items:
-                for rb, holder in list(directory.dirty[a]):
-                    inter = rb.intersect(b)
-                    if inter is not None:
-                        directory.store(holder, inter, "refresh")
-                waits.extend(self._pending(a, b, loads=False))
-                regions.setdefault(a, []).append(b)
-        for _, items in recvs:
-            for a, b in items:
-                self._settle(a, b, loads=True)
-                directory.host_newer(a, b)
-                regions.setdefault(a, []).append(b)
-        try:
-            directory.gates, directory.gate = regions, gate
-            try:
-                self.local.run_phase(mine, serial)
-            finally:
-                directory.gates, directory.gate = {}, {}
-            for e in waits:
-                e.wait()
-            self._move(sends, recvs, "exchange", t0)
-        finally:  # also on an error: nothing may stay held back behind a closed gate
-            for g in gate.values():
-                self.local.devices[0].open_gate(g)
     def end_serial(self, serial: object = None) -> None:
         self.local.end_serial(serial)
         if isinstance(serial, tuple) and len(serial) == 1:
@@ -594,6 +532,7 @@ class DistributedRuntime:
         if not sends and not recvs:
             return
         t0 = time.perf_counter()
+        host = self.local.host
         directory = self.local.directory
         for _, items in sends:
             for a, b in items:
@@ -607,20 +546,13 @@ class DistributedRuntime:
         for _, items in recvs:
             for a, b in items:
                 self._settle(a, b, loads=True)
-        self._move(sends, recvs, kind, t0)
-        for _, items in recvs:
-            for a, b in items:
-                directory.host_newer(a, b)
-
-    def _move(self, sends: list[tuple[int, list[tuple[str, Box]]]],
-              recvs: list[tuple[int, list[tuple[str, Box]]]], kind: str, t0: float) -> None:
-        """Pack, send, receive and unpack the host copy's regions; count them."""
-        host = self.local.host
         bufs = {dst: pack(host, items) for dst, items in sends}
         sizes = {src: nbytes(host, items) for src, items in recvs}
         got = self.comm.exchange(bufs, sizes)
         for src, items in recvs:
             unpack(host, items, got[src])
+            for a, b in items:
+                directory.host_newer(a, b)
         st = self.rank_stats
         for dst, buf in bufs.items():
             st.sent_bytes[kind] += buf.nbytes
@@ -634,18 +566,13 @@ class DistributedRuntime:
                 st.received_from[src] = st.received_from.get(src, 0) + n
         st.exchange_s += time.perf_counter() - t0
 
-    def _pending(self, array: str, region: Box, loads: bool) -> list[Any]:
-        """Events of the queued host copies that touch ``region`` of the host array:
-        stores into it and, with ``loads``, loads from it."""
-        return [e for b, e, _, stores, _ in self.local.directory.order.pending.get(array, ())
-                if (stores or loads) and b.overlaps(region)]
-
     def _settle(self, array: str, region: Box, loads: bool) -> None:
         """Wait for the asynchronous host copies that touch ``region`` of the host array:
         stores into it (before its bytes are sent or overwritten) and, with ``loads``,
         loads from it (before it is overwritten)."""
-        for e in self._pending(array, region, loads):
-            e.wait()
+        for b, e, _, stores, _ in self.local.directory.order.pending.get(array, ()):
+            if (stores or loads) and b.overlaps(region):
+                e.wait()
 
 # }}}
 

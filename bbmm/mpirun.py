@@ -117,7 +117,21 @@ class MPIResult:
                 "gather_bytes": sum(p["gather_sent_bytes"] for p in pr),
                 "messages": sum(p["messages_sent"] for p in pr),
                 **{k: sum(p["runtime"].get(k, 0) for p in pr) for k in TRAFFIC},
+                "serial_iterations": max((p["serial_iterations"] for p in pr), default=0),
+                "enqueues": _enqueues(pr),
                 "per_rank": pr}
+
+
+def _enqueues(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ranks' copies and launches, in all and per serial iteration of the busiest
+    rank (the ranks enqueue at once, each into its own devices)."""
+    eq = [p["runtime"].get("enqueues", {}) for p in per_rank]
+    copies = sum(e.get("copies", 0) for e in eq)
+    launches = sum(e.get("launches", 0) for e in eq)
+    n = max(1, max((p["serial_iterations"] for p in per_rank), default=0))
+    busiest = max((e.get("copies", 0) + e.get("launches", 0) for e in eq), default=0)
+    return {"copies": copies, "launches": launches, "per_serial_iteration": (copies + launches) / n,
+            "busiest_rank_per_serial_iteration": busiest / n}
 
 
 def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, int],

@@ -19,9 +19,12 @@ iteration; P processes enqueue P times as much (``docs/performance.md``).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 from . import shm
@@ -91,11 +94,13 @@ def run_procs(args: argparse.Namespace, procs: int) -> int:
 
     path = shm.create(procs)
     children: list[subprocess.Popen] = []
+    logs: list[Any] = []  # each child's stderr: relayed by this process, once
     try:
         for rank in range(1, procs):
+            logs.append(tempfile.TemporaryFile("w+"))
             children.append(subprocess.Popen(
                 [sys.executable, "-m", "bbmm.procs", path, str(rank), str(procs)],
-                stdin=subprocess.DEVNULL))
+                stdin=subprocess.DEVNULL, stderr=logs[-1]))
 
         def alive() -> bool:
             return all(c.poll() in (None, 0) for c in children)
@@ -110,16 +115,50 @@ def run_procs(args: argparse.Namespace, procs: int) -> int:
             raise UsageError(f"--procs {procs}: a process did not start "
                              f"(exit statuses {codes})") from None
         os.unlink(path)  # every process has it mapped
-        code = run_cli(args, comm)
+        said = _Said()
+        with contextlib.redirect_stderr(said):
+            code = run_cli(args, comm)
         codes = [c.wait() for c in children]
+        if not said.error:
+            _relay(logs, codes)  # rank 0 said nothing: the first child that failed speaks
         return max([code, *(c if c > 0 else 1 for c in codes if c != 0)])
     finally:
         for c in children:
             if c.poll() is None:
                 c.kill()
                 c.wait()
+        for f in logs:
+            f.close()
         if os.path.exists(path):
             os.unlink(path)
+
+
+class _Said(io.TextIOBase):
+    """Rank 0's stderr, passed through, noting whether it printed an error."""
+
+    def __init__(self) -> None:
+        self.error = False
+        self.out = sys.stderr
+
+    def write(self, text: str) -> int:
+        if "bbmm: error:" in text or "Traceback" in text:
+            self.error = True
+        return self.out.write(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def _relay(logs: list[Any], codes: list[int]) -> None:
+    """Print what the children wrote to stderr: the first failed child's whole text (an
+    error line, or a traceback), else whatever they said (warnings)."""
+    texts = []
+    for f in logs:
+        f.seek(0)
+        texts.append(f.read())
+    failed = [t for t, c in zip(texts, codes) if c != 0 and t.strip()]
+    for t in failed[:1] or [t for t in texts if t.strip()]:
+        sys.stderr.write(t if t.endswith("\n") else t + "\n")
 
 
 def child_main(argv: list[str]) -> int:

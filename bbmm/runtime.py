@@ -307,6 +307,8 @@ class Runtime(Acquire):
         """bb_cleanup for every device at the end of a serial iteration (and, unless
         ``keep_idle``, boxes no tile used during it); or the replay of the iteration's
         held-back phases, when all of them matched the recorded fixed point."""
+        if isinstance(serial, tuple) and len(serial) == 1:
+            self.stats.serial_iterations += 1
         fixed = self._fixed
         if fixed is not None:
             if len(self._deferred) == len(fixed.phases):
@@ -503,6 +505,7 @@ class Runtime(Acquire):
         else:
             t.kernel(dev, tb, rows=rows)
         event = dev.last
+        self.stats.devices[t.device].launches += 1
         if event is not before:
             for c in tb.copies():
                 c.last = event

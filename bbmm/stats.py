@@ -34,6 +34,10 @@ class DeviceStats:
     boxes_allocated: int = 0
     boxes_present: int = 0
     max_boxes_per_array: int = 0
+    copies: int = 0
+    """Host-device and device-device copies enqueued (each an OpenCL call or more)."""
+    launches: int = 0
+    """Kernel launches enqueued (one per tile, or per range of its rows)."""
 
     def on_alloc(self, nbytes: int) -> None:
         self.resident_bytes += nbytes
@@ -56,7 +60,8 @@ class DeviceStats:
                 "d2h_bytes": self.d2h_bytes, "d2d_bytes": self.d2d_bytes,
                 "evictions": self.evictions, "boxes_allocated": self.boxes_allocated,
                 "boxes_present": self.boxes_present,
-                "max_boxes_per_array": self.max_boxes_per_array}
+                "max_boxes_per_array": self.max_boxes_per_array,
+                "copies": self.copies, "launches": self.launches}
 
 
 @dataclass
@@ -72,6 +77,8 @@ class Stats:
     """Tiles whose rows writing the flow-out ran first (:meth:`bbmm.runtime.Runtime._edges`)."""
     replayed: int = 0
     """Serial iterations replayed from a recorded fixed point (:mod:`bbmm.replay`)."""
+    serial_iterations: int = 0
+    """Iterations of the outermost serial loop (0: the program has none)."""
 
     @contextmanager
     def timer(self, what: str) -> Iterator[None]:
@@ -98,4 +105,16 @@ class Stats:
                 **{f"{k}_bytes": v for k, v in self.bytes.items()},
                 "time_s": t, "overhead_percent": self.overhead_percent, "tiles": self.tiles,
                 "split_accesses": self.split_accesses, "replayed_iterations": self.replayed,
-                "edge_first_tiles": self.edge_first}
+                "edge_first_tiles": self.edge_first,
+                "serial_iterations": self.serial_iterations,
+                "enqueues": self.enqueues()}
+
+    def enqueues(self) -> dict:
+        """Copies and launches enqueued, in all and per outermost serial iteration: the
+        host's calls into the driver, each of which costs it 11-28 us on an NVIDIA GPU
+        (``docs/performance.md``)."""
+        copies = sum(d.copies for d in self.devices)
+        launches = sum(d.launches for d in self.devices)
+        n = max(1, self.serial_iterations)
+        return {"copies": copies, "launches": launches,
+                "per_serial_iteration": (copies + launches) / n}

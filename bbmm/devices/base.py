@@ -187,15 +187,6 @@ class Device(ABC):
     def finish(self) -> None:
         """Wait until everything enqueued on this device is done."""
 
-    def gate(self) -> Any:
-        """An event that commands of this device's domain may wait for (``wait_for``)
-        until the host opens it (:meth:`open_gate`), or None where commands run as they
-        are called (nothing can be held back): the host then orders them itself."""
-        return None
-
-    def open_gate(self, gate: Any) -> None:
-        """Let the commands waiting for ``gate`` run."""
-
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.index}: {self.name}>"
 
@@ -286,9 +277,6 @@ class DryDevice(NullDevice):
 
     def kernel(self, source: str, name: str, options: str = "") -> str:
         return name
-
-    def gate(self) -> Any:
-        return object()  # nothing runs: the gate only has to exist (the GPU path's host work)
 
     def launch(self, kernel, global_size, local_size, args):
         self.launches += 1

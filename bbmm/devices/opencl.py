@@ -1041,12 +1041,6 @@ class OpenCLDevice(Device):
         except cl.Error as e:
             raise _device_error(e, self.name, f"reading {region} from the device") from None
 
-    def gate(self) -> Any:
-        return cl.UserEvent(self.context)
-
-    def open_gate(self, gate: Any) -> None:
-        gate.set_status(cl.command_execution_status.COMPLETE)
-
     def _waits(self, events: Sequence[Any]) -> list[Any] | None:
         """The events this queue can wait for; those of another context (which OpenCL
         cannot put in a wait list) are waited for here, on the host."""

@@ -1,0 +1,123 @@
+"""End-to-end over processes of one machine: ``bbmm run kernel.c --procs P --check`` on
+every PolyBench kernel and on random programs, the inter-process volume of
+Floyd-Warshall, the run report's fields, and the refusals of ``--procs``."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from needs import needs_cl
+from test_mpi import KERNELS, POLYBENCH, ROOT, ci_params, floyd_sent_to
+
+from bbmm import shm
+
+pytestmark = [pytest.mark.e2e, needs_cl,
+              pytest.mark.skipif(not shm.supported(), reason="--procs needs x86-64")]
+
+
+def bbmm(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "bbmm", *argv], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=ROOT)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=[k.stem for k in KERNELS])
+def test_polybench_check_over_processes(kernel, tmp_path):
+    out = tmp_path / "r.json"
+    argv = ["run", str(kernel), "--procs", "2", "--devices", "2", "--check", "--no-progress",
+            "--json", str(out)]
+    for p in ci_params(kernel):
+        argv += ["--param", p]
+    r = bbmm(*argv)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass", doc["mismatches"]
+    assert doc["ranks"] == 2 and doc["devices_per_rank"] == [1, 1]
+    assert all(p["tiles"] > 0 for p in doc["per_rank"])
+    assert sum(p["sent_bytes"] for p in doc["per_rank"]) == \
+        sum(p["received_bytes"] for p in doc["per_rank"])
+    eq = doc["enqueues"]
+    assert eq["launches"] >= doc["tiles"] > 0 and eq["copies"] > 0
+    assert r.stderr == "", r.stderr
+
+
+@pytest.mark.parametrize("procs,devices", [(2, 4), (3, 3)])
+def test_floyd_rows_between_processes(procs, devices, tmp_path):
+    """Floyd-Warshall over processes sends what MPI ranks send: row k from its owner to
+    every other process, once per k."""
+    n = 24
+    out = tmp_path / "f.json"
+    r = bbmm("run", str(POLYBENCH / "floyd.c"), "--param", f"n={n}", "--procs", str(procs),
+             "--devices", str(devices), "--check", "--no-progress", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass"
+    want = floyd_sent_to(n, [devices // procs] * procs)
+    assert [p["sent_to"] for p in doc["per_rank"]] == want
+    assert doc["serial_iterations"] == n
+    # per serial iteration each process launches its tiles and moves row k once
+    assert doc["enqueues"]["launches"] == n * devices
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--procs", "3", "--devices", "2"], "--devices 2 does not split evenly over --procs 3"),
+    (["--procs", "0"], "--procs must be at least 1"),
+    (["--procs", "two"], "a number of processes or 'auto'"),
+    (["--procs", "2", "--mpi"], "--procs and --mpi exclude each other"),
+    (["--procs", "2", "--devices", "2", "--profile", "t.json"], "needs --procs 1"),
+])
+def test_procs_refusals_are_one_line(argv, message):
+    r = bbmm("run", str(POLYBENCH / "floyd.c"), "--param", "n=16", *argv)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bbmm: error:") and message in lines[0], \
+        r.stderr
+
+
+def test_an_error_in_the_run_is_said_once():
+    """Every process fails to allocate its tile: the user reads one error, not one per
+    process, and the run ends with status 1."""
+    r = bbmm("run", str(POLYBENCH / "floyd.c"), "--param", "n=256", "--procs", "2",
+             "--devices", "2", "--device-mem", "1KiB", "--no-progress")
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot allocate" in lines[0], r.stderr
+
+
+N_RANDOM = int(os.environ.get("BBMM_RANDOM_PROCS", "8"))
+
+
+def test_random_programs_over_processes(tmp_path):
+    """Randomized differential test over processes: random programs (tests/randprog.py)
+    with --check on 2 processes of 1 or 2 devices, random tiles and modes.
+    ``BBMM_RANDOM_PROCS=N`` sets how many; ``BBMM_RANDOM_SEED0`` shifts the seeds."""
+    from test_random_kernels import accepted_program
+
+    seed0 = int(os.environ.get("BBMM_RANDOM_SEED0", "0"))
+    for seed in range(seed0, seed0 + N_RANDOM):
+        prog, path, s = accepted_program(seed, tmp_path)
+        rng = random.Random(f"procs-{s}")
+        params = dict(prog.params)
+        if "tsteps" in params:
+            params["tsteps"] = rng.randint(4, 7)
+        argv = ["run", str(path)] + [x for k, v in params.items()
+                                     for x in ("--param", f"{prog.renames.get(k, k)}={v}")]
+        if rng.random() < 0.5:
+            argv += ["--tile", str(rng.randint(1, 5))]
+        r = rng.random()
+        argv += ["--mode", "convex"] if r < 0.2 else ["--coherence", "block"] if r < 0.4 else []
+        out = tmp_path / f"p{s}.json"
+        argv += ["--procs", "2", "--devices", str(rng.choice([2, 4])), "--check",
+                 "--no-progress", "--json", str(out)]
+        res = bbmm(*argv)
+        cmd = "bbmm " + " ".join(argv[:argv.index("--json")])
+        assert res.returncode == 0 and out.exists(), \
+            f"seed {prog.seed}: exit {res.returncode}\n{cmd}\n{prog.text}\n{res.stderr[-2000:]}"
+        doc = json.loads(out.read_text())
+        assert doc["check"] == "pass", f"seed {prog.seed}: {doc['mismatches'][:2]}\n{cmd}"
