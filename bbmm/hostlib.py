@@ -32,9 +32,10 @@ build per distinct combination, cached): every unsplit access becomes one direct
 ALIGN = settings.integer("BBMM_ALIGN", 32, 1, 1024)
 """The first work-item of OpenCL dimension 0 gets an index that is a multiple of this
 (``$BBMM_ALIGN``; 1: the loop's lower bound): a warp of 32 floats then reads one
-128-byte segment of a row that starts on one (:func:`launch`). With it heat2d's step at
-12288^2 takes 1.16x the copy floor on one H200 (``python scripts/bench_floor.py --devices
-1``; ``BBMM_ALIGN=1`` for the unaligned start)."""
+128-byte segment of a row that starts on one (:func:`launch`). On one H200 heat2d's step
+at 12288^2 takes 0.675 ms with it against 0.705 from the lower bound, 1.16x and 1.21x the
+copy floor (``python scripts/bench_floor.py --floyd 0 --devices 1``, ``BBMM_ALIGN=1`` for
+the lower bound)."""
 COARSEN = settings.integer("BBMM_COARSEN", 1, 1, 64)
 """Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``."""
 COARSEN1 = settings.integer("BBMM_COARSEN1", 8, 1, 64)
@@ -59,8 +60,8 @@ BLOCK = _block(os.environ.get("BBMM_BLOCK"))
 blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=RxQ``: R
 consecutive rows by Q columns. bbmm's matmul kernel on one H200 at n = 8192 (profiled,
 two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197
-(``BBMM_BLOCK=RxQ python -m bbmm run polybench/matmul.c --param n=8192 --devices 1
---profile FILE``, then ``python scripts/timeline.py FILE``)."""
+(``BBMM_BLOCK=RxQ python -m bbmm run polybench/matmul.c --param ni=8192 --param nj=8192
+--param nk=8192 --devices 1 --profile FILE``, then ``python scripts/timeline.py FILE``)."""
 RESTRICT = settings.switch("BBMM_RESTRICT", True)
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
 UNROLL = settings.switch("BBMM_UNROLL", True)
