@@ -69,11 +69,11 @@ def _unfinished(recs: list[tuple[Box, Any, Any, bool, int]]) -> list[tuple]:
     queue, the newest complete record is found (one status query where the queue's
     newest record is done, else :func:`bbmm.devices.base.complete_prefix`'s bisection;
     a query costs 1.7 us on the H100 host), and it and those before it go.
-    Looking only at each queue's newest record (sessions 23-37) dropped nothing while
-    the devices were busy, as they are whenever the host runs ahead: the lists grew
-    with every serial iteration and each copy scanned them all (Floyd n=2048 on two
-    PoCL devices: 2045 records per copy; session 38). Querying every record each time
-    cost 7 ms per copy on the H200 host for mvt under a cap (1.2 of its 1.5 s)."""
+    Looking only at each queue's newest record would drop nothing while the devices are
+    busy, as they are whenever the host runs ahead: the lists would grow with every
+    serial iteration and each copy scan them all (Floyd n=2048 on two PoCL devices:
+    2045 records per copy). Querying every record each time costs 7 ms per copy on an
+    H200 host for mvt under a cap (1.2 of its 1.5 s)."""
     queues: dict[tuple[int, int], list[int]] = {}
     for i, r in enumerate(recs):
         queues.setdefault((id(r[2]), r[4]), []).append(i)

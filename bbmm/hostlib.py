@@ -31,14 +31,18 @@ build per distinct combination, cached): every unsplit access becomes one direct
 
 ALIGN = settings.integer("BBMM_ALIGN", 32, 1, 1024)
 """The first work-item of OpenCL dimension 0 gets an index that is a multiple of this
-(``$BBMM_ALIGN``; 1: the loop's lower bound, as before session 27): a warp of 32 floats
-then reads one 128-byte segment of a row that starts on one (:func:`launch`)."""
+(``$BBMM_ALIGN``; 1: the loop's lower bound): a warp of 32 floats then reads one
+128-byte segment of a row that starts on one (:func:`launch`). On one H200 heat2d's step
+at 12288^2 takes 0.675 ms with it against 0.705 from the lower bound, 1.16x and 1.21x the
+copy floor (``python scripts/bench_floor.py --floyd 0 --devices 1``, ``BBMM_ALIGN=1`` for
+the lower bound)."""
 COARSEN = settings.integer("BBMM_COARSEN", 1, 1, 64)
 """Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``."""
 COARSEN1 = settings.integer("BBMM_COARSEN1", 8, 1, 64)
 """Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``). The default
 1 x 8 was the fastest shape on one H200 for floyd, heat2d, heat3d and lu, and within 2%
-of the best for fdtd2d and matmul (docs/performance.md, change 22)."""
+of the best for fdtd2d and matmul
+(``python scripts/bench_floor.py --devices 1 --coarsen 2x1,2x4,1x8``)."""
 def _block(spec: str | None) -> tuple[int, int]:
     """``$BBMM_BLOCK``: ``RxQ``, the rows and columns of a register block (default 4x1)."""
     text = spec or "4x1"
@@ -55,8 +59,9 @@ BLOCK = _block(os.environ.get("BBMM_BLOCK"))
 """Points per work-item of register-blocked kernels (:attr:`codegen.opencl.KernelSource.
 blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=RxQ``: R
 consecutive rows by Q columns. bbmm's matmul kernel on one H200 at n = 8192 (profiled,
-two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197; the
-kernel of session 24 (one point per work-item) about 200 (docs/performance.md, change 51)."""
+two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197
+(``BBMM_BLOCK=RxQ python -m bbmm run polybench/matmul.c --param ni=8192 --param nj=8192
+--param nk=8192 --devices 1 --profile FILE``, then ``python scripts/timeline.py FILE``)."""
 RESTRICT = settings.switch("BBMM_RESTRICT", True)
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
 UNROLL = settings.switch("BBMM_UNROLL", True)
@@ -430,7 +435,7 @@ def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
 
     The shape hardly matters on the H200 once kernels are built: warm sweeps of heat2d,
     fdtd2d and heat3d put every shape tried (32x8 to 256x1, 32x4x2 to 256x1x1) within
-    8% of each other (results/h200x2/local_sweep_warm.txt). The defaults are the
+    8% of each other (results/h200x2-2026-11-22/local_sweep_warm.txt). The defaults are the
     hand-written baselines' one-row groups. (Earlier sweeps that ran each program's
     first, cold-compiling run with 32x8 showed 5-14x differences that were the build.)
     """

@@ -716,10 +716,11 @@ def _clipped(tb: TileBuffers, a: str, boxes: Sequence[Box]) -> Iterator[tuple[Co
 
 
 EDGE_POINTS = 0
-"""Default of ``$BBMM_EDGE``: off. Running a tile's flow-out rows first (change 52) hides the
-halo's hop only where the host has time for the extra launch and copy; on two H200s the
-host is not that far ahead, and heat2d's step went from 0.40 to 0.50 ms with the split
-(``results/h200x2/s33/calld.txt``, side by side)."""
+"""Default of ``$BBMM_EDGE``: off. Running a tile's flow-out rows first hides the halo's
+hop only where the host has time for the extra launch and copy; on two H200s it has not,
+and heat2d's step at 12288^2 takes 0.50 ms with the split against 0.40 without
+(``BBMM_EDGE=1`` then ``0``: ``python scripts/bench_floor.py --floyd 0 --devices 2
+--repeat 2``)."""
 
 
 def edge_points(spec: str | None) -> int:

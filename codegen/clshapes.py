@@ -188,9 +188,9 @@ def block_plan(band: list, body: tuple[Node, ...]) -> Block | None:
     ``BBMM_CO`` columns in registers reads ``A[i][k]`` once per row and ``B[k][j]`` once
     per column of its block (on one H200 at n = 8192, 4 x 1 points: about 200 -> 172 ms;
     hand-written kernels of this form ran in 68-156 ms, depending on details the compiler
-    should not care about: docs/performance.md, change 51). The result is bit-identical:
-    every point runs its own statements in the source's order; only the order *between*
-    points changes, and no dependence joins two points of a parallel band.
+    should not care about; ``BBMM_BLOCK=1x1`` gives the one-point kernel). The result is
+    bit-identical: every point runs its own statements in the source's order; only the
+    order *between* points changes, and no dependence joins two points of a parallel band.
 
     Taken: a band whose body is statements without temporaries around exactly one inner
     loop, whose bounds do not depend on the band's iterators (every point of a work-item

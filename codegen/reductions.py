@@ -315,7 +315,9 @@ STRIP = 4
 """Iterations of the inner loop per partial when the loop is strip-mined (``$BBMM_STRIP``
 overrides it, for experiments; 1 turns strip-mining off). A work-item walks 4
 consecutive elements while its neighbours walk the next ones. Per sweep of converge.c's
-8192^2 grid on an H100 (``results/h100x1/s35``, calls C and E): one partial per row,
+8192^2 grid on an H100 (``BBMM_STRIP=N python -m bbmm run tests/kernels/converge.c
+--param n=8192 --param tmax=40 --param tol=0 --devices 1``, against ``tmax=10``; see
+``results/h100x1-2026-11-25/``): one partial per row,
 its walk uncoalesced, 10.6 ms; strips of 4 / 8 / 16 / 32, 1.23 / 1.43 / 1.53 / 4.5 ms
 (the sweeps alone: 0.40 ms); wider strips walk worse, narrower ones leave more
 partials for the rows to combine."""
@@ -417,7 +419,8 @@ FLAT = (8, 64, 64)
 partials are folded in blocks of 64, those in blocks of 64 again, and the last blocks'
 results in order: a loop of n iterations leaves n / 32768 for the last, serial, fold
 (with one level of blocks, n / 512: 1.8 ms of a 2^24-element max norm's 1.8 ms per step
-on an H100, ``results/h100x1/s35/callh.txt``)."""
+on an H100: ``python -m bbmm run scripts/kernels/maxnorm.c --param n=16777216 --param
+tmax=40 --devices 1`` against ``tmax=10``; two levels: 0.5 ms)."""
 
 
 def flat(func: c_ast.FuncDef, k: int, names: tuple[str, ...]) -> bool:

@@ -324,7 +324,7 @@ def bench_stencil(dev, n: int, repeat: int, strips: list[int],
     add("copy-float4", _median_ms(q, lambda: k4(q, (g4, n), (64, 1), B, A, n32), repeat))
     g4w = -(-(n // 4) // 256) * 256
     # the same copy in groups of 256: as fast as enqueue_copy on the H200 (groups of 64
-    # hold it at 1.25x: session 27), so kernels can reach the floor
+    # hold it at 1.25x of enqueue_copy), so kernels can reach the floor
     add("copy-float4 256x1", _median_ms(q, lambda: k4(q, (g4w, n), (256, 1), B, A, n32),
                                         repeat))
     m = n - 2
@@ -356,7 +356,7 @@ def bench_stencil(dev, n: int, repeat: int, strips: list[int],
     for co in generated:
         for start in (1, 0):
             # work-item 0 at column 1 (the loop's lower bound) or 0 (the runtime's
-            # default since session 27: $BBMM_ALIGN, warps on whole memory segments)
+            # default: $BBMM_ALIGN, warps on whole memory segments)
             name = f"bbmm {co[0]}x{co[1]}" + (" from 0" if start == 0 else "")
             launch = _generated_heat2d(prog, ctx, A, B, n, co, start)
             cl.enqueue_copy(q, B, np.zeros_like(host)).wait()

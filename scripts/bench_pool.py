@@ -53,7 +53,7 @@ def bench_sizes(dev, repeat: int) -> list[dict[str, float]]:
     zero = np.uint8(0)
     rows = []
     # half a second of pool operations first: a host core that idled runs the first
-    # sizes at a lower clock (session 23: 1.1 us at 4-256 KiB, then 0.6 us, in one run)
+    # sizes at a lower clock (on an H200 host: 1.1 us at 4-256 KiB, then 0.6 us, in one run)
     keep = pool.alloc(SIZES[0])
     pool.free(*keep)
     end = time.perf_counter() + 0.5

@@ -18,7 +18,7 @@ one tile per device): columns of Table IV measured on this machine, next to the 
 
 Run on this CPU (PoCL; 2 logical devices sharing it, the ``small`` sizes)::
 
-    python scripts/exp_table4.py                       # -> results/pocl-cpu/table4.*
+    python scripts/exp_table4.py                       # -> results/pocl-cpu-<date>/table4.*
 
 On GPUs (paper sizes, Table IV "data size on 1 GPU"; one logical device per GPU)::
 

@@ -18,7 +18,7 @@ they share:
 * exact counting by enumeration of every statement instance at small sizes
   (:class:`Instances`): the exact per-device footprint (Figure 10(b)) and the minimum
   coherence volume (Figure 3(h));
-* output: CSV, JSON, PNG (matplotlib, Agg) under ``results/<machine>/`` and a text
+* output: CSV, JSON, PNG (matplotlib, Agg) under ``results/<machine>-<date>/`` and a text
   table on stdout; a tiny progress bar on stderr when it is a terminal.
 
 Definitions used by several scripts (also in each script's docstring):
@@ -182,7 +182,8 @@ def make_parser(exp: str, doc: str | None, *, programs: Sequence[str], devices: 
     p.add_argument("--tile", type=int, default=None,
                    help="tile size (default: the driver's default_tile, one tile per device)")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="output folder (default: results/<machine>/, e.g. results/pocl-cpu)")
+                   help="output folder (default: results/<machine>-<date>/, e.g. "
+                        "results/pocl-cpu-2026-11-22)")
     p.add_argument("--platform", default=None, help="OpenCL platform (index or name part)")
     p.add_argument("--check", action="store_true",
                    help="compare the first run of every configuration with the sequential "
@@ -243,7 +244,7 @@ def device_mem(args: argparse.Namespace) -> int | None:
 
 
 def machine_slug(platform: str | int | None = None) -> str:
-    """``pocl-cpu``, ``h200x2``...: what ``results/<machine>/`` is called by default."""
+    """``pocl-cpu``, ``h200x2``...: the machine part of ``results/<machine>-<date>/``."""
     from bbmm.devices.opencl import discover
 
     try:
@@ -264,7 +265,11 @@ def machine_slug(platform: str | int | None = None) -> str:
 
 
 def out_dir(args: argparse.Namespace) -> Path:
-    d = Path(args.out) if args.out else ROOT / "results" / machine_slug(args.platform)
+    if args.out:
+        d = Path(args.out)
+    else:
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        d = ROOT / "results" / f"{machine_slug(args.platform)}-{day}"
     d.mkdir(parents=True, exist_ok=True)
     return d
 

@@ -1,10 +1,10 @@
 """Plots from result files made on a machine without matplotlib (the GPU machines).
 
-The experiment scripts plot their own results when matplotlib is there; on the lent GPU
+The experiment scripts plot their own results when matplotlib is there; on the GPU
 machines it is not (only the wheels bbmm needs travel), so they run with ``--no-plot`` and
 this script draws the figures here from the JSON they wrote::
 
-    python scripts/plot_results.py results/h200x2 results/h200x4
+    python scripts/plot_results.py results/h200x2-2026-11-22 results/h200x4-2026-11-22
 
 For every ``compare*.json`` (``scripts/baselines/compare.py``), ``datascaling*.json``,
 ``boxinout.json``, ``reuse.json``, ``split.json`` and ``weakscaling*.json`` in the given

@@ -808,8 +808,8 @@ class OpenCLDevice(Device):
         # first touch: drivers allocate lazily, so a failure must show here (where the
         # pool can give back empty arenas and retry) and not in some later copy. NVIDIA's
         # driver allocates in the first enqueue that uses the buffer and fails *that
-        # call* (session 23: 7 x 35 GiB created on a 140 GiB H200, the fill of the 4th
-        # raised MEM_OBJECT_ALLOCATION_FAILURE), so enqueueing the fill is enough and
+        # call* (7 x 35 GiB created on a 140 GiB H200: the fill of the 4th raises
+        # MEM_OBJECT_ALLOCATION_FAILURE), so enqueueing the fill is enough and
         # the host need not wait for the device (5 waits cost blackscholes ~0.5 ms).
         touch = min(nbytes, 4096)
         if TOUCH == "async":
@@ -857,9 +857,9 @@ class OpenCLDevice(Device):
         pyopencl returns a ``NannyEvent`` for a copy to or from host memory, whose
         destructor waits for the copy (it guards the host array). Whoever drops the last
         reference to one while its copy is queued thus stops the host until the device
-        gets there: a pending-copy record replaced, a rect copy's earlier pieces (an h2d
-        copy behind another GPU's 2.5 ms copy took 2.5 ms to enqueue and drop, 11 us to
-        enqueue and keep; session 38). Held here, an event is dropped only once its copy
+        gets there: a pending-copy record replaced, a rect copy's earlier pieces (on two
+        H100s an h2d copy behind another GPU's 2.5 ms copy takes 2.5 ms to enqueue and
+        drop, 11 us to enqueue and keep). Held here, an event is dropped only once its copy
         is done. Safe: bbmm's host arrays outlive the run, and every host read of a copied
         region waits on its event or a finish explicitly (the NannyEvent's wait at an
         unknowable moment was never relied on: a dropped copy's data was used only

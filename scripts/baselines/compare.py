@@ -23,9 +23,9 @@ Usage::
         --out $OUT/compare.json        # also writes compare.csv beside it
     python3 scripts/baselines/compare.py --programs floyd --param floyd:n=8192 --devices 2
 
-On the GPU machine (two H200s; see ../shared/gpu/README.md), from the project root::
+On a GPU machine (two H200s; set-up in docs/gpu.md), from the project root::
 
-    . .whl/activate.sh && python3 scripts/baselines/compare.py --preset gpu \
+    python3 scripts/baselines/compare.py --preset gpu \
         --devices 1,2 --repeat 2 --out $OUT/gpu.json
 
 Two bbmm figures: *fresh* (``bbmm run`` as above: each run makes new contexts and

@@ -522,8 +522,8 @@ __kernel void busy(__global float *a, int iters)
 def test_dropped_host_copy_events_do_not_stop_the_host(make):
     """A host copy queued behind a long kernel returns at once, and dropping its event
     (pyopencl's NannyEvent, whose destructor waits for the copy) does not wait for the
-    kernel either: the device holds the event until the copy is done (session 38: on two
-    busy GPUs such waits held the host in step with them). The copies still land."""
+    kernel either: the device holds the event until the copy is done (on two busy GPUs
+    such waits would hold the host in step with them). The copies still land."""
     import time
     (dev,) = make(1, cap="64MiB")
     k = dev.kernel(BUSY, "busy")

@@ -64,7 +64,7 @@ def test_mvt_timeline_under_box_out(ndev, tmp_path, capsys):
             assert 0 <= s["busy_us"][k] <= s["span_us"]
         assert 0 <= s["idle_us"] <= s["span_us"] and s["union_us"] <= s["span_us"] + 1e-6
         # covered time and idle time make the span; read-ins run on a side queue beside
-        # the main queue's commands (change 39), so the busy times may add up to more
+        # the main queue's commands ($BBMM_SIDE), so the busy times may add up to more
         assert s["union_us"] + s["idle_us"] == pytest.approx(s["span_us"], abs=0.01)
         assert sum(s["busy_us"].values()) >= s["union_us"] - 0.01
         assert s["idle_host_us"] is None or 0 <= s["idle_host_us"] <= s["idle_us"] + 1e-6
@@ -149,7 +149,7 @@ def test_standalone_driver_writes_a_timeline(tmp_path):
     doc = json.loads(prof.read_text())
     assert [d["name"] for d in doc["devices"]] == ["cl0", "cl1"]
     # 2 steps of 2 nests, one tile per device each; a tile whose flow-out row the other
-    # device holds runs as two launches, that row first (change 52)
+    # device holds runs as two launches, that row first ($BBMM_EDGE)
     split = json.loads((tmp_path / "r.json").read_text())["edge_first_tiles"]
     assert split > 0
     assert sum(d["summary"]["count"]["kernel"] for d in doc["devices"]) == 2 * 4 + split

@@ -314,8 +314,8 @@ class _LagEvent:
 def test_host_order_stays_short_while_the_devices_trail_the_host(lag):
     """Devices always a few commands behind the host (busy GPUs fed just in time): the
     pending records stay about as many as the copies in flight, so the scan of each new
-    copy does not grow with the serial iterations (session 38: looking only at each
-    queue's newest record, Floyd's lists grew by two records per k)."""
+    copy does not grow with the serial iterations (looking only at each queue's newest
+    record, Floyd's lists would grow by two records per k)."""
     from bbmm.coherence import HostOrder
     ctx = object()
     d0, d1 = _Dev(ctx), _Dev(ctx)

@@ -1,4 +1,4 @@
-"""Rows that write the flow-out run first (bbmm.runtime.Runtime._edges, change 52), and the
+"""Rows that write the flow-out run first (bbmm.runtime.Runtime._edges, ``$BBMM_EDGE``), and the
 compile-time facts it rests on (codegen.flow.edge_writers)."""
 from __future__ import annotations
 

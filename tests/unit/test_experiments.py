@@ -275,7 +275,7 @@ def test_plot_results_redraws_gpu_results(tmp_path):
     import shutil
 
     import plot_results
-    src = ROOT / "results" / "h200x2"
+    src = ROOT / "results" / "h200x2-2026-11-22"
     for name in ("compare_paper.json", "datascaling.json", "boxinout.json", "reuse.json",
                  "split.json"):
         shutil.copy(src / name, tmp_path / name)

@@ -26,7 +26,7 @@ CI_SIZES = {
     "blackscholes": {"n": 4096},
     "matmul": {"ni": 48, "nj": 40, "nk": 32},
 }
-"""Small sizes for CI (the README lists the paper's sizes)."""
+"""Small sizes for CI (polybench/README.md lists the paper's sizes)."""
 
 SCALARS = {
     "blackscholes": {"riskfree": 0.02, "volatility": 0.30},     # the SDK's values
