@@ -487,10 +487,15 @@ class DistributedRuntime:
             t0 = time.perf_counter()
             msgs = plan_exchange(own, stage, rank_of)
             st.plan_s += time.perf_counter() - t0
-            self._exchange(msgs, "exchange")
             mine = [t if lo == 0 else _moved(t, t.device - lo)
                     for t in stage if lo <= t.device < hi]
-            self.local.run_phase(mine, serial)
+            me = self.rank
+            if (not self.local.directory.blocking and any(src == me for src, _ in msgs)
+                    and not any(dst == me for _, dst in msgs)):
+                self._send_after(msgs, mine, serial)
+            else:
+                self._exchange(msgs, "exchange")
+                self.local.run_phase(mine, serial)
             for t in stage:
                 r = rank_of[t.device]
                 for a, ws in t.writes.items():
@@ -536,12 +541,7 @@ class DistributedRuntime:
         directory = self.local.directory
         for _, items in sends:
             for a, b in items:
-                # newest values still on a device (not flowed out: block coherence, or
-                # sets that missed them) go to the host copy first
-                for rb, holder in list(directory.dirty[a]):
-                    inter = rb.intersect(b)
-                    if inter is not None:
-                        directory.store(holder, inter, "refresh")
+                self._refresh(a, b)
                 self._settle(a, b, loads=False)
         for _, items in recvs:
             for a, b in items:
@@ -553,6 +553,50 @@ class DistributedRuntime:
             unpack(host, items, got[src])
             for a, b in items:
                 directory.host_newer(a, b)
+        self._count(kind, bufs, sizes, t0)
+
+    def _send_after(self, msgs: Messages, mine: list[Tile], serial: object) -> None:
+        """A stage in which this rank only sends: its tiles are enqueued first, so that its
+        devices go on computing while it waits for the data it sends to reach the host.
+
+        What is sent is the host copy as the copies queued *before* the tiles leave it
+        (their events are taken first, and only they are waited for). A copy the tiles
+        add over a sent region could land while it is packed; it can change only elements
+        the receivers do not read in this stage: a receiver's tile reads nothing that a
+        tile of this stage writes, or the loop would carry a dependence and not be
+        parallel (an element both written and read, such as Floyd-Warshall's row k, is
+        written with the value it had)."""
+        me = self.rank
+        sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
+        t0 = time.perf_counter()
+        pending = self.local.directory.order.pending
+        waits = []
+        for _, items in sends:
+            for a, b in items:
+                self._refresh(a, b)
+                waits.extend(e for rb, e, _, stores, _ in pending.get(a, ())
+                             if stores and rb.overlaps(b))
+        self.rank_stats.exchange_s += time.perf_counter() - t0
+        self.local.run_phase(mine, serial)
+        t0 = time.perf_counter()
+        for e in waits:
+            e.wait()
+        host = self.local.host
+        bufs = {dst: pack(host, items) for dst, items in sends}
+        self.comm.exchange(bufs, {})
+        self._count("exchange", bufs, {}, t0)
+
+    def _refresh(self, array: str, region: Box) -> None:
+        """Newest values of ``region`` still on a device (not flowed out: block
+        coherence, or sets that missed them) go to the host copy (queued)."""
+        directory = self.local.directory
+        for rb, holder in list(directory.dirty[array]):
+            inter = rb.intersect(region)
+            if inter is not None:
+                directory.store(holder, inter, "refresh")
+
+    def _count(self, kind: str, bufs: Mapping[int, np.ndarray], sizes: Mapping[int, int],
+               t0: float) -> None:
         st = self.rank_stats
         for dst, buf in bufs.items():
             st.sent_bytes[kind] += buf.nbytes
