@@ -37,6 +37,8 @@ per serial iteration to each other rank (``tests/e2e/test_mpi.py`` checks the by
 .. autoclass:: Ownership
 .. autofunction:: stages
 .. autofunction:: plan_exchange
+.. autofunction:: plan_phase
+.. autoclass:: PlanMemo
 .. autofunction:: plan_gather
 .. autoclass:: DistributedRuntime
 .. autoclass:: MPIComm
@@ -219,6 +221,81 @@ def plan_exchange(own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int])
         for a, b in items:
             own.received(a, b, dst)
     return msgs
+
+
+def plan_phase(own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]
+               ) -> list[tuple[list[Tile], Messages]]:
+    """A phase's stages (:func:`stages`), each with the messages before it
+    (:func:`plan_exchange`); ``own`` ends as the phase leaves it (every tile's writes
+    recorded after its stage's messages)."""
+    out = []
+    for stage in stages(tiles, rank_of):
+        msgs = plan_exchange(own, stage, rank_of)
+        for t in stage:
+            r = rank_of[t.device]
+            for a, ws in t.writes.items():
+                for w in ws:
+                    own.wrote(a, w, r)
+        out.append((stage, msgs))
+    return out
+
+
+class PlanMemo:
+    """Phases planned before, by what the plan depends on: the tiles (device, boxes,
+    writes, fresh arrays) and the ownership records. A time step whose phases leave
+    the records as they found them (a stencil's) is planned once and looked up after;
+    the plan is the same on every rank, looked up or not.
+
+    Phases that never repeat (Floyd-Warshall's row ``k``) would only pay for their keys:
+    after :attr:`MISSES` misses in a row with no hit, lookups pause for :attr:`PAUSE`
+    phases.
+    """
+
+    SIZE = 64
+    MISSES = 16
+    PAUSE = 1024
+
+    def __init__(self) -> None:
+        self.plans: dict[Any, tuple[list[tuple[tuple[int, ...], Messages]], Any]] = {}
+        self.hits = self.misses = 0
+        self._streak = 0
+        self._paused = 0
+
+    def plan(self, own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]
+             ) -> list[tuple[list[Tile], Messages]]:
+        """:func:`plan_phase`, looked up where the same phase met the same records."""
+        if self._paused:
+            self._paused -= 1
+            return plan_phase(own, tiles, rank_of)
+        key = (tuple((t.device, _boxes_key(t.boxes), _boxes_key(t.writes), t.fresh)
+                     for t in tiles), _records_key(own))
+        got = self.plans.get(key)
+        if got is not None:
+            self.hits += 1
+            self._streak = 0
+            parts, after = got
+            own.records = {a: list(recs) for a, recs in after}
+            return [([tiles[i] for i in idx], msgs) for idx, msgs in parts]
+        self.misses += 1
+        self._streak += 1
+        if self._streak >= self.MISSES and not self.hits:
+            self._paused = self.PAUSE
+            self._streak = 0
+        plan = plan_phase(own, tiles, rank_of)
+        index = {id(t): i for i, t in enumerate(tiles)}
+        if len(self.plans) >= self.SIZE:
+            self.plans.pop(next(iter(self.plans)))
+        self.plans[key] = ([(tuple(index[id(t)] for t in st), msgs) for st, msgs in plan],
+                           _records_key(own))
+        return plan
+
+
+def _boxes_key(d: Mapping[str, Sequence[Box]]) -> tuple:
+    return tuple((a, tuple(bs)) for a, bs in d.items())
+
+
+def _records_key(own: Ownership) -> tuple:
+    return tuple((a, tuple(recs)) for a, recs in own.records.items())
 
 
 def plan_gather(own: Ownership, root: int = 0) -> Messages:
@@ -452,6 +529,7 @@ class DistributedRuntime:
             else:
                 self.devices.extend(RemoteDevice(r, i) for i in range(c))
         self.own = Ownership(list(self.local.host.arrays))
+        self.memo = PlanMemo()
         self.rank_stats = RankStats(self.rank, len(devices))
 
     # the runtime's attributes that reports and drivers read
@@ -479,14 +557,12 @@ class DistributedRuntime:
         """Run one parallel loop instance: per stage, exchange, then this rank's tiles,
         then record every tile's writes."""
         lo, hi = self.first, self.first + len(self.local.devices)
-        rank_of = self.rank_of
-        own = self.own
         st = self.rank_stats
-        for stage in stages(tiles, rank_of):
+        t0 = time.perf_counter()
+        plan = self.memo.plan(self.own, tiles, self.rank_of)
+        st.plan_s += time.perf_counter() - t0
+        for stage, msgs in plan:
             st.stages += 1
-            t0 = time.perf_counter()
-            msgs = plan_exchange(own, stage, rank_of)
-            st.plan_s += time.perf_counter() - t0
             mine = [t if lo == 0 else _moved(t, t.device - lo)
                     for t in stage if lo <= t.device < hi]
             me = self.rank
@@ -496,11 +572,6 @@ class DistributedRuntime:
             else:
                 self._exchange(msgs, "exchange")
                 self.local.run_phase(mine, serial)
-            for t in stage:
-                r = rank_of[t.device]
-                for a, ws in t.writes.items():
-                    for w in ws:
-                        own.wrote(a, w, r)
 
     def end_serial(self, serial: object = None) -> None:
         self.local.end_serial(serial)

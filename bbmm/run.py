@@ -450,6 +450,9 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
     add_device_options(p)
     add_run_options(p)
     args = p.parse_args(argv)
+    if args.procs not in ("1", "auto"):
+        p.error(f"--procs {args.procs}: a generated driver runs in one process; use "
+                f"bbmm run FILE.c --procs {args.procs}, or mpiexec with --mpi")
     if args.mpi:
         from .mpirun import driver_mpi
         return run_with_errors(lambda: driver_mpi(module, args))
