@@ -31,6 +31,7 @@ PROGRAMS = [
     ("heat-3d", {"tsteps": 4, "n": 10}, {}),         # 3-D stencil, time loop to TSTEPS
     ("mvt-const", {}, {}),                           # compile-time constant sizes only
     ("trisolv", {"n": 40}, {}),                      # no parallel loop: one work-item
+    ("correlation", {"m": 28, "n": 32}, {}),         # eps = SCALAR_VAL(0.1) before the scop
 ]
 SIZES = {"jacobi-2d": ["-DTSTEPS=5", "-DN=30"], "heat-3d": ["-DTSTEPS=4", "-DN=10"]}
 
