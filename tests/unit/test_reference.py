@@ -315,3 +315,66 @@ def test_compare_nan_inf_int_double():
 # }}}
 
 # vim: foldmethod=marker
+
+
+# {{{ extra C sources (bbmm run FILE MORE.c, --extra-source, polybench.c found by itself)
+
+PB = KERNELS / "polybench_style"
+XS = KERNELS / "extra_sources"
+
+
+def test_extra_sources_polybench_c_beside_polybench_h(tmp_path):
+    util = PB / "utilities"
+    # <polybench.h> in the -I folders: the polybench.c beside it
+    assert ref.extra_sources(PB / "lu.c", [str(util)]) == ((util / "polybench.c").resolve(),)
+    assert ref.extra_sources(PB / "lu.c", []) == ()                 # no polybench.h found
+    # the user's own files first, each once, the automatic one not twice
+    mine = XS / "myutil" / "myutil.c"
+    assert ref.extra_sources(PB / "lu.c", [str(util)], [mine, util / "polybench.c", mine]) \
+        == (mine.resolve(), (util / "polybench.c").resolve())
+    assert ref.extra_sources(XS / "lu_alloc.c", [str(XS / "myutil")]) == ()
+    # "polybench.h" beside the file; a polybench.h without a polybench.c adds nothing
+    (tmp_path / "polybench.h").write_text("")
+    (tmp_path / "k.c").write_text('#include "polybench.h"\nvoid k(int n) { }\n')
+    assert ref.extra_sources(tmp_path / "k.c") == ()
+    (tmp_path / "polybench.c").write_text("")
+    assert ref.extra_sources(tmp_path / "k.c") == ((tmp_path / "polybench.c").resolve(),)
+    # a file that includes polybench.c itself gets it once, from there
+    (tmp_path / "k.c").write_text('#include "polybench.h"\n#include "polybench.c"\n')
+    assert ref.extra_sources(tmp_path / "k.c") == ()
+    with pytest.raises(UsageError, match=r"^extra C source .*nothere\.c: no such file$"):
+        ref.extra_sources(tmp_path / "k.c", (), [tmp_path / "nothere.c"])
+
+
+def test_init_calling_another_source(cache):
+    """lu_alloc.c's init_array allocates with my_alloc from myutil/myutil.c: without that
+    file the link fails, with a hint; with it the library runs the init and the kernel."""
+    path, inc = XS / "lu_alloc.c", [str(XS / "myutil")]
+    scop = parse_file(path, include_dirs=inc)
+    with pytest.raises(ref.CompileError) as e:
+        ref.reference_library(scop, None, inc, init="init_array", cache_dir=cache)
+    assert "my_alloc" in e.value.summary and "--extra-source" in e.value.summary
+    assert "\n" not in e.value.summary
+    lib = ref.reference_library(scop, None, inc, init="init_array", cache_dir=cache,
+                                sources=[XS / "myutil" / "myutil.c"])
+    arrays, _ = ref.init_arrays(scop, {"n": 6}, lib=lib, init="init_array",
+                                include_dirs=inc)
+    A = arrays["A"]
+    B = np.array([[((i * 7 + j * 3) % 6) / 6 + (i == j) for j in range(6)] for i in range(6)])
+    np.testing.assert_allclose(A, B @ B.T, rtol=1e-12)
+    out = ref.run_reference(path, scop, {"n": 6}, {}, arrays, lib=lib)
+    L, U = np.tril(out["A"]), np.triu(out["A"], 1) + np.eye(6)   # row k scaled by A[k][k]
+    np.testing.assert_allclose(L @ U, A, rtol=1e-10)
+
+
+def test_extra_source_changes_the_cache_key(tmp_path):
+    src, more = tmp_path / "k.c", tmp_path / "more.c"
+    src.write_text("double f(double);\nvoid k(int n, double A[n]) "
+                   "{ for (int i = 0; i < n; i++) A[i] = f(A[i]); }\n")
+    more.write_text("double f(double x) { return 2 * x; }\n")
+    lib1 = ref.build_library(src, cache_dir=tmp_path / "c", sources=[more])
+    more.write_text("double f(double x) { return 3 * x; }\n")
+    lib2 = ref.build_library(src, cache_dir=tmp_path / "c", sources=[more])
+    assert lib1 != lib2
+
+# }}}
