@@ -80,7 +80,8 @@ any real bug on values of magnitude ~1. double: 1e-10 is about 450000 ulp (eps 2
 the same room for sums of ~1e5-1e6 terms. int: exact. ``compare(..., rtol=)`` overrides.
 """
 
-CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c99", "-fno-fast-math", "-ffp-contract=off")
+CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c99", "-fno-fast-math", "-ffp-contract=off",
+          "-fsigned-char")
 _LINUX_LDFLAGS = ("-Wl,-Bsymbolic", "-Wl,-z,defs")   # bind locally; undefined symbol = error
 _ENTRY_FLAGS = ("-fvisibility=hidden", "-ffunction-sections", "-fdata-sections")
 _LINUX_ENTRY_LDFLAGS = ("-Wl,--gc-sections",)  # main & co. go, with their undefined symbols
@@ -88,7 +89,19 @@ _COMPILER_CANDIDATES = ("cc", "gcc", "clang")
 _COMPILE_TIMEOUT_S = 300
 
 _DTYPES = {"float": np.dtype(np.float32), "double": np.dtype(np.float64),
-           "int": np.dtype(np.intc)}
+           "int": np.dtype(np.intc), "char": np.dtype(np.int8),
+           "unsigned char": np.dtype(np.uint8), "short": np.dtype(np.int16),
+           "unsigned short": np.dtype(np.uint16), "unsigned int": np.dtype(np.uint32),
+           "long": np.dtype(np.int64), "unsigned long": np.dtype(np.uint64),
+           "_Bool": np.dtype(np.bool_)}
+"""numpy dtype per array element type (:data:`codegen.csource.ELEM_CTYPES`): the width
+of the C type on LP64 and of the OpenCL type bbmm's kernels use (``char`` signed: the
+reference is built with ``-fsigned-char``, as OpenCL's is; ``_Bool`` one byte, 0 or 1)."""
+
+
+def exact(ctype: str) -> bool:
+    """Whether arrays of element type ``ctype`` compare exactly (integers and _Bool)."""
+    return ctype in _DTYPES and _DTYPES[ctype].kind in "iub"
 _CTYPES_ELEM = {"float": ctypes.c_float, "double": ctypes.c_double}
 
 
@@ -822,6 +835,9 @@ def init_arrays(scop, params: Mapping[str, int], seed: int = 0,
         dt = dtype_of(arr.ctype)
         if arr.ctype == "int":
             arrays[arr.name] = rng.integers(0, 100, size=shape, dtype=dt)
+        elif exact(arr.ctype):          # other integers: the same range; _Bool: 0 or 1
+            arrays[arr.name] = rng.integers(0, 2 if arr.ctype == "_Bool" else 100,
+                                            size=shape).astype(dt)
         else:
             arrays[arr.name] = rng.random(size=shape, dtype=dt)
     given = {k: float(v) for k, v in (scalars or {}).items()}
@@ -863,8 +879,8 @@ class Mismatch:
 
     def __str__(self) -> str:
         idx = ", ".join(str(i) for i in self.index)
-        kind = "absolute" if self.ctype == "int" else "relative"
-        err = str(int(self.max_error)) if self.ctype == "int" else f"{self.max_error:.3g}"
+        kind = "absolute" if exact(self.ctype) else "relative"
+        err = str(int(self.max_error)) if exact(self.ctype) else f"{self.max_error:.3g}"
         return (f"{self.name}: {self.count} of {self.total} elements differ; first at [{idx}]:"
                 f" got {self.got}, expected {self.expected}; max {kind} error {err}")
 
@@ -873,7 +889,7 @@ def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
             rtol: float | None = None) -> Mismatch | None:
     """None if ``got`` matches ``expect``, else a :class:`Mismatch`.
 
-    int: exact. float/double: element i is equal when ``|got - expect| <= rtol *
+    Integers and _Bool (:func:`exact`): exact. float/double: element i is equal when ``|got - expect| <= rtol *
     max(1, |expect|)`` with ``rtol`` from :data:`TOLERANCES` (1e-4 float, 1e-10 double),
     or when both are the same infinity, or both NaN; a NaN or infinity on one side only
     differs. Different shapes raise :class:`UsageError`.
@@ -882,8 +898,11 @@ def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
     if got.shape != expect.shape:
         raise UsageError(f"{name}: cannot compare shape {got.shape} with {expect.shape}")
     total = int(expect.size)
-    if ctype == "int":
-        diff = np.abs(got.astype(np.int64) - expect.astype(np.int64))
+    if exact(ctype):
+        # exact; through Python integers' width where unsigned long would wrap in int64
+        wide = np.int64 if np.dtype(expect.dtype).kind != "u" or expect.itemsize < 8 \
+            else object
+        diff = np.abs(got.astype(wide) - expect.astype(wide))
         bad = diff != 0
         tol = 0.0
     elif ctype in TOLERANCES:

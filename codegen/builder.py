@@ -20,7 +20,6 @@ from pycparser.c_parser import Coord
 
 from bbmm.diagnostic import UnsupportedProgramError, _format_coord
 from codegen.cexpr import (
-    ELEM_TYPES,
     Ctx,
     Cur,
     Expressions,
@@ -34,6 +33,7 @@ from codegen.csource import (
     INT_WORDS,
     ColumnMap,
     block_items,
+    elem_ctype,
     identifiers,
     params_of,
     scalar_type,
@@ -240,9 +240,10 @@ class Builder(Temporaries, Expressions, DataConditions):
             self.unsized[p.name] = p
             dims = [c_ast.Constant("int", "1", p.coord) if d is None else d for d in dims]
         names = getattr(getattr(t, "type", None), "names", None)
-        if not isinstance(t, c_ast.TypeDecl) or names is None or len(names) != 1 \
-                or names[0] not in ELEM_TYPES:
-            raise self.err(f"array '{p.name}' must have element type float, double or int", p)
+        ctype = elem_ctype(names) if isinstance(t, c_ast.TypeDecl) else None
+        if ctype is None:
+            raise self.err(f"array '{p.name}' must have element type float, double, an "
+                           f"integer type (char to long long, <stdint.h>'s) or _Bool", p)
         extents = []
         for d in dims:
             try:
@@ -252,7 +253,7 @@ class Builder(Temporaries, Expressions, DataConditions):
                                f"'{self.text(d)}' in '{p.name}'" + why(e), d) from None
             self.check_dividends(None)
         sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e.isl()})] }}") for e in extents)
-        return Array(p.name, names[0], tuple(self.text(d) for d in dims), tuple(extents),
+        return Array(p.name, ctype, tuple(self.text(d) for d in dims), tuple(extents),
                      sizes, self.coord(p))
 
     def region(self, func: c_ast.FuncDef, fname: str) -> list[c_ast.Node]:

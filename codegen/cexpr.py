@@ -19,7 +19,7 @@ import islpy as isl
 from pycparser import c_ast
 
 from bbmm.diagnostic import _format_coord
-from codegen.csource import INT_WORDS, int_literal
+from codegen.csource import ELEM_CTYPES, INT_WORDS, elem_ctype, int_literal
 from codegen.helpers import helper
 from codegen.scop import (
     Access,
@@ -64,7 +64,8 @@ SIDE_EFFECT_FUNCS = frozenset({"printf", "fprintf", "puts", "malloc", "calloc", 
 KNOWN_CONSTANTS = {"M_PI": "double", "M_E": "double", "M_SQRT2": "double", "INFINITY": "float",
                    "FLT_MAX": "float", "FLT_MIN": "float", "DBL_MAX": "double",
                    "DBL_MIN": "double"}
-ELEM_TYPES = ("float", "double", "int")
+ELEM_TYPES = ELEM_CTYPES
+"""The element types of arrays (:data:`codegen.csource.ELEM_CTYPES`)."""
 _RHS_BINOPS = {"+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "&", "|",
                "^", "<<", ">>"}
 _CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
@@ -346,7 +347,10 @@ class Expressions:
             t = node.to_type.type
             if not isinstance(t, c_ast.TypeDecl):
                 raise self.err(f"pointer cast not supported: '{self.text(node)}'", node)
-            return Cast(" ".join(t.type.names), self.expr(node.expr, ctx, cur))
+            ctype = elem_ctype(t.type.names) or " ".join(t.type.names)
+            if ctype == "_Bool":                 # C's (_Bool) x is 0 or 1
+                return BinOp("!=", self.expr(node.expr, ctx, cur), Num("0", "int"))
+            return Cast(ctype, self.expr(node.expr, ctx, cur))
         if isinstance(node, c_ast.FuncCall):
             fn = node.name.name if isinstance(node.name, c_ast.ID) else self.text(node.name)
             if fn in MATH_FUNCS:

@@ -54,6 +54,8 @@ PROGRAMS = [
     (KERNELS / "pointers.c", ["tsteps=3", "n=14", "a=0.5"], "2KiB"),
     # scalars initialised before '#pragma scop' (codegen/builder.py, Builder.build)
     (KERNELS / "outer_init.c", ["m=20", "n=30"], "2KiB"),
+    # arrays of C's integer types and _Bool, compared exactly
+    (KERNELS / "int_types.c", ["n=13", "m=17"], "2KiB"),
     # flat arrays A[i*n + j] read as rows (codegen/delinearize.py)
     (KERNELS / "flat" / "jacobi.c", ["tsteps=3", "n=14"], "3KiB"),
     (KERNELS / "flat" / "matvec.c", ["n=21", "m=14"], "4KiB"),

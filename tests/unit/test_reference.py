@@ -378,3 +378,43 @@ def test_extra_source_changes_the_cache_key(tmp_path):
     assert lib1 != lib2
 
 # }}}
+
+
+# {{{ integer and _Bool element types: numpy dtypes of their width, compared exactly
+
+def test_integer_dtypes_and_exact_comparison():
+    assert {t: ref.dtype_of(t).itemsize for t in (
+        "char", "unsigned char", "short", "unsigned short", "int", "unsigned int", "long",
+        "unsigned long", "_Bool")} == {
+        "char": 1, "unsigned char": 1, "short": 2, "unsigned short": 2, "int": 4,
+        "unsigned int": 4, "long": 8, "unsigned long": 8, "_Bool": 1}
+    assert ref.dtype_of("char").kind == "i" and ref.dtype_of("_Bool").kind == "b"
+    big = np.array([2**64 - 1, 5], np.uint64)
+    assert ref.compare("u", big, big.copy(), "unsigned long") is None
+    m = ref.compare("u", big, np.array([2**64 - 2, 5], np.uint64), "unsigned long")
+    assert m is not None and m.count == 1 and "max absolute error 1" in str(m)
+    b = np.array([True, False])
+    assert ref.compare("b", b, ~b, "_Bool").count == 2
+    s = np.array([-3, 4], np.int16)
+    assert ref.compare("s", s, s + 0, "short") is None
+
+
+def test_integer_arrays_through_the_reference(tmp_path, cache):
+    """The C program gets the bytes of each array as its element type (int8 to uint64,
+    _Bool), and random inputs are integers (0 or 1 for _Bool)."""
+    path = KERNELS / "int_types.c"
+    scop = parse_file(path)
+    params = {"n": 5, "m": 6}
+    arrays, _ = ref.init_arrays(scop, params, seed=2)
+    assert arrays["src"].dtype == np.uint16 and arrays["mask"].dtype == np.bool_
+    assert arrays["delta"].dtype == np.int8 and arrays["acc"].dtype == np.int64
+    out = ref.run_reference(path, scop, params, {}, arrays, cache_dir=cache)
+    src = arrays["src"].astype(np.int64)
+    np.testing.assert_array_equal(out["out"], (src * 700 + 3) % 65536)
+    acc = arrays["acc"] + src * 10**10 - 7
+    np.testing.assert_array_equal(out["acc"], acc)
+    np.testing.assert_array_equal(out["tot"], acc.sum(axis=1))
+    np.testing.assert_array_equal(out["mask"], (src & 6) != 0)
+    np.testing.assert_array_equal(out["delta"], ((src * 700 + 3) % 256 - 100).astype(np.int8))
+
+# }}}
