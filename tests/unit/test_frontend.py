@@ -440,6 +440,13 @@ def test_integer_and_bool_element_types_and_typedefs():
     assert to_c(s.statements[1].rhs) == "(p[i] != 0)"
 
 
+def test_pointers_to_integer_and_bool_elements_are_arrays():
+    s = parse_source("void f(int n, const unsigned char *x, _Bool *y) {\n"
+                     "  for (int i = 0; i < n; i++) y[i] = x[i] > 3;\n}\n", "p.c")
+    assert [(a.name, a.ctype, a.dims) for a in s.arrays] == [
+        ("x", "unsigned char", ("n",)), ("y", "_Bool", ("n",))]
+
+
 def test_carried_temporary_of_integer_type_is_an_array_of_it():
     s = parse_source("void f(int n, long A[n]) { for (int i = 0; i < n; i++) { "
                      "long x = 0; for (int j = 0; j < n; j++) x += A[j]; A[i] = x; } }", "l.c")
