@@ -167,6 +167,18 @@ class Expressions:
             return self.affine(node.expr, iters)
         if isinstance(node, c_ast.ArrayRef):
             raise NotAffine("indirect access through an array")
+        if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) \
+                and node.name.name in ("floord", "ceild") and node.args is not None \
+                and len(node.args.exprs) == 2:
+            # Pluto's and CLooG's floor and ceiling divisions (true floor and ceiling for
+            # every sign, as isl's): quasi-affine by a positive constant
+            a, b = (self.affine(x, iters) for x in node.args.exprs)
+            if not b.is_const() or b.const <= 0:
+                raise NotAffine(f"'{node.name.name}' by {'a variable' if not b.is_const() else b.const} "
+                                f"(only by a positive constant)")
+            if node.name.name == "ceild":
+                a = a + Affine((), b.const - 1)
+            return a.floordiv(b.const)
         if isinstance(node, c_ast.FuncCall):
             raise NotAffine("function call")
         raise NotAffine(f"operator '{getattr(node, 'op', type(node).__name__)}'")
@@ -250,6 +262,16 @@ class Expressions:
             args = tuple(self.bound_expr(a, ctx) for a in node.args.exprs)
             return AffMin(args) if node.name.name.lower() == "min" else AffMax(args)
         if isinstance(node, c_ast.TernaryOp):
+            m = node.cond
+            if isinstance(m, c_ast.BinaryOp) and m.op in ("<", "<=", ">", ">="):
+                # max and min macros ('(x) > (y) ? (x) : (y)'), nested ones too (Pluto's
+                # 'max(max(a, b), c)'): their operands bounds, whatever they are
+                sides = (self.text(m.left), self.text(m.right))
+                arms = (self.text(node.iftrue), self.text(node.iffalse))
+                if sides in (arms, arms[::-1]):
+                    a, b = (self.bound_expr(x, ctx) for x in (node.iftrue, node.iffalse))
+                    bigger = (m.op in (">", ">=")) == (sides == arms)
+                    return AffMax((a, b)) if bigger else AffMin((a, b))
             c = self.cond(node.cond, ctx)
             a, b = self.bound_expr(node.iftrue, ctx), self.bound_expr(node.iffalse, ctx)
             if isinstance(c, Cmp) and c.op in ("<", "<=", ">", ">="):

@@ -231,7 +231,7 @@ def read_source(text: str, filename: str = "<input>",
     Raises :class:`UnsupportedProgramError` at ``file:line:col`` for preprocessor and
     syntax errors.
     """
-    text = strip_comments(text)
+    text = _keep_floord(strip_comments(text))
     cmap = ColumnMap(filename, text)
     src = _preprocess(text, filename, defines, include_dirs, base_dir, cmap)
     parser = c_parser.CParser()
@@ -247,6 +247,18 @@ def read_source(text: str, filename: str = "<input>",
             msg = str(e).split(": ", 1)[-1]
         raise UnsupportedProgramError(f"C syntax error: {msg}", cmap.fix(coord)) from None
     return CSource(filename, resolve_typedefs(ast), cmap)
+
+
+_FLOORD = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?:floord|ceild)[ \t]*\([^\n]*$", re.M)
+
+
+def _keep_floord(text: str) -> str:
+    """``text`` with its one-line definitions of ``floord`` and ``ceild`` (Pluto's and
+    CLooG's ``#define floord(n,d) (((n)<0) ? -((-(n)+(d)-1)/(d)) : (n)/(d))``) blanked,
+    so that their uses stay calls, which the front end reads as the floor and ceiling
+    divisions they are (:meth:`codegen.cexpr.Expressions.affine`); the C compiler of the
+    reference build still sees them."""
+    return _FLOORD.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def read_file(path: str | os.PathLike, defines: Mapping[str, object] | None = None,
