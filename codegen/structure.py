@@ -59,8 +59,8 @@ from codegen.csource import (
     walk,
 )
 
-__all__ = ["bound_variables", "early_exits", "kernel_return", "loop_continues", "loop_jumps", "return_flags",
-           "returns_left", "switches", "while_loops"]
+__all__ = ["bound_variables", "early_exits", "kernel_return", "loop_continues", "loop_jumps",
+           "return_flags", "returns_left", "switches", "while_loops"]
 
 
 def early_exits(items: list[c_ast.Node], kind: type,
@@ -527,9 +527,10 @@ def bound_variables(func: c_ast.FuncDef) -> c_ast.FuncDef:
     is assigned only by statements ``v = e;`` (``e`` not mentioning it) and read only as
     a bound of a ``for`` loop (its first value, or one side of a comparison of its
     condition) that follows such an assignment in the same block, with nothing but
-    pragmas and other such assignments between them. ``func`` itself when no loop bound
-    is such a variable, or when one is read where no such assignment precedes it (the
-    front end then refuses the bound as it is)."""
+    pragmas and other such assignments between them, and the value not reading what the
+    loop assigns. ``func`` itself when no loop bound is such a variable, or when one is
+    read where no such assignment precedes it (the front end then refuses the bound as it
+    is)."""
     taken = [d.name for d in walk(func.body) if isinstance(d, c_ast.Decl) and d.name
              and scalar_type(d.type) not in (None, "float", "double")]
     if not taken:
@@ -579,7 +580,9 @@ def bound_variables(func: c_ast.FuncDef) -> c_ast.FuncDef:
                 continue                         # the value goes into the loops
             if isinstance(it, c_ast.For):
                 for x in bound_ids(it):
-                    if x.name not in pending:
+                    # C computed the value before the loop: it must not read what the
+                    # loop assigns (its iterator), which a condition reads anew each trip
+                    if x.name not in pending or assignments(it, identifiers(pending[x.name])):
                         return None
                 _put_bounds(it, pending)
                 pending = {}

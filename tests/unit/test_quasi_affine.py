@@ -319,5 +319,9 @@ def test_bound_variables_need_their_assignment_before_the_loop():
         with pytest.raises(UnsupportedProgramError,
                            match=r"lower loop bound is not affine: 'lbp'"):
             parse_source("void f(int n, float A[n]) { " + body.format(pre=pre) + " }", "b.c")
+    # a value that reads what the loop assigns (C computed it once, before the loop)
+    with pytest.raises(UnsupportedProgramError):
+        parse_source("void f(int n, float A[n]) { int ub, t; ub = t + 3; "
+                     "for (t = 0; t <= ub && t < n; t++) A[t] = 0; }", "b.c")
 
 # }}}
