@@ -133,6 +133,18 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                    help="define a preprocessor macro (repeatable)")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                    help="add DIR to the include search path (repeatable)")
+    p.add_argument("sources", nargs="*", metavar="MORE.c", default=[],
+                   help="more C sources that the sequential C build (--init, --check) "
+                        "compiles and links with FILE, as cc takes them (the definitions of "
+                        "functions that --init calls); when FILE includes polybench.h, the "
+                        "polybench.c beside it is taken without being named")
+    p.add_argument("--extra-source", dest="extra_sources", action="append", default=[],
+                   metavar="FILE", help="the same as MORE.c (repeatable)")
+
+
+def _sources(args: argparse.Namespace) -> list[str]:
+    """The extra C sources of ``bbmm run FILE MORE.c ... --extra-source FILE``."""
+    return list(getattr(args, "sources", [])) + list(getattr(args, "extra_sources", []))
 
 
 def _defines(args: argparse.Namespace) -> dict[str, str]:
@@ -264,7 +276,8 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
     init_name = args.init or (None if args.no_init else init_function(scop))
     lib = None
     if init_name or args.check:          # one library for the init function and --check
-        lib = reference_library(scop, _defines(args), args.include_dirs, init=init_name)
+        lib = reference_library(scop, _defines(args), args.include_dirs, init=init_name,
+                                sources=_sources(args))
     devices = make_devices_from_args(args)
     prebuild(module, devices)   # kernels build while the inputs are made
     init, scalars = init_arrays(scop, params, seed=args.seed, scalars=scalars,
@@ -391,7 +404,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"bbmm: error: {e}", file=sys.stderr)
         return 2
-    args = parser.parse_args(argv)  # exits 2 with argparse's message on bad usage
+    # exits 2 with argparse's message on bad usage; C sources after the options (bbmm run
+    # k.c --check more.c) are more of FILE's, which argparse alone would not take there
+    args, rest = parser.parse_known_args(argv)
+    if rest and hasattr(args, "sources") and not any(r.startswith("-") for r in rest):
+        args.sources = list(args.sources) + rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     _one_line_warnings()
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="bbmm: %(name)s: %(message)s")

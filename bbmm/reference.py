@@ -23,11 +23,18 @@ A kernel or initialisation function may be ``static`` (PolyBench's are): the lib
 then built from a small translation unit that includes the user's file and adds one
 exported trampoline ``_bbmm_<function>`` per function bbmm calls; everything else is
 hidden and unreferenced code is dropped (``-fvisibility=hidden``, ``--gc-sections``), so a
-``main`` that calls ``polybench_alloc_data`` from an unlinked ``polybench.c`` does no
-harm. The same flags compile the user's code either way.
+``main`` that calls a function no source defines does no harm. The same flags compile
+the user's code either way.
 
-Libraries are cached by content hash (the file and the local headers it includes, the
-``-D`` defines, the compiler and its version, the flags) in ``<cache>/reference/``, where
+Functions the file calls but does not define (an ``init_array`` that allocates with
+PolyBench's ``POLYBENCH_2D_ARRAY_DECL``, hence ``polybench_alloc_data``) come from more C
+sources, compiled each on its own with the same flags, defines and ``-I`` folders and
+linked in (``bbmm run k.c more.c``, ``--extra-source``; :func:`extra_sources`): as a
+PolyBench program is built, the ``polybench.c`` beside the ``polybench.h`` that the file
+includes is one without being named.
+
+Libraries are cached by content hash (the file, the extra sources and the local headers
+they include, the ``-D`` defines, the compiler and its version, the flags) in ``<cache>/reference/``, where
 ``<cache>`` is ``$BBMM_CACHE``, else ``$XDG_CACHE_HOME/bbmm``, else ``~/.cache/bbmm``.
 The compiler is ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` found.
 """
@@ -55,7 +62,8 @@ from bbmm.diagnostic import BBMMError, BBMMWarning, UsageError
 
 __all__ = [
     "CompileError", "DEFAULT_SCALAR", "Mismatch", "TOLERANCES", "build_library",
-    "call_init", "call_kernel", "compare", "default_cache_dir", "dtype_of", "find_compiler",
+    "call_init", "call_kernel", "compare", "default_cache_dir", "dtype_of", "extra_sources",
+    "find_compiler",
     "init_arrays", "init_function", "init_signature", "load_library", "reference_library",
     "run_reference", "trampoline",
 ]
@@ -72,7 +80,8 @@ any real bug on values of magnitude ~1. double: 1e-10 is about 450000 ulp (eps 2
 the same room for sums of ~1e5-1e6 terms. int: exact. ``compare(..., rtol=)`` overrides.
 """
 
-CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c99", "-fno-fast-math", "-ffp-contract=off")
+CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c99", "-fno-fast-math", "-ffp-contract=off",
+          "-fsigned-char")
 _LINUX_LDFLAGS = ("-Wl,-Bsymbolic", "-Wl,-z,defs")   # bind locally; undefined symbol = error
 _ENTRY_FLAGS = ("-fvisibility=hidden", "-ffunction-sections", "-fdata-sections")
 _LINUX_ENTRY_LDFLAGS = ("-Wl,--gc-sections",)  # main & co. go, with their undefined symbols
@@ -80,7 +89,19 @@ _COMPILER_CANDIDATES = ("cc", "gcc", "clang")
 _COMPILE_TIMEOUT_S = 300
 
 _DTYPES = {"float": np.dtype(np.float32), "double": np.dtype(np.float64),
-           "int": np.dtype(np.intc)}
+           "int": np.dtype(np.intc), "char": np.dtype(np.int8),
+           "unsigned char": np.dtype(np.uint8), "short": np.dtype(np.int16),
+           "unsigned short": np.dtype(np.uint16), "unsigned int": np.dtype(np.uint32),
+           "long": np.dtype(np.int64), "unsigned long": np.dtype(np.uint64),
+           "_Bool": np.dtype(np.bool_)}
+"""numpy dtype per array element type (:data:`codegen.csource.ELEM_CTYPES`): the width
+of the C type on LP64 and of the OpenCL type bbmm's kernels use (``char`` signed: the
+reference is built with ``-fsigned-char``, as OpenCL's is; ``_Bool`` one byte, 0 or 1)."""
+
+
+def exact(ctype: str) -> bool:
+    """Whether arrays of element type ``ctype`` compare exactly (integers and _Bool)."""
+    return ctype in _DTYPES and _DTYPES[ctype].kind in "iub"
 _CTYPES_ELEM = {"float": ctypes.c_float, "double": ctypes.c_double}
 
 
@@ -207,20 +228,65 @@ def _first_error_lines(output: str, limit: int = 12) -> tuple[str, str]:
     return first, "\n".join(lines[start:start + limit])
 
 
+def extra_sources(c_path: str | os.PathLike, include_dirs: Sequence[str] = (),
+                  given: Sequence[str | os.PathLike] = ()) -> tuple[Path, ...]:
+    """The C sources built with ``c_path`` (resolved, each once): ``given`` (the user's
+    ``bbmm run FILE MORE.c`` or ``--extra-source``), then, when the file includes
+    ``polybench.h``, the ``polybench.c`` beside the ``polybench.h`` the preprocessor would
+    find (beside the file for a quoted include, else in ``include_dirs`` in order), as a
+    PolyBench program is built (``cc -I utilities k.c utilities/polybench.c``). A given
+    file that does not exist is a :class:`UsageError`."""
+    out: list[Path] = []
+    for g in given:
+        p = Path(g)
+        if not p.is_file():
+            raise UsageError(f"extra C source {g}: no such file")
+        if p.resolve() not in out:
+            out.append(p.resolve())
+    src = Path(c_path)
+    try:
+        text = _strip_comments(src.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return tuple(out)
+    m = re.search(r'^\s*#\s*include\s*(?:"([^"]*\bpolybench\.h)"|<([^>]*\bpolybench\.h)>)',
+                  text, re.M)
+    if m is None or re.search(r'^\s*#\s*include\s*["<][^">]*\bpolybench\.c[">]', text, re.M):
+        return tuple(out)
+    name = m.group(1) or m.group(2)
+    dirs = ([src.resolve().parent] if m.group(1) else []) + [Path(d) for d in include_dirs]
+    header = next((d / name for d in dirs if (d / name).is_file()), None)
+    if header is not None:
+        lib_c = (header.parent / "polybench.c").resolve()
+        if lib_c.is_file() and lib_c not in out and lib_c != src.resolve():
+            out.append(lib_c)
+    return tuple(out)
+
+
+_EXTRA_PRELUDE = ("/* bbmm reference prelude of extra sources */\n#ifndef _DEFAULT_SOURCE\n"
+                  "#define _DEFAULT_SOURCE 1\n#endif\n")
+"""Force-included in the extra sources: POSIX and BSD declarations (``posix_memalign`` in
+PolyBench's ``polybench.c``) under ``-std=c99``, as the kernel's prelude has them."""
+
+
 def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | None = None,
                   cache_dir: str | os.PathLike | None = None, *,
                   include_dirs: tuple[str, ...] | list[str] = (),
-                  entry_points: tuple[str, ...] = ()) -> Path:
+                  entry_points: tuple[str, ...] = (),
+                  sources: Sequence[str | os.PathLike] = ()) -> Path:
     """Compile the C file into a shared library and return its path (cached).
 
     :arg include_dirs: ``-I`` folders.
     :arg entry_points: C definitions (:func:`trampoline`) compiled after the file in the
         same translation unit; when given, they are the library's only exported symbols.
+    :arg sources: more C files the file's functions call (an ``--init`` function's
+        ``polybench_alloc_data``), each compiled on its own with the same flags, defines
+        and include folders and linked in; :func:`extra_sources` adds ``polybench.c``
+        beside ``polybench.h`` when the file includes it.
 
-    The cache key hashes the file's bytes and local headers, ``defines``, the include
-    folders, the entry points, the compiler command and version, the flags and the
-    prelude; a hit runs no compiler at all. Raises :class:`CompileError` (a
-    :class:`BBMMError`) with the compiler's first errors.
+    The cache key hashes the file's bytes and local headers, the extra sources and
+    theirs, ``defines``, the include folders, the entry points, the compiler command and
+    version, the flags and the prelude; a hit runs no compiler at all. Raises
+    :class:`CompileError` (a :class:`BBMMError`) with the compiler's first errors.
     """
     src = Path(c_path)
     try:
@@ -228,6 +294,7 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
     except OSError as e:
         raise UsageError(f"cannot read {src}: {e.strerror or e}") from None
     text = data.decode("utf-8", errors="replace")
+    extras = extra_sources(src, include_dirs, sources)
     cc = find_compiler()
     dflags = _define_flags(defines)
     linux = sys.platform.startswith("linux")
@@ -250,6 +317,10 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
         h.update(part)
     for inc in _local_includes(src.resolve(), idirs):
         h.update(str(inc).encode() + b"\0" + inc.read_bytes())
+    for x in extras:
+        h.update(b"\0extra\0" + str(x).encode() + b"\0" + x.read_bytes())
+        for inc in _local_includes(x, idirs):
+            h.update(str(inc).encode() + b"\0" + inc.read_bytes())
     key = h.hexdigest()[:24]
 
     out_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -265,35 +336,55 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
     fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=".so.tmp", dir=out_dir)
     os.close(fd)
     pre_path = Path(tmp[:-len(".so.tmp")] + "-prelude.h")
+    extra_pre = Path(tmp[:-len(".so.tmp")] + "-extra.h")
     unit_path = Path(tmp[:-len(".so.tmp")] + "-entry.c")
+    objects = [Path(f"{tmp[:-len('.so.tmp')]}-x{i}.o") for i in range(len(extras))]
     try:
         pre_path.write_text(prelude, encoding="utf-8")
         if unit:
             unit_path.write_text(unit, encoding="utf-8")
+        if extras:
+            extra_pre.write_text(_EXTRA_PRELUDE, encoding="utf-8")
+        # the extra sources one by one (the kernel's prelude, with its min/max macros, is
+        # the kernel's only), then the library from the file and their objects
+        cflags = [f for f in CFLAGS if f != "-shared"] \
+            + (list(_ENTRY_FLAGS) if entry_points else [])
+        for x, obj in zip(extras, objects):
+            _run_cc((*cc, *cflags, *dflags, *iflags, "-include", str(extra_pre), "-c",
+                     "-o", str(obj), str(x)), x, cc)
         cmd = (*cc, *CFLAGS, *dflags, *iflags, "-include", str(pre_path), "-o", tmp,
-               str(unit_path) if unit else os.fspath(src), "-lm", *ldflags)
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True,
-                               timeout=_COMPILE_TIMEOUT_S,
-                               env={**os.environ, "LC_ALL": "C"})   # ASCII diagnostics
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"{src}: C compiler timed out after {_COMPILE_TIMEOUT_S} s",
-                               command=cmd) from None
-        except OSError as e:
-            raise CompileError(f"cannot run C compiler {cc[0]}: {e}", command=cmd) from None
-        if p.returncode != 0:
-            first, details = _first_error_lines(p.stderr + p.stdout)
-            summary = f"{src}: C compiler {os.path.basename(cc[0])} failed " \
-                      f"(exit {p.returncode})" + (f": {first}" if first else "")
-            raise CompileError(summary, details, cmd, p.returncode)
+               str(unit_path) if unit else os.fspath(src), *map(str, objects), "-lm",
+               *ldflags)
+        _run_cc(cmd, src, cc, link=True)
         os.replace(tmp, lib)                 # atomic: concurrent builders agree
     finally:
-        for f in (tmp, pre_path, unit_path):
+        for f in (tmp, pre_path, unit_path, extra_pre, *objects):
             try:
                 os.unlink(f)
             except OSError:
                 pass
     return lib
+
+
+def _run_cc(cmd: tuple[str, ...], src: Path, cc: tuple[str, ...], link: bool = False) -> None:
+    """Run the compiler command ``cmd`` on ``src``; :class:`CompileError` if it fails (when
+    it links, a function no source defines gets a hint)."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S,
+                           env={**os.environ, "LC_ALL": "C"})   # ASCII diagnostics
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"{src}: C compiler timed out after {_COMPILE_TIMEOUT_S} s",
+                           command=cmd) from None
+    except OSError as e:
+        raise CompileError(f"cannot run C compiler {cc[0]}: {e}", command=cmd) from None
+    if p.returncode != 0:
+        first, details = _first_error_lines(p.stderr + p.stdout)
+        summary = f"{src}: C compiler {os.path.basename(cc[0])} failed " \
+                  f"(exit {p.returncode})" + (f": {first}" if first else "")
+        if link and re.search(r"undefined (reference|symbol)", first):
+            summary += (" (a function defined in another C source? name that file after "
+                        "the kernel's: bbmm run FILE MORE.c, or --extra-source MORE.c)")
+        raise CompileError(summary, details, cmd, p.returncode)
 
 
 def trampoline(function: str, types: list[str] | tuple[str, ...],
@@ -392,9 +483,11 @@ def init_signature(scop, name: str, defines: Mapping[str, object] | None = None,
 
 def reference_library(scop, defines: Mapping[str, object] | None = None,
                       include_dirs: tuple[str, ...] | list[str] = (), init: str | None = None,
-                      cache_dir: str | os.PathLike | None = None) -> Path:
+                      cache_dir: str | os.PathLike | None = None,
+                      sources: Sequence[str | os.PathLike] = ()) -> Path:
     """:func:`build_library` of the scop's file with entry points for the kernel and, if
-    given, the initialisation function ``init`` (either may be ``static``)."""
+    given, the initialisation function ``init`` (either may be ``static``); ``sources``:
+    more C files to build with it (:func:`extra_sources`)."""
     entries = [_kernel_trampoline(scop)]
     if init is not None:
         sig = init_signature(scop, init, defines, include_dirs)
@@ -403,7 +496,7 @@ def reference_library(scop, defines: Mapping[str, object] | None = None,
                                          for p in sig],
                                   _file_vars(scop)))
     return build_library(scop.filename, defines, cache_dir, include_dirs=include_dirs,
-                         entry_points=tuple(entries))
+                         entry_points=tuple(entries), sources=sources)
 
 
 def _entry(lib: str | os.PathLike | ctypes.CDLL, fname: str):
@@ -714,7 +807,8 @@ def init_arrays(scop, params: Mapping[str, int], seed: int = 0,
                 scalars: Mapping[str, float] | None = None,
                 defines: Mapping[str, object] | None = None,
                 use_init: bool = True, init: str | None = None,
-                include_dirs: tuple[str, ...] | list[str] = ()
+                include_dirs: tuple[str, ...] | list[str] = (),
+                sources: Sequence[str | os.PathLike] = ()
                 ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """Host inputs for the kernel: ``(arrays, scalars)``.
 
@@ -741,6 +835,9 @@ def init_arrays(scop, params: Mapping[str, int], seed: int = 0,
         dt = dtype_of(arr.ctype)
         if arr.ctype == "int":
             arrays[arr.name] = rng.integers(0, 100, size=shape, dtype=dt)
+        elif exact(arr.ctype):          # other integers: the same range; _Bool: 0 or 1
+            arrays[arr.name] = rng.integers(0, 2 if arr.ctype == "_Bool" else 100,
+                                            size=shape).astype(dt)
         else:
             arrays[arr.name] = rng.random(size=shape, dtype=dt)
     given = {k: float(v) for k, v in (scalars or {}).items()}
@@ -749,7 +846,7 @@ def init_arrays(scop, params: Mapping[str, int], seed: int = 0,
         init = init_function(scop)
     if init is not None:
         if lib is None:
-            lib = reference_library(scop, defines, include_dirs, init=init)
+            lib = reference_library(scop, defines, include_dirs, init=init, sources=sources)
         sig = init_signature(scop, init, defines, include_dirs)
         reach = _init_reach(scop, init, params, defines, include_dirs) \
             if any(p.kind == "table" for p in sig) else None
@@ -782,8 +879,8 @@ class Mismatch:
 
     def __str__(self) -> str:
         idx = ", ".join(str(i) for i in self.index)
-        kind = "absolute" if self.ctype == "int" else "relative"
-        err = str(int(self.max_error)) if self.ctype == "int" else f"{self.max_error:.3g}"
+        kind = "absolute" if exact(self.ctype) else "relative"
+        err = str(int(self.max_error)) if exact(self.ctype) else f"{self.max_error:.3g}"
         return (f"{self.name}: {self.count} of {self.total} elements differ; first at [{idx}]:"
                 f" got {self.got}, expected {self.expected}; max {kind} error {err}")
 
@@ -792,7 +889,7 @@ def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
             rtol: float | None = None) -> Mismatch | None:
     """None if ``got`` matches ``expect``, else a :class:`Mismatch`.
 
-    int: exact. float/double: element i is equal when ``|got - expect| <= rtol *
+    Integers and _Bool (:func:`exact`): exact. float/double: element i is equal when ``|got - expect| <= rtol *
     max(1, |expect|)`` with ``rtol`` from :data:`TOLERANCES` (1e-4 float, 1e-10 double),
     or when both are the same infinity, or both NaN; a NaN or infinity on one side only
     differs. Different shapes raise :class:`UsageError`.
@@ -801,8 +898,11 @@ def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
     if got.shape != expect.shape:
         raise UsageError(f"{name}: cannot compare shape {got.shape} with {expect.shape}")
     total = int(expect.size)
-    if ctype == "int":
-        diff = np.abs(got.astype(np.int64) - expect.astype(np.int64))
+    if exact(ctype):
+        # exact; through Python integers' width where unsigned long would wrap in int64
+        wide = np.int64 if np.dtype(expect.dtype).kind != "u" or expect.itemsize < 8 \
+            else object
+        diff = np.abs(got.astype(wide) - expect.astype(wide))
         bad = diff != 0
         tol = 0.0
     elif ctype in TOLERANCES:
@@ -831,13 +931,14 @@ def run_reference(c_path: str | os.PathLike, scop, params: Mapping[str, int],
                   defines: Mapping[str, object] | None = None,
                   cache_dir: str | os.PathLike | None = None,
                   include_dirs: tuple[str, ...] | list[str] = (),
-                  lib: str | os.PathLike | ctypes.CDLL | None = None) -> dict[str, np.ndarray]:
+                  lib: str | os.PathLike | ctypes.CDLL | None = None,
+                  sources: Sequence[str | os.PathLike] = ()) -> dict[str, np.ndarray]:
     """Run the sequential C kernel on copies of ``arrays``; return the copies afterwards
     (every array of the scop). The inputs are not modified. ``lib``: a library from
-    :func:`reference_library` (default: built from ``c_path``)."""
+    :func:`reference_library` (default: built from ``c_path`` and ``sources``)."""
     if lib is None:
         lib = build_library(c_path, defines, cache_dir, include_dirs=include_dirs,
-                            entry_points=(_kernel_trampoline(scop),))
+                            entry_points=(_kernel_trampoline(scop),), sources=sources)
     work = {}
     for arr in scop.param_arrays:
         if arr.name not in arrays:

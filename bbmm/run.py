@@ -20,7 +20,11 @@ from .diagnostic import UsageError, format_bytes
 from .hostlib import prebuild
 from .runtime import COHERENCE, MODES, Runtime, fuse_slack
 
-DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32}
+DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32, "char": np.int8,
+          "unsigned char": np.uint8, "short": np.int16, "unsigned short": np.uint16,
+          "unsigned int": np.uint32, "long": np.int64, "unsigned long": np.uint64,
+          "_Bool": np.bool_}
+"""numpy dtype per array element type (the same as :data:`bbmm.reference._DTYPES`)."""
 
 
 def parse_params(items: Sequence[str] | None, int_params: Sequence[str],

@@ -18,9 +18,8 @@ import islpy as isl
 from pycparser import c_ast, c_generator
 from pycparser.c_parser import Coord
 
-from bbmm.diagnostic import UnsupportedProgramError
+from bbmm.diagnostic import UnsupportedProgramError, _format_coord
 from codegen.cexpr import (
-    ELEM_TYPES,
     Ctx,
     Cur,
     Expressions,
@@ -34,9 +33,11 @@ from codegen.csource import (
     INT_WORDS,
     ColumnMap,
     block_items,
+    elem_ctype,
     identifiers,
     params_of,
     scalar_type,
+    walk,
 )
 from codegen.dataif import _SCOPE_CLOSE, _SCOPE_OPEN, DataConditions, _Scope
 from codegen.delinearize import FlatColumnError
@@ -153,6 +154,7 @@ class Builder(Temporaries, Expressions, DataConditions):
         self.if_names: dict[int, str] = {}          # if node -> its run-time condition
         self.if_texts: dict[str, str] = {}          # that temporary -> 'if (A[i] > 0)'
         self.unsized: dict[str, c_ast.Decl] = {}    # arrays whose first size is inferred
+        self.pre_scop: list[c_ast.Node] = []        # the function body before '#pragma scop'
 
     # {{{ helpers
 
@@ -189,13 +191,20 @@ class Builder(Temporaries, Expressions, DataConditions):
             self.arrays[p.name] = self.array_param(p, unsized=True)
         items = self.region(func, fname)
         self.idents_in_region = set().union(*(identifiers(x) for x in items))
+        initialised = []
         for d in self.outer_locals.values():
-            if scalar_type(d.type) is not None:  # PolyBench's 'DATA_TYPE temp2;' before the scop
+            if scalar_type(d.type) is not None and d.init is not None \
+                    and d.name in self.idents_in_region and d in self.pre_scop:
+                # correlation's 'DATA_TYPE eps = SCALAR_VAL(0.1);' before the scop: the
+                # declaration is an assignment, modelled at the start of the region
+                self.check_unwritten_before(d)
+                initialised.append(d)
+            elif scalar_type(d.type) is not None:  # 'DATA_TYPE temp2;' before the scop
                 self.local_decl(d, Ctx(), outside=True)
             elif isinstance(d.type, c_ast.ArrayDecl) and d.init is None \
                     and d.name in self.idents_in_region:  # durbin's 'DATA_TYPE z[N];'
                 self.local_array(d, Ctx())
-        tree = self.block(items, Ctx())
+        tree = self.block(initialised + items, Ctx())
         if not self.stmts:
             raise self.err(f"function '{fname}' has no statement to model", func)
         return self.finish(fname, tree)
@@ -231,9 +240,10 @@ class Builder(Temporaries, Expressions, DataConditions):
             self.unsized[p.name] = p
             dims = [c_ast.Constant("int", "1", p.coord) if d is None else d for d in dims]
         names = getattr(getattr(t, "type", None), "names", None)
-        if not isinstance(t, c_ast.TypeDecl) or names is None or len(names) != 1 \
-                or names[0] not in ELEM_TYPES:
-            raise self.err(f"array '{p.name}' must have element type float, double or int", p)
+        ctype = elem_ctype(names) if isinstance(t, c_ast.TypeDecl) else None
+        if ctype is None:
+            raise self.err(f"array '{p.name}' must have element type float, double, an "
+                           f"integer type (char to long long, <stdint.h>'s) or _Bool", p)
         extents = []
         for d in dims:
             try:
@@ -243,7 +253,7 @@ class Builder(Temporaries, Expressions, DataConditions):
                                f"'{self.text(d)}' in '{p.name}'" + why(e), d) from None
             self.check_dividends(None)
         sizes = tuple(isl.PwAff(f"{self.params_text}{{ [({e.isl()})] }}") for e in extents)
-        return Array(p.name, names[0], tuple(self.text(d) for d in dims), tuple(extents),
+        return Array(p.name, ctype, tuple(self.text(d) for d in dims), tuple(extents),
                      sizes, self.coord(p))
 
     def region(self, func: c_ast.FuncDef, fname: str) -> list[c_ast.Node]:
@@ -258,10 +268,30 @@ class Builder(Temporaries, Expressions, DataConditions):
             for d in items[:start] + items[end + 1:]:      # locals the scop cannot see
                 if isinstance(d, c_ast.Decl) and d.name:
                     self.outer_locals[d.name] = d
+            self.pre_scop = items[:start]
             return items[start + 1: end]
         if items and isinstance(items[-1], c_ast.Return) and items[-1].expr is None:
             items.pop()                  # a final 'return;' of a void function is a no-op
         return items
+
+    def check_unwritten_before(self, d: c_ast.Decl) -> None:
+        """The scalar ``d``, declared with an initialiser before ``#pragma scop``, must
+        keep that value until the scop: refused where a statement before it may change
+        it (an assignment, ``++``/``--``, its address taken)."""
+        for item in self.pre_scop:
+            for n in walk(item):
+                target = None
+                if isinstance(n, c_ast.Assignment):
+                    target = n.lvalue
+                elif isinstance(n, c_ast.UnaryOp) and n.op in ("p++", "++", "p--", "--", "&"):
+                    target = n.expr
+                if isinstance(target, c_ast.ID) and target.name == d.name:
+                    what = "takes the address of" if n.op == "&" else "assigns"
+                    raise self.err(
+                        f"'{self.text(n)}' {what} local variable '{d.name}' (declared at "
+                        f"{_format_coord(self.coord(d))}) before '#pragma scop': bbmm models "
+                        f"the value of its declaration only; assign it in its declaration "
+                        f"or inside the modelled region", n)
 
     # }}}
 

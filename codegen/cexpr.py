@@ -19,7 +19,7 @@ import islpy as isl
 from pycparser import c_ast
 
 from bbmm.diagnostic import _format_coord
-from codegen.csource import INT_WORDS, int_literal
+from codegen.csource import ELEM_CTYPES, INT_WORDS, elem_ctype, int_literal
 from codegen.helpers import helper
 from codegen.scop import (
     Access,
@@ -64,7 +64,8 @@ SIDE_EFFECT_FUNCS = frozenset({"printf", "fprintf", "puts", "malloc", "calloc", 
 KNOWN_CONSTANTS = {"M_PI": "double", "M_E": "double", "M_SQRT2": "double", "INFINITY": "float",
                    "FLT_MAX": "float", "FLT_MIN": "float", "DBL_MAX": "double",
                    "DBL_MIN": "double"}
-ELEM_TYPES = ("float", "double", "int")
+ELEM_TYPES = ELEM_CTYPES
+"""The element types of arrays (:data:`codegen.csource.ELEM_CTYPES`)."""
 _RHS_BINOPS = {"+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "&", "|",
                "^", "<<", ">>"}
 _CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
@@ -166,6 +167,18 @@ class Expressions:
             return self.affine(node.expr, iters)
         if isinstance(node, c_ast.ArrayRef):
             raise NotAffine("indirect access through an array")
+        if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) \
+                and node.name.name in ("floord", "ceild") and node.args is not None \
+                and len(node.args.exprs) == 2:
+            # Pluto's and CLooG's floor and ceiling divisions (true floor and ceiling for
+            # every sign, as isl's): quasi-affine by a positive constant
+            a, b = (self.affine(x, iters) for x in node.args.exprs)
+            if not b.is_const() or b.const <= 0:
+                raise NotAffine(f"'{node.name.name}' by {'a variable' if not b.is_const() else b.const} "
+                                f"(only by a positive constant)")
+            if node.name.name == "ceild":
+                a = a + Affine((), b.const - 1)
+            return a.floordiv(b.const)
         if isinstance(node, c_ast.FuncCall):
             raise NotAffine("function call")
         raise NotAffine(f"operator '{getattr(node, 'op', type(node).__name__)}'")
@@ -249,6 +262,16 @@ class Expressions:
             args = tuple(self.bound_expr(a, ctx) for a in node.args.exprs)
             return AffMin(args) if node.name.name.lower() == "min" else AffMax(args)
         if isinstance(node, c_ast.TernaryOp):
+            m = node.cond
+            if isinstance(m, c_ast.BinaryOp) and m.op in ("<", "<=", ">", ">="):
+                # max and min macros ('(x) > (y) ? (x) : (y)'), nested ones too (Pluto's
+                # 'max(max(a, b), c)'): their operands bounds, whatever they are
+                sides = (self.text(m.left), self.text(m.right))
+                arms = (self.text(node.iftrue), self.text(node.iffalse))
+                if sides in (arms, arms[::-1]):
+                    a, b = (self.bound_expr(x, ctx) for x in (node.iftrue, node.iffalse))
+                    bigger = (m.op in (">", ">=")) == (sides == arms)
+                    return AffMax((a, b)) if bigger else AffMin((a, b))
             c = self.cond(node.cond, ctx)
             a, b = self.bound_expr(node.iftrue, ctx), self.bound_expr(node.iffalse, ctx)
             if isinstance(c, Cmp) and c.op in ("<", "<=", ">", ">="):
@@ -346,7 +369,10 @@ class Expressions:
             t = node.to_type.type
             if not isinstance(t, c_ast.TypeDecl):
                 raise self.err(f"pointer cast not supported: '{self.text(node)}'", node)
-            return Cast(" ".join(t.type.names), self.expr(node.expr, ctx, cur))
+            ctype = elem_ctype(t.type.names) or " ".join(t.type.names)
+            if ctype == "_Bool":                 # C's (_Bool) x is 0 or 1
+                return BinOp("!=", self.expr(node.expr, ctx, cur), Num("0", "int"))
+            return Cast(ctype, self.expr(node.expr, ctx, cur))
         if isinstance(node, c_ast.FuncCall):
             fn = node.name.name if isinstance(node.name, c_ast.ID) else self.text(node.name)
             if fn in MATH_FUNCS:

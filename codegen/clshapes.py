@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codegen.clsource import UNROLL8, Emitter, cl_ctype, comment
+from codegen.clsource import UNROLL8, Emitter, cl_ctype, cl_elem, comment, store
 from codegen.scop import (
     ArrayRef,
     LoopNode,
@@ -103,7 +103,7 @@ def emit_staged(out: Emitter, scop: Scop, stage: Stage, lower, ref, fresh, g0: s
                  + ", ".join(default_ref(r) for r, _ in stage.staged)
                  + " from local memory where all the group staged them"))
     for (r, _), name in zip(stage.staged, st_names.values()):
-        out(f"__local {scop.array(r.array).ctype} {name}[BBMM_SC][BBMM_SL + 1];"
+        out(f"__local {cl_elem(scop.array(r.array).ctype)} {name}[BBMM_SC][BBMM_SL + 1];"
             f"  /* {default_ref(r)} */")
     out(f"const int {lx} = (int)get_local_id(0), {ly} = (int)get_local_id(1);")
     out(f"const int {base} = {g0} + (int)get_group_id(0) * BBMM_SL;")
@@ -153,7 +153,7 @@ def emit_staged(out: Emitter, scop: Scop, stage: Stage, lower, ref, fresh, g0: s
     out(f"const int {jt} = {jc} + {rw};")
     for st in stage.loop.children:
         out(comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
-        out(f"{use(st.lhs)} {st.op} {to_c(lower(st.rhs), use)};")
+        out(store(use(st.lhs), st.op, to_c(lower(st.rhs), use), scop.array(st.lhs.array).ctype))
     out.level -= 1
     out("}")
     out.level -= 1
@@ -261,7 +261,8 @@ def emit_block(out: Emitter, scop: Scop, block: Block, band: list, tests: list[s
             guard = " && ".join([inside] + [f"({g})" for g in st.guards])
             out(comment(f"{st.name}: {st.text or to_c(st.rhs)}"))
             each_point([f"if ({guard})",
-                        f"  {how(st.lhs)} {st.op} {to_c(lower(st.rhs), how)};"])
+                        "  " + store(how(st.lhs), st.op, to_c(lower(st.rhs), how),
+                                     scop.array(st.lhs.array).ctype)])
 
     out(comment("register block: BBMM_CO1 rows x BBMM_CO columns (get_local_size(0) apart) "
                  "per work-item; each point runs its statements in the source's order, and "
@@ -287,7 +288,8 @@ def emit_block(out: Emitter, scop: Scop, block: Block, band: list, tests: list[s
         out.level += 1
         lines = []
         for st in block.loop.children:
-            line = f"{use(st.lhs)} {st.op} {to_c(lower(st.rhs), use)};"
+            line = store(use(st.lhs), st.op, to_c(lower(st.rhs), use),
+                         scop.array(st.lhs.array).ctype)
             lines += [f"if ({inside})", "  " + line] if guarded else [line]
         each_point(lines)
         out.level -= 1

@@ -28,7 +28,8 @@ from codegen.scop import (
 # {{{ C types of expressions
 
 
-_INT_RANK = {"char": 1, "signed char": 1, "unsigned char": 1, "short": 2, "unsigned short": 2,
+_INT_RANK = {"_Bool": 0, "char": 1, "signed char": 1, "unsigned char": 1, "short": 2,
+             "unsigned short": 2,
              "int": 3, "signed": 3, "signed int": 3, "unsigned": 4, "unsigned int": 4,
              "long": 5, "long int": 5, "long long": 5, "unsigned long": 6,
              "unsigned long long": 6}
@@ -49,6 +50,23 @@ _FLOAT_CONSTANTS = {"M_PI": "M_PI_F", "M_E": "M_E_F", "M_SQRT2": "M_SQRT2_F",
 
 def cl_ctype(t: str) -> str:
     return _CL_TYPE.get(t, t)
+
+
+def cl_elem(t: str) -> str:
+    """The OpenCL type of array elements of the C type ``t`` (:data:`codegen.csource.
+    ELEM_CTYPES`): the same width; ``_Bool`` as ``uchar`` (OpenCL's ``bool`` has no
+    size a buffer may hold)."""
+    return "uchar" if t == "_Bool" else cl_ctype(t)
+
+
+def store(lhs: str, op: str, rhs: str, ctype: str) -> str:
+    """The OpenCL statement ``lhs op rhs;`` storing into an element of C type ``ctype``:
+    C converts a value stored in a ``_Bool`` to 0 or 1, where a ``uchar`` would keep its
+    low byte, so such a store is ``lhs = (lhs op' rhs) != 0;``."""
+    if ctype != "_Bool":
+        return f"{lhs} {op} {rhs};"
+    value = f"({rhs})" if op == "=" else f"(({lhs}) {op[:-1]} ({rhs}))"
+    return f"{lhs} = {value} != 0;"
 
 
 def _is_real(t: str) -> bool:

@@ -50,6 +50,75 @@ def scalar_type(t: c_ast.Node | None) -> str | None:
         return " ".join(names)
     return None
 
+FIXED_INTS = {"int8_t": "char", "uint8_t": "unsigned char", "int16_t": "short",
+              "uint16_t": "unsigned short", "int32_t": "int", "uint32_t": "unsigned int",
+              "int64_t": "long", "uint64_t": "unsigned long", "size_t": "unsigned long",
+              "ptrdiff_t": "long", "ssize_t": "long", "intptr_t": "long",
+              "uintptr_t": "unsigned long"}
+"""``<stdint.h>`` and ``<stddef.h>`` integer types as the element types of
+:func:`elem_ctype` (LP64: ``long`` is 64 bits, as OpenCL's). The stand-in system headers
+declare them all as ``int``: :func:`resolve_typedefs` leaves these names alone."""
+ELEM_CTYPES = ("float", "double", "char", "unsigned char", "short", "unsigned short", "int",
+               "unsigned int", "long", "unsigned long", "_Bool")
+"""The element types of arrays, as :func:`elem_ctype` names them; all but ``_Bool`` are
+OpenCL C types of the same width (``char`` is signed in OpenCL, and in the reference
+build: ``-fsigned-char``); a ``_Bool`` array is ``uchar`` there."""
+
+
+def elem_ctype(names: Sequence[str] | None) -> str | None:
+    """The element type (one of :data:`ELEM_CTYPES`) of the type specifier words
+    ``names`` (``['unsigned', 'short', 'int']``: ``unsigned short``; ``['int64_t']``:
+    ``long``; ``['signed', 'char']``: ``char``; ``['long', 'long']``: ``long``;
+    ``['bool']``: ``_Bool``), else None (``long double``, a struct...)."""
+    names = list(names or ())
+    if names in (["float"], ["double"]):
+        return names[0]
+    if len(names) == 1 and names[0] in FIXED_INTS:
+        return FIXED_INTS[names[0]]
+    if names in (["_Bool"], ["bool"]):
+        return "_Bool"
+    words = set(names)
+    if not names or not words <= {"char", "short", "int", "long", "signed", "unsigned"} \
+            or {"signed", "unsigned"} <= words \
+            or any(names.count(w) > 1 for w in ("char", "short", "int", "signed", "unsigned")) \
+            or names.count("long") > 2:
+        return None
+    u = "unsigned " if "unsigned" in words else ""
+    if "char" in words:
+        return None if words & {"short", "int", "long"} else u + "char"
+    if "short" in words:
+        return None if "long" in words else u + "short"
+    return u + ("long" if "long" in words else "int")
+
+
+def resolve_typedefs(ast: c_ast.FileAST) -> c_ast.FileAST:
+    """``ast`` with the names of the file's typedefs of plain types replaced by what they
+    name (``typedef char base; base seq[N];`` as ``char seq[N];``), through chains of
+    typedefs; the :data:`FIXED_INTS` names (which the stand-in headers declare as
+    ``int``) and typedefs of anything else (structs, pointers) are left as they are."""
+    named: dict[str, list[str]] = {}
+    for d in ast.ext:
+        if isinstance(d, c_ast.Typedef) and isinstance(d.type, c_ast.TypeDecl) \
+                and isinstance(d.type.type, c_ast.IdentifierType) and d.name not in FIXED_INTS:
+            names = list(d.type.type.names)
+            if len(names) == 1 and names[0] in named:
+                names = list(named[names[0]])
+            named[d.name] = names
+    named = {k: v for k, v in named.items() if v != [k]}
+    if not named:
+        return ast
+
+    class V(c_ast.NodeVisitor):
+        def visit_Typedef(self, n: c_ast.Typedef) -> None:
+            pass                                       # the definitions stay
+
+        def visit_IdentifierType(self, n: c_ast.IdentifierType) -> None:
+            if len(n.names) == 1 and n.names[0] in named:
+                n.names = list(named[n.names[0]])
+    V().visit(ast)
+    return ast
+
+
 _CL_SCALARS = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float",
                "double", "half")
 OPENCL_RESERVED = frozenset(
@@ -162,7 +231,7 @@ def read_source(text: str, filename: str = "<input>",
     Raises :class:`UnsupportedProgramError` at ``file:line:col`` for preprocessor and
     syntax errors.
     """
-    text = strip_comments(text)
+    text = _keep_floord(strip_comments(text))
     cmap = ColumnMap(filename, text)
     src = _preprocess(text, filename, defines, include_dirs, base_dir, cmap)
     parser = c_parser.CParser()
@@ -177,7 +246,19 @@ def read_source(text: str, filename: str = "<input>",
             coord = Coord(tok.filename, tok.lineno, tok.column) if tok is not None else None
             msg = str(e).split(": ", 1)[-1]
         raise UnsupportedProgramError(f"C syntax error: {msg}", cmap.fix(coord)) from None
-    return CSource(filename, ast, cmap)
+    return CSource(filename, resolve_typedefs(ast), cmap)
+
+
+_FLOORD = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?:floord|ceild)[ \t]*\([^\n]*$", re.M)
+
+
+def _keep_floord(text: str) -> str:
+    """``text`` with its one-line definitions of ``floord`` and ``ceild`` (Pluto's and
+    CLooG's ``#define floord(n,d) (((n)<0) ? -((-(n)+(d)-1)/(d)) : (n)/(d))``) blanked,
+    so that their uses stay calls, which the front end reads as the floor and ceiling
+    divisions they are (:meth:`codegen.cexpr.Expressions.affine`); the C compiler of the
+    reference build still sees them."""
+    return _FLOORD.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def read_file(path: str | os.PathLike, defines: Mapping[str, object] | None = None,
@@ -529,7 +610,10 @@ def signature(func: c_ast.FuncDef) -> tuple[CParam, ...]:
         names = getattr(getattr(t, "type", None), "names", None) \
             if isinstance(t, c_ast.TypeDecl) else None
         ctype = " ".join(names or ["?"])
-        if names is None or not (set(names) <= INT_WORDS or names in (["float"], ["double"])):
+        elem = elem_ctype(names)
+        if (table or dims) and elem is not None:    # arrays: any element type, canonical
+            kind, ctype = ("table" if table else "array"), elem
+        elif names is None or not (set(names) <= INT_WORDS or names in (["float"], ["double"])):
             kind = "other"
         elif table:
             kind = "table"

@@ -4,7 +4,8 @@
 .. autofunction:: parse_source
 
 The accepted subset: integer and floating scalar parameters, C99 array parameters
-(float/double/int) with sizes affine in the integer parameters, ``for`` loops with a
+(float, double, C's integer types and ``_Bool``, typedefs of them:
+:func:`codegen.csource.elem_ctype`) with sizes affine in the integer parameters, ``for`` loops with a
 constant step, counting up or down, and affine bounds (``min``/``max``/``MIN``/``MAX``/
 ternaries, ``&&`` of upper bounds, or of lower bounds for a loop counting down),
 ``if``/``else`` (affine conditions restrict the statements' domains; others, on the
@@ -73,6 +74,7 @@ from codegen.reductions import describe, flat, reduction_loops, split_reductions
 from codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from codegen.scop import Scop
 from codegen.structure import (
+    bound_variables,
     kernel_return,
     loop_continues,
     loop_jumps,
@@ -112,7 +114,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
                                  and f.decl.name != "main"}, err)
     # switch as if/else; 'if (c) continue;' at the top of a loop body: the rest in its else
     # a counting while loop as its for loop
-    func = loop_continues(switches(while_loops(func)))
+    # polycc's 'lbp = max(...); for (t2 = lbp; ...)': the bound's expression in the loop
+    func = loop_continues(switches(bound_variables(while_loops(func))))
     # file-scope arrays the kernel uses (float A[N][N]; at the top): more parameters
     func, globs = file_arrays(src.ast, func, err)
     # file-scope scalars: constants written in, those main sets more parameters

@@ -51,8 +51,10 @@ from codegen.clsource import (
     access_macros,
     any_double,
     cl_ctype,
+    cl_elem,
     comment,
     expr_type,
+    store,
 )
 from codegen.deps import Nest, Plan
 from codegen.helpers import opencl_definitions
@@ -216,8 +218,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         # an array the nest only reads is modified through no pointer while the kernel
         # runs, whatever buffer it shares with others: restrict is exact for it, and lets
         # the compiler use read-only caches (-DBBMM_RESTRICT= turns it off)
-        ptr = f"__global {a.ctype}*" if a.name in written else \
-            f"__global const {a.ctype}* BBMM_RESTRICT"
+        ptr = f"__global {cl_elem(a.ctype)}*" if a.name in written else \
+            f"__global const {cl_elem(a.ctype)}* BBMM_RESTRICT"
         for s in range(ns):
             lines.append([(ptr, f"{a.name}_buf{s}"),
                           ("long", f"{a.name}_base{s}")]
@@ -289,7 +291,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     # flight, which one-point work-items cannot do on a GPU whose memory needs more
     # bytes in flight than one load per resident thread.
     coarsen = (nb > 0 and len(body) == 1 and isinstance(body[0], Statement)
-               and body[0].op == "=")
+               and body[0].op == "=" and scop.array(body[0].lhs.array).ctype != "_Bool")
     def outside(x: str, d: int) -> str:
         """C test: value ``x`` of band loop ``d`` lies outside the tile (d = 0) or the loop."""
         lp = band[d]
@@ -337,7 +339,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         return [temp_line(t, t.declare) for t in st.temps]
 
     def assign(st: Statement) -> str:
-        return f"{ref(st.lhs)} {st.op} {to_c(lower(st.rhs), ref)};"
+        return store(ref(st.lhs), st.op, to_c(lower(st.rhs), ref),
+                     scop.array(st.lhs.array).ctype)
 
     def emit_group(group: list[tuple[Statement, list[Temp]]]) -> None:
         """Statements side by side under the same guards, each after the assignments of
@@ -566,7 +569,7 @@ def _emit_strip(out: Emitter, scop: Scop, rhs: Expr, it: str, first: str, r: str
         if key[2] is not None and cs != list(range(cs[0], cs[-1] + 1)):
             continue  # offsets with a gap: no window, each loaded at its row
         g = fresh(f"w{len(decls)}")
-        ctype = scop.array(key[0]).ctype
+        ctype = cl_elem(scop.array(key[0]).ctype)
         names = [fresh(f"{g}_{c - cs[0]}") for c in cs]
         decls.append(f"{ctype} {', '.join(names)};")
         for c, name in zip(cs, names):

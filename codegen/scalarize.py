@@ -32,7 +32,7 @@ from collections.abc import Iterable
 
 from pycparser import c_ast
 
-from codegen.csource import const_int, identifiers, replace_children, scalar_type
+from codegen.csource import const_int, elem_ctype, identifiers, replace_children
 
 __all__ = ["MAX_ELEMENTS", "pointer_arrays", "scalarize_small_arrays"]
 
@@ -97,14 +97,14 @@ def pointer_arrays(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str],
         while isinstance(t, c_ast.ArrayDecl):        # T (*p)[n]: a pointer to rows
             t = t.type
         return t
+    def element(t: c_ast.Node) -> bool:              # an array's element type
+        return isinstance(t, c_ast.TypeDecl) and \
+            elem_ctype(getattr(t.type, "names", None)) is not None
     names = {p.name for p in params if isinstance(p, c_ast.Decl)
-             and isinstance(p.type, c_ast.PtrDecl)
-             and isinstance(pointee(p.type.type), c_ast.TypeDecl)
-             and scalar_type(pointee(p.type.type)) is not None}
+             and isinstance(p.type, c_ast.PtrDecl) and element(pointee(p.type.type))}
     tables = {p.name for p in params if isinstance(p, c_ast.Decl)
               and isinstance(p.type, c_ast.PtrDecl) and isinstance(p.type.type, c_ast.PtrDecl)
-              and isinstance(p.type.type.type, c_ast.TypeDecl)
-              and scalar_type(p.type.type.type) is not None}
+              and element(p.type.type.type)}
     if not names and not tables:
         return func, frozenset(), frozenset()
 

@@ -18,6 +18,10 @@ just before it, stepped by the body's last statement and assigned nowhere else, 
 ``continue``, which would skip the step) is the ``for`` loop it means
 (:func:`while_loops`); any other stays, for the front end to refuse.
 
+Loop bounds kept in integer locals, as polycc (Pluto) writes its tiled loops (``lbp =
+max(0, ceild(t1, 2)); ubp = min(...); for (t2 = lbp; t2 <= ubp; t2++)``), are the
+expressions they hold (:func:`bound_variables`).
+
 A ``switch`` whose cases each end in ``break`` (cases without statements sharing the next
 one's) is the chain of ``if``/``else if`` it means (:func:`switches`).
 
@@ -25,6 +29,7 @@ A kernel that returns a value (``float dot(...) { ...; return s; }``) stores it 
 one-element array of its model instead (:func:`kernel_return`), early returns at the top
 of its body included.
 
+.. autofunction:: bound_variables
 .. autofunction:: early_exits
 .. autofunction:: loop_continues
 .. autofunction:: loop_jumps
@@ -54,8 +59,8 @@ from codegen.csource import (
     walk,
 )
 
-__all__ = ["early_exits", "kernel_return", "loop_continues", "loop_jumps", "return_flags",
-           "returns_left", "switches", "while_loops"]
+__all__ = ["bound_variables", "early_exits", "kernel_return", "loop_continues", "loop_jumps",
+           "return_flags", "returns_left", "switches", "while_loops"]
 
 
 def early_exits(items: list[c_ast.Node], kind: type,
@@ -512,6 +517,109 @@ def _counted(items: list[c_ast.Node]) -> list[c_ast.Node]:
         stmt = c_ast.Compound(body[:-1], getattr(w.stmt, "coord", w.coord))
         items[k] = c_ast.For(init, w.cond, body[-1], stmt, w.coord)
     return items
+
+
+def bound_variables(func: c_ast.FuncDef) -> c_ast.FuncDef:
+    """A copy of ``func`` whose loop bounds kept in integer locals (polycc's tiled code:
+    ``lbp = max(0, ceild(t1, 2)); ubp = min(...); #pragma omp parallel for ... for (t2 =
+    lbp; t2 <= ubp; t2++)``, ``lbv``/``ubv`` before its inner loops) are the expressions
+    they hold, written into the loops, the assignments gone. A variable qualifies when it
+    is assigned only by statements ``v = e;`` (``e`` not mentioning it) and read only as
+    a bound of a ``for`` loop (its first value, or one side of a comparison of its
+    condition) that follows such an assignment in the same block, with nothing but
+    pragmas and other such assignments between them, and the value not reading what the
+    loop assigns. ``func`` itself when no loop bound is such a variable, or when one is
+    read where no such assignment precedes it (the front end then refuses the bound as it
+    is)."""
+    taken = [d.name for d in walk(func.body) if isinstance(d, c_ast.Decl) and d.name
+             and scalar_type(d.type) not in (None, "float", "double")]
+    if not taken:
+        return func
+    original, func = func, copy.deepcopy(func)
+    allowed: dict[str, set[int]] = {n: set() for n in taken}
+    loops = [x for x in walk(func.body) if isinstance(x, c_ast.For)]
+
+    def bound_ids(lp: c_ast.For) -> list[c_ast.ID]:
+        out = []
+        init = lp.init
+        if isinstance(init, c_ast.DeclList) and len(init.decls) == 1:
+            out.append(init.decls[0].init)
+        elif isinstance(init, c_ast.Assignment) and init.op == "=":
+            out.append(init.rvalue)
+        todo = [lp.cond] if lp.cond is not None else []
+        while todo:
+            c = todo.pop()
+            if isinstance(c, c_ast.BinaryOp) and c.op == "&&":
+                todo += [c.left, c.right]
+            elif isinstance(c, c_ast.BinaryOp) and c.op in ("<", "<=", ">", ">="):
+                out += [c.left, c.right]
+        return [x for x in out if isinstance(x, c_ast.ID) and x.name in allowed]
+    for lp in loops:
+        for x in bound_ids(lp):
+            allowed[x.name].add(id(x))
+    for blk in walk(func.body):
+        if isinstance(blk, c_ast.Compound):
+            for it in blk.block_items or []:
+                if isinstance(it, c_ast.Assignment) and it.op == "=" \
+                        and isinstance(it.lvalue, c_ast.ID) and it.lvalue.name in allowed \
+                        and it.lvalue.name not in identifiers(it.rvalue):
+                    allowed[it.lvalue.name].add(id(it.lvalue))
+    for x in walk(func.body):                  # read or written anywhere else: not one
+        if isinstance(x, c_ast.ID) and x.name in allowed and id(x) not in allowed[x.name]:
+            del allowed[x.name]
+    if not any(bound_ids(lp) for lp in loops):
+        return original
+
+    def substitute(items: list[c_ast.Node]) -> list[c_ast.Node] | None:
+        pending: dict[str, c_ast.Node] = {}
+        out = []
+        for it in items:
+            if isinstance(it, c_ast.Assignment) and it.op == "=" \
+                    and isinstance(it.lvalue, c_ast.ID) and it.lvalue.name in allowed:
+                pending[it.lvalue.name] = it.rvalue
+                continue                         # the value goes into the loops
+            if isinstance(it, c_ast.For):
+                for x in bound_ids(it):
+                    # C computed the value before the loop: it must not read what the
+                    # loop assigns (its iterator), which a condition reads anew each trip
+                    if x.name not in pending or assignments(it, identifiers(pending[x.name])):
+                        return None
+                _put_bounds(it, pending)
+                pending = {}
+            elif not isinstance(it, c_ast.Pragma):
+                pending = {}
+            out.append(it)
+        return out
+    for blk in walk(func.body):
+        if isinstance(blk, c_ast.Compound) and blk.block_items:
+            new = substitute(list(blk.block_items))
+            if new is None:
+                return original
+            blk.block_items = new
+    if any(bound_ids(lp) for lp in loops):     # a loop no block holds (a loop's only
+        return original                        # statement): no assignment before it
+    return func
+
+
+def _put_bounds(lp: c_ast.For, values: dict[str, c_ast.Node]) -> None:
+    """The bounds of ``lp`` that name variables of ``values`` replaced by copies of them."""
+    def value(x: c_ast.Node) -> c_ast.Node:
+        return copy.deepcopy(values[x.name]) if isinstance(x, c_ast.ID) and x.name in values \
+            else x
+    init = lp.init
+    if isinstance(init, c_ast.DeclList) and len(init.decls) == 1:
+        init.decls[0].init = value(init.decls[0].init)
+    elif isinstance(init, c_ast.Assignment) and init.op == "=":
+        init.rvalue = value(init.rvalue)
+
+    def cond(c: c_ast.Node) -> None:
+        if isinstance(c, c_ast.BinaryOp) and c.op == "&&":
+            cond(c.left)
+            cond(c.right)
+        elif isinstance(c, c_ast.BinaryOp) and c.op in ("<", "<=", ">", ">="):
+            c.left, c.right = value(c.left), value(c.right)
+    if lp.cond is not None:
+        cond(lp.cond)
 
 
 def _step_of(s: c_ast.Node) -> str | None:

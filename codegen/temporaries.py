@@ -21,8 +21,8 @@ import islpy as isl
 from pycparser import c_ast
 
 from bbmm.diagnostic import UnsupportedProgramError, _format_coord
-from codegen.cexpr import ELEM_TYPES, Ctx, Cur, Ref, map_refs
-from codegen.csource import OPENCL_RESERVED, identifiers, scalar_type
+from codegen.cexpr import Ctx, Cur, Ref, map_refs
+from codegen.csource import OPENCL_RESERVED, elem_ctype, identifiers, scalar_type
 from codegen.expand import NeedsExpansion, affine_bound
 from codegen.scop import (
     Affine,
@@ -121,10 +121,11 @@ class Temporaries:
         if unique in self.plan:
             t.expand, t.webs = self.plan[unique]
         self.temps[d.name] = t
-        if t.expand is not None and t.ctype not in ELEM_TYPES:
+        if t.expand is not None and elem_ctype(t.ctype.split()) is None:
             raise self.err(f"temporary '{d.name}' of type '{t.ctype}' is carried across "
                            f"iterations: bbmm keeps such a value in an array of its own "
-                           f"(scalar expansion), and arrays hold float, double or int", d)
+                           f"(scalar expansion), and arrays hold float, double, integers "
+                           f"or _Bool", d)
         if (d.init is None or outside) and ctype not in ("float", "double"):
             self.seen_iters.add(d.name)          # 'int i, j;' may declare iterators
         if d.init is None or outside:
@@ -343,7 +344,8 @@ class Temporaries:
             return Array(name, ctype, dims, tuple(extents), sizes, coord, local=c_name)
 
         # a condition kept in memory is named for bbmm compile's list by its if
-        out = [array(name, t.ctype, copies(loops) or [Affine((), 1)], t.coord,
+        out = [array(name, elem_ctype(t.ctype.split()), copies(loops) or [Affine((), 1)],
+                     t.coord,
                      self.if_texts.get(t.name, t.name))
                for name, (t, loops) in self.locals.items()]
         out += [array(name, declared.ctype, copies(loops) + list(declared.extents),

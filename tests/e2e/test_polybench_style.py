@@ -31,6 +31,9 @@ PROGRAMS = [
     ("heat-3d", {"tsteps": 4, "n": 10}, {}),         # 3-D stencil, time loop to TSTEPS
     ("mvt-const", {}, {}),                           # compile-time constant sizes only
     ("trisolv", {"n": 40}, {}),                      # no parallel loop: one work-item
+    ("correlation", {"m": 28, "n": 32}, {}),         # eps = SCALAR_VAL(0.1) before the scop
+    ("lu", {"n": 40}, {}),                           # init_array calls polybench_alloc_data
+    ("nussinov", {"n": 60}, {}),                     # typedef char base; base seq[N]
 ]
 SIZES = {"jacobi-2d": ["-DTSTEPS=5", "-DN=30"], "heat-3d": ["-DTSTEPS=4", "-DN=10"]}
 
@@ -51,7 +54,7 @@ def test_run_check(name, sizes, scalars, ndev, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["check"] == "pass" and doc["devices"] == ndev
     assert doc["params"] == sizes and doc["scalars"] == scalars   # no --param was given
-    if name != "trisolv" and ndev > 1:
+    if name not in ("trisolv", "nussinov") and ndev > 1:
         assert doc["tiles"] >= ndev
 
 
@@ -142,3 +145,35 @@ def test_cli_errors_are_one_line(capsys):
     err = capsys.readouterr().err
     assert re.fullmatch(r"bbmm: error: \S*gemm\.c:8:10: preprocessor: polybench\.h: No such "
                         r"file or directory\n", err)
+
+
+XS = PB.parent / "extra_sources"
+
+
+@needs_cl
+@pytest.mark.parametrize("how", ["after-file", "after-options", "option"])
+def test_init_calling_a_function_of_another_source(how, tmp_path, capsys):
+    """lu_alloc.c's init_array calls my_alloc, which myutil/myutil.c defines: that file is
+    named on the command line (as cc takes it) or with --extra-source."""
+    out = tmp_path / "r.json"
+    opts = ["-I", str(XS / "myutil"), "--param", "n=24", "--init", "init_array", "--check",
+            "--no-progress", "--devices", "2", "--json", str(out)]
+    more = str(XS / "myutil" / "myutil.c")
+    argv = {"after-file": ["run", str(XS / "lu_alloc.c"), more, *opts],
+            "after-options": ["run", str(XS / "lu_alloc.c"), *opts, more],
+            "option": ["run", str(XS / "lu_alloc.c"), *opts, "--extra-source", more]}[how]
+    assert main(argv) == 0
+    assert json.loads(out.read_text())["check"] == "pass"
+
+
+def test_init_calling_an_undefined_function_is_one_line(capsys):
+    assert main(["run", str(XS / "lu_alloc.c"), "-I", str(XS / "myutil"), "--param", "n=8",
+                 "--init", "init_array", "--devices", "1", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert re.fullmatch(r"bbmm: error: \S*lu_alloc\.c: C compiler \S+ failed \(exit \d+\): "
+                        r".*my_alloc.* \(a function defined in another C source\? .*"
+                        r"--extra-source MORE\.c\)\n", err), err
+    assert main(["run", str(XS / "lu_alloc.c"), str(XS / "nothere.c"), "-I",
+                 str(XS / "myutil"), "--param", "n=8", "--check", "--no-progress"]) == 2
+    assert re.fullmatch(r"bbmm: error: extra C source \S*nothere\.c: no such file\n",
+                        capsys.readouterr().err)

@@ -52,6 +52,13 @@ PROGRAMS = [
     (KERNELS / "helpers.c", ["n=40"], "1KiB"),
     (KERNELS / "pointer_result.c", ["n=40"], "1KiB"),
     (KERNELS / "pointers.c", ["tsteps=3", "n=14", "a=0.5"], "2KiB"),
+    # scalars initialised before '#pragma scop' (codegen/builder.py, Builder.build)
+    (KERNELS / "outer_init.c", ["m=20", "n=30"], "2KiB"),
+    # polycc (Pluto) tiled output: floord/ceild/max/min, bounds kept in lbp/ubp/lbv/ubv
+    (KERNELS / "pluto" / "seidel1d_tiled.c", ["tsteps=10", "n=40"], "256B"),
+    (KERNELS / "pluto" / "gemm_tiled.c", ["ni=40", "nj=35", "nk=30"], "32KiB"),
+    # arrays of C's integer types and _Bool, compared exactly
+    (KERNELS / "int_types.c", ["n=13", "m=17"], "2KiB"),
     # flat arrays A[i*n + j] read as rows (codegen/delinearize.py)
     (KERNELS / "flat" / "jacobi.c", ["tsteps=3", "n=14"], "3KiB"),
     (KERNELS / "flat" / "matvec.c", ["n=21", "m=14"], "4KiB"),

@@ -254,3 +254,74 @@ def test_programs_run_right_with_boxes_past_the_quota(monkeypatch, tmp_path):
         assert json.loads(out.read_text())["check"] == "pass"
 
 # }}}
+
+
+# {{{ polycc (Pluto) output: floord/ceild/max/min macros, bounds kept in lbp/ubp/lbv/ubv
+
+PLUTO = Path(__file__).resolve().parents[1] / "kernels" / "pluto"
+
+
+def _cdiv(a: int, d: int) -> int:                 # C's '/' (toward zero)
+    q = abs(a) // d
+    return q if a >= 0 else -q
+
+
+def _ceild(n: int, d: int) -> int:               # Pluto's macros, with C's division
+    return -_cdiv(-n, d) if n < 0 else _cdiv(n + d - 1, d)
+
+
+def _floord(n: int, d: int) -> int:
+    return -_cdiv(-n + d - 1, d) if n < 0 else _cdiv(n, d)
+
+
+def _seidel_instances(tsteps: int, n: int) -> list[tuple[int, int, int, int]]:
+    """The (t1, t2, t3, t4) that tests/kernels/pluto/seidel1d_tiled.c runs, in order."""
+    out = []
+    if n >= 3 and tsteps >= 1:
+        for t1 in range(0, _floord(tsteps + n - 3, 8) + _floord(tsteps - 1, 8) + 1):
+            lbp, ubp = max(0, _ceild(8 * t1 - tsteps - n + 3, 8)), min(_floord(tsteps - 1, 8), t1)
+            for t2 in range(lbp, ubp + 1):
+                for t3 in range(max(8 * t2, 8 * t1 - 8 * t2 - n + 2, 0),
+                                min(tsteps - 1, 8 * t2 + 7, 8 * t1 - 8 * t2 + 6) + 1):
+                    lbv, ubv = max(8 * t1 - 8 * t2, t3 + 1), min(8 * t1 - 8 * t2 + 7, t3 + n - 2)
+                    out += [(t1, t2, t3, t4) for t4 in range(lbv, ubv + 1)]
+    return out
+
+
+def test_pluto_tiled_loops_model_what_c_runs():
+    """floord/ceild are floor and ceiling divisions for every sign (isl's), max/min the
+    macros' ternaries, lbp/ubp/lbv/ubv the expressions assigned just before the loops:
+    the model's instances are those the C program runs, each once, in its order."""
+    from codegen.frontend import parse_file
+    s = parse_file(PLUTO / "seidel1d_tiled.c")
+    (st,) = s.statements
+    assert [lp.iterator for lp in s.loops()] == ["t1", "t2", "t3", "t4"]
+    assert [lp.parallel_pragma for lp in s.loops()] == [False, True, False, False]
+    for tsteps, n in [(1, 3), (3, 5), (9, 4), (10, 21), (17, 12), (0, 5), (4, 2)]:
+        at = s.params_set({"tsteps": tsteps, "n": n})
+        got = sorted(_points(st.domain.intersect_params(at)))
+        want = _seidel_instances(tsteps, n)
+        assert got == want, (tsteps, n)          # sorted: the loops' order is lexicographic
+
+
+def test_bound_variables_need_their_assignment_before_the_loop():
+    body = ("int lbp, ubp; {pre} for (int t = lbp; t <= ubp; t++) A[t] = 0;")
+    ok = parse_source("void f(int n, float A[n]) { " + body.format(
+        pre="lbp = max(0, ceild(n - 9, 4)); ubp = min(n - 1, floord(3 * n, 4));\n"
+            "#pragma omp parallel for\n") + " }", "b.c")
+    (lp,) = ok.loops()
+    assert lp.parallel_pragma and (lp.lower, lp.upper) == (
+        "max(0, bbmm_floord(n - 6, 4))", "min(n - 1, bbmm_floord(3*n, 4))")
+    assert ok.statements[0].domain.is_equal(isl.Set(
+        "[n] -> { S0[t] : 0 <= t < n and n - 9 <= 4t <= 3n }"))
+    # another statement between the assignment and the loop, or no assignment: refused
+    for pre in ("lbp = 0; ubp = n - 1; A[0] = 1;", "ubp = n - 1;"):
+        with pytest.raises(UnsupportedProgramError,
+                           match=r"lower loop bound is not affine: 'lbp'"):
+            parse_source("void f(int n, float A[n]) { " + body.format(pre=pre) + " }", "b.c")
+    # a value that reads what the loop assigns (C computed it once, before the loop)
+    with pytest.raises(UnsupportedProgramError):
+        parse_source("void f(int n, float A[n]) { int ub, t; ub = t + 3; "
+                     "for (t = 0; t <= ub && t < n; t++) A[t] = 0; }", "b.c")
+
+# }}}

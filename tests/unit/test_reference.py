@@ -315,3 +315,106 @@ def test_compare_nan_inf_int_double():
 # }}}
 
 # vim: foldmethod=marker
+
+
+# {{{ extra C sources (bbmm run FILE MORE.c, --extra-source, polybench.c found by itself)
+
+PB = KERNELS / "polybench_style"
+XS = KERNELS / "extra_sources"
+
+
+def test_extra_sources_polybench_c_beside_polybench_h(tmp_path):
+    util = PB / "utilities"
+    # <polybench.h> in the -I folders: the polybench.c beside it
+    assert ref.extra_sources(PB / "lu.c", [str(util)]) == ((util / "polybench.c").resolve(),)
+    assert ref.extra_sources(PB / "lu.c", []) == ()                 # no polybench.h found
+    # the user's own files first, each once, the automatic one not twice
+    mine = XS / "myutil" / "myutil.c"
+    assert ref.extra_sources(PB / "lu.c", [str(util)], [mine, util / "polybench.c", mine]) \
+        == (mine.resolve(), (util / "polybench.c").resolve())
+    assert ref.extra_sources(XS / "lu_alloc.c", [str(XS / "myutil")]) == ()
+    # "polybench.h" beside the file; a polybench.h without a polybench.c adds nothing
+    (tmp_path / "polybench.h").write_text("")
+    (tmp_path / "k.c").write_text('#include "polybench.h"\nvoid k(int n) { }\n')
+    assert ref.extra_sources(tmp_path / "k.c") == ()
+    (tmp_path / "polybench.c").write_text("")
+    assert ref.extra_sources(tmp_path / "k.c") == ((tmp_path / "polybench.c").resolve(),)
+    # a file that includes polybench.c itself gets it once, from there
+    (tmp_path / "k.c").write_text('#include "polybench.h"\n#include "polybench.c"\n')
+    assert ref.extra_sources(tmp_path / "k.c") == ()
+    with pytest.raises(UsageError, match=r"^extra C source .*nothere\.c: no such file$"):
+        ref.extra_sources(tmp_path / "k.c", (), [tmp_path / "nothere.c"])
+
+
+def test_init_calling_another_source(cache):
+    """lu_alloc.c's init_array allocates with my_alloc from myutil/myutil.c: without that
+    file the link fails, with a hint; with it the library runs the init and the kernel."""
+    path, inc = XS / "lu_alloc.c", [str(XS / "myutil")]
+    scop = parse_file(path, include_dirs=inc)
+    with pytest.raises(ref.CompileError) as e:
+        ref.reference_library(scop, None, inc, init="init_array", cache_dir=cache)
+    assert "my_alloc" in e.value.summary and "--extra-source" in e.value.summary
+    assert "\n" not in e.value.summary
+    lib = ref.reference_library(scop, None, inc, init="init_array", cache_dir=cache,
+                                sources=[XS / "myutil" / "myutil.c"])
+    arrays, _ = ref.init_arrays(scop, {"n": 6}, lib=lib, init="init_array",
+                                include_dirs=inc)
+    A = arrays["A"]
+    B = np.array([[((i * 7 + j * 3) % 6) / 6 + (i == j) for j in range(6)] for i in range(6)])
+    np.testing.assert_allclose(A, B @ B.T, rtol=1e-12)
+    out = ref.run_reference(path, scop, {"n": 6}, {}, arrays, lib=lib)
+    L, U = np.tril(out["A"]), np.triu(out["A"], 1) + np.eye(6)   # row k scaled by A[k][k]
+    np.testing.assert_allclose(L @ U, A, rtol=1e-10)
+
+
+def test_extra_source_changes_the_cache_key(tmp_path):
+    src, more = tmp_path / "k.c", tmp_path / "more.c"
+    src.write_text("double f(double);\nvoid k(int n, double A[n]) "
+                   "{ for (int i = 0; i < n; i++) A[i] = f(A[i]); }\n")
+    more.write_text("double f(double x) { return 2 * x; }\n")
+    lib1 = ref.build_library(src, cache_dir=tmp_path / "c", sources=[more])
+    more.write_text("double f(double x) { return 3 * x; }\n")
+    lib2 = ref.build_library(src, cache_dir=tmp_path / "c", sources=[more])
+    assert lib1 != lib2
+
+# }}}
+
+
+# {{{ integer and _Bool element types: numpy dtypes of their width, compared exactly
+
+def test_integer_dtypes_and_exact_comparison():
+    assert {t: ref.dtype_of(t).itemsize for t in (
+        "char", "unsigned char", "short", "unsigned short", "int", "unsigned int", "long",
+        "unsigned long", "_Bool")} == {
+        "char": 1, "unsigned char": 1, "short": 2, "unsigned short": 2, "int": 4,
+        "unsigned int": 4, "long": 8, "unsigned long": 8, "_Bool": 1}
+    assert ref.dtype_of("char").kind == "i" and ref.dtype_of("_Bool").kind == "b"
+    big = np.array([2**64 - 1, 5], np.uint64)
+    assert ref.compare("u", big, big.copy(), "unsigned long") is None
+    m = ref.compare("u", big, np.array([2**64 - 2, 5], np.uint64), "unsigned long")
+    assert m is not None and m.count == 1 and "max absolute error 1" in str(m)
+    b = np.array([True, False])
+    assert ref.compare("b", b, ~b, "_Bool").count == 2
+    s = np.array([-3, 4], np.int16)
+    assert ref.compare("s", s, s + 0, "short") is None
+
+
+def test_integer_arrays_through_the_reference(tmp_path, cache):
+    """The C program gets the bytes of each array as its element type (int8 to uint64,
+    _Bool), and random inputs are integers (0 or 1 for _Bool)."""
+    path = KERNELS / "int_types.c"
+    scop = parse_file(path)
+    params = {"n": 5, "m": 6}
+    arrays, _ = ref.init_arrays(scop, params, seed=2)
+    assert arrays["src"].dtype == np.uint16 and arrays["mask"].dtype == np.bool_
+    assert arrays["delta"].dtype == np.int8 and arrays["acc"].dtype == np.int64
+    out = ref.run_reference(path, scop, params, {}, arrays, cache_dir=cache)
+    src = arrays["src"].astype(np.int64)
+    np.testing.assert_array_equal(out["out"], (src * 700 + 3) % 65536)
+    acc = arrays["acc"] + src * 10**10 - 7
+    np.testing.assert_array_equal(out["acc"], acc)
+    np.testing.assert_array_equal(out["tot"], acc.sum(axis=1))
+    np.testing.assert_array_equal(out["mask"], (src & 6) != 0)
+    np.testing.assert_array_equal(out["delta"], ((src * 700 + 3) % 256 - 100).astype(np.int8))
+
+# }}}

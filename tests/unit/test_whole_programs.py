@@ -143,6 +143,19 @@ def test_signature_kinds():
 # }}}
 
 
+def test_scalar_initialised_before_the_scop_is_modelled():
+    """correlation's 'DATA_TYPE eps = SCALAR_VAL(0.1);' and 'float_n = (DATA_TYPE)n;' before
+    '#pragma scop': their declarations are assignments of the model, replayed where read."""
+    s = pb("correlation")
+    temps = {t.name: t.text for st in s.statements for t in st.temps}
+    assert temps == {"eps": "double eps = 0.1;", "float_n": "double float_n = (double) n;"}
+    assert s.int_params == ("m", "n") and s.float_params == ()
+    # a value the region carries across iterations: its declaration a statement of its own
+    o = parse_file(PB.parent / "outer_init.c")
+    assert [st.text for st in o.statements][0] == "acc = 0.5;"
+    assert {t.name for st in o.statements for t in st.temps} == {"eps", "fn", "e2"}
+
+
 # {{{ refusals: one line, file:line:col in the user's file
 
 
@@ -157,10 +170,15 @@ def _line_col(path: Path, needle: str) -> tuple[int, int]:
     ("invalid_unknown_call", "scale(C", r"call to unknown function 'scale'"),
     ("invalid_pointer_walk", "p++ =", r"pointer dereference '\*\(p\+\+\)' not supported \(a "
                                       r"pointer walk is not an affine array access"),
-    ("invalid_scalar_temp", "temp2;", r"local variable 'temp2' \(declared at "
+    ("invalid_scalar_temp", "temp2 * 2", r"local variable 'temp2' \(declared at "
                                             r".*invalid_scalar_temp\.c:12:13, before '#pragma "
                                             r"scop'\) is read before the modelled region "
                                             r"assigns it"),
+    ("invalid_scalar_assigned_before", "eps = eps", r"'eps = eps \* 2' assigns local "
+                                                   r"variable 'eps' \(declared at "
+                                                   r".*invalid_scalar_assigned_before\.c:11:13\) "
+                                                   r"before '#pragma scop': bbmm models the "
+                                                   r"value of its declaration only"),
     ("invalid_missing_header", '"not_there.h"', r"preprocessor: not_there\.h: No such file"),
 ])
 def test_invalid_whole_program_refused_at_user_location(name, needle, message):
