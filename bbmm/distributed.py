@@ -48,6 +48,7 @@ from __future__ import annotations
 import copy
 import os
 import time
+from functools import partial
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -73,13 +74,24 @@ class Ownership:
     """Per array, the rank that wrote each region last and the ranks holding that value.
 
     ``records[a]`` is a list of pairwise disjoint ``(box, owner, holders)``; ``owner``
-    is always among ``holders``. An element in no record holds its initial value on
-    every rank. Every rank keeps an identical copy (it is updated from the global tile
-    list only).
+    is always among ``holders``. An element in no record has the same value on every
+    rank: its initial value, or one that every rank has received (with ``ranks``, the
+    number of ranks, such records are dropped). Every rank keeps an identical copy (it
+    is updated from the global tile list only).
+
+    The list stays short where writes leave strips behind (LU writes a shrinking
+    corner, so each ``k`` leaves row ``k`` and column ``k`` of its last box): a rank's
+    new box is merged with its own earlier pieces where they form one box, a row every
+    rank received (a pivot row) is no record at all, and past :attr:`LIMIT` records
+    an owner's records become one, their hull, where it meets no other owner's
+    (:meth:`compact`).
     """
 
-    def __init__(self, arrays: Sequence[str]):
+    LIMIT = 64
+
+    def __init__(self, arrays: Sequence[str], ranks: int | None = None):
         self.records: dict[str, list[Record]] = {a: [] for a in arrays}
+        self.ranks = ranks
 
     def wrote(self, array: str, box: Box, rank: int) -> None:
         """A tile of ``rank`` wrote ``box``: that rank alone holds the newest value there."""
@@ -92,12 +104,55 @@ class Ownership:
                 out.extend((p, r[1], r[2]) for p in b.subtract(box))
             else:
                 out.append(r)
-        out.append((box, rank, frozenset((rank,))))
+        mine = frozenset((rank,))
+        same = [r[0] for r in out if r[1] == rank and r[2] == mine]
+        if same:  # this rank's own pieces that form one box with the new one
+            merged = merge_adjacent([*same, box])
+            if len(merged) <= len(same):
+                out = [r for r in out if not (r[1] == rank and r[2] == mine)]
+                out.extend((b, rank, mine) for b in merged)
+                self.records[array] = out
+                return
+        out.append((box, rank, mine))
+        self.records[array] = out
+        if len(out) > self.LIMIT:
+            self.compact(array)
+
+    def compact(self, array: str) -> None:
+        """Per owner, runs of its records (in order of their first corner) become one
+        record, ``(hull, owner, common holders)``, as long as the hull meets no other
+        record. Safe: the hull's other elements are in no record, so every
+        rank, the owner too, holds their newest value; only fewer ranks are said to hold
+        the rest (they may receive again what they had)."""
+        recs = self.records[array]
+        groups: dict[int, list[Record]] = {}
+        for r in recs:
+            groups.setdefault(r[1], []).append(r)
+        out: list[Record] = []
+        for owner, mine in groups.items():
+            mine.sort(key=lambda r: r[0].lo)
+            run = [mine[0]]  # the records the hull stands for
+            hull, holders = mine[0][0], mine[0][2]
+            for rec in mine[1:]:
+                b, _, h = rec
+                grown = hull_all((hull, b))
+                assert grown is not None
+                inside = {id(r) for r in run}
+                inside.add(id(rec))
+                if any(id(r) not in inside and r[0].overlaps(grown)
+                       for r in (*recs, *out)):
+                    out.append((hull, owner, holders))
+                    run, hull, holders = [rec], b, h
+                else:
+                    run.append(rec)
+                    hull, holders = grown, holders & h
+            out.append((hull, owner, holders))
         self.records[array] = out
 
     def received(self, array: str, box: Box, rank: int) -> None:
         """``rank`` received the newest value of ``box`` (it becomes a holder)."""
         out: list[Record] = []
+        everyone = self.ranks
         for r in self.records[array]:
             b, owner, holders = r
             inter = b.intersect(box)
@@ -105,7 +160,8 @@ class Ownership:
                 out.append(r)
                 continue
             out.extend((p, owner, holders) for p in b.subtract(box))
-            out.append((inter, owner, holders | {rank}))
+            if everyone is None or len(holders) + 1 < everyone:
+                out.append((inter, owner, holders | {rank}))
         self.records[array] = out
 
     def missing(self, array: str, rank: int, region: Sequence[Box]) -> list[tuple[int, Box]]:
@@ -514,10 +570,10 @@ class DistributedRuntime:
         self.rank = comm.rank
         self.gather_result = gather
         self.root = root
-        # No replay (bbmm.replay) over ranks: the exchanges between phases change the
-        # host copy and the copies' stale parts outside the recorded operations, so a
-        # serial iteration that repeats on this rank's devices alone is no fixed point.
-        self.local = Runtime(devices, arrays, **{**runtime, "replay": False})
+        # Replay (bbmm.replay) over ranks: each phase's exchange runs as the phase's
+        # ``before``/``after`` callbacks, where the local runtime issues the phase, and the
+        # regions received are part of the phase's key (:meth:`run_phase`).
+        self.local = Runtime(devices, arrays, **runtime)
         counts = comm.allgather(len(devices))
         self.counts = list(counts)
         self.first = sum(counts[:self.rank])
@@ -528,7 +584,7 @@ class DistributedRuntime:
                 self.devices.extend(self.local.devices)
             else:
                 self.devices.extend(RemoteDevice(r, i) for i in range(c))
-        self.own = Ownership(list(self.local.host.arrays))
+        self.own = Ownership(list(self.local.host.arrays), len(counts))
         self.memo = PlanMemo()
         self.rank_stats = RankStats(self.rank, len(devices))
 
@@ -554,8 +610,13 @@ class DistributedRuntime:
         return self.local.coherence
 
     def run_phase(self, tiles: Sequence[Tile], serial: object = None) -> None:
-        """Run one parallel loop instance: per stage, exchange, then this rank's tiles,
-        then record every tile's writes."""
+        """Run one parallel loop instance: per stage, the exchange and this rank's tiles.
+
+        The exchange runs where the local runtime issues the stage's device operations
+        (as the stage's ``before`` and ``after``): at once, or later when the local
+        runtime holds the stage back and replays a repeating serial iteration. A rank
+        that receives exchanges before its tiles run; a rank that only sends enqueues its
+        tiles first and sends after (:meth:`_send_before`)."""
         lo, hi = self.first, self.first + len(self.local.devices)
         st = self.rank_stats
         t0 = time.perf_counter()
@@ -566,12 +627,19 @@ class DistributedRuntime:
             mine = [t if lo == 0 else _moved(t, t.device - lo)
                     for t in stage if lo <= t.device < hi]
             me = self.rank
-            if (not self.local.directory.blocking and any(src == me for src, _ in msgs)
-                    and not any(dst == me for _, dst in msgs)):
-                self._send_after(msgs, mine, serial)
-            else:
-                self._exchange(msgs, "exchange")
+            sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
+            recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
+            if not sends and not recvs:
                 self.local.run_phase(mine, serial)
+            elif recvs or self.local.directory.blocking:
+                self.local.run_phase(
+                    mine, serial, before=partial(self._exchange_before, sends, recvs),
+                    key=tuple((src, tuple(items)) for src, items in recvs))
+            else:
+                box: dict[str, Any] = {}
+                self.local.run_phase(mine, serial,
+                                     before=partial(self._send_before, sends, box),
+                                     after=partial(self._send_after, sends, box))
 
     def end_serial(self, serial: object = None) -> None:
         self.local.end_serial(serial)
@@ -602,17 +670,37 @@ class DistributedRuntime:
     # ---- moving bytes ----------------------------------------------------------------
 
     def _exchange(self, msgs: Messages, kind: str) -> None:
+        """Move the messages of ``msgs`` that concern this rank (``kind``: exchange or
+        gather), between the phases."""
         me = self.rank
         sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
         recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
-        if not sends and not recvs:
-            return
+        if sends or recvs:
+            self._swap(sends, recvs, kind, replaying=False)
+
+    def _exchange_before(self, sends: list[tuple[int, list[tuple[str, Box]]]],
+                         recvs: list[tuple[int, list[tuple[str, Box]]]],
+                         replaying: bool) -> None:
+        """A stage's exchange before its tiles run (:meth:`_swap`)."""
+        self._swap(sends, recvs, "exchange", replaying)
+
+    def _swap(self, sends: list[tuple[int, list[tuple[str, Box]]]],
+              recvs: list[tuple[int, list[tuple[str, Box]]]], kind: str,
+              replaying: bool) -> None:
+        """Send and receive regions of the host copy. Sent regions get their newest
+        values from the devices first (queued) and their queued stores waited for;
+        received ones wait for the queued loads out of them, and their device copies
+        become stale. In a replay the stores of newest values queued when the stage was
+        recorded are replayed before this, and the received regions' effect on the
+        directory (stale device copies, then read in again) is part of the recorded fixed
+        point, so only the bytes move."""
         t0 = time.perf_counter()
         host = self.local.host
         directory = self.local.directory
         for _, items in sends:
             for a, b in items:
-                self._refresh(a, b)
+                if not replaying:
+                    self._refresh(a, b)
                 self._settle(a, b, loads=False)
         for _, items in recvs:
             for a, b in items:
@@ -622,35 +710,40 @@ class DistributedRuntime:
         got = self.comm.exchange(bufs, sizes)
         for src, items in recvs:
             unpack(host, items, got[src])
-            for a, b in items:
-                directory.host_newer(a, b)
+            if not replaying:
+                for a, b in items:
+                    directory.host_newer(a, b)
         self._count(kind, bufs, sizes, t0)
 
-    def _send_after(self, msgs: Messages, mine: list[Tile], serial: object) -> None:
-        """A stage in which this rank only sends: its tiles are enqueued first, so that its
-        devices go on computing while it waits for the data it sends to reach the host.
+    def _send_before(self, sends: list[tuple[int, list[tuple[str, Box]]]],
+                     box: dict[str, Any], replaying: bool) -> None:
+        """A stage in which this rank only sends: before its tiles, the newest values go
+        home (queued) and the copies into the sent regions queued so far are noted; the
+        tiles are then enqueued, so that the devices go on computing while this rank
+        waits for those copies (:meth:`_send_after`).
 
-        What is sent is the host copy as the copies queued *before* the tiles leave it
-        (their events are taken first, and only they are waited for). A copy the tiles
-        add over a sent region could land while it is packed; it can change only elements
-        the receivers do not read in this stage: a receiver's tile reads nothing that a
-        tile of this stage writes, or the loop would carry a dependence and not be
-        parallel (an element both written and read, such as Floyd-Warshall's row k, is
-        written with the value it had)."""
-        me = self.rank
-        sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
+        What is sent is the host copy as the copies queued *before* the tiles leave it.
+        A copy the tiles add over a sent region could land while it is packed; it can
+        change only elements the receivers do not read in this stage: a receiver's tile
+        reads nothing that a tile of this stage writes, or the loop would carry a
+        dependence and not be parallel (an element both written and read, such as
+        Floyd-Warshall's row k, is written with the value it had)."""
         t0 = time.perf_counter()
         pending = self.local.directory.order.pending
         waits = []
         for _, items in sends:
             for a, b in items:
-                self._refresh(a, b)
+                if not replaying:
+                    self._refresh(a, b)
                 waits.extend(e for rb, e, _, stores, _ in pending.get(a, ())
                              if stores and rb.overlaps(b))
+        box["waits"] = waits
         self.rank_stats.exchange_s += time.perf_counter() - t0
-        self.local.run_phase(mine, serial)
+
+    def _send_after(self, sends: list[tuple[int, list[tuple[str, Box]]]],
+                    box: dict[str, Any]) -> None:
         t0 = time.perf_counter()
-        for e in waits:
+        for e in box.pop("waits"):
             e.wait()
         host = self.local.host
         bufs = {dst: pack(host, items) for dst, items in sends}

@@ -282,6 +282,8 @@ def guarded(comm: Any, fn: Callable[[], int]) -> int:
             sys.stderr.flush()
             comm.abort(_error_code(e))
         return _error_code(e)
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise  # the output went away, or the user stopped the run: bbmm.cli.main says so
     except Exception:
         # a bug in bbmm: its traceback, then the job ends (the other ranks would wait
         # for this one forever)

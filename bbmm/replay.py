@@ -74,7 +74,8 @@ class Tape:
 
     ``ops`` holds ``(timer, kind, args)``: kind ``h2d``/``d2h`` with ``(copy, region,
     what)``, ``d2d`` with ``(dst, src, region, what)``, ``launch`` with ``(phase, tile
-    index, TileBuffers, rows)`` (rows: None for the whole tile). ``timer`` is the runtime
+    index, TileBuffers, rows)`` (rows: None for the whole tile), ``begin``/``end`` with
+    ``(phase,)`` where a phase with callbacks starts and ends. ``timer`` is the runtime
     timer the operation ran under.
     """
 
@@ -94,9 +95,12 @@ class Tape:
         self.ops.append((self.timer, kind, args))
 
 
-def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object]]) -> None:
-    """Issue ``tape``'s operations again for ``phases`` (one tile list per recorded phase,
-    each matching the recorded keys), with this iteration's kernels and scalars."""
+def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object, Any, Any, Any]]
+           ) -> None:
+    """Issue ``tape``'s operations again for ``phases`` (``(tiles, serial, before,
+    after, key)`` per recorded phase, the tiles matching the recorded keys), with this
+    iteration's kernels and scalars; a phase's ``before(True)`` and ``after()`` run where
+    the recording marked its start and end (:meth:`bbmm.runtime.Runtime.run_phase`)."""
     import time
     clock = time.perf_counter
     d = rt.directory
@@ -106,6 +110,14 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object]]) -> 
         if kind == "launch":
             p, i, tb, rows = args
             rt._launch(phases[p][0][i], tb, rows)
+        elif kind == "begin":
+            cb = phases[args[0]][2]
+            if cb is not None:
+                cb(True)
+        elif kind == "end":
+            cb = phases[args[0]][3]
+            if cb is not None:
+                cb()
         elif kind == "h2d":
             d._h2d(*args)
         elif kind == "d2h":

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -56,6 +56,11 @@ while the loop may stop, and the GPU has that much work queued while it waits.""
 SMALL_PHASE = 1 / 64
 """A phase whose boxes hold at most this fraction of the points of the largest phase so
 far runs each tile where most of its data is (:meth:`Runtime._place`)."""
+
+
+def _key(tiles: Sequence[Tile], extra: Hashable) -> Hashable:
+    """A phase's key for replay: its tiles', and what else its decisions depend on."""
+    return phase_key(tiles) if extra is None else (phase_key(tiles), extra)
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,7 @@ class Runtime(Acquire):
         """Record serial iterations and replay the ones that repeat (:mod:`bbmm.replay`)."""
         self._tape: Tape | None = None
         self._fixed: Tape | None = None     # the recorded fixed point being replayed
-        self._deferred: list[tuple[list[Tile], object]] = []
+        self._deferred: list[tuple[list[Tile], object, Any, Any, Hashable]] = []
         self._prev_keys: tuple | None = None
         self._prev_sig: object = None
         self._record()
@@ -180,12 +185,22 @@ class Runtime(Acquire):
 
     # ---- Algorithm 4 ---------------------------------------------------------------
 
-    def run_phase(self, tiles: Sequence[Tile], serial: object = None) -> None:
+    def run_phase(self, tiles: Sequence[Tile], serial: object = None, *,
+                  before: Callable[[bool], None] | None = None,
+                  after: Callable[[], None] | None = None, key: Hashable = None) -> None:
         """Run the tiles of one parallel loop instance (one serial iteration of one nest).
 
         While a recorded fixed point is being replayed, a phase whose tiles match the
         recording's is only held back (``end_serial`` replays the whole iteration);
         one that does not match first runs the held-back phases for real.
+
+        ``before(replaying)`` and ``after()`` run just before the phase's own device
+        operations and just after them, whenever those are issued: now, when the phase
+        is held back and run for real later, or in a replay (``replaying``: the device
+        operations ``before`` issued when the phase was recorded are replayed before it;
+        :mod:`bbmm.distributed` exchanges data between processes there). ``key``: what
+        else the phase's decisions depend on (the regions ``before`` receives): a phase
+        matches a recorded one only if its key is the same too.
         """
         if self.place:
             tiles = self._place(tiles)
@@ -195,23 +210,36 @@ class Runtime(Acquire):
             t0 = time.perf_counter()
             i = len(self._deferred)
             fixed = self._fixed
-            match = (i < len(fixed.phases) and fixed.phases[i] == phase_key(tiles)
+            match = (i < len(fixed.phases) and fixed.phases[i] == _key(tiles, key)
                      and (i > 0 or self._may_replay(serial)))
             self.stats.times["memory_mgmt"] += time.perf_counter() - t0
             if match:
-                self._deferred.append((list(tiles), serial))
+                self._deferred.append((list(tiles), serial, before, after, key))
                 return
             self._abandon()
-        self._run_phase(tiles, serial)
+        self._run_phase(tiles, serial, before, after, key)
 
-    def _run_phase(self, tiles: Sequence[Tile], serial: object) -> None:
+    def _run_phase(self, tiles: Sequence[Tile], serial: object,
+                   before: Callable[[bool], None] | None = None,
+                   after: Callable[[], None] | None = None, key: Hashable = None) -> None:
+        if before is not None:
+            before(False)
+        if self._tape is not None and (before is not None or after is not None):
+            self._tape.add("begin", (len(self._tape.phases),))
+        self._run_tiles(tiles, serial, key)
+        if self._tape is not None and (before is not None or after is not None):
+            self._tape.add("end", (len(self._tape.phases) - 1,))
+        if after is not None:
+            after()
+
+    def _run_tiles(self, tiles: Sequence[Tile], serial: object, key: Hashable = None) -> None:
         self._serial = serial
         times = self.stats.times
         clock = time.perf_counter
         directory = self.directory
         tape = self._tape
         if tape is not None:
-            tape.phases.append(phase_key(tiles))
+            tape.phases.append(_key(tiles, key))
             phase_no = len(tape.phases) - 1
             index = {id(t): i for i, t in enumerate(tiles)}
             split0 = self.stats.split_accesses
@@ -584,8 +612,8 @@ class Runtime(Acquire):
         self.directory.tape = self._tape
         # _prev_keys and _prev_sig still describe the fixed point (set when it was found;
         # replay changes no state), which is where the held-back phases start from
-        for tiles, serial in deferred:
-            self._run_phase(tiles, serial)
+        for tiles, serial, before, after, key in deferred:
+            self._run_phase(tiles, serial, before, after, key)
 
     # ---- steps -----------------------------------------------------------------------
 

@@ -114,7 +114,7 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
     per = ndev // ranks
     tile = module.default_tile(bench.params, ndev)
     per_rank = []
-    tiles = 0
+    tiles = replayed = 0
     iters = 1
     for r in range(ranks):
         times = []
@@ -128,12 +128,13 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
             times.append(time.perf_counter() - t0)
         per_rank.append(min(times))
         tiles += rt.local.stats.tiles
+        replayed = max(replayed, rt.local.stats.replayed)
         iters = max(1, rt.rank_stats.serial_iterations)
     wall = max(per_rank)
     return {"program": name, "devices": ndev, "ranks": ranks, "params": bench.param_text,
             "tile": tile, "serial_iters": iters, "tiles": tiles, "wall_s": wall,
             "per_rank_s": per_rank, "ms_per_iter": 1e3 * wall / iters,
-            "us_per_tile": 1e6 * wall * ranks / max(1, tiles), "replayed": 0}
+            "us_per_tile": 1e6 * wall * ranks / max(1, tiles), "replayed": replayed}
 
 
 def main(argv: list[str] | None = None) -> int:

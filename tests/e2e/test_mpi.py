@@ -196,9 +196,9 @@ def test_waits_pause_only_with_more_ranks_than_cores():
 
 
 def test_repeating_steps_and_read_only_tables_over_ranks(tmp_path):
-    """Time steps that repeat on a rank's devices are not replayed over MPI (the exchanges
-    between phases change the host copy outside the recorded operations): heat2d with 10
-    steps checks and replays nothing (it failed --check when it did). fdtd2d's _fict_
+    """Time steps that repeat are replayed over MPI, each phase's exchange where the
+    replay reaches the phase (replaying the steps alone, the exchanges left where they
+    were, failed --check): heat2d with 10 steps checks and replays on every rank. fdtd2d's _fict_
     (read at [t], never written) is held whole on the devices of every rank as without
     MPI: fewer boxes allocated than with BBMM_WHOLE=0, the same bytes between ranks."""
     heat = tmp_path / "heat2d.json"
@@ -215,7 +215,7 @@ def test_repeating_steps_and_read_only_tables_over_ranks(tmp_path):
         docs[limit] = json.loads(out.read_text())
     h = json.loads(heat.read_text())
     assert h["check"] == "pass"
-    assert all(p["runtime"]["replayed_iterations"] == 0 for p in h["per_rank"])
+    assert all(p["runtime"]["replayed_iterations"] >= 5 for p in h["per_rank"])
     assert docs["0"]["check"] == docs["1048576"]["check"] == "pass"
     assert docs["0"]["exchange_bytes"] == docs["1048576"]["exchange_bytes"]
 

@@ -435,3 +435,79 @@ def test_on_root_sends_a_picklable_result_and_rebuilds_an_unpicklable_one():
             assert calls == [0] and out == [["plain", 1]] * 3
         else:
             assert sorted(calls) == [0, 1, 2] and len({id(x) for x in out}) == 3
+
+
+# {{{ Ownership kept short (merges, all-holder drops, compaction) stays safe
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_N = 12
+
+
+def _box(draw_box: tuple[int, int, int, int]) -> Box:
+    r0, r1, c0, c1 = draw_box
+    return Box((min(r0, r1), min(c0, c1)), (max(r0, r1), max(c0, c1)))
+
+
+_boxes = st.tuples(*[st.integers(0, _N - 1)] * 4).map(_box)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["write", "read"]), st.integers(0, 2), _boxes),
+                min_size=1, max_size=60), st.integers(1, 8))
+def test_ownership_short_records_keep_every_rank_exact(ops, limit):
+    """Against a brute-force model of which value each rank holds: whatever the merges,
+    drops and compactions, a rank that asks for a region gets it from owners that hold
+    its newest value, and then holds the newest value of all of it."""
+    ranks = 3
+    own = Ownership(["a"], ranks)
+    own.LIMIT = limit  # compaction early and often
+    version = np.zeros((_N, _N), int)
+    holds = np.zeros((ranks, _N, _N), int)
+    for op, r, b in ops:
+        s = b.slices()
+        if op == "write":
+            version[s] += 1
+            holds[r][s] = version[s]
+            own.wrote("a", b, r)
+        else:
+            for owner, piece in own.missing("a", r, [b]):
+                p = piece.slices()
+                assert (holds[owner][p] == version[p]).all(), "sender lacks the newest value"
+                holds[r][p] = version[p]
+                own.received("a", piece, r)
+            assert (holds[r][s] == version[s]).all(), "a rank still lacks part of its region"
+        recs = own.records["a"]
+        for i, (b1, _, _) in enumerate(recs):  # records stay disjoint
+            assert not any(b1.overlaps(b2) for b2, _, _ in recs[i + 1:])
+    for (owner, _), items in plan_gather(own, 0).items():  # the result, gathered on rank 0
+        for _, piece in items:
+            p = piece.slices()
+            assert (holds[owner][p] == version[p]).all()
+            holds[0][p] = version[p]
+    assert (holds[0] == version).all()
+
+
+def test_ownership_drops_what_every_rank_received_and_merges_own_strips():
+    own = Ownership(["a"], 2)
+    own.wrote("a", Box((0, 0), (0, 9)), 0)
+    own.wrote("a", Box((1, 0), (1, 9)), 0)  # merges with row 0: one record
+    assert own.records["a"] == [(Box((0, 0), (1, 9)), 0, frozenset({0}))]
+    own.received("a", Box((0, 0), (0, 9)), 1)  # both ranks hold row 0: no record
+    assert own.records["a"] == [(Box((1, 0), (1, 9)), 0, frozenset({0}))]
+
+
+def test_ownership_compaction_keeps_other_owners_apart():
+    own = Ownership(["a"], 3)
+    for i in range(10):  # a staircase of rank 0's strips beside rank 1's column
+        own.wrote("a", Box((i, 0), (i, i)), 0)
+        own.wrote("a", Box((i, 11), (i, 11)), 1)
+    own.compact("a")
+    recs = own.records["a"]
+    assert len(recs) <= 4
+    for b, owner, _ in recs:
+        if owner == 0:
+            assert b.hi[1] < 11
+    assert sum(b.volume for b, o, _ in recs if o == 1) == 10
+
+# }}}

@@ -579,12 +579,12 @@ def test_small_writeouts_are_deferred_and_merged(ndev, cap):
         rt = Runtime(devs, {"A": A0.copy()}, verify=True)
         rt.directory.defer = defer
         most = [0]
-        real = rt._run_phase
+        real = rt._run_tiles
 
-        def run(tiles, serial, real=real, rt=rt, most=most):
-            real(tiles, serial)
+        def run(tiles, serial, key=None, real=real, rt=rt, most=most):
+            real(tiles, serial, key)
             most[0] = max(most[0], len(rt.directory.dirty["A"]))
-        rt._run_phase = run
+        rt._run_tiles = run
         outs = []
         d2h = rt.directory._d2h
 
@@ -616,9 +616,9 @@ def test_large_phases_keep_the_static_placement():
     path = floyd_input(n, 4)
     rt = Runtime(make(2), {"path": path.copy()}, verify=True)
     seen = []
-    real = rt._run_phase
-    rt._run_phase = lambda tiles, serial: (seen.append([t.device for t in tiles]),
-                                           real(tiles, serial))
+    real = rt._run_tiles
+    rt._run_tiles = lambda tiles, serial, key=None: (seen.append([t.device for t in tiles]),
+                                                     real(tiles, serial, key))
     run_floyd(rt, n, tile)
     assert all(s == [0, 1] for s in seen)
 
