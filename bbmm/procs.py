@@ -64,8 +64,17 @@ def resolve_procs(args: argparse.Namespace) -> int:
     return procs
 
 
+AUTO_MIN_GPUS = 4
+"""``--procs auto`` (the default) takes one process per GPU from this many GPUs on: on
+four H100s processes ran Floyd n=16384 at 0.699 ms per k against 0.794 in one process
+and heat2d 12288^2 at 1.11 ms per step against 1.51 (``results/h100x4-2026-11-26``);
+on two GPUs one process reaches Floyd's floor (1.04x on two H100s, ``bench_floor.py
+--devices 2``) and processes were not measured better."""
+
+
 def _auto(args: argparse.Namespace) -> int:
-    """One process per GPU when the run's logical devices are distinct GPUs."""
+    """One process per GPU when the run's logical devices are distinct GPUs, at least
+    :data:`AUTO_MIN_GPUS` of them."""
     if getattr(args, "mpi", False) or not shm.supported():
         return 1
     if getattr(args, "profile", None) or os.environ.get("BBMM_PROFILE"):
@@ -75,13 +84,10 @@ def _auto(args: argparse.Namespace) -> int:
 
     disc = discover(platform_arg(args), args.device_kind)
     gpus = [d for d in disc.chosen if d.type == "GPU"]
-    if len(gpus) < 2 or len(gpus) != len(disc.chosen):
+    if len(gpus) != len(disc.chosen):
         return 1
-    if args.devices is None:
-        return len(gpus)
-    if args.devices <= len(gpus):
-        return args.devices
-    return 1
+    n = len(gpus) if args.devices is None else args.devices
+    return n if AUTO_MIN_GPUS <= n <= len(gpus) else 1
 
 
 def _child_alive(ppid: int) -> Any:

@@ -385,11 +385,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "gaps; prints a summary per device on stderr (also $BBMM_PROFILE; "
                         "scripts/timeline.py FILE summarizes it again)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
-    g.add_argument("--procs", default="1", metavar="P",
+    g.add_argument("--procs", default="auto", metavar="P",
                    help="run over P processes of this machine, each driving its share of "
                         "the devices with its own context and queues, data between them "
-                        "through shared memory (P must divide --devices; 'auto': one per GPU "
-                        "when each device is a GPU of its own)")
+                        "through shared memory (P must divide --devices); 'auto' (default): "
+                        "one per GPU when the run has 4 GPUs or more, each device a GPU of "
+                        "its own, else 1")
     g.add_argument("--mpi", action="store_true",
                    help="run over MPI ranks (launch with mpiexec -n R ...): tiles spread over "
                         "the devices of every rank, data sent only to the ranks that read it "

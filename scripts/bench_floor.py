@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="points per work-item to measure bbmm with, side by side: C along "
                         "the innermost band loop, R consecutive rows (e.g. 2x1,2x4,1x8; "
                         "default: $BBMM_COARSEN x $BBMM_COARSEN1)")
-    p.add_argument("--procs", default="1", metavar="P[,P...]",
+    p.add_argument("--procs", default="auto", metavar="P[,P...]",
                    help="bbmm run's --procs values to measure side by side (e.g. 1,auto: "
                         "one process, then one per GPU)")
     p.add_argument("--json", default=None, metavar="PATH")

@@ -108,7 +108,7 @@ def bbmm_once(prog: str, params: dict[str, Any], devices: int, args: argparse.Na
         argv += ["--platform", args.platform]
     if args.device_kind != "auto":
         argv += ["--device-kind", args.device_kind]
-    if getattr(args, "procs", None) not in (None, "1"):
+    if getattr(args, "procs", None) is not None:
         argv += ["--procs", str(args.procs)]
     if check:
         argv.append("--check")
