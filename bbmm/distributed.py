@@ -631,15 +631,20 @@ class DistributedRuntime:
             recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
             if not sends and not recvs:
                 self.local.run_phase(mine, serial)
-            elif recvs or self.local.directory.blocking:
+                continue
+            # what the stage sends (the newest values it stores first) and receives (the
+            # copies it makes stale) must repeat for the stage to be replayed
+            key = (tuple((d, tuple(items)) for d, items in sends),
+                   tuple((s, tuple(items)) for s, items in recvs))
+            if recvs or self.local.directory.blocking:
                 self.local.run_phase(
                     mine, serial, before=partial(self._exchange_before, sends, recvs),
-                    key=tuple((src, tuple(items)) for src, items in recvs))
+                    key=key)
             else:
                 box: dict[str, Any] = {}
                 self.local.run_phase(mine, serial,
                                      before=partial(self._send_before, sends, box),
-                                     after=partial(self._send_after, sends, box))
+                                     after=partial(self._send_after, sends, box), key=key)
 
     def end_serial(self, serial: object = None) -> None:
         self.local.end_serial(serial)

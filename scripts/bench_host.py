@@ -102,11 +102,11 @@ class LoopbackComm:
         return {src: np.zeros(n, np.uint8) for src, n in recvs.items()}
 
 
-def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repeat: int
-                  ) -> dict[str, Any]:
+def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repeat: int,
+                  only: int | None = None) -> dict[str, Any]:
     """Host work of each of ``ranks`` processes (``bbmm run --procs``) sharing ``ndev``
-    dry devices, one process at a time: the slowest one's time per serial iteration is
-    what a machine with a core per process needs."""
+    dry devices, one process at a time (``only``: that one alone): the slowest one's time
+    per serial iteration is what a machine with a core per process needs."""
     from bbmm.distributed import DistributedRuntime
 
     bench = ec.load_bench(name, params, init=False)
@@ -116,7 +116,7 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
     per_rank = []
     tiles = replayed = 0
     iters = 1
-    for r in range(ranks):
+    for r in range(ranks) if only is None else (only,):
         times = []
         for _ in range(max(1, repeat)):
             devices = [DryDevice(i) for i in range(per)]

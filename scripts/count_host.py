@@ -14,6 +14,7 @@ Usage::
 
     python scripts/count_host.py floyd --devices 2 --vary n=256,512
     python scripts/count_host.py heat2d --devices 2 --vary tsteps=10,30 --param n=512
+    python scripts/count_host.py floyd --devices 4 --procs 4 --vary n=128,256   # rank 0 of 4 processes
 
 Needs valgrind (``apt-get install valgrind``). Each run takes 10-60 s under callgrind.
 """
@@ -30,19 +31,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def run_dry(program: str, params: dict[str, int], ndev: int) -> None:
-    """The driver once on dry devices (what each callgrind run executes)."""
-    from bench_host import measure
+def run_dry(program: str, params: dict[str, int], ndev: int, procs: int = 1,
+            rank: int = 0) -> None:
+    """The driver once on dry devices (what each callgrind run executes); with ``procs``,
+    as rank ``rank`` of that many processes (``bbmm run --procs``)."""
+    from bench_host import measure, measure_ranks
 
-    measure(program, params, ndev, 1, None)
+    if procs > 1:
+        measure_ranks(program, params, ndev, procs, 1, only=rank)
+    else:
+        measure(program, params, ndev, 1, None)
 
 
-def count(program: str, params: dict[str, int], ndev: int) -> int:
+def count(program: str, params: dict[str, int], ndev: int, procs: int = 1,
+          rank: int = 0) -> int:
     """Instructions of one dry run under callgrind."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONHASHSEED="0")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", program,
-           "--devices", str(ndev)] + [f"--param={k}={v}" for k, v in params.items()]
+           "--devices", str(ndev), "--procs", str(procs), "--rank", str(rank)] + [
+               f"--param={k}={v}" for k, v in params.items()]
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + cmd
     if shutil.which("setarch"):
         cmd = ["setarch", "-R"] + cmd  # the same addresses, so the same hash-table walks
@@ -72,11 +80,14 @@ def main(argv: list[str] | None = None) -> int:
                    "iterations and its two values, e.g. n=256,512")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="another parameter, fixed (repeatable)")
+    p.add_argument("--procs", type=int, default=1,
+                   help="processes sharing the devices (bbmm run --procs); counts one of them")
+    p.add_argument("--rank", type=int, default=0, help="the process counted (default 0)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     fixed = _params(args.param)
     if args.child:
-        run_dry(args.program, fixed, args.devices)
+        run_dry(args.program, fixed, args.devices, args.procs, args.rank)
         return 0
     if not shutil.which("valgrind"):
         sys.exit("count_host: valgrind is not installed (apt-get install valgrind)")
@@ -91,11 +102,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"count_host: --vary needs A < B, got {a}, {b}")
     # once outside callgrind first: the driver is compiled and cached (a tree that another
     # tree's run left a different driver cache for would count the compilation)
-    run_dry(args.program, {**fixed, name: a}, args.devices)
-    ia = count(args.program, {**fixed, name: a}, args.devices)
-    ib = count(args.program, {**fixed, name: b}, args.devices)
+    how = (args.devices, args.procs, args.rank)
+    run_dry(args.program, {**fixed, name: a}, *how)
+    ia = count(args.program, {**fixed, name: a}, *how)
+    ib = count(args.program, {**fixed, name: b}, *how)
     extra = " ".join(f"{k}={v}" for k, v in fixed.items())
-    print(f"{args.program} {extra} devices={args.devices}: {(ib - ia) / (b - a):.0f} "
+    who = f" procs={args.procs} rank={args.rank}" if args.procs > 1 else ""
+    print(f"{args.program} {extra} devices={args.devices}{who}: {(ib - ia) / (b - a):.0f} "
           f"instructions per serial iteration ({name} {a} -> {b}: {ia} -> {ib})")
     return 0
 
