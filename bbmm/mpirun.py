@@ -138,13 +138,15 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
                 scalars: dict[str, float], arrays: dict[str, np.ndarray], comm: Any, *,
                 tile: int | None = None, mode: str = "disjoint", reuse: bool = True,
                 coherence: str = "exact", gather: bool = True,
-                progress: bool | None = None, fuse: float | None = None) -> MPIResult:
+                progress: bool | None = None, fuse: float | None = None,
+                replay: bool | None = None) -> MPIResult:
     """Run a driver module over the ranks of ``comm``; every rank calls it."""
     # Small read-only arrays are held whole on the devices here too: every rank's host
     # copy holds their initial values, which no tile ever changes, so nothing about them
     # is exchanged between ranks and each rank reads them in from its own host copy.
     rt = DistributedRuntime(devices, arrays, comm, gather=gather, mode=mode, reuse=reuse,
-                            coherence=coherence, fuse=fuse, **runtime_options(module, arrays))
+                            coherence=coherence, fuse=fuse, replay=replay,
+                            **runtime_options(module, arrays))
     if tile is None:
         tile = module.default_tile(params, len(rt.devices))
     if tile < 1:
@@ -338,7 +340,8 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
         res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
                           mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
                           gather=args.mpi_result == "gather", fuse=args.fuse,
-                          progress=False if args.no_progress else None)
+                          progress=False if args.no_progress else None,
+                          replay=False if args.no_replay else None)
         if args.check:
             check_mpi(res, comm, args.file, scop, init, _defines(args), args.include_dirs,
                       lib=lib)
@@ -376,7 +379,8 @@ def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
         res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
                           mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
                           gather=args.mpi_result == "gather", fuse=args.fuse,
-                          progress=False if args.no_progress else None)
+                          progress=False if args.no_progress else None,
+                          replay=False if args.no_replay else None)
         return _finish(res, comm, module.FUNCTION, args.json)
 
     return guarded(comm, go)

@@ -121,3 +121,29 @@ def test_random_programs_over_processes(tmp_path):
             f"seed {prog.seed}: exit {res.returncode}\n{cmd}\n{prog.text}\n{res.stderr[-2000:]}"
         doc = json.loads(out.read_text())
         assert doc["check"] == "pass", f"seed {prog.seed}: {doc['mismatches'][:2]}\n{cmd}"
+
+
+@pytest.mark.parametrize("program,params", [
+    ("heat2d", ["n=40", "tsteps=9"]),
+    ("fdtd2d", ["tmax=7", "nx=30", "ny=22"]),
+])
+def test_replay_over_processes_moves_the_same_bytes(program, params, tmp_path):
+    """Repeating steps replayed across processes: the result checks and every byte count
+    (between processes and between host and devices) is that of the run without replay."""
+    docs = {}
+    for replay in (True, False):
+        out = tmp_path / f"{replay}.json"
+        argv = ["run", str(POLYBENCH / f"{program}.c"), "--procs", "2", "--devices", "2",
+                "--check", "--no-progress", "--json", str(out)]
+        for p in params:
+            argv += ["--param", p]
+        r = bbmm(*argv, *([] if replay else ["--no-replay"]))
+        assert r.returncode == 0, r.stderr
+        docs[replay] = json.loads(out.read_text())
+        assert docs[replay]["check"] == "pass"
+    replayed = [p["runtime"]["replayed_iterations"] for p in docs[True]["per_rank"]]
+    assert all(n > 0 for n in replayed), replayed
+    assert all(p["runtime"]["replayed_iterations"] == 0 for p in docs[False]["per_rank"])
+    for key in ("exchange_bytes", "gather_bytes", "readin_bytes", "flowout_bytes",
+                "flowin_bytes", "writeout_bytes"):
+        assert docs[True][key] == docs[False][key], key
