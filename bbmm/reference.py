@@ -239,8 +239,9 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
     prelude = _prelude(text)
     unit = ""
     if entry_points:
-        quoted = str(src.resolve()).replace("\\", "\\\\").replace('"', '\\"')
-        unit = f'#include "{quoted}"\n' + "\n".join(entry_points) + "\n"
+        # the user's file comes in by ``-include PATH`` (an argument, never pasted into C
+        # text: a path may hold quotes, backslashes, newlines), then these definitions
+        unit = "/* bbmm entry points */\n" + "\n".join(entry_points) + "\n"
 
     h = hashlib.sha256()
     for part in (data, "\0".join(dflags + iflags).encode(), "\0".join(cc).encode(),
@@ -270,7 +271,8 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
         pre_path.write_text(prelude, encoding="utf-8")
         if unit:
             unit_path.write_text(unit, encoding="utf-8")
-        cmd = (*cc, *CFLAGS, *dflags, *iflags, "-include", str(pre_path), "-o", tmp,
+        user = ("-include", str(src.resolve())) if unit else ()
+        cmd = (*cc, *CFLAGS, *dflags, *iflags, "-include", str(pre_path), *user, "-o", tmp,
                str(unit_path) if unit else os.fspath(src), "-lm", *ldflags)
         try:
             p = subprocess.run(cmd, capture_output=True, text=True,

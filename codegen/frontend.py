@@ -90,9 +90,10 @@ def parse_file(path: str | os.PathLike, function: str | None = None,
     ``#pragma scop``, else the only function with a loop nest not named ``main``/
     ``init_*``/``print_*``); ``defines`` are extra ``-D`` macros, ``include_dirs`` the
     ``-I`` folders."""
+    from codegen.csource import read_text
+
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    text = read_text(path)
     return parse_source(text, path, function, defines, include_dirs,
                         base_dir=os.path.dirname(path) or ".")
 
