@@ -308,6 +308,32 @@ def _run_run(args: argparse.Namespace) -> int:
 # }}}
 
 
+# {{{ bbmm cache
+
+def _add_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clear", action="store_true",
+                   help="remove every cached driver and reference library")
+
+
+def _run_cache(args: argparse.Namespace) -> int:
+    from . import cache
+
+    base = cache.root()
+    use = cache.usage(base)
+    if args.clear:
+        freed = cache.clear(base)
+        print(f"cleared {base} ({format_bytes(freed)})")
+        return 0
+    total = sum(b for _, b in use.values())
+    print(f"{base}: {format_bytes(total)} ("
+          + ", ".join(f"{n} {sub}" for sub, (n, _) in use.items())
+          + f"; kept under {format_bytes(cache.max_bytes())} and {cache.MAX_ENTRIES} entries "
+            f"per folder; BBMM_CACHE moves it, bbmm cache --clear empties it)")
+    return 0
+
+# }}}
+
+
 COMMANDS: list[Command] = [
     ("devices", "list OpenCL devices and the logical devices bbmm would make",
      _add_devices, _run_devices),
@@ -315,6 +341,8 @@ COMMANDS: list[Command] = [
      _add_compile, _run_compile),
     ("run", "compile (cached) and run a C kernel on the devices, optionally --check it",
      _add_run, _run_run),
+    ("cache", "print where the cache of drivers and reference libraries is and its size; "
+              "--clear empties it", _add_cache, _run_cache),
 ]
 
 

@@ -27,8 +27,9 @@ hidden and unreferenced code is dropped (``-fvisibility=hidden``, ``--gc-section
 harm. The same flags compile the user's code either way.
 
 Libraries are cached by content hash (the file and the local headers it includes, the
-``-D`` defines, the compiler and its version, the flags) in ``<cache>/reference/``, where
-``<cache>`` is ``$BBMM_CACHE``, else ``$XDG_CACHE_HOME/bbmm``, else ``~/.cache/bbmm``.
+``-D`` defines, the compiler and its version, the flags; not the file's path) in
+``<cache>/reference/`` (:mod:`bbmm.cache`: ``$BBMM_CACHE``, else the platform's user cache
+folder), each with its SHA-256 beside it, checked before every load.
 The compiler is ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` found.
 """
 from __future__ import annotations
@@ -51,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from bbmm.cache import read_verified, store
 from bbmm.diagnostic import BBMMError, BBMMWarning, UsageError
 
 __all__ = [
@@ -105,14 +107,10 @@ class CompileError(BBMMError):
 # {{{ compiler and cache
 
 def default_cache_dir() -> Path:
-    """``$BBMM_CACHE/reference``, else ``$XDG_CACHE_HOME/bbmm/reference``, else
-    ``~/.cache/bbmm/reference``."""
-    root = os.environ.get("BBMM_CACHE")
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = os.path.join(xdg, "bbmm") if xdg else os.path.join(
-            os.path.expanduser("~"), ".cache", "bbmm")
-    return Path(root) / "reference"
+    """``<cache>/reference`` (:mod:`bbmm.cache`: ``$BBMM_CACHE``, else the platform's
+    user cache folder, ``$XDG_CACHE_HOME/bbmm`` or ``~/.cache/bbmm`` on Linux)."""
+    from bbmm.cache import directory
+    return directory("reference")
 
 
 def find_compiler() -> tuple[str, ...]:
@@ -170,7 +168,7 @@ def _prelude(text: str) -> str:
 
 
 def _local_includes(path: Path, include_dirs: tuple[Path, ...] = (),
-                    seen: set[Path] | None = None) -> list[Path]:
+                    seen: set[Path] | None = None) -> list[tuple[str, Path]]:
     """Files named by ``#include "..."`` beside the including file or in ``include_dirs``,
     and by ``#include <...>`` in ``include_dirs`` (recursively), for the cache key."""
     seen = set() if seen is None else seen
@@ -185,7 +183,7 @@ def _local_includes(path: Path, include_dirs: tuple[Path, ...] = (),
         p = next((c for c in ((d / name).resolve() for d in dirs) if c.is_file()), None)
         if p is not None and p not in seen:
             seen.add(p)
-            found.append(p)
+            found.append((name, p))
             found += _local_includes(p, include_dirs, seen)
     return found
 
@@ -249,14 +247,14 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
                  prelude.encode(), unit.encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
-    for inc in _local_includes(src.resolve(), idirs):
-        h.update(str(inc).encode() + b"\0" + inc.read_bytes())
+    for name, inc in _local_includes(src.resolve(), idirs):   # by name: no absolute path
+        h.update(name.encode() + b"\0" + inc.read_bytes())
     key = h.hexdigest()[:24]
 
     out_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     stem = re.sub(r"[^\w.-]", "_", src.stem) or "kernel"
     lib = out_dir / f"{stem}-{key}.so"
-    if lib.is_file():
+    if read_verified(lib) is not None:
         return lib
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -288,7 +286,7 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
             summary = f"{src}: C compiler {os.path.basename(cc[0])} failed " \
                       f"(exit {p.returncode})" + (f": {first}" if first else "")
             raise CompileError(summary, details, cmd, p.returncode)
-        os.replace(tmp, lib)                 # atomic: concurrent builders agree
+        store(lib, Path(tmp).read_bytes())   # atomic, with its hash beside it
     finally:
         for f in (tmp, pre_path, unit_path):
             try:
@@ -420,9 +418,33 @@ def _entry(lib: str | os.PathLike | ctypes.CDLL, fname: str):
                      f"(is it static?)")
 
 
-@functools.lru_cache(maxsize=64)
+_MEMFDS: list[int] = []
+
+
+@functools.lru_cache(maxsize=None)
 def _load(path: str) -> ctypes.CDLL:
-    return ctypes.CDLL(path, mode=getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 0))
+    """Load a library; one from the cache (a hash beside it) only if its bytes match the
+    hash, and then from a private copy of exactly the bytes checked (nobody can swap the
+    file between the check and the load)."""
+    mode = getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 0)
+    if not os.path.exists(path + ".sha256"):
+        return ctypes.CDLL(path, mode=mode)
+    data = read_verified(Path(path))
+    if data is None:
+        raise BBMMError(f"reference library {path} changed while in use; run again")
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        # the descriptor stays open: the loader knows a library by its name, and a closed
+        # descriptor's number (its /proc/self/fd name) would come back for the next one
+        fd = os.memfd_create("bbmm-reference")
+        with open(fd, "wb", closefd=False) as f:
+            f.write(data)
+        _MEMFDS.append(fd)
+        return ctypes.CDLL(f"/proc/self/fd/{fd}", mode=mode)
+    with tempfile.TemporaryDirectory(prefix="bbmm-lib-") as d:
+        copy = os.path.join(d, os.path.basename(path))
+        with open(copy, "wb") as f:
+            f.write(data)
+        return ctypes.CDLL(copy, mode=mode)
 
 
 def load_library(lib: str | os.PathLike | ctypes.CDLL) -> ctypes.CDLL:

@@ -207,7 +207,7 @@ def test_cache_reused(tmp_path, monkeypatch):
     src.write_text('#include "k.h"\nvoid k(int n, float A[n]) '
                    '{ for (int i = 0; i < n; i++) A[i] = SCALE * A[i]; }\n')
     lib1 = ref.build_library(src, cache_dir=tmp_path / "c")
-    mtime = lib1.stat().st_mtime_ns
+    inode = lib1.stat().st_ino      # (a hit touches the entry's time: pruned last)
 
     calls = []
     real_run = subprocess.run
@@ -217,7 +217,7 @@ def test_cache_reused(tmp_path, monkeypatch):
         return real_run(*a, **k)
     monkeypatch.setattr(ref.subprocess, "run", counting_run)
     assert ref.build_library(src, cache_dir=tmp_path / "c") == lib1
-    assert lib1.stat().st_mtime_ns == mtime
+    assert lib1.stat().st_ino == inode                   # not rewritten
     assert calls == []                                   # a cache hit runs no compiler
 
     lib2 = ref.build_library(src, defines={"N": 4}, cache_dir=tmp_path / "c")
