@@ -19,6 +19,22 @@ from typing import Any, Callable, Sequence
 
 from .diagnostic import BBMMError, CheckError, UsageError, format_bytes, parse_bytes
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line, ``bbmm: error: ...`` (exit 2), as
+    bbmm's own."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        print(f"bbmm: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def _one_line(text: object) -> str:
+    """The first line of ``text``, printable."""
+    from codegen.literals import py_comment
+    lines = str(text).splitlines()
+    return py_comment(lines[0] if lines else "")
+
+
 Command = tuple[str, str, Callable[[argparse.ArgumentParser], None],
                 Callable[[argparse.Namespace], int]]
 
@@ -76,7 +92,7 @@ def _run_devices(args: argparse.Namespace) -> int:
     logical: list[dict[str, Any]] = []
     error: BBMMError | None = None
     try:
-        for i, p, sharers in plan_logical(args.devices, disc):
+        for i, p, sharers in plan_logical(args.devices, disc, cap=cap):
             c = cap if cap is not None else int(CAP_FRACTION * p.global_mem) // sharers
             logical.append({"name": f"cl{i}", "index": i, "platform_index": p.platform_index,
                             "device_index": p.index, "device": p.name, "cap": c,
@@ -150,6 +166,8 @@ def _compile(args: argparse.Namespace) -> Any:
 
     if not os.path.exists(args.file):
         raise UsageError(f"{args.file}: no such file")
+    if os.path.isdir(args.file):
+        raise UsageError(f"{args.file}: is a directory, not a C file")
     return compile_program(args.file, function=args.function, defines=_defines(args),
                            split_all=getattr(args, "split_all", False),
                            include_dirs=args.include_dirs)
@@ -170,6 +188,11 @@ def _add_compile(p: argparse.ArgumentParser) -> None:
 
 
 def _run_compile(args: argparse.Namespace) -> int:
+    import os
+
+    if args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UsageError(f"-o {args.output}: exists and is not a folder (-o names the folder "
+                         f"to write <kernel>.cl and <kernel>_host.py into)")
     prog = _compile(args)
     print(prog.summary())
     if args.dump_scop or args.explain:
@@ -188,7 +211,10 @@ def _run_compile(args: argparse.Namespace) -> int:
         print(prog.host_source)
     if args.output:
         from codegen.compile import write_program
-        cl, py = write_program(prog, args.output)
+        try:
+            cl, py = write_program(prog, args.output)
+        except OSError as e:
+            raise UsageError(f"-o {args.output}: cannot write: {e.strerror or e}") from None
         print(f"wrote {cl} and {py}")
     return 0
 
@@ -211,10 +237,10 @@ def run_with_errors(fn: Callable[[], int]) -> int:
     try:
         return fn()
     except UsageError as e:
-        print(f"bbmm: error: {e}", file=sys.stderr)
+        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except BBMMError as e:
-        print(f"bbmm: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 1
 
 
@@ -250,17 +276,21 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
     from .diagnostic import BBMMWarning
     from .hostlib import prebuild
     from .reference import init_arrays, init_function, reference_library
-    from .run import array_shapes, host_arrays, parse_params
+    from .run import check_sizes, host_arrays, parse_params
 
     scop = prog.scop
     defaults = dict(scop.param_defaults)
     params, scalars = parse_params(args.param, scop.int_params, scop.float_params, defaults,
-                                   dict(scop.c_names))
+                                   dict(scop.c_names),
+                                   dict(zip(scop.int_params, scop.int_param_types)))
     if defaults and any(params[p] != v for p, v in defaults.items()):
         for msg in out_of_bounds(scop, params):
             warnings.warn(msg, BBMMWarning, stacklevel=1)
     module = load_driver(prog)
-    array_shapes(module, params)      # an empty array is refused before anything is built
+    # an empty array, rows beyond 32-bit strides, or arrays beyond the host's memory are
+    # refused before anything is built or allocated (the inputs, the host arrays, and
+    # with --check the sequential program's copy)
+    check_sizes(module, params, copies=3 if getattr(args, "check", False) else 2)
     init_name = args.init or (None if args.no_init else init_function(scop))
     lib = None
     if init_name or args.check:          # one library for the init function and --check
@@ -283,8 +313,11 @@ def _run_run(args: argparse.Namespace) -> int:
         return run_cli(args)
     from .run import check_against_reference, execute, profile_path, report
 
+    from .run import check_output, write_json
+
     check_init_flags(args)
     profile = profile_path(args)  # a bad path fails now, not after the run
+    check_output(args.json, "--json")
     prog = _compile(args)
     scop = prog.scop
     params, scalars, module, devices, init, arrays, lib = prepare_run(args, prog)
@@ -298,8 +331,7 @@ def _run_run(args: argparse.Namespace) -> int:
     for m in res.mismatches:
         print(f"  mismatch: {m}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res.as_json(scop.function), f, indent=1)
+        write_json(args.json, res.as_json(scop.function))
     if res.check == "fail":
         raise CheckError(f"{scop.function}: result differs from the sequential program "
                          f"({res.mismatches[0]})")
@@ -356,7 +388,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="bbmm",
         description="Bounding-box-based memory manager for affine loop nests on several "
                     "GPUs (Ramashekar & Bondhugula, TACO 2013).")
@@ -413,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()     # imports the runtime, which reads the $BBMM_* settings
     except UsageError as e:
-        print(f"bbmm: error: {e}", file=sys.stderr)
+        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)  # exits 2 with argparse's message on bad usage
     _one_line_warnings()
@@ -422,10 +454,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except UsageError as e:
-        print(f"bbmm: error: {e}", file=sys.stderr)
+        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except BBMMError as e:
-        print(f"bbmm: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("bbmm: interrupted", file=sys.stderr)

@@ -107,6 +107,10 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     func = find_kernel(src.ast, function, filename)
     def err(msg: str, node: c_ast.Node) -> UnsupportedProgramError:
         return UnsupportedProgramError(msg, src.cmap.fix(getattr(node, "coord", None)))
+    from codegen.csource import _calls
+    for call in _calls(func.body, func.decl.name):   # before helpers call it unknown
+        raise err(f"'{func.decl.name}' calls itself: recursion is not supported (OpenCL C "
+                  f"has none)", call)
     # helpers that take arrays or return nothing: their bodies at their calls
     func = inline_helpers(func, {f.decl.name: f for f in src.ast.ext
                                  if isinstance(f, c_ast.FuncDef) and f is not func

@@ -125,6 +125,8 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g(f"FUNCTION = {fn!r}")
     g(f"SOURCE = {c_path!r}")
     g(f"INT_PARAMS = {tuple(scop.int_params)!r}")
+    if scop.int_param_types and any(t != "int" for t in scop.int_param_types):
+        g(f"INT_TYPES = {dict(zip(scop.int_params, scop.int_param_types))!r}  # C types")
     g(f"PARAM_DEFAULTS = {dict(scop.param_defaults)!r}  # sizes main passes the kernel")
     g(f"FLOAT_PARAMS = {tuple(scop.float_params)!r}")
     if scop.returns:

@@ -387,7 +387,8 @@ def test_bad_fuse_is_one_line(capsys):
         main(["run", str(POLYBENCH / "floyd.c"), "--param", "n=8", "--fuse", "2"])
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].endswith("argument --fuse: '2' is not in [0, 1)")
+    assert len(err) == 1 and err[0].startswith("bbmm: error: ")
+    assert "argument --fuse: '2' is not in [0, 1)" in err[0]
 
 
 @needs_cl
