@@ -440,14 +440,71 @@ def run_json(argv: Sequence[str]) -> dict[str, Any]:
             return json.load(f)
 
 
+_EXIT_LOCK = None
+_WAKEUP: Any = None
+
+
+def _exit_interrupted() -> None:
+    """Say so and end the process now, status 130: queued device work is abandoned (the
+    OpenCL queues would otherwise be drained at exit), and the cache, written by atomic
+    renames, keeps no half entry."""
+    import os
+    import threading
+
+    global _EXIT_LOCK
+    if _EXIT_LOCK is None:
+        _EXIT_LOCK = threading.Lock()
+    with _EXIT_LOCK:
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001 - a closed or broken stdout changes nothing
+            pass
+        print("bbmm: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+
+
+def _watch_interrupts(grace_s: float = 0.5) -> None:
+    """End the process ``grace_s`` after a Ctrl-C even when the main thread cannot take
+    the KeyboardInterrupt (blocked in a device wait): the C-level signal handler writes to
+    a wakeup socket that a watcher thread reads."""
+    import signal
+    import socket
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+    global _WAKEUP
+    r, w = _WAKEUP = socket.socketpair()     # kept: a collected socket closes its fd
+    w.setblocking(False)
+    try:
+        signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        return
+
+    def watch() -> None:
+        while True:
+            data = r.recv(64)
+            if not data or signal.SIGINT in data:
+                break
+        time.sleep(grace_s)
+        _exit_interrupted()
+    threading.Thread(target=watch, name="bbmm-interrupt", daemon=True).start()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit status (0 ok, 1 error, 2 usage error)."""
+    """Run one command; returns the exit status (0 ok, 1 error, 2 usage error). Called as
+    the program (``argv`` None), a Ctrl-C ends the process within a second (status 130)."""
+    program = argv is None
+    if program:
+        _watch_interrupts()
     try:
         parser = build_parser()     # imports the runtime, which reads the $BBMM_* settings
     except UsageError as e:
         print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 2
-    args = parser.parse_args(argv)  # exits 2 with argparse's message on bad usage
+    args = parser.parse_args(argv)  # exits 2 with one line on bad usage
     _one_line_warnings()
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="bbmm: %(name)s: %(message)s")
@@ -459,7 +516,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BBMMError as e:
         print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 1
+    except MemoryError:
+        print("bbmm: error: out of host memory (smaller --param sizes, or fewer copies: "
+              "without --check)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
+        if program:
+            _exit_interrupted()
         print("bbmm: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into head & co.

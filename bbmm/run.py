@@ -610,4 +610,11 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
             write_json(args.json, res.as_json(module.FUNCTION))
         return 0
 
-    return run_with_errors(go)
+    from .cli import _exit_interrupted, _watch_interrupts
+
+    _watch_interrupts()          # Ctrl-C ends the driver within a second
+    try:
+        return run_with_errors(go)
+    except KeyboardInterrupt:
+        _exit_interrupted()
+        raise

@@ -309,7 +309,8 @@ def _build_problem(d: PhysicalDevice) -> str | None:
     try:
         ctx = cl.Context([d.cl_device])
         try:
-            cl.Program(ctx, "__kernel void bbmm_probe(__global int *a) { a[0] = 1; }").build()
+            cl.Program(ctx, "__kernel void bbmm_probe(__global int *a) { a[0] = 1; }").build(
+                options="-w")
         except cl.Error as e:
             log = str(e)
             m = re.search(r"error: ([^\n]*)", log)
@@ -1114,7 +1115,10 @@ class OpenCLDevice(Device):
         prg = self._programs.get(key)
         if prg is None:
             try:
-                prg = cl.Program(self.context, source).build(options=opts)
+                # -w: no warnings (the generated kernels' unused values and the like are
+                # no news to the user; compilers such as PoCL's clang print them on
+                # stderr, and pyopencl turns a non-empty log into a CompilerWarning)
+                prg = cl.Program(self.context, source).build(options=_quiet(opts))
             except cl.Error as e:
                 code = getattr(e, "code", None)
                 name = status_name(code) if isinstance(code, int) else type(e).__name__
@@ -1202,6 +1206,19 @@ def node_share(phys: Sequence[PhysicalDevice], node: tuple[int, int] | None
     if len(phys) >= s:
         return phys[r * len(phys) // s:(r + 1) * len(phys) // s]
     return (phys[r % len(phys)],)
+
+
+def _quiet(opts: str) -> str:
+    """Build options with ``-w`` (OpenCL's "inhibit all warnings")."""
+    return opts if re.search(r"(^|\s)-w(\s|$)", opts) else ("-w " + opts).strip()
+
+
+# pyopencl warns (CompilerWarning) whenever a build leaves a log, even an empty-looking
+# one; bbmm builds with -w and shows build errors itself
+import warnings as _warnings  # noqa: E402
+
+if hasattr(cl, "CompilerWarning"):
+    _warnings.filterwarnings("ignore", category=cl.CompilerWarning)
 
 
 MAX_SHARERS = 64
