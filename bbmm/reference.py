@@ -66,7 +66,8 @@ DEFAULT_SCALAR = 1.5
 """Value of a float/double scalar parameter (``alpha``) that the user did not give."""
 
 TOLERANCES = {"float": 1e-4, "double": 1e-10}
-"""Largest accepted ``|got - expected| / max(1, |expected|)`` per element type.
+"""Largest accepted ``|got - expected| / (|expected| + scale)`` per element type, ``scale``
+the array's largest finite ``|expected|`` (:func:`compare`).
 
 float: 1e-4 is about 800 ulp (float eps 1.19e-7): room for OpenCL's 3-4 ulp ``exp``/
 ``sqrt``/divide and for a sum of a few hundred terms done in another order, yet far below
@@ -799,32 +800,52 @@ class Mismatch:
     got: object
     expected: object
     max_error: float
-    """Largest ``|got - expected| / max(1, |expected|)`` (float/double; inf when a NaN or
-    an infinity is involved) or largest ``|got - expected|`` (int)."""
+    """Largest ``|got - expected| / (|expected| + scale)`` (float/double; ``scale`` the
+    array's largest finite ``|expected|``; inf when a NaN or an infinity is involved), the
+    figure compared with the tolerance, or largest ``|got - expected|`` (int)."""
     ctype: str
     tolerance: float = 0.0
+    worst: tuple[int, ...] = ()
+    """The element of ``max_error`` (C order)."""
+    worst_got: object = None
+    worst_expected: object = None
+    scale: float = 0.0
+    """The array's largest finite ``|expected|`` (the absolute floor's scale)."""
 
     def __str__(self) -> str:
         idx = ", ".join(str(i) for i in self.index)
         kind = "absolute" if self.ctype == "int" else "relative"
         err = str(int(self.max_error)) if self.ctype == "int" else f"{self.max_error:.3g}"
-        return (f"{self.name}: {self.count} of {self.total} elements differ; first at [{idx}]:"
-                f" got {self.got}, expected {self.expected}; max {kind} error {err}")
+        out = (f"{self.name}: {self.count} of {self.total} elements differ; first at [{idx}]:"
+               f" got {self.got}, expected {self.expected}")
+        if self.worst and self.worst != self.index:
+            w = ", ".join(str(i) for i in self.worst)
+            out += f"; worst at [{w}]: got {self.worst_got}, expected {self.worst_expected}"
+        out += f"; max {kind} error {err}"
+        if self.ctype != "int":
+            out += f" (of |expected| + {self.scale:.3g}; tolerance {self.tolerance:.3g})"
+        return out
 
 
 def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
             rtol: float | None = None) -> Mismatch | None:
-    """None if ``got`` matches ``expect``, else a :class:`Mismatch`.
+    """None if ``got`` matches ``expect``, else a :class:`Mismatch` naming the first and
+    the worst differing elements.
 
     int: exact. float/double: element i is equal when ``|got - expect| <= rtol *
-    max(1, |expect|)`` with ``rtol`` from :data:`TOLERANCES` (1e-4 float, 1e-10 double),
-    or when both are the same infinity, or both NaN; a NaN or infinity on one side only
-    differs. Different shapes raise :class:`UsageError`.
+    (|expect| + scale)``, ``scale`` the array's largest finite ``|expect|``: relative to
+    the element, with an absolute floor ``rtol * scale`` at the array's magnitude (a value
+    near 0 that results from values of the array's size carries their rounding, not its
+    own; an array of small values is held to its own size, not to 1); ``rtol`` from
+    :data:`TOLERANCES` (1e-4 float, 1e-10 double). Both the same infinity, or both NaN,
+    are equal; a NaN or infinity on one side only differs. Different shapes raise
+    :class:`UsageError`.
     """
     got, expect = np.asarray(got), np.asarray(expect)
     if got.shape != expect.shape:
         raise UsageError(f"{name}: cannot compare shape {got.shape} with {expect.shape}")
     total = int(expect.size)
+    scale = 0.0
     if ctype == "int":
         diff = np.abs(got.astype(np.int64) - expect.astype(np.int64))
         bad = diff != 0
@@ -832,9 +853,11 @@ def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
     elif ctype in TOLERANCES:
         tol = TOLERANCES[ctype] if rtol is None else float(rtol)
         g, e = got.astype(np.float64), expect.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
+        finite = np.abs(e[np.isfinite(e)])
+        scale = float(finite.max()) if finite.size else 0.0
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             same = (g == e) | (np.isnan(g) & np.isnan(e))
-            diff = np.abs(g - e) / np.maximum(1.0, np.abs(e))
+            diff = np.abs(g - e) / (np.abs(e) + scale)
         diff = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff))
         bad = diff > tol
     else:
@@ -844,8 +867,9 @@ def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
         return None
     flat = int(np.flatnonzero(bad.ravel())[0])
     index = tuple(int(i) for i in np.unravel_index(flat, expect.shape))
+    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), expect.shape))
     return Mismatch(name, count, total, index, got[index], expect[index],
-                    float(diff.max()), ctype, tol)
+                    float(diff.max()), ctype, tol, worst, got[worst], expect[worst], scale)
 
 # }}}
 
