@@ -9,11 +9,12 @@ empties it (deleting the folder by hand is as good).
 Entries are keyed by what produced them (the C file's content, the options, the
 compiler, bbmm's version; never the file's path, so copies of a file share entries).
 Each entry is trusted only after it checks out: a driver must equal the source just
-generated (and runs from that source, not from the file), a library must match the
-SHA-256 recorded beside it in ``<entry>.sha256`` and is loaded from a private copy of
-the bytes that were checked. A damaged entry (truncated, empty, changed) is rebuilt with
-a one-line note on stderr. Writes are atomic (a temporary file renamed into place), so
-concurrent runs and an interrupted one leave no half entry.
+generated (and runs from that source, not from the file); a library entry holds its
+SHA-256 in a first line (``#bbmm-sha256 <hex>``) before the library's bytes, which must
+match it, and is loaded from a private copy of exactly the bytes checked. A damaged entry
+(truncated, empty, changed) is rebuilt with a one-line note on stderr. An entry is one
+file written atomically (a temporary file renamed into place), so concurrent runs and an
+interrupted one never see half an entry, nor an entry and a hash that disagree.
 
 Size: after each new entry, the least recently used entries of its folder go until at
 most :data:`MAX_ENTRIES` entries and ``$BBMM_CACHE_SIZE`` bytes (default 512 MiB)
@@ -33,14 +34,14 @@ from pathlib import Path
 
 from . import settings
 
-__all__ = ["MAX_ENTRIES", "clear", "directory", "max_bytes", "note", "prune", "read_verified",
-           "root", "store", "usage"]
+__all__ = ["MAX_ENTRIES", "clear", "directory", "is_hashed", "max_bytes", "note", "prune",
+           "read_verified", "root", "store", "usage"]
 
 MAX_ENTRIES = 400
 """Most entries kept per cache folder (``drivers``, ``reference``)."""
 
 _DEFAULT_BYTES = 512 << 20
-_SUFFIX = ".sha256"
+_MAGIC = b"#bbmm-sha256 "
 _fallback: Path | None = None
 
 
@@ -118,42 +119,52 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def store(path: Path, data: bytes) -> None:
-    """Write the entry ``path`` (atomically) and its hash beside it, then prune its
-    folder. A failure to write is a warning (the run goes on uncached)."""
+def store(path: Path, data: bytes, hashed: bool = True) -> None:
+    """Write the entry ``path`` (atomically; ``hashed``: behind a first line holding the
+    SHA-256 of ``data``, for :func:`read_verified`), then prune its folder. A failure to
+    write is a warning (the run goes on uncached)."""
     try:
-        _atomic_write(path, data)
-        _atomic_write(path.with_name(path.name + _SUFFIX), _sha(data).encode() + b"\n")
+        _atomic_write(path, _MAGIC + _sha(data).encode() + b"\n" + data if hashed else data)
     except OSError as e:
         note(f"warning: cannot write cache entry {path}: {e.strerror or e}")
         return
     prune(path.parent, keep=path)
 
 
-def read_verified(path: Path) -> bytes | None:
-    """The bytes of entry ``path`` if it is there and matches its recorded hash, else
-    None (a damaged entry, removed with a one-line note)."""
-    side = path.with_name(path.name + _SUFFIX)
+def is_hashed(path: Path) -> bool:
+    """Whether ``path`` is an entry written by :func:`store` with its hash."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            return f.read(len(_MAGIC)) == _MAGIC
+    except OSError:
+        return False
+
+
+def read_verified(path: Path) -> bytes | None:
+    """The bytes stored in entry ``path`` if it is there and they match the hash it
+    holds, else None (a damaged entry, removed with a one-line note)."""
+    try:
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as e:
         note(f"cache entry {path} is unreadable ({e.strerror or e}); rebuilding it")
         return None
-    try:
-        want = side.read_text().strip()
-    except (OSError, UnicodeDecodeError):
-        want = None
-    if want != _sha(data):
-        why = ("empty" if not data else "no recorded hash" if want is None
-               else "its content does not match its recorded hash")
+    head, nl, data = raw.partition(b"\n")
+    if not raw:
+        why = "empty"
+    elif not head.startswith(_MAGIC) or not nl:
+        why = "no recorded hash"
+    elif head[len(_MAGIC):].decode("ascii", "replace") != _sha(data):
+        why = "its content does not match its recorded hash"
+    else:
+        why = None
+    if why is not None:
         note(f"cache entry {path.name} is damaged ({why}); rebuilding it")
-        for p in (path, side):
-            try:
-                p.unlink()
-            except OSError:
-                pass
+        try:
+            path.unlink()
+        except OSError:
+            pass
         return None
     try:
         os.utime(path)          # recently used: pruned last
@@ -163,14 +174,14 @@ def read_verified(path: Path) -> bytes | None:
 
 
 def _entries(d: Path) -> list[tuple[float, int, Path]]:
-    """(last use, bytes, path) of every entry of ``d`` (with its hash file's bytes)."""
+    """(last use, bytes, path) of every entry of ``d``."""
     out = []
     try:
         names = os.listdir(d)
     except OSError:
         return []
     for n in names:
-        if n.endswith(_SUFFIX) or n.startswith(".") or n == "__pycache__":
+        if n.startswith(".") or n == "__pycache__":
             continue
         p = d / n
         try:
@@ -179,7 +190,7 @@ def _entries(d: Path) -> list[tuple[float, int, Path]]:
             continue
         if not p.is_file():
             continue
-        out.append((st.st_mtime, st.st_size + 80, p))
+        out.append((st.st_mtime, st.st_size, p))
     return out
 
 
@@ -198,11 +209,10 @@ def prune(d: Path, keep: Path | None = None, entries: int | None = None,
     for i, (_, size, p) in enumerate(items):
         total += size
         if p != keep and (i >= entries or total > nbytes):
-            for q in (p, p.with_name(p.name + _SUFFIX)):
-                try:
-                    q.unlink()
-                except OSError:
-                    pass
+            try:
+                p.unlink()
+            except OSError:
+                pass
             gone += 1
     now = time.time()
     try:

@@ -29,7 +29,8 @@ harm. The same flags compile the user's code either way.
 Libraries are cached by content hash (the file and the local headers it includes, the
 ``-D`` defines, the compiler and its version, the flags; not the file's path) in
 ``<cache>/reference/`` (:mod:`bbmm.cache`: ``$BBMM_CACHE``, else the platform's user cache
-folder), each with its SHA-256 beside it, checked before every load.
+folder), each entry holding its SHA-256 before the library's bytes, checked before every
+load (from a private copy of the bytes checked).
 The compiler is ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` found.
 """
 from __future__ import annotations
@@ -52,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from bbmm.cache import read_verified, store
+from bbmm.cache import is_hashed, read_verified, store
 from bbmm.diagnostic import BBMMError, BBMMWarning, UsageError
 
 __all__ = [
@@ -254,7 +255,7 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
 
     out_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     stem = re.sub(r"[^\w.-]", "_", src.stem) or "kernel"
-    lib = out_dir / f"{stem}-{key}.so"
+    lib = out_dir / f"{stem}-{key}.lib"     # its hash, then the shared library's bytes
     if read_verified(lib) is not None:
         return lib
     try:
@@ -424,15 +425,16 @@ _MEMFDS: list[int] = []
 
 @functools.lru_cache(maxsize=None)
 def _load(path: str) -> ctypes.CDLL:
-    """Load a library; one from the cache (a hash beside it) only if its bytes match the
-    hash, and then from a private copy of exactly the bytes checked (nobody can swap the
-    file between the check and the load)."""
+    """Load a library; a cache entry (:func:`bbmm.cache.store`: its hash, then its bytes)
+    only if its bytes match the hash, and then from a private copy of exactly the bytes
+    checked (nobody can swap the file between the check and the load)."""
     mode = getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 0)
-    if not os.path.exists(path + ".sha256"):
+    if not is_hashed(Path(path)):           # a library of the caller's, not the cache's
         return ctypes.CDLL(path, mode=mode)
     data = read_verified(Path(path))
     if data is None:
-        raise BBMMError(f"reference library {path} changed while in use; run again")
+        raise BBMMError(f"reference library {path} changed while in use (now damaged); "
+                        f"run again")
     if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
         # the descriptor stays open: the loader knows a library by its name, and a closed
         # descriptor's number (its /proc/self/fd name) would come back for the next one

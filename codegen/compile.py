@@ -222,7 +222,7 @@ def load_driver(prog: Program) -> ModuleType:
         if got is not None:
             why = "empty" if not got else "its content does not match its key"
             note(f"cache entry {p.name} is damaged ({why}); rebuilding it")
-        store(p, data)
+        store(p, data, hashed=False)    # a Python file: checked against the source
     else:
         try:
             os.utime(p)          # recently used: pruned last
