@@ -311,9 +311,8 @@ def _run_run(args: argparse.Namespace) -> int:
     if args.mpi:  # every rank of mpiexec -n R runs this (bbmm/mpirun.py)
         from .mpirun import run_cli
         return run_cli(args)
-    from .run import check_against_reference, execute, profile_path, report
-
-    from .run import check_output, write_json
+    from .run import (check_against_reference, check_output, execute, profile_path, report,
+                      write_json)
 
     check_init_flags(args)
     profile = profile_path(args)  # a bad path fails now, not after the run

@@ -150,10 +150,12 @@ def check_sizes(module: ModuleType, params: Mapping[str, int], copies: int = 2,
         big.append((nbytes, name))
         row = elems // max(1, shape[0]) if shape else 1
         if max(shape, default=1) > INT32[1] or row > INT32[1]:
+            what = (f"rows of {row} elements" if row > INT32[1] else
+                    f"an extent of {max(shape)}")
             raise UsageError(f"{given}: {c_names.get(name, name)}"
-                             f"[{']['.join(map(str, shape))}] has rows of {row} elements "
-                             f"or an extent beyond {INT32[1]}, more than the kernels' 32-bit "
-                             f"int strides take")
+                             f"[{']['.join(map(str, shape))}] has {what}, beyond the "
+                             f"{INT32[1]} that the kernels' 32-bit int strides and indices "
+                             f"take")
     avail = host_memory() if available is None else available
     if avail is not None and total * copies > avail:
         big.sort(reverse=True)
