@@ -471,10 +471,11 @@ def _watch_interrupts(grace_s: float = 0.5) -> None:
     import threading
     import time
 
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return
     global _WAKEUP
+    if _WAKEUP is not None or threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return                      # once per process, and only bbmm's own
+
     r, w = _WAKEUP = socket.socketpair()     # kept: a collected socket closes its fd
     w.setblocking(False)
     try:
@@ -484,8 +485,13 @@ def _watch_interrupts(grace_s: float = 0.5) -> None:
 
     def watch() -> None:
         while True:
-            data = r.recv(64)
-            if not data or signal.SIGINT in data:
+            try:
+                data = r.recv(64)
+            except OSError:
+                return
+            if not data:
+                return              # the socket closed: nothing to watch
+            if signal.SIGINT in data:
                 break
         time.sleep(grace_s)
         _exit_interrupted()

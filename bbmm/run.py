@@ -614,9 +614,12 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
 
     from .cli import _exit_interrupted, _watch_interrupts
 
-    _watch_interrupts()          # Ctrl-C ends the driver within a second
+    program = argv is None       # run as ``python <kernel>_host.py``, not called
+    if program:
+        _watch_interrupts()      # Ctrl-C ends the driver within a second
     try:
         return run_with_errors(go)
     except KeyboardInterrupt:
-        _exit_interrupted()
+        if program:
+            _exit_interrupted()
         raise
