@@ -19,6 +19,22 @@ from typing import Any, Callable, Sequence
 
 from .diagnostic import BBMMError, CheckError, UsageError, format_bytes, parse_bytes
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line, ``bbmm: error: ...`` (exit 2), as
+    bbmm's own."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        print(f"bbmm: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def _one_line(text: object) -> str:
+    """The first line of ``text``, printable."""
+    from codegen.literals import py_comment
+    lines = str(text).splitlines()
+    return py_comment(lines[0] if lines else "")
+
+
 Command = tuple[str, str, Callable[[argparse.ArgumentParser], None],
                 Callable[[argparse.Namespace], int]]
 
@@ -76,7 +92,7 @@ def _run_devices(args: argparse.Namespace) -> int:
     logical: list[dict[str, Any]] = []
     error: BBMMError | None = None
     try:
-        for i, p, sharers in plan_logical(args.devices, disc):
+        for i, p, sharers in plan_logical(args.devices, disc, cap=cap):
             c = cap if cap is not None else int(CAP_FRACTION * p.global_mem) // sharers
             logical.append({"name": f"cl{i}", "index": i, "platform_index": p.platform_index,
                             "device_index": p.index, "device": p.name, "cap": c,
@@ -162,6 +178,8 @@ def _compile(args: argparse.Namespace) -> Any:
 
     if not os.path.exists(args.file):
         raise UsageError(f"{args.file}: no such file")
+    if os.path.isdir(args.file):
+        raise UsageError(f"{args.file}: is a directory, not a C file")
     return compile_program(args.file, function=args.function, defines=_defines(args),
                            split_all=getattr(args, "split_all", False),
                            include_dirs=args.include_dirs)
@@ -182,6 +200,11 @@ def _add_compile(p: argparse.ArgumentParser) -> None:
 
 
 def _run_compile(args: argparse.Namespace) -> int:
+    import os
+
+    if args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UsageError(f"-o {args.output}: exists and is not a folder (-o names the folder "
+                         f"to write <kernel>.cl and <kernel>_host.py into)")
     prog = _compile(args)
     print(prog.summary())
     if args.dump_scop or args.explain:
@@ -200,7 +223,10 @@ def _run_compile(args: argparse.Namespace) -> int:
         print(prog.host_source)
     if args.output:
         from codegen.compile import write_program
-        cl, py = write_program(prog, args.output)
+        try:
+            cl, py = write_program(prog, args.output)
+        except OSError as e:
+            raise UsageError(f"-o {args.output}: cannot write: {e.strerror or e}") from None
         print(f"wrote {cl} and {py}")
     return 0
 
@@ -223,10 +249,10 @@ def run_with_errors(fn: Callable[[], int]) -> int:
     try:
         return fn()
     except UsageError as e:
-        print(f"bbmm: error: {e}", file=sys.stderr)
+        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except BBMMError as e:
-        print(f"bbmm: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 1
 
 
@@ -262,17 +288,21 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
     from .diagnostic import BBMMWarning
     from .hostlib import prebuild
     from .reference import init_arrays, init_function, reference_library
-    from .run import array_shapes, host_arrays, parse_params
+    from .run import check_sizes, host_arrays, parse_params
 
     scop = prog.scop
     defaults = dict(scop.param_defaults)
     params, scalars = parse_params(args.param, scop.int_params, scop.float_params, defaults,
-                                   dict(scop.c_names))
+                                   dict(scop.c_names),
+                                   dict(zip(scop.int_params, scop.int_param_types)))
     if defaults and any(params[p] != v for p, v in defaults.items()):
         for msg in out_of_bounds(scop, params):
             warnings.warn(msg, BBMMWarning, stacklevel=1)
     module = load_driver(prog)
-    array_shapes(module, params)      # an empty array is refused before anything is built
+    # an empty array, rows beyond 32-bit strides, or arrays beyond the host's memory are
+    # refused before anything is built or allocated (the inputs, the host arrays, and
+    # with --check the sequential program's copy)
+    check_sizes(module, params, copies=3 if getattr(args, "check", False) else 2)
     init_name = args.init or (None if args.no_init else init_function(scop))
     lib = None
     if init_name or args.check:          # one library for the init function and --check
@@ -298,10 +328,12 @@ def _run_run(args: argparse.Namespace) -> int:
         return run_cli(args)
     if procs > 1:  # one process per share of the devices (bbmm/procs.py)
         return run_procs(args, procs)
-    from .run import check_against_reference, execute, profile_path, report
+    from .run import (check_against_reference, check_output, execute, profile_path, report,
+                      write_json)
 
     check_init_flags(args)
     profile = profile_path(args)  # a bad path fails now, not after the run
+    check_output(args.json, "--json")
     prog = _compile(args)
     scop = prog.scop
     params, scalars, module, devices, init, arrays, lib = prepare_run(args, prog)
@@ -315,11 +347,36 @@ def _run_run(args: argparse.Namespace) -> int:
     for m in res.mismatches:
         print(f"  mismatch: {m}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res.as_json(scop.function), f, indent=1)
+        write_json(args.json, res.as_json(scop.function))
     if res.check == "fail":
         raise CheckError(f"{scop.function}: result differs from the sequential program "
                          f"({res.mismatches[0]})")
+    return 0
+
+# }}}
+
+
+# {{{ bbmm cache
+
+def _add_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clear", action="store_true",
+                   help="remove every cached driver and reference library")
+
+
+def _run_cache(args: argparse.Namespace) -> int:
+    from . import cache
+
+    base = cache.root()
+    use = cache.usage(base)
+    if args.clear:
+        freed = cache.clear(base)
+        print(f"cleared {base} ({format_bytes(freed)})")
+        return 0
+    total = sum(b for _, b in use.values())
+    print(f"{base}: {format_bytes(total)} ("
+          + ", ".join(f"{n} {sub}" for sub, (n, _) in use.items())
+          + f"; kept under {format_bytes(cache.max_bytes())} and {cache.MAX_ENTRIES} entries "
+            f"per folder; BBMM_CACHE moves it, bbmm cache --clear empties it)")
     return 0
 
 # }}}
@@ -332,6 +389,8 @@ COMMANDS: list[Command] = [
      _add_compile, _run_compile),
     ("run", "compile (cached) and run a C kernel on the devices, optionally --check it",
      _add_run, _run_run),
+    ("cache", "print where the cache of drivers and reference libraries is and its size; "
+              "--clear empties it", _add_cache, _run_cache),
 ]
 
 
@@ -345,7 +404,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="bbmm",
         description="Bounding-box-based memory manager for affine loop nests on several "
                     "GPUs (Ramashekar & Bondhugula, TACO 2013).")
@@ -397,15 +456,78 @@ def run_json(argv: Sequence[str]) -> dict[str, Any]:
             return json.load(f)
 
 
+_EXIT_LOCK = None
+_WAKEUP: Any = None
+
+
+def _exit_interrupted() -> None:
+    """Say so and end the process now, status 130: queued device work is abandoned (the
+    OpenCL queues would otherwise be drained at exit), and the cache, written by atomic
+    renames, keeps no half entry."""
+    import os
+    import threading
+
+    global _EXIT_LOCK
+    if _EXIT_LOCK is None:
+        _EXIT_LOCK = threading.Lock()
+    with _EXIT_LOCK:
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001 - a closed or broken stdout changes nothing
+            pass
+        print("bbmm: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+
+
+def _watch_interrupts(grace_s: float = 0.5) -> None:
+    """End the process ``grace_s`` after a Ctrl-C even when the main thread cannot take
+    the KeyboardInterrupt (blocked in a device wait): the C-level signal handler writes to
+    a wakeup socket that a watcher thread reads."""
+    import signal
+    import socket
+    import threading
+    import time
+
+    global _WAKEUP
+    if _WAKEUP is not None or threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return                      # once per process, and only bbmm's own
+
+    r, w = _WAKEUP = socket.socketpair()     # kept: a collected socket closes its fd
+    w.setblocking(False)
+    try:
+        signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        return
+
+    def watch() -> None:
+        while True:
+            try:
+                data = r.recv(64)
+            except OSError:
+                return
+            if not data:
+                return              # the socket closed: nothing to watch
+            if signal.SIGINT in data:
+                break
+        time.sleep(grace_s)
+        _exit_interrupted()
+    threading.Thread(target=watch, name="bbmm-interrupt", daemon=True).start()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit status (0 ok, 1 error, 2 usage error)."""
+    """Run one command; returns the exit status (0 ok, 1 error, 2 usage error). Called as
+    the program (``argv`` None), a Ctrl-C ends the process within a second (status 130)."""
+    program = argv is None
+    if program:
+        _watch_interrupts()
     try:
         parser = build_parser()     # imports the runtime, which reads the $BBMM_* settings
     except UsageError as e:
-        print(f"bbmm: error: {e}", file=sys.stderr)
+        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 2
-    # exits 2 with argparse's message on bad usage; C sources after the options (bbmm run
-    # k.c --check more.c) are more of FILE's, which argparse alone would not take there
+    # exits 2 with one line on bad usage; C sources after the options (bbmm run k.c
+    # --check more.c) are more of FILE's, which argparse alone would not take there
     args, rest = parser.parse_known_args(argv)
     if rest and hasattr(args, "sources") and not any(r.startswith("-") for r in rest):
         args.sources = list(args.sources) + rest
@@ -417,12 +539,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except UsageError as e:
-        print(f"bbmm: error: {e}", file=sys.stderr)
+        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except BBMMError as e:
-        print(f"bbmm: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("bbmm: error: out of host memory (smaller --param sizes, or fewer copies: "
+              "without --check)", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        if program:
+            _exit_interrupted()
         print("bbmm: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into head & co.

@@ -21,7 +21,6 @@ forever).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pickle
 import socket
@@ -307,8 +306,8 @@ def _finish(res: MPIResult, comm: Any, kernel: str, json_path: str | None) -> in
     for m in res.mismatches:
         print(f"  mismatch: {m}")
     if json_path:
-        with open(json_path, "w") as f:
-            json.dump(res.as_json(kernel), f, indent=1)
+        from .run import write_json
+        write_json(json_path, res.as_json(kernel))
     if res.check == "fail":  # the other ranks are done: no abort, just the status
         print(f"bbmm: error: {kernel}: result differs from the sequential program "
               f"({res.mismatches[0]})", file=sys.stderr)
@@ -324,7 +323,9 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
 
     def build() -> Any:
         from .cli import _compile, check_init_flags
+        from .run import check_output
         check_init_flags(args)
+        check_output(args.json, "--json")     # before the run, not after it
         return _compile(args)
 
     def go() -> int:

@@ -34,8 +34,10 @@ PolyBench program is built, the ``polybench.c`` beside the ``polybench.h`` that 
 includes is one without being named.
 
 Libraries are cached by content hash (the file, the extra sources and the local headers
-they include, the ``-D`` defines, the compiler and its version, the flags) in ``<cache>/reference/``, where
-``<cache>`` is ``$BBMM_CACHE``, else ``$XDG_CACHE_HOME/bbmm``, else ``~/.cache/bbmm``.
+they include, the ``-D`` defines, the compiler and its version, the flags; not the
+files' paths) in ``<cache>/reference/`` (:mod:`bbmm.cache`: ``$BBMM_CACHE``, else the
+platform's user cache folder), each entry holding its SHA-256 before the library's
+bytes, checked before every load (from a private copy of the bytes checked).
 The compiler is ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` found.
 """
 from __future__ import annotations
@@ -58,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from bbmm.cache import is_hashed, read_verified, store
 from bbmm.diagnostic import BBMMError, BBMMWarning, UsageError
 
 __all__ = [
@@ -72,7 +75,8 @@ DEFAULT_SCALAR = 1.5
 """Value of a float/double scalar parameter (``alpha``) that the user did not give."""
 
 TOLERANCES = {"float": 1e-4, "double": 1e-10}
-"""Largest accepted ``|got - expected| / max(1, |expected|)`` per element type.
+"""Largest accepted ``|got - expected| / (|expected| + scale)`` per element type, ``scale``
+the array's largest finite ``|expected|`` (:func:`compare`).
 
 float: 1e-4 is about 800 ulp (float eps 1.19e-7): room for OpenCL's 3-4 ulp ``exp``/
 ``sqrt``/divide and for a sum of a few hundred terms done in another order, yet far below
@@ -126,14 +130,10 @@ class CompileError(BBMMError):
 # {{{ compiler and cache
 
 def default_cache_dir() -> Path:
-    """``$BBMM_CACHE/reference``, else ``$XDG_CACHE_HOME/bbmm/reference``, else
-    ``~/.cache/bbmm/reference``."""
-    root = os.environ.get("BBMM_CACHE")
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = os.path.join(xdg, "bbmm") if xdg else os.path.join(
-            os.path.expanduser("~"), ".cache", "bbmm")
-    return Path(root) / "reference"
+    """``<cache>/reference`` (:mod:`bbmm.cache`: ``$BBMM_CACHE``, else the platform's
+    user cache folder, ``$XDG_CACHE_HOME/bbmm`` or ``~/.cache/bbmm`` on Linux)."""
+    from bbmm.cache import directory
+    return directory("reference")
 
 
 def find_compiler() -> tuple[str, ...]:
@@ -191,7 +191,7 @@ def _prelude(text: str) -> str:
 
 
 def _local_includes(path: Path, include_dirs: tuple[Path, ...] = (),
-                    seen: set[Path] | None = None) -> list[Path]:
+                    seen: set[Path] | None = None) -> list[tuple[str, Path]]:
     """Files named by ``#include "..."`` beside the including file or in ``include_dirs``,
     and by ``#include <...>`` in ``include_dirs`` (recursively), for the cache key."""
     seen = set() if seen is None else seen
@@ -206,7 +206,7 @@ def _local_includes(path: Path, include_dirs: tuple[Path, ...] = (),
         p = next((c for c in ((d / name).resolve() for d in dirs) if c.is_file()), None)
         if p is not None and p not in seen:
             seen.add(p)
-            found.append(p)
+            found.append((name, p))
             found += _local_includes(p, include_dirs, seen)
     return found
 
@@ -306,8 +306,9 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
     prelude = _prelude(text)
     unit = ""
     if entry_points:
-        quoted = str(src.resolve()).replace("\\", "\\\\").replace('"', '\\"')
-        unit = f'#include "{quoted}"\n' + "\n".join(entry_points) + "\n"
+        # the user's file comes in by ``-include PATH`` (an argument, never pasted into C
+        # text: a path may hold quotes, backslashes, newlines), then these definitions
+        unit = "/* bbmm entry points */\n" + "\n".join(entry_points) + "\n"
 
     h = hashlib.sha256()
     for part in (data, "\0".join(dflags + iflags).encode(), "\0".join(cc).encode(),
@@ -315,18 +316,18 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
                  prelude.encode(), unit.encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
-    for inc in _local_includes(src.resolve(), idirs):
-        h.update(str(inc).encode() + b"\0" + inc.read_bytes())
+    for name, inc in _local_includes(src.resolve(), idirs):   # by name: no absolute path
+        h.update(name.encode() + b"\0" + inc.read_bytes())
     for x in extras:
-        h.update(b"\0extra\0" + str(x).encode() + b"\0" + x.read_bytes())
-        for inc in _local_includes(x, idirs):
-            h.update(str(inc).encode() + b"\0" + inc.read_bytes())
+        h.update(b"\0extra\0" + x.name.encode() + b"\0" + x.read_bytes())
+        for name, inc in _local_includes(x, idirs):
+            h.update(name.encode() + b"\0" + inc.read_bytes())
     key = h.hexdigest()[:24]
 
     out_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     stem = re.sub(r"[^\w.-]", "_", src.stem) or "kernel"
-    lib = out_dir / f"{stem}-{key}.so"
-    if lib.is_file():
+    lib = out_dir / f"{stem}-{key}.lib"     # its hash, then the shared library's bytes
+    if read_verified(lib) is not None:
         return lib
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -352,11 +353,12 @@ def build_library(c_path: str | os.PathLike, defines: Mapping[str, object] | Non
         for x, obj in zip(extras, objects):
             _run_cc((*cc, *cflags, *dflags, *iflags, "-include", str(extra_pre), "-c",
                      "-o", str(obj), str(x)), x, cc)
-        cmd = (*cc, *CFLAGS, *dflags, *iflags, "-include", str(pre_path), "-o", tmp,
+        user = ("-include", str(src.resolve())) if unit else ()
+        cmd = (*cc, *CFLAGS, *dflags, *iflags, "-include", str(pre_path), *user, "-o", tmp,
                str(unit_path) if unit else os.fspath(src), *map(str, objects), "-lm",
                *ldflags)
         _run_cc(cmd, src, cc, link=True)
-        os.replace(tmp, lib)                 # atomic: concurrent builders agree
+        store(lib, Path(tmp).read_bytes())   # atomic, with its hash beside it
     finally:
         for f in (tmp, pre_path, unit_path, extra_pre, *objects):
             try:
@@ -511,9 +513,34 @@ def _entry(lib: str | os.PathLike | ctypes.CDLL, fname: str):
                      f"(is it static?)")
 
 
-@functools.lru_cache(maxsize=64)
+_MEMFDS: list[int] = []
+
+
+@functools.lru_cache(maxsize=None)
 def _load(path: str) -> ctypes.CDLL:
-    return ctypes.CDLL(path, mode=getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 0))
+    """Load a library; a cache entry (:func:`bbmm.cache.store`: its hash, then its bytes)
+    only if its bytes match the hash, and then from a private copy of exactly the bytes
+    checked (nobody can swap the file between the check and the load)."""
+    mode = getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 0)
+    if not is_hashed(Path(path)):           # a library of the caller's, not the cache's
+        return ctypes.CDLL(path, mode=mode)
+    data = read_verified(Path(path))
+    if data is None:
+        raise BBMMError(f"reference library {path} changed while in use (now damaged); "
+                        f"run again")
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        # the descriptor stays open: the loader knows a library by its name, and a closed
+        # descriptor's number (its /proc/self/fd name) would come back for the next one
+        fd = os.memfd_create("bbmm-reference")
+        with open(fd, "wb", closefd=False) as f:
+            f.write(data)
+        _MEMFDS.append(fd)
+        return ctypes.CDLL(f"/proc/self/fd/{fd}", mode=mode)
+    with tempfile.TemporaryDirectory(prefix="bbmm-lib-") as d:
+        copy = os.path.join(d, os.path.basename(path))
+        with open(copy, "wb") as f:
+            f.write(data)
+        return ctypes.CDLL(copy, mode=mode)
 
 
 def load_library(lib: str | os.PathLike | ctypes.CDLL) -> ctypes.CDLL:
@@ -872,32 +899,52 @@ class Mismatch:
     got: object
     expected: object
     max_error: float
-    """Largest ``|got - expected| / max(1, |expected|)`` (float/double; inf when a NaN or
-    an infinity is involved) or largest ``|got - expected|`` (int)."""
+    """Largest ``|got - expected| / (|expected| + scale)`` (float/double; ``scale`` the
+    array's largest finite ``|expected|``; inf when a NaN or an infinity is involved), the
+    figure compared with the tolerance, or largest ``|got - expected|`` (int)."""
     ctype: str
     tolerance: float = 0.0
+    worst: tuple[int, ...] = ()
+    """The element of ``max_error`` (C order)."""
+    worst_got: object = None
+    worst_expected: object = None
+    scale: float = 0.0
+    """The array's largest finite ``|expected|`` (the absolute floor's scale)."""
 
     def __str__(self) -> str:
         idx = ", ".join(str(i) for i in self.index)
         kind = "absolute" if exact(self.ctype) else "relative"
         err = str(int(self.max_error)) if exact(self.ctype) else f"{self.max_error:.3g}"
-        return (f"{self.name}: {self.count} of {self.total} elements differ; first at [{idx}]:"
-                f" got {self.got}, expected {self.expected}; max {kind} error {err}")
+        out = (f"{self.name}: {self.count} of {self.total} elements differ; first at [{idx}]:"
+               f" got {self.got}, expected {self.expected}")
+        if self.worst and self.worst != self.index:
+            w = ", ".join(str(i) for i in self.worst)
+            out += f"; worst at [{w}]: got {self.worst_got}, expected {self.worst_expected}"
+        out += f"; max {kind} error {err}"
+        if not exact(self.ctype):
+            out += f" (of |expected| + {self.scale:.3g}; tolerance {self.tolerance:.3g})"
+        return out
 
 
 def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
             rtol: float | None = None) -> Mismatch | None:
-    """None if ``got`` matches ``expect``, else a :class:`Mismatch`.
+    """None if ``got`` matches ``expect``, else a :class:`Mismatch` naming the first and
+    the worst differing elements.
 
-    Integers and _Bool (:func:`exact`): exact. float/double: element i is equal when ``|got - expect| <= rtol *
-    max(1, |expect|)`` with ``rtol`` from :data:`TOLERANCES` (1e-4 float, 1e-10 double),
-    or when both are the same infinity, or both NaN; a NaN or infinity on one side only
-    differs. Different shapes raise :class:`UsageError`.
+    Integers and _Bool (:func:`exact`): exact. float/double: element i is equal when
+    ``|got - expect| <= rtol * (|expect| + scale)``, ``scale`` the array's largest finite
+    ``|expect|``: relative to the element, with an absolute floor ``rtol * scale`` at the
+    array's magnitude (a value near 0 that results from values of the array's size
+    carries their rounding, not its own; an array of small values is held to its own
+    size, not to 1); ``rtol`` from :data:`TOLERANCES` (1e-4 float, 1e-10 double). Both the
+    same infinity, or both NaN, are equal; a NaN or infinity on one side only differs.
+    Different shapes raise :class:`UsageError`.
     """
     got, expect = np.asarray(got), np.asarray(expect)
     if got.shape != expect.shape:
         raise UsageError(f"{name}: cannot compare shape {got.shape} with {expect.shape}")
     total = int(expect.size)
+    scale = 0.0
     if exact(ctype):
         # exact; through Python integers' width where unsigned long would wrap in int64
         wide = np.int64 if np.dtype(expect.dtype).kind != "u" or expect.itemsize < 8 \
@@ -908,9 +955,11 @@ def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
     elif ctype in TOLERANCES:
         tol = TOLERANCES[ctype] if rtol is None else float(rtol)
         g, e = got.astype(np.float64), expect.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
+        finite = np.abs(e[np.isfinite(e)])
+        scale = float(finite.max()) if finite.size else 0.0
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             same = (g == e) | (np.isnan(g) & np.isnan(e))
-            diff = np.abs(g - e) / np.maximum(1.0, np.abs(e))
+            diff = np.abs(g - e) / (np.abs(e) + scale)
         diff = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff))
         bad = diff > tol
     else:
@@ -920,8 +969,9 @@ def compare(name: str, got: np.ndarray, expect: np.ndarray, ctype: str,
         return None
     flat = int(np.flatnonzero(bad.ravel())[0])
     index = tuple(int(i) for i in np.unravel_index(flat, expect.shape))
+    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), expect.shape))
     return Mismatch(name, count, total, index, got[index], expect[index],
-                    float(diff.max()), ctype, tol)
+                    float(diff.max()), ctype, tol, worst, got[worst], expect[worst], scale)
 
 # }}}
 

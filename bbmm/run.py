@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -30,12 +31,15 @@ DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32, "char": np
 def parse_params(items: Sequence[str] | None, int_params: Sequence[str],
                  float_params: Sequence[tuple[str, str]],
                  defaults: Mapping[str, int] | None = None,
-                 c_names: Mapping[str, str] | None = None) -> tuple[dict[str, int],
-                                                                   dict[str, float]]:
+                 c_names: Mapping[str, str] | None = None,
+                 int_types: Mapping[str, str] | None = None) -> tuple[dict[str, int],
+                                                                     dict[str, float]]:
     """``["n=64", "alpha=1.5"]`` -> (ints, floats); every integer parameter must be given,
     unless ``defaults`` (the sizes the C program's ``main`` passes) has it. ``c_names``
     (model name -> C name, the driver's ``C_NAMES``): the user names a renamed parameter
-    by its C name (``iter=10``); the dicts are keyed by model names (``iter_``)."""
+    by its C name (``iter=10``); the dicts are keyed by model names (``iter_``). A name
+    given twice is an error; an integer must fit its C type (``int_types``: model name ->
+    C type, ``int`` where absent) and the kernels' 32-bit ``int`` scalars."""
     public = dict(c_names or {})
 
     def c(name: str) -> str:
@@ -45,17 +49,23 @@ def parse_params(items: Sequence[str] | None, int_params: Sequence[str],
     ints: dict[str, int] = {}
     floats: dict[str, float] = {}
     fnames = {n for n, _ in float_params}
+    seen: dict[str, str] = {}
     for item in items or ():
         name, eq, value = item.partition("=")
         name = name.strip()
         if not eq or not name:
             raise UsageError(f"--param {item!r}: expected NAME=VALUE, e.g. --param n=1024")
+        if name in seen:
+            raise UsageError(f"--param {name} is given twice ({name}={seen[name]} and "
+                             f"{name}={value}); give it once")
+        seen[name] = value
         m = model.get(name)
         if m in int_params:
             try:
-                ints[m] = int(value, 0)
+                ints[m] = int(value.strip(), 0)
             except ValueError:
                 raise UsageError(f"--param {name}={value}: {name} is an integer parameter") from None
+            check_int_param(name, ints[m], (int_types or {}).get(m, "int"))
         elif m in fnames:
             try:
                 floats[m] = float(value)
@@ -73,6 +83,117 @@ def parse_params(items: Sequence[str] | None, int_params: Sequence[str],
                          f" (the kernel's integer parameters: "
                          f"{', '.join(map(c, int_params))})")
     return ints, floats
+
+
+INT32 = (-(1 << 31), (1 << 31) - 1)
+"""The range of the kernels' integer scalars (OpenCL ``int``) and index strides."""
+
+
+def int_range(ctype: str) -> tuple[int, int]:
+    """The values of the C integer type ``ctype`` (``int``, ``unsigned long``, ``int64_t``
+    ...), on this machine's C ABI."""
+    import ctypes
+
+    from .reference import _int_ctype
+
+    ct = _int_ctype(ctype)
+    bits = 8 * ctypes.sizeof(ct)
+    if ct(-1).value == -1:
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+def check_int_param(name: str, value: int, ctype: str = "int") -> None:
+    """A :class:`UsageError` unless ``value`` fits both the parameter's C type and the
+    kernels' 32-bit ``int``."""
+    lo, hi = int_range(ctype)
+    if not lo <= value <= hi:
+        raise UsageError(f"--param {name}={value}: out of the range of its C type {ctype} "
+                         f"[{lo}, {hi}]")
+    lo, hi = INT32
+    if not lo <= value <= hi:
+        raise UsageError(f"--param {name}={value}: out of [{lo}, {hi}], the range of the "
+                         f"32-bit int the OpenCL kernels take it as")
+
+
+def host_memory() -> int | None:
+    """Bytes of memory the host can give now (``MemAvailable``, else its physical
+    memory); None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_sizes(module: ModuleType, params: Mapping[str, int], copies: int = 2,
+                available: int | None = None) -> dict[str, tuple[int, ...]]:
+    """The arrays' shapes (:func:`array_shapes`), after checking, before anything is
+    allocated, that each array's rows fit the kernels' 32-bit strides and that
+    ``copies`` of all the arrays (the inputs kept for ``--check`` and the host arrays
+    the devices read and write; three with ``--check``: its result too) fit the host's
+    available memory (``available``, default :func:`host_memory`): a
+    :class:`UsageError` with the figures otherwise."""
+    shapes = array_shapes(module, params)
+    c_names = getattr(module, "C_NAMES", {})
+    given = ", ".join(f"{c_names.get(k, k)}={v}" for k, v in params.items())
+    total, big = 0, []
+    for name, shape in shapes.items():
+        ctype = module.ARRAYS[name][0]
+        elems = 1
+        for d in shape:
+            elems *= max(0, d)
+        nbytes = elems * np.dtype(DTYPES[ctype]).itemsize
+        total += nbytes
+        big.append((nbytes, name))
+        row = elems // max(1, shape[0]) if shape else 1
+        if max(shape, default=1) > INT32[1] or row > INT32[1]:
+            what = (f"rows of {row} elements" if row > INT32[1] else
+                    f"an extent of {max(shape)}")
+            raise UsageError(f"{given}: {c_names.get(name, name)}"
+                             f"[{']['.join(map(str, shape))}] has {what}, beyond the "
+                             f"{INT32[1]} that the kernels' 32-bit int strides and indices "
+                             f"take")
+    avail = host_memory() if available is None else available
+    if avail is not None and total * copies > avail:
+        big.sort(reverse=True)
+        which = ", ".join(f"{c_names.get(n, n)} {format_bytes(b)}" for b, n in big[:3])
+        raise UsageError(f"{given}: the arrays take {format_bytes(total)} ({which}), "
+                         f"{copies} copies on the host {format_bytes(total * copies)}, more "
+                         f"than the {format_bytes(avail)} of memory the host has available")
+    return shapes
+
+
+def check_output(path: str | None, what: str) -> None:
+    """A :class:`UsageError` now, before the run, when ``path`` (``--json``'s) cannot
+    be written: a folder, a missing or unwritable parent folder, an unwritable file."""
+    if path is None:
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"{what} {path}: is a directory")
+    if not os.path.isdir(parent):
+        raise UsageError(f"{what} {path}: no such folder {parent}")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise UsageError(f"{what} {path}: not writable")
+    if not os.path.exists(path) and not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path}: folder {parent} is not writable")
+
+
+def write_json(path: str, doc: Any) -> None:
+    """Write ``doc`` to ``path`` (a :class:`BBMMError` naming it when that fails)."""
+    from .diagnostic import BBMMError
+    try:
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+    except OSError as e:
+        raise BBMMError(f"--json {path}: cannot write: {e.strerror or e}") from None
 
 
 @dataclass
@@ -342,6 +463,17 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _seed(text: str) -> int:
+    """``--seed``'s value: numpy's generators take non-negative integers."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative (seeds are >= 0)")
+    return value
+
+
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """Options of ``bbmm run`` that a standalone driver takes too."""
     g = p.add_argument_group("run")
@@ -375,7 +507,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "also $BBMM_REPLAY=0)")
     g.add_argument("--coherence", choices=COHERENCE, default="exact",
                    help="exact flow-out sets (BBMM) or whole written blocks (block coherence)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the random input data")
+    g.add_argument("--seed", type=_seed, default=0,
+                   help="seed of the random input data (a non-negative integer)")
     g.add_argument("--json", metavar="PATH", default=None,
                    help="write the run's statistics as JSON to PATH")
     g.add_argument("--profile", metavar="FILE", default=None,
@@ -450,7 +583,9 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
     """``python <kernel>_host.py ...``: run a generated driver on its own."""
     from .cli import add_device_options, make_devices_from_args, run_with_errors
 
-    p = argparse.ArgumentParser(prog=f"{module.FUNCTION}_host.py",
+    from .cli import OneLineParser
+
+    p = OneLineParser(prog=f"{module.FUNCTION}_host.py",
                                 description=f"bbmm driver for {module.FUNCTION} ({module.SOURCE})")
     add_device_options(p)
     add_run_options(p)
@@ -464,9 +599,12 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
 
     def go() -> int:
         profile = profile_path(args)
+        check_output(args.json, "--json")
         params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,
                                        getattr(module, "PARAM_DEFAULTS", None),
-                                       getattr(module, "C_NAMES", None))
+                                       getattr(module, "C_NAMES", None),
+                                       getattr(module, "INT_TYPES", None))
+        check_sizes(module, params, copies=1)
         for name, _ in module.FLOAT_PARAMS:
             scalars.setdefault(name, 1.5)
         devices = make_devices_from_args(args)
@@ -484,8 +622,17 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
                       profile=profile)
         print(report(res, module.FUNCTION, getattr(module, "RETURNS", None)))
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(res.as_json(module.FUNCTION), f, indent=1)
+            write_json(args.json, res.as_json(module.FUNCTION))
         return 0
 
-    return run_with_errors(go)
+    from .cli import _exit_interrupted, _watch_interrupts
+
+    program = argv is None       # run as ``python <kernel>_host.py``, not called
+    if program:
+        _watch_interrupts()      # Ctrl-C ends the driver within a second
+    try:
+        return run_with_errors(go)
+    except KeyboardInterrupt:
+        if program:
+            _exit_interrupted()
+        raise

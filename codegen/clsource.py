@@ -259,7 +259,10 @@ UNROLL8 = "#if BBMM_UNROLL\n#pragma unroll 8\n#endif"
 
 
 def comment(text: str) -> str:
-    return "/* " + " ".join(text.replace("*/", "* /").split()) + " */"
+    """A C comment of one printable line that cannot end early
+    (:func:`codegen.literals.c_comment`): it may hold a path or the C source's text."""
+    from codegen.literals import c_comment
+    return c_comment(text)
 
 
 # }}}

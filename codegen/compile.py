@@ -197,29 +197,53 @@ def write_program(prog: Program, out_dir: str | os.PathLike) -> tuple[Path, Path
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("BBMM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bbmm")
-    return Path(base) / "drivers"
+    """The folder of cached drivers (:func:`bbmm.cache.directory`)."""
+    from bbmm.cache import directory
+    return directory("drivers")
 
 
 def load_driver(prog: Program) -> ModuleType:
-    """Import the host driver of ``prog`` (written once to the cache, keyed by content)."""
-    h = hashlib.sha256(prog.host_source.encode()).hexdigest()[:16]
-    d = cache_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    p = d / f"{prog.scop.function}_{h}.py"
-    if not p.exists():
-        tmp = p.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(prog.host_source)
-        tmp.replace(p)
-    return load_module(p)
+    """Import the host driver of ``prog``.
+
+    The driver is written once to the cache, keyed by its content (which holds the C
+    file's base name, never its path), for tracebacks and to run on its own; it is
+    executed from the source just generated, never from what the cache holds. An entry
+    that differs from that source (truncated, edited) is rewritten with a note."""
+    from bbmm.cache import note, store
+
+    data = prog.host_source.encode()
+    h = hashlib.sha256(data).hexdigest()[:16]
+    p = cache_dir() / f"{prog.scop.function}_{h}.py"
+    try:
+        got: bytes | None = p.read_bytes()
+    except OSError:
+        got = None
+    if got != data:
+        if got is not None:
+            why = "empty" if not got else "its content does not match its key"
+            note(f"cache entry {p.name} is damaged ({why}); rebuilding it")
+        store(p, data, hashed=False)    # a Python file: checked against the source
+    else:
+        try:
+            os.utime(p)          # recently used: pruned last
+        except OSError:
+            pass
+    return load_module(p, prog.host_source)
 
 
-def load_module(p: str | os.PathLike) -> ModuleType:
+def load_module(p: str | os.PathLike, source: str | None = None) -> ModuleType:
+    """Import the driver file ``p``, or run ``source`` as that module (the file then only
+    names it, for tracebacks)."""
     name = f"_bbmm_driver_{Path(p).stem}"
-    spec = importlib.util.spec_from_file_location(name, p)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
+    if source is None:
+        spec = importlib.util.spec_from_file_location(name, p)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+    mod = ModuleType(name)
+    mod.__file__ = os.fspath(p)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    exec(compile(source, os.fspath(p), "exec"), mod.__dict__)
     return mod

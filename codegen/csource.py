@@ -221,6 +221,14 @@ def strip_comments(text: str) -> str:
     return _COMMENT.sub(blank, text)
 
 
+def shown_name(filename: str) -> str:
+    """A file's name as line markers and messages carry it: one printable line, with
+    ``?`` for a double quote or a backslash (nothing a ``#line`` string would escape,
+    nothing the preprocessor writes back escaped)."""
+    return "".join(c if c.isprintable() and c not in '"\\' and not 0xD800 <= ord(c) <= 0xDFFF
+                   else "?" for c in filename)
+
+
 def read_source(text: str, filename: str = "<input>",
                 defines: Mapping[str, object] | None = None,
                 include_dirs: Sequence[str] = (), base_dir: str | None = None) -> CSource:
@@ -231,6 +239,7 @@ def read_source(text: str, filename: str = "<input>",
     Raises :class:`UnsupportedProgramError` at ``file:line:col`` for preprocessor and
     syntax errors.
     """
+    filename = shown_name(filename)   # in line markers and coordinates: no escapes
     text = _keep_floord(strip_comments(text))
     cmap = ColumnMap(filename, text)
     src = _preprocess(text, filename, defines, include_dirs, base_dir, cmap)
@@ -261,12 +270,32 @@ def _keep_floord(text: str) -> str:
     return _FLOORD.sub(lambda m: " " * len(m.group(0)), text)
 
 
+def read_text(path: str | os.PathLike) -> str:
+    """A C file's text: UTF-8, else Latin-1 (a comment in another encoding is no
+    error: every byte decodes); a :class:`UsageError` for a folder, an unreadable file
+    or one that is not text (NUL bytes)."""
+    from bbmm.diagnostic import UsageError
+
+    if os.path.isdir(path):
+        raise UsageError(f"{path}: is a directory, not a C file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror or e}") from None
+    if b"\0" in data:
+        raise UsageError(f"{path}: not a C source file (it holds NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
 def read_file(path: str | os.PathLike, defines: Mapping[str, object] | None = None,
               include_dirs: Sequence[str] = ()) -> CSource:
     """:func:`read_source` of a file."""
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    text = read_text(path)
     return read_source(text, path, defines, include_dirs, os.path.dirname(path) or ".")
 
 
@@ -281,7 +310,7 @@ def _preprocess(text: str, filename: str, defines: Mapping[str, object] | None,
     headers (no real system header: ``-nostdinc``, and ``-undef`` so that no compiler-
     specific branch of a header is taken).
     """
-    marker = '#line 1 "' + filename.replace("\\", "\\\\").replace('"', '\\"') + '"\n'
+    marker = f'#line 1 "{filename}"\n'   # filename: read_source's shown_name
     lines = text.splitlines()
     needs_cpp = defines or include_dirs or any(re.match(r"\s*#\s*(?!pragma\b)\w", ln)
                                                for ln in lines)

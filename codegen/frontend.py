@@ -92,9 +92,10 @@ def parse_file(path: str | os.PathLike, function: str | None = None,
     ``#pragma scop``, else the only function with a loop nest not named ``main``/
     ``init_*``/``print_*``); ``defines`` are extra ``-D`` macros, ``include_dirs`` the
     ``-I`` folders."""
+    from codegen.csource import read_text
+
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    text = read_text(path)
     return parse_source(text, path, function, defines, include_dirs,
                         base_dir=os.path.dirname(path) or ".")
 
@@ -108,6 +109,10 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     func = find_kernel(src.ast, function, filename)
     def err(msg: str, node: c_ast.Node) -> UnsupportedProgramError:
         return UnsupportedProgramError(msg, src.cmap.fix(getattr(node, "coord", None)))
+    from codegen.csource import _calls
+    for call in _calls(func.body, func.decl.name):   # before helpers call it unknown
+        raise err(f"'{func.decl.name}' calls itself: recursion is not supported (OpenCL C "
+                  f"has none)", call)
     # helpers that take arrays or return nothing: their bodies at their calls
     func = inline_helpers(func, {f.decl.name: f for f in src.ast.ext
                                  if isinstance(f, c_ast.FuncDef) and f is not func

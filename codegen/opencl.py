@@ -37,6 +37,7 @@ are :mod:`codegen.clshapes`'.
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -237,7 +238,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     uses_double = fp64 and (any_double(scop, stmts, arrays) or any(
         re.search(r"\bdouble\b", h.source) for h in scop.helpers))
     out = Emitter()
-    out(comment(f"{scop.filename}: {scop.function}, nest {nest.id}; band: "
+    out(comment(f"{os.path.basename(scop.filename)}: {scop.function}, nest {nest.id}; band: "
                  f"{', '.join(lp.iterator for lp in band) or '(none: one work-item)'}; "
                  f"host loops: {', '.join(lp.iterator for lp in host) or '(none)'}; "
                  f"inner loops: {', '.join(lp.iterator for lp in inner) or '(none)'}"))

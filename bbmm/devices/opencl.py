@@ -309,7 +309,8 @@ def _build_problem(d: PhysicalDevice) -> str | None:
     try:
         ctx = cl.Context([d.cl_device])
         try:
-            cl.Program(ctx, "__kernel void bbmm_probe(__global int *a) { a[0] = 1; }").build()
+            cl.Program(ctx, "__kernel void bbmm_probe(__global int *a) { a[0] = 1; }").build(
+                options="-w")
         except cl.Error as e:
             log = str(e)
             m = re.search(r"error: ([^\n]*)", log)
@@ -1114,7 +1115,10 @@ class OpenCLDevice(Device):
         prg = self._programs.get(key)
         if prg is None:
             try:
-                prg = cl.Program(self.context, source).build(options=opts)
+                # -w: no warnings (the generated kernels' unused values and the like are
+                # no news to the user; compilers such as PoCL's clang print them on
+                # stderr, and pyopencl turns a non-empty log into a CompilerWarning)
+                prg = cl.Program(self.context, source).build(options=_quiet(opts))
             except cl.Error as e:
                 code = getattr(e, "code", None)
                 name = status_name(code) if isinstance(code, int) else type(e).__name__
@@ -1204,10 +1208,31 @@ def node_share(phys: Sequence[PhysicalDevice], node: tuple[int, int] | None
     return (phys[r % len(phys)],)
 
 
-def plan_logical(n: int | None, disc: Discovery, node: tuple[int, int] | None = None
-                 ) -> list[tuple[int, PhysicalDevice, int]]:
+def _quiet(opts: str) -> str:
+    """Build options with ``-w`` (OpenCL's "inhibit all warnings")."""
+    return opts if re.search(r"(^|\s)-w(\s|$)", opts) else ("-w " + opts).strip()
+
+
+# pyopencl warns (CompilerWarning) whenever a build leaves a log, even an empty-looking
+# one; bbmm builds with -w and shows build errors itself
+import warnings as _warnings  # noqa: E402
+
+if hasattr(cl, "CompilerWarning"):
+    _warnings.filterwarnings("ignore", category=cl.CompilerWarning)
+
+
+MAX_SHARERS = 64
+"""Most logical devices on one physical device (each has its own queue, pool and share of
+the memory; ``--devices 10000`` is a mistake, not a plan)."""
+
+
+def plan_logical(n: int | None, disc: Discovery, node: tuple[int, int] | None = None,
+                 cap: int | None = None) -> list[tuple[int, PhysicalDevice, int]]:
     """``(logical index, physical device, sharers)`` for :func:`make_devices`; ``node``
-    as for :func:`node_share`."""
+    as for :func:`node_share`. A :class:`UsageError` with the figures for more than
+    :data:`MAX_SHARERS` logical devices on one physical device, or a cap per logical
+    device (``cap``) whose sum over the logical devices sharing a physical one exceeds
+    its memory."""
     phys = node_share(disc.chosen, node)
     if not phys:
         msg = "no OpenCL device found"
@@ -1226,6 +1251,20 @@ def plan_logical(n: int | None, disc: Discovery, node: tuple[int, int] | None = 
     share = {}
     for _, p in _iter_logical(n, phys):
         share[id(p)] = share.get(id(p), 0) + 1
+    most = max(share.values())
+    if most > MAX_SHARERS:
+        raise UsageError(f"--devices {n}: {most} logical devices on one physical device "
+                         f"({len(phys)} physical: {', '.join(p.name.strip() for p in phys)}); "
+                         f"at most {MAX_SHARERS} each")
+    if cap is not None:
+        for p in phys:
+            k = share.get(id(p), 0)
+            if k and cap * k > p.global_mem:
+                raise UsageError(
+                    f"--device-mem {format_bytes(cap)}"
+                    + (f" x {k} logical devices = {format_bytes(cap * k)}" if k > 1 else "")
+                    + f" is more than the {format_bytes(p.global_mem)} of memory of "
+                      f"{p.name.strip()}")
     return [(i, p, share[id(p)]) for i, p in _iter_logical(n, phys)]
 
 
@@ -1257,7 +1296,7 @@ def make_devices(n: int | None = None, cap: int | str | None = None,
     cap_bytes = None if cap is None else parse_bytes(cap)
     if cap_bytes is not None and cap_bytes <= 0:
         raise UsageError(f"device memory cap must be positive, got {cap!r}")
-    plan = plan_logical(n, discover(platform, kind), node)
+    plan = plan_logical(n, discover(platform, kind), node, cap_bytes)
     ctx = None
     programs: dict | None = None
     if contexts == "shared":

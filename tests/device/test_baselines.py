@@ -20,7 +20,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from scripts.baselines import blackscholes, floyd, heat2d  # noqa: E402
-from scripts.baselines.common import Team, row_blocks  # noqa: E402
+from scripts.baselines.common import Team  # noqa: E402
 
 pytestmark = pytest.mark.device
 
@@ -52,6 +52,21 @@ def _random_graph(n: int, seed: int) -> np.ndarray:
 
 # {{{ floyd
 
+# Worked examples of the byte accounting, by hand (not with the scripts' own row_blocks):
+# n rows over D devices cut at floor(n p / D), so 37 rows over 3 devices are 12, 12, 13;
+# a row is 4 n bytes; each device holds its block plus one pivot row when D > 1.
+#   n = 37 (148 B rows): 37 rows = 5476; 18 + 1, 19 + 1 rows = 2812, 2960;
+#                        12 + 1, 12 + 1, 13 + 1 rows = 1924, 1924, 2072
+#   n = 29 (116 B rows): 3364; 15, 16 rows = 1740, 1856; 10, 11, 11 rows = 1160, 1276, 1276
+#   n = 31 (124 B rows): 3844; 16, 17 rows = 1984, 2108; 11, 11, 12 rows = 1364, 1364, 1488
+FLOYD_ALLOC = {
+    (37, 1): [5476], (37, 2): [2812, 2960], (37, 3): [1924, 1924, 2072],
+    (29, 1): [3364], (29, 2): [1740, 1856], (29, 3): [1160, 1276, 1276],
+    (31, 1): [3844], (31, 2): [1984, 2108], (31, 3): [1364, 1364, 1488],
+}
+# one row out per iteration but the last: 36 x 148, 28 x 116, and 10 x 124 (11 iterations)
+FLOYD_FLOWOUT = {37: 5328, 29: 3248, 31: 1240}
+
 @pytest.mark.parametrize("n, iterations, data", [(37, None, "init"), (29, None, "random"),
                                                  (31, 11, "random")])
 def test_floyd_matches_numpy(team, n, iterations, data):
@@ -65,10 +80,11 @@ def test_floyd_matches_numpy(team, n, iterations, data):
     row = n * 4
     assert res["iterations"] == iters and res["devices"] == len(team)
     # block + one pivot row per device; one row out and D-1 rows in per iteration
-    assert res["alloc_bytes"] == [(b - a) * row + (row if D > 1 else 0)
-                                  for a, b in row_blocks(0, n, D)]
-    assert res["flowout_bytes"] == (iters - 1) * row * (D > 1)
-    assert res["coherence_bytes"] == (iters - 1) * row * D * (D > 1)
+    assert res["alloc_bytes"] == FLOYD_ALLOC[n, D]
+    assert row == 4 * n
+    assert res["flowout_bytes"] == (FLOYD_FLOWOUT[n] if D > 1 else 0)
+    # the row goes out of its owner and into the D - 1 others: D rows' bytes
+    assert res["coherence_bytes"] == D * res["flowout_bytes"]
     if team.shared:
         assert res["host_waits_in_loop"] == 0
     elif D > 1:  # one per row read, plus any wait for a staging slot still being read
@@ -89,6 +105,23 @@ def test_floyd_more_devices_than_rows():
 
 # {{{ heat2d
 
+# By hand: the interior rows 1 .. n-2 cut at floor(rows p / D) (21 rows over 3: 7, 7, 7;
+# 10 over 3: 3, 3, 4; 7 over 2: 3, 4); each device holds A and B over its rows plus a
+# halo row each side, rows of 4 n bytes.
+#   n = 23 (92 B rows): 2 x 23 x 92 = 4232; 2 x 12 x 92, 2 x 13 x 92 = 2208, 2392;
+#                       2 x 9 x 92 = 1656 each
+#   n = 12 (48 B rows): 2 x 12 x 48 = 1152; 2 x 7 x 48 = 672 each; 480, 480, 576
+#   n = 9 (36 B rows):  648; 2 x 5 x 36, 2 x 6 x 36 = 360, 432; 288, 288, 360
+HEAT2D_ALLOC = {
+    (23, 1): [4232], (23, 2): [2208, 2392], (23, 3): [1656, 1656, 1656],
+    (12, 1): [1152], (12, 2): [672, 672], (12, 3): [480, 480, 576],
+    (9, 1): [648], (9, 2): [360, 432], (9, 3): [288, 288, 360],
+}
+# a halo row of n - 2 floats each way per boundary per sweep, none after the last:
+# n = 23, 3 steps: 5 sweeps x 2 x 21 x 4 = 840 per boundary; n = 12, 1 step: 1 x 2 x 10 x 4
+# = 80; n = 9, 0 steps: nothing
+HEAT2D_FLOWOUT = {(23, 2): 840, (23, 3): 1680, (12, 2): 80, (12, 3): 160}
+
 @pytest.mark.parametrize("n, tsteps", [(23, 3), (12, 1), (9, 0)])
 def test_heat2d_matches_numpy(team, n, tsteps):
     init = heat2d.init_heat2d(n, seed=n)
@@ -103,11 +136,8 @@ def test_heat2d_matches_numpy(team, n, tsteps):
         np.testing.assert_array_equal(arrays[k][:, [0, -1]], init[k][:, [0, -1]])
     D = min(len(team), n - 2)
     # A and B: own rows plus one halo row each side
-    assert res["alloc_bytes"] == [2 * (b - a + 2) * n * 4 for a, b in row_blocks(1, n - 1, D)]
-    # one halo row (interior columns) each way per boundary per sweep, but none after the
-    # last sweep
-    sweeps = max(0, 2 * tsteps - 1)
-    assert res["flowout_bytes"] == sweeps * 2 * (D - 1) * (n - 2) * 4
+    assert res["alloc_bytes"] == HEAT2D_ALLOC[n, D]
+    assert res["flowout_bytes"] == HEAT2D_FLOWOUT.get((n, D), 0)
     assert res["coherence_bytes"] == 2 * res["flowout_bytes"]
     if team.shared:
         assert res["host_waits_in_loop"] == 0
@@ -116,6 +146,15 @@ def test_heat2d_matches_numpy(team, n, tsteps):
 
 
 # {{{ blackscholes
+
+# By hand: five float arrays over n rows cut at floor(n p / D): 1001 rows are 500, 501 or
+# 333, 334, 334 (x 20 bytes); 7 rows are 3, 4 or 2, 2, 3
+BLACKSCHOLES_ALLOC = {
+    (1001, 1): [20020], (1001, 2): [10000, 10020], (1001, 3): [6660, 6680, 6680],
+    (7, 1): [140], (7, 2): [60, 80], (7, 3): [40, 40, 60],
+}
+# three inputs in (12 bytes a row), two results out (8 bytes a row)
+BLACKSCHOLES_COPIES = {1001: (12012, 8008), 7: (84, 56)}
 
 @pytest.mark.parametrize("n, iterations", [(1001, None), (7, 2)])
 def test_blackscholes_matches_numpy(team, n, iterations):
@@ -135,8 +174,8 @@ def test_blackscholes_matches_numpy(team, n, iterations):
     np.testing.assert_allclose(arrays["call_result"] - arrays["put_result"], parity,
                                atol=2e-3 * np.maximum(1, np.abs(parity)).max())
     D = min(len(team), n)
-    assert res["alloc_bytes"] == [5 * (b - a) * 4 for a, b in row_blocks(0, n, D)]
-    assert res["h2d_bytes"] == 3 * n * 4 and res["d2h_bytes"] == 2 * n * 4
+    assert res["alloc_bytes"] == BLACKSCHOLES_ALLOC[n, D]
+    assert (res["h2d_bytes"], res["d2h_bytes"]) == BLACKSCHOLES_COPIES[n]
     assert res["coherence_bytes"] == 0 and res["host_waits_in_loop"] == 0
 
 # }}}

@@ -35,31 +35,46 @@ def test_the_driver_says_which_programs_run_once_and_what_nests_share():
     assert driver("floyd").RUNS_ONCE is False and driver("heat2d").RUNS_ONCE is False
 
 
-@pytest.mark.parametrize("ndev", [1, 2, 3])
-@pytest.mark.parametrize("n", [1 << 12, 1 << 22, 1 << 24, 1 << 26])
+# Worked examples, by hand: blackscholes has five float arrays, 20 n bytes; a device gets
+# total // (devices x 64 MiB) tiles (at least 1, at most 16), each ceil(n / tiles) rows.
+#   n = 2^12:  80 KiB, one tile per device: 4096, 2048, ceil(4096 / 3) = 1366
+#   n = 2^22:  80 MiB: 80 // 64 = 1 on one device; 80 // 128 = 0 -> 1; 80 // 192 = 0 -> 1
+#   n = 2^24: 320 MiB: 320 // 64 = 5 tiles -> ceil(2^24 / 5) = 3355444; 320 // 128 = 2
+#              per device -> 4 tiles of 2^22; 320 // 192 = 1 -> 3 tiles of 5592406
+#   n = 2^26: 1280 MiB: 1280 // 64 = 20 -> 16 tiles of 2^22; 1280 // 128 = 10 per device
+#              -> 20 tiles of ceil(2^26 / 20) = 3355444; 1280 // 192 = 6 -> 18 tiles of
+#              ceil(2^26 / 18) = 3728271
+RUNS_ONCE_TILES = {
+    (1 << 12, 1): 4096, (1 << 12, 2): 2048, (1 << 12, 3): 1366,
+    (1 << 22, 1): 4194304, (1 << 22, 2): 2097152, (1 << 22, 3): 1398102,
+    (1 << 24, 1): 3355444, (1 << 24, 2): 4194304, (1 << 24, 3): 5592406,
+    (1 << 26, 1): 4194304, (1 << 26, 2): 3355444, (1 << 26, 3): 3728271,
+}
+
+
+@pytest.mark.parametrize("n,ndev", sorted(RUNS_ONCE_TILES))
 def test_a_program_that_runs_once_is_cut_into_tiles_of_enough_data(n, ndev):
+    assert PIPELINE_BYTES == 64 << 20          # the examples above assume it
     bs = driver("blackscholes")
-    params = {"n": n}
-    total = 5 * 4 * n                       # five float arrays; only their bytes count
-    arrays = {"all": _bytes(total)}
-    tile = default_tile(bs, params, arrays, ndev, split=16)
-    per_device = -(-n // tile) / ndev
-    want = max(1, min(16, total // (ndev * PIPELINE_BYTES)))
-    assert tile == -(-n // (ndev * want))
-    # never more than asked, never a tile with less than PIPELINE_BYTES unless one per device
-    assert per_device <= 16
-    assert want == 1 or total / (ndev * want) >= PIPELINE_BYTES
-    assert default_tile(bs, params, arrays, ndev, split=1) == -(-n // ndev)
+    arrays = {"all": _bytes(5 * 4 * n)}        # five float arrays; only their bytes count
+    assert default_tile(bs, {"n": n}, arrays, ndev, split=16) == RUNS_ONCE_TILES[n, ndev]
+    # one tile per device when the split is 1: ceil(n / ndev)
+    assert default_tile(bs, {"n": n}, arrays, ndev, split=1) == \
+        {1: n, 2: n // 2, 3: (n + 2) // 3}[ndev]
 
 
-@pytest.mark.parametrize("name,params", [("mvt", {"m": 1 << 14, "n": 1 << 13}),
-                                         ("floyd", {"n": 1 << 13}),
-                                         ("heat2d", {"tsteps": 2, "n": 1 << 13})])
-def test_serial_loops_or_shared_arrays_keep_one_tile_per_device(name, params):
+# one tile per device of the widest nest's range, 0 included: mvt's widest loop runs over
+# m = 16384 rows, floyd's over n = 8192, heat2d's interior 1 .. n - 2 (grid 0 .. 8190:
+# 8191 rows, ceil(8191 / 2) = 4096 on two devices)
+@pytest.mark.parametrize("name,params,tiles", [
+    ("mvt", {"m": 1 << 14, "n": 1 << 13}, (16384, 8192)),
+    ("floyd", {"n": 1 << 13}, (8192, 4096)),
+    ("heat2d", {"tsteps": 2, "n": 1 << 13}, (8191, 4096))])
+def test_serial_loops_or_shared_arrays_keep_one_tile_per_device(name, params, tiles):
     mod = driver(name)
     big = {"all": _bytes(64 * PIPELINE_BYTES)}
-    for ndev in (1, 2):
-        assert default_tile(mod, params, big, ndev, split=16) == mod.default_tile(params, ndev)
+    for ndev, want in zip((1, 2), tiles):
+        assert default_tile(mod, params, big, ndev, split=16) == want
 
 
 def test_pipeline_setting(monkeypatch):

@@ -207,7 +207,7 @@ def test_cache_reused(tmp_path, monkeypatch):
     src.write_text('#include "k.h"\nvoid k(int n, float A[n]) '
                    '{ for (int i = 0; i < n; i++) A[i] = SCALE * A[i]; }\n')
     lib1 = ref.build_library(src, cache_dir=tmp_path / "c")
-    mtime = lib1.stat().st_mtime_ns
+    inode = lib1.stat().st_ino      # (a hit touches the entry's time: pruned last)
 
     calls = []
     real_run = subprocess.run
@@ -217,7 +217,7 @@ def test_cache_reused(tmp_path, monkeypatch):
         return real_run(*a, **k)
     monkeypatch.setattr(ref.subprocess, "run", counting_run)
     assert ref.build_library(src, cache_dir=tmp_path / "c") == lib1
-    assert lib1.stat().st_mtime_ns == mtime
+    assert lib1.stat().st_ino == inode                   # not rewritten
     assert calls == []                                   # a cache hit runs no compiler
 
     lib2 = ref.build_library(src, defines={"N": 4}, cache_dir=tmp_path / "c")
@@ -270,7 +270,8 @@ def test_compare_planted():
     g[5, 2] = e[5, 2] * (1 + 1e-6)                    # within float tolerance
     m = ref.compare("path", g, e, "float")
     assert m is not None and m.index == (3, 17) and m.count == 1 and m.total == 256
-    assert math.isclose(m.max_error, 0.5 / max(1.0, float(e[3, 17])), rel_tol=1e-5)
+    # relative to |expected| plus the array's largest |expected|
+    assert math.isclose(m.max_error, 0.5 / (float(e[3, 17]) + float(e.max())), rel_tol=1e-5)
     s = str(m)
     assert "\n" not in s
     assert s.startswith("path: 1 of 256 elements differ; first at [3, 17]: got ")
@@ -282,9 +283,37 @@ def test_compare_format_example():
     e[3, 17] = 2.25
     g = e.copy()
     g[3, 17] = 1.5
+    # |1.5 - 2.25| / (2.25 + 2.25) = 0.1667
     assert str(ref.compare("path", g, e, "float")) == (
         "path: 1 of 128 elements differ; first at [3, 17]: got 1.5, expected 2.25; "
-        "max relative error 0.333")
+        "max relative error 0.167 (of |expected| + 2.25; tolerance 0.0001)")
+
+
+def test_compare_small_values_are_relative():
+    """0 against 9e-5 once passed (|g - e| <= 1e-4 * max(1, |e|) is absolute below 1):
+    in an array of values ~1e-4 it is a 100% error."""
+    e = np.full(16, 9e-5, np.float32)
+    g = e.copy()
+    g[4] = 0.0
+    m = ref.compare("s", g, e, "float")
+    assert m is not None and m.index == (4,) and m.count == 1
+    assert math.isclose(m.max_error, 0.5, rel_tol=1e-5)
+    assert ref.compare("s", e * np.float32(1 + 1e-6), e, "float") is None
+    # near 0 in an array of magnitude 1000: the floor is 1e-4 * 1000
+    e = np.array([1000.0, 3.0, 0.0], np.float32)
+    assert ref.compare("s", e + np.float32(0.05), e, "float") is None
+    assert ref.compare("s", e + np.float32([0, 0, 0.2]), e, "float").index == (2,)
+
+
+def test_compare_reports_the_worst_element():
+    e = np.ones((4, 8), np.float64)
+    g = e.copy()
+    g[0, 1] = 1.001          # first
+    g[2, 5] = 3.0            # worst
+    m = ref.compare("w", g, e, "double")
+    assert m.index == (0, 1) and m.worst == (2, 5) and m.count == 2
+    assert "worst at [2, 5]: got 3.0, expected 1.0" in str(m)
+    assert math.isclose(m.max_error, 2.0 / 2.0)
 
 
 def test_compare_nan_inf_int_double():
@@ -301,8 +330,10 @@ def test_compare_nan_inf_int_double():
     assert m.index == (0,) and m.count == 2
     d = np.array([1e6, 1.0, 0.0])
     assert ref.compare("d", d * (1 + 1e-12), d, "double") is None
-    assert ref.compare("d", d + 1e-8, d, "double").index == (1,)     # 1e6 + 1e-8: fine
-    assert ref.compare("d", d + 1e-8, d, "double", rtol=1e-6) is None
+    # the floor is 1e-10 * 1e6 = 1e-4: 1e-8 on the small ones is the big one's rounding
+    assert ref.compare("d", d + 1e-8, d, "double") is None
+    assert ref.compare("d", d + 1.5e-4, d, "double").index == (1,)  # 1e6 + 1.5e-4: fine
+    assert ref.compare("d", d + 1.5e-4, d, "double", rtol=1e-8) is None
     i = np.arange(12, dtype=np.intc).reshape(3, 4)
     assert ref.compare("c", i.copy(), i, "int") is None
     j = i.copy()

@@ -248,10 +248,14 @@ def test_user_scalar_beats_init_pointer():
     assert scalars == {"alpha": 0.25}
 
 
-def test_library_exports_only_entry_points():
+def test_library_exports_only_entry_points(tmp_path):
     """main calls polybench_alloc_data, defined in no linked file: it is dropped."""
+    from bbmm.cache import read_verified
+
     scop = pb("gemm")
-    lib = ref.reference_library(scop, MINI, [UTIL], init="init_array")
+    entry = ref.reference_library(scop, MINI, [UTIL], init="init_array")
+    lib = tmp_path / "gemm.so"                # the cache entry: its hash, then the library
+    lib.write_bytes(read_verified(entry))
     syms = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
                           text=True).stdout
     names = {ln.split()[-1] for ln in syms.splitlines() if ln.strip()}
