@@ -84,7 +84,9 @@ def _run_devices(args: argparse.Namespace) -> int:
     except BBMMError as e:
         error = e
     if args.json:
-        doc = {"devices": [{**d.as_dict(), "used": id(d) in chosen} for d in disc.devices],
+        from .run import report_header
+        doc = {**report_header("bbmm-devices"),
+               "devices": [{**d.as_dict(), "used": id(d) in chosen} for d in disc.devices],
                "logical": logical, "hint": disc.hint, "problems": list(disc.problems)}
         print(json.dumps(doc, indent=2))
     else:
@@ -298,7 +300,8 @@ def _run_run(args: argparse.Namespace) -> int:
         return run_cli(args)
     if procs > 1:  # one process per share of the devices (bbmm/procs.py)
         return run_procs(args, procs)
-    from .run import check_against_reference, execute, profile_path, report
+    from .run import (check_against_reference, execute, profile_path, report, report_stream,
+                      write_json)
 
     check_init_flags(args)
     profile = profile_path(args)  # a bad path fails now, not after the run
@@ -311,12 +314,12 @@ def _run_run(args: argparse.Namespace) -> int:
                   replay=False if args.no_replay else None, fuse=args.fuse, profile=profile)
     if args.check:
         check_against_reference(res, args.file, scop, init, _defines(args), lib=lib)
-    print(report(res, scop.function, scop.returns))
+    out = report_stream(args.json)
+    print(report(res, scop.function, scop.returns), file=out)
     for m in res.mismatches:
-        print(f"  mismatch: {m}")
+        print(f"  mismatch: {m}", file=out)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res.as_json(scop.function), f, indent=1)
+        write_json(res.as_json(scop.function), args.json)
     if res.check == "fail":
         raise CheckError(f"{scop.function}: result differs from the sequential program "
                          f"({res.mismatches[0]})")
