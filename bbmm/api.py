@@ -244,19 +244,31 @@ class Program:
         module = self.module
         devs = _resolve_devices(devices, device_mem, platform, device_kind,
                                 profile is not None)
-        arrays = host_arrays(module, params, devs)
-        by_model = {s.model: s for s in self.arrays.values()}
-        for model, host in arrays.items():
-            spec = by_model.get(model)
-            if spec is not None:
-                np.copyto(host, given[spec.name], casting="no")
-        res = execute(module, devs, params, scalars, arrays, tile=None if tile is None
-                      else int(tile), mode=mode, reuse=reuse, coherence=coherence,
-                      progress=progress, replay=replay, fuse=fuse,
-                      profile=None if profile is None else os.fspath(profile))
-        for spec in self.arrays.values():
-            if spec.written:
-                np.copyto(given[spec.name], arrays[spec.model], casting="no")
+        made = not isinstance(devices, (list, tuple))   # made here: closed after the run
+        done = False
+        try:
+            arrays = host_arrays(module, params, devs)
+            by_model = {s.model: s for s in self.arrays.values()}
+            for model, host in arrays.items():
+                spec = by_model.get(model)
+                if spec is not None:
+                    np.copyto(host, given[spec.name], casting="no")
+            res = execute(module, devs, params, scalars, arrays, tile=None if tile is None
+                          else int(tile), mode=mode, reuse=reuse, coherence=coherence,
+                          progress=progress, replay=replay, fuse=fuse,
+                          profile=None if profile is None else os.fspath(profile))
+            for spec in self.arrays.values():
+                if spec.written:
+                    np.copyto(given[spec.name], arrays[spec.model], casting="no")
+            done = True
+        finally:
+            if made:
+                for d in devs:
+                    try:
+                        d.close()
+                    except Exception:  # noqa: BLE001 - the run's own error comes first
+                        if done:
+                            raise
         ret = self.compiled.scop.returns
         returned = arrays[ret].reshape(-1)[0].item() if ret and ret in arrays else None
         return RunStats(res.as_json(self.function), returned)

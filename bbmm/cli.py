@@ -359,6 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name, help_, add, run in COMMANDS:
         p = sub.add_parser(name, help=help_, description=help_)
+        # -v after the command too (bbmm run -v ...), added to the one before it
+        p.add_argument("-v", "--verbose", dest="sub_verbose", action="count", default=0,
+                       help="log more (-v: info, -vv: debug)")
         add(p)
         p.set_defaults(run=run)
     return parser
@@ -415,6 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     _one_line_warnings()
+    args.verbose += getattr(args, "sub_verbose", 0)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="bbmm: %(name)s: %(message)s")
     try:

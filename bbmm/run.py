@@ -111,6 +111,14 @@ def report_header(fmt: str = REPORT_FORMAT) -> dict[str, str]:
     return {"format": fmt, "version": __version__}
 
 
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema of the single-process run report (``bbmm/schemas/run.schema.json``,
+    shipped with the package)."""
+    from importlib import resources
+    return json.loads(resources.files("bbmm").joinpath("schemas", "run.schema.json")
+                      .read_text())
+
+
 def write_json(doc: Any, path: str) -> None:
     """A JSON report to ``path``, or to standard output for ``-``."""
     import sys
