@@ -116,3 +116,17 @@ def test_devices_json_has_format_and_version():
     doc = json.loads(out.getvalue())
     assert doc["format"] == "bbmm-devices" and doc["version"] == bbmm.__version__
     assert rc in (0, 1, 2) and "devices" in doc and "logical" in doc
+
+
+@needs_cl
+def test_report_over_processes_has_format_and_version(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["run", str(POLYBENCH / "floyd.c"), "--param", "n=16", "--devices", "2",
+                   "--procs", "2", "--check", "--no-progress", "--json", "-"])
+    assert rc == 0, err.getvalue()
+    doc = json.loads(out.getvalue())
+    assert doc["format"] == "bbmm-run" and doc["version"] == bbmm.__version__
+    assert doc["ranks"] == 2 and doc["check"] == "pass"
+    assert not (tmp_path / "-").exists()
