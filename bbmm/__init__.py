@@ -5,8 +5,11 @@ multi-GPU machines", ACM TACO 10(4), 2013.
 """
 from __future__ import annotations
 
+from . import devices
+from .api import Program, RunStats, compile
 from .box import Box, disjoint
-from .diagnostic import BBMMError
+from .diagnostic import BBMMError, UsageError
 
 __version__ = "0.1.0"
-__all__ = ["Box", "disjoint", "BBMMError", "__version__"]
+__all__ = ["Box", "disjoint", "BBMMError", "UsageError", "compile", "devices", "Program",
+           "RunStats", "__version__"]

@@ -100,7 +100,9 @@ def _run_devices(args: argparse.Namespace) -> int:
     except BBMMError as e:
         error = e
     if args.json:
-        doc = {"devices": [{**d.as_dict(), "used": id(d) in chosen} for d in disc.devices],
+        from .run import report_header
+        doc = {**report_header("bbmm-devices"),
+               "devices": [{**d.as_dict(), "used": id(d) in chosen} for d in disc.devices],
                "logical": logical, "hint": disc.hint, "problems": list(disc.problems)}
         print(json.dumps(doc, indent=2))
     else:
@@ -329,6 +331,7 @@ def _run_run(args: argparse.Namespace) -> int:
     if procs > 1:  # one process per share of the devices (bbmm/procs.py)
         return run_procs(args, procs)
     from .run import (check_against_reference, check_output, execute, profile_path, report,
+                      report_stream,
                       write_json)
 
     check_init_flags(args)
@@ -343,9 +346,10 @@ def _run_run(args: argparse.Namespace) -> int:
                   replay=False if args.no_replay else None, fuse=args.fuse, profile=profile)
     if args.check:
         check_against_reference(res, args.file, scop, init, _defines(args), lib=lib)
-    print(report(res, scop.function, scop.returns))
+    out = report_stream(args.json)
+    print(report(res, scop.function, scop.returns), file=out)
     for m in res.mismatches:
-        print(f"  mismatch: {m}")
+        print(f"  mismatch: {m}", file=out)
     if args.json:
         write_json(args.json, res.as_json(scop.function))
     if res.check == "fail":
@@ -415,6 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name, help_, add, run in COMMANDS:
         p = sub.add_parser(name, help=help_, description=help_)
+        # -v after the command too (bbmm run -v ...), added to the one before it
+        p.add_argument("-v", "--verbose", dest="sub_verbose", action="count", default=0,
+                       help="log more (-v: info, -vv: debug)")
         add(p)
         p.set_defaults(run=run)
     return parser
@@ -534,6 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     _one_line_warnings()
+    args.verbose += getattr(args, "sub_verbose", 0)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="bbmm: %(name)s: %(message)s")
     try:

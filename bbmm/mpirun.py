@@ -104,7 +104,8 @@ class MPIResult:
     def as_json(self, kernel: str) -> dict[str, Any]:
         rt = self.runtime
         pr = self.per_rank
-        return {"kernel": kernel, "ranks": len(rt.counts), "devices": sum(rt.counts),
+        from .run import report_header
+        return {**report_header(), "kernel": kernel, "ranks": len(rt.counts), "devices": sum(rt.counts),
                 "devices_per_rank": rt.counts, "params": self.params, "scalars": self.scalars,
                 "tile": self.tile, "mode": rt.mode, "reuse": rt.reuse,
                 "coherence": rt.coherence,
@@ -302,11 +303,12 @@ def guarded(comm: Any, fn: Callable[[], int]) -> int:
 def _finish(res: MPIResult, comm: Any, kernel: str, json_path: str | None) -> int:
     if comm.rank != 0:
         return 0
-    print(report_mpi(res, kernel))
+    from .run import report_stream, write_json
+    out = report_stream(json_path)
+    print(report_mpi(res, kernel), file=out)
     for m in res.mismatches:
-        print(f"  mismatch: {m}")
+        print(f"  mismatch: {m}", file=out)
     if json_path:
-        from .run import write_json
         write_json(json_path, res.as_json(kernel))
     if res.check == "fail":  # the other ranks are done: no abort, just the status
         print(f"bbmm: error: {kernel}: result differs from the sequential program "

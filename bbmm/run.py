@@ -173,7 +173,7 @@ def check_sizes(module: ModuleType, params: Mapping[str, int], copies: int = 2,
 def check_output(path: str | None, what: str) -> None:
     """A :class:`UsageError` now, before the run, when ``path`` (``--json``'s) cannot
     be written: a folder, a missing or unwritable parent folder, an unwritable file."""
-    if path is None:
+    if path is None or path == "-":
         return
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
@@ -187,8 +187,16 @@ def check_output(path: str | None, what: str) -> None:
 
 
 def write_json(path: str, doc: Any) -> None:
-    """Write ``doc`` to ``path`` (a :class:`BBMMError` naming it when that fails)."""
+    """Write ``doc`` to ``path``, or to standard output for ``-`` (a :class:`BBMMError`
+    naming the path when that fails)."""
+    import sys
+
     from .diagnostic import BBMMError
+    if path == "-":
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        return
     try:
         with open(path, "w") as f:
             json.dump(doc, f, indent=1)
@@ -212,12 +220,39 @@ class RunResult:
     def as_json(self, kernel: str) -> dict[str, Any]:
         rt = self.runtime
         st = rt.stats.as_json()
-        return {"kernel": kernel, "devices": len(rt.devices), "params": self.params,
+        return {**report_header(), "kernel": kernel, "devices": len(rt.devices),
+                "params": self.params,
                 "scalars": self.scalars, "tile": self.tile, "mode": rt.mode, "fuse": rt.fuse,
                 "reuse": rt.reuse, "replay": rt.replay, "coherence": rt.coherence,
                 "check": self.check,
                 "mismatches": self.mismatches, "wall_s": self.wall_s,
                 "pageable_host_arrays": pageable(self.arrays, rt.devices), **st}
+
+
+REPORT_FORMAT = "bbmm-run"
+"""The ``format`` of ``bbmm run --json`` (single process and over ranks alike); its
+fields are documented by ``bbmm/schemas/run.schema.json``."""
+
+
+def report_header(fmt: str = REPORT_FORMAT) -> dict[str, str]:
+    """The first two fields of bbmm's JSON documents: ``format`` and bbmm's ``version``."""
+    from . import __version__
+    return {"format": fmt, "version": __version__}
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema of the single-process run report (``bbmm/schemas/run.schema.json``,
+    shipped with the package)."""
+    from importlib import resources
+    return json.loads(resources.files("bbmm").joinpath("schemas", "run.schema.json")
+                      .read_text())
+
+
+def report_stream(json_path: str | None) -> Any:
+    """Where the run's text report goes: stderr when the JSON goes to stdout (``--json -``),
+    else stdout."""
+    import sys
+    return sys.stderr if json_path == "-" else sys.stdout
 
 
 def pageable(arrays: Mapping[str, np.ndarray], devices: Sequence[Any]) -> list[str]:
@@ -510,7 +545,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=_seed, default=0,
                    help="seed of the random input data (a non-negative integer)")
     g.add_argument("--json", metavar="PATH", default=None,
-                   help="write the run's statistics as JSON to PATH")
+                   help="write the run's statistics as JSON to PATH ('-': standard output, "
+                        "the text report then on stderr); fields: "
+                        "bbmm/schemas/run.schema.json")
     g.add_argument("--profile", metavar="FILE", default=None,
                    help="record every device command with OpenCL profiling events and write "
                         "the devices' timeline to FILE as JSON (gzip if it ends in .gz): copies, "
@@ -620,7 +657,8 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
                       progress=False if args.no_progress else None,
                       replay=False if args.no_replay else None, fuse=args.fuse,
                       profile=profile)
-        print(report(res, module.FUNCTION, getattr(module, "RETURNS", None)))
+        print(report(res, module.FUNCTION, getattr(module, "RETURNS", None)),
+              file=report_stream(args.json))
         if args.json:
             write_json(args.json, res.as_json(module.FUNCTION))
         return 0

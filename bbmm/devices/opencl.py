@@ -50,6 +50,8 @@ import logging
 import os
 import re
 import subprocess
+import threading
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
@@ -296,6 +298,46 @@ _BUILDS: dict[tuple[str, str, str], str | None] = {}
 """:func:`_build_problem`'s answers, per (platform version, device name, driver version)."""
 
 
+_QUIET_LOCK = threading.Lock()
+_QUIET: list[Any] = [0, None]
+"""Builds under way in :func:`quiet_build`, and the warning filter they installed (None
+where an identical one was there before)."""
+
+
+def quiet_build(program: Any, options: str = "") -> Any:
+    """``program.build(options)`` without pyopencl's ``CompilerWarning``: the compiler's
+    remarks on bbmm's own kernels (``#pragma unroll`` and the like) are bbmm's business,
+    not the user's; a failing build still raises with its log.
+
+    ``warnings.catch_warnings`` would restore the process-wide filters when one build ends
+    while another thread's is under way (kernels build in threads,
+    :func:`bbmm.hostlib.prebuild`), and a lock around the builds would serialize them:
+    the first build under way installs an ignore filter for ``CompilerWarning`` and the
+    last one to end removes it (not one the program had installed itself)."""
+    with _QUIET_LOCK:
+        if _QUIET[0] == 0:
+            entry = ("ignore", None, cl.CompilerWarning, None, 0)
+            had = entry in warnings.filters
+            warnings.filterwarnings("ignore", category=cl.CompilerWarning)
+            _QUIET[1] = None if had else entry
+        _QUIET[0] += 1
+    try:
+        return program.build(options=options)
+    finally:
+        with _QUIET_LOCK:
+            _QUIET[0] -= 1
+            entry = _QUIET[1]
+            if _QUIET[0] == 0 and entry is not None:
+                _QUIET[1] = None
+                try:
+                    warnings.filters.remove(entry)
+                except ValueError:      # the program reset the filters meanwhile
+                    pass
+                mutated = getattr(warnings, "_filters_mutated", None)
+                if mutated is not None:
+                    mutated()
+
+
 def _build_problem(d: PhysicalDevice) -> str | None:
     """Why no kernel builds for ``d`` (None: a trivial one builds), asked once per process.
 
@@ -309,8 +351,8 @@ def _build_problem(d: PhysicalDevice) -> str | None:
     try:
         ctx = cl.Context([d.cl_device])
         try:
-            cl.Program(ctx, "__kernel void bbmm_probe(__global int *a) { a[0] = 1; }").build(
-                options="-w")
+            quiet_build(cl.Program(ctx, "__kernel void bbmm_probe(__global int *a) "
+                                        "{ a[0] = 1; }"), "-w")
         except cl.Error as e:
             log = str(e)
             m = re.search(r"error: ([^\n]*)", log)
@@ -1118,7 +1160,7 @@ class OpenCLDevice(Device):
                 # -w: no warnings (the generated kernels' unused values and the like are
                 # no news to the user; compilers such as PoCL's clang print them on
                 # stderr, and pyopencl turns a non-empty log into a CompilerWarning)
-                prg = cl.Program(self.context, source).build(options=_quiet(opts))
+                prg = quiet_build(cl.Program(self.context, source), _quiet(opts))
             except cl.Error as e:
                 code = getattr(e, "code", None)
                 name = status_name(code) if isinstance(code, int) else type(e).__name__
@@ -1211,14 +1253,6 @@ def node_share(phys: Sequence[PhysicalDevice], node: tuple[int, int] | None
 def _quiet(opts: str) -> str:
     """Build options with ``-w`` (OpenCL's "inhibit all warnings")."""
     return opts if re.search(r"(^|\s)-w(\s|$)", opts) else ("-w " + opts).strip()
-
-
-# pyopencl warns (CompilerWarning) whenever a build leaves a log, even an empty-looking
-# one; bbmm builds with -w and shows build errors itself
-import warnings as _warnings  # noqa: E402
-
-if hasattr(cl, "CompilerWarning"):
-    _warnings.filterwarnings("ignore", category=cl.CompilerWarning)
 
 
 MAX_SHARERS = 64
