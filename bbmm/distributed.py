@@ -165,8 +165,10 @@ class Ownership:
         self.records[array] = out
 
     def missing(self, array: str, rank: int, region: Sequence[Box]) -> list[tuple[int, Box]]:
-        """``(owner, box)`` for the parts of the disjoint ``region`` whose newest value
-        ``rank`` does not hold (disjoint boxes, adjacent pieces of one record fused)."""
+        """``(owner, box)`` for the parts of ``region`` (boxes that may overlap) whose
+        newest value ``rank`` does not hold: per record, its intersections with the boxes
+        as they are, made disjoint (and adjacent ones fused) only where there are several,
+        so a region that misses nothing costs an intersection per box and record."""
         out: list[tuple[int, Box]] = []
         for b, owner, holders in self.records[array]:
             if rank in holders:
@@ -176,8 +178,9 @@ class Ownership:
                 inter = b.intersect(n)
                 if inter is not None:
                     pieces.append(inter)
-            if pieces:
-                out.extend((owner, p) for p in merge_adjacent(pieces))
+            if len(pieces) > 1:
+                pieces = disjoint(dict.fromkeys(pieces))
+            out.extend((owner, p) for p in pieces)
         return out
 
     def held(self, array: str, rank: int, full: Box) -> list[Box]:
@@ -233,9 +236,7 @@ def plan_exchange(own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int])
     cover, before the tiles run; ``own`` records the receivers as holders.
 
     Arrays a tile only writes through exact boxes (``Tile.fresh``) need nothing: every
-    element of their boxes is overwritten. Each record a rank does not hold is met with
-    the rank's boxes as they are; only the pieces found are made disjoint (usually one
-    or none), so a phase that moves nothing costs an intersection per box and record.
+    element of their boxes is overwritten (:meth:`Ownership.missing` finds the rest).
     """
     need: dict[int, dict[str, dict[int, Box]]] = {}
     for t in tiles:
@@ -250,29 +251,15 @@ def plan_exchange(own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int])
             for b in bs:  # a driver's accesses share box objects: one look each
                 seen[id(b)] = b
     msgs: Messages = {}
-    records = own.records
     for r, per in need.items():
         for a, seen in per.items():
-            bs = list(seen.values())
-            recs = records[a]
-            if not recs or not bs:
+            if not own.records[a] or not seen:
                 continue
-            for b, owner, holders in recs:
-                if r in holders:
-                    continue
-                pieces = []
-                for n in bs:
-                    inter = b.intersect(n)
-                    if inter is not None:
-                        pieces.append(inter)
-                if not pieces:
-                    continue
-                if len(pieces) > 1:
-                    pieces = disjoint(dict.fromkeys(pieces))
+            for owner, piece in own.missing(a, r, list(seen.values())):
                 lst = msgs.get((owner, r))
                 if lst is None:
                     lst = msgs[(owner, r)] = []
-                lst.extend((a, p) for p in pieces)
+                lst.append((a, piece))
     for (_, dst), items in msgs.items():
         for a, b in items:
             own.received(a, b, dst)
