@@ -49,7 +49,7 @@ import copy
 import os
 import time
 from functools import partial
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np

@@ -142,7 +142,6 @@ class ShmComm:
         out = {src: np.empty(n, np.uint8) for src, n in recvs.items()}
         sent = {dst: 0 for dst in sends}
         got = {src: 0 for src in recvs}
-        first = {**{("s", d): True for d in sends}, **{("r", s): True for s in recvs}}
         idle = None
         me = self.rank
         chunk = self.chunk
@@ -154,14 +153,10 @@ class ShmComm:
                     continue  # the receiver has not taken the previous chunk
                 buf = sends[dst]
                 off = sent[dst]
-                k = min(chunk, buf.size - off)
-                if k == 0 and not first[("s", dst)]:
-                    del sent[dst]
-                    continue
+                k = min(chunk, buf.size - off)  # 0 only for an empty message: one empty chunk
                 data[:k] = buf[off:off + k]
                 hdr[2] = k
                 hdr[0] += 1
-                first[("s", dst)] = False
                 moved = True
                 if off + k >= buf.size:
                     del sent[dst]
