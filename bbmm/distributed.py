@@ -721,14 +721,12 @@ class DistributedRuntime:
         dependence and not be parallel (an element both written and read, such as
         Floyd-Warshall's row k, is written with the value it had)."""
         t0 = time.perf_counter()
-        pending = self.local.directory.order.pending
         waits = []
         for _, items in sends:
             for a, b in items:
                 if not replaying:
                     self._refresh(a, b)
-                waits.extend(e for rb, e, _, stores, _ in pending.get(a, ())
-                             if stores and rb.overlaps(b))
+                waits.extend(self._pending(a, b, loads=False))
         box["waits"] = waits
         self.rank_stats.exchange_s += time.perf_counter() - t0
 
@@ -770,9 +768,14 @@ class DistributedRuntime:
         """Wait for the asynchronous host copies that touch ``region`` of the host array:
         stores into it (before its bytes are sent or overwritten) and, with ``loads``,
         loads from it (before it is overwritten)."""
-        for b, e, _, stores, _ in self.local.directory.order.pending.get(array, ()):
-            if (stores or loads) and b.overlaps(region):
-                e.wait()
+        for e in self._pending(array, region, loads):
+            e.wait()
+
+    def _pending(self, array: str, region: Box, loads: bool) -> list[Any]:
+        """Events of the queued host copies that touch ``region`` of the host array:
+        stores into it and, with ``loads``, loads from it."""
+        return [e for b, e, _, stores, _ in self.local.directory.order.pending.get(array, ())
+                if (stores or loads) and b.overlaps(region)]
 
 # }}}
 
