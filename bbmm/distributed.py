@@ -12,18 +12,18 @@ Between ranks, "the host copy" becomes "the ranks that need it", in the spirit o
 flow-out partitioning (Dathathri et al., PACT 2013): data moves from the rank that last
 wrote it only to the ranks whose tiles read it, in one point-to-point message per pair
 of ranks, sized by the exact region needed. What each rank needs follows from the
-bookkeeping every rank keeps identically (:class:`Ownership`):
+bookkeeping every rank keeps identically (:class:`~bbmm.ownership.Ownership`):
 
 - ``records[a]``: disjoint boxes of array ``a``, each with the rank whose tile wrote it
   last (the *owner*) and the ranks that hold that newest value (*holders*: the owner,
   and those it was sent to). Elements in no record still hold their initial value,
   which every rank has (each rank fills its host arrays with the same inputs).
-- before a phase runs (:func:`plan_exchange`), every rank that is not a holder of an
+- before a phase runs (:func:`~bbmm.ownership.plan_exchange`), every rank that is not a holder of an
   element its tiles' boxes cover receives it from the owner, and becomes a holder;
   after it, every tile's write boxes make its rank the owner and only holder there.
 
 A phase whose tiles on different ranks have overlapping write boxes (possible only when
-boxes over-approximate the written elements) runs in *stages* (:func:`stages`): a tile
+boxes over-approximate the written elements) runs in *stages* (:func:`~bbmm.ownership.stages`): a tile
 never runs concurrently with an overlapping writer of another rank, so that the later
 one starts from the earlier one's values, as the single-node runtime's rounds ensure.
 At the end, :meth:`DistributedRuntime.finish` gathers on rank 0 the elements it does
@@ -34,12 +34,8 @@ the elements its tiles' boxes cover and that another rank wrote since it last ha
 them. On Floyd-Warshall that is row ``k`` from its owner at iteration ``k``: one row
 per serial iteration to each other rank (``tests/e2e/test_mpi.py`` checks the bytes).
 
-.. autoclass:: Ownership
-.. autofunction:: stages
-.. autofunction:: plan_exchange
-.. autofunction:: plan_phase
-.. autoclass:: PlanMemo
-.. autofunction:: plan_gather
+The bookkeeping and the planning are in :mod:`bbmm.ownership`.
+
 .. autoclass:: DistributedRuntime
 .. autoclass:: MPIComm
 """
@@ -55,305 +51,11 @@ from typing import Any, Mapping, Protocol, Sequence
 import numpy as np
 
 from . import settings
-from .box import Box, disjoint, hull_all, merge_adjacent
+from .box import Box
 from .coherence import HostCopy
 from .devices.base import Device
+from .ownership import Messages, Ownership, PlanMemo, plan_gather
 from .runtime import Runtime, Tile
-
-Messages = dict[tuple[int, int], list[tuple[str, Box]]]
-"""``(src, dst) -> [(array, box), ...]``: what rank ``src`` sends to rank ``dst``, in the
-order both pack and unpack it (both ranks compute the same list)."""
-
-
-# {{{ bookkeeping: who holds the newest value of each element
-
-Record = tuple[Box, int, frozenset[int]]
-
-
-class Ownership:
-    """Per array, the rank that wrote each region last and the ranks holding that value.
-
-    ``records[a]`` is a list of pairwise disjoint ``(box, owner, holders)``; ``owner``
-    is always among ``holders``. An element in no record has the same value on every
-    rank: its initial value, or one that every rank has received (with ``ranks``, the
-    number of ranks, such records are dropped). Every rank keeps an identical copy (it
-    is updated from the global tile list only).
-
-    The list stays short where writes leave strips behind (LU writes a shrinking
-    corner, so each ``k`` leaves row ``k`` and column ``k`` of its last box): a rank's
-    new box is merged with its own earlier pieces where they form one box, a row every
-    rank received (a pivot row) is no record at all, and past :attr:`LIMIT` records
-    an owner's records become one, their hull, where it meets no other owner's
-    (:meth:`compact`).
-    """
-
-    LIMIT = 64
-
-    def __init__(self, arrays: Sequence[str], ranks: int | None = None):
-        self.records: dict[str, list[Record]] = {a: [] for a in arrays}
-        self.ranks = ranks
-
-    def wrote(self, array: str, box: Box, rank: int) -> None:
-        """A tile of ``rank`` wrote ``box``: that rank alone holds the newest value there."""
-        if box.is_empty:
-            return
-        out: list[Record] = []
-        for r in self.records[array]:
-            b = r[0]
-            if b.overlaps(box):
-                out.extend((p, r[1], r[2]) for p in b.subtract(box))
-            else:
-                out.append(r)
-        mine = frozenset((rank,))
-        same = [r[0] for r in out if r[1] == rank and r[2] == mine]
-        if same:  # this rank's own pieces that form one box with the new one
-            merged = merge_adjacent([*same, box])
-            if len(merged) <= len(same):
-                out = [r for r in out if not (r[1] == rank and r[2] == mine)]
-                out.extend((b, rank, mine) for b in merged)
-                self.records[array] = out
-                return
-        out.append((box, rank, mine))
-        self.records[array] = out
-        if len(out) > self.LIMIT:
-            self.compact(array)
-
-    def compact(self, array: str) -> None:
-        """Per owner, runs of its records (in order of their first corner) become one
-        record, ``(hull, owner, common holders)``, as long as the hull meets no other
-        record. Safe: the hull's other elements are in no record, so every
-        rank, the owner too, holds their newest value; only fewer ranks are said to hold
-        the rest (they may receive again what they had)."""
-        recs = self.records[array]
-        groups: dict[int, list[Record]] = {}
-        for r in recs:
-            groups.setdefault(r[1], []).append(r)
-        out: list[Record] = []
-        for owner, mine in groups.items():
-            mine.sort(key=lambda r: r[0].lo)
-            run = [mine[0]]  # the records the hull stands for
-            hull, holders = mine[0][0], mine[0][2]
-            for rec in mine[1:]:
-                b, _, h = rec
-                grown = hull_all((hull, b))
-                assert grown is not None
-                inside = {id(r) for r in run}
-                inside.add(id(rec))
-                if any(id(r) not in inside and r[0].overlaps(grown)
-                       for r in (*recs, *out)):
-                    out.append((hull, owner, holders))
-                    run, hull, holders = [rec], b, h
-                else:
-                    run.append(rec)
-                    hull, holders = grown, holders & h
-            out.append((hull, owner, holders))
-        self.records[array] = out
-
-    def received(self, array: str, box: Box, rank: int) -> None:
-        """``rank`` received the newest value of ``box`` (it becomes a holder)."""
-        out: list[Record] = []
-        everyone = self.ranks
-        for r in self.records[array]:
-            b, owner, holders = r
-            inter = b.intersect(box)
-            if inter is None or rank in holders:
-                out.append(r)
-                continue
-            out.extend((p, owner, holders) for p in b.subtract(box))
-            if everyone is None or len(holders) + 1 < everyone:
-                out.append((inter, owner, holders | {rank}))
-        self.records[array] = out
-
-    def missing(self, array: str, rank: int, region: Sequence[Box]) -> list[tuple[int, Box]]:
-        """``(owner, box)`` for the parts of ``region`` (boxes that may overlap) whose
-        newest value ``rank`` does not hold: per record, its intersections with the boxes
-        as they are, made disjoint (and adjacent ones fused) only where there are several,
-        so a region that misses nothing costs an intersection per box and record."""
-        out: list[tuple[int, Box]] = []
-        for b, owner, holders in self.records[array]:
-            if rank in holders:
-                continue
-            pieces = []
-            for n in region:
-                inter = b.intersect(n)
-                if inter is not None:
-                    pieces.append(inter)
-            if len(pieces) > 1:
-                pieces = disjoint(dict.fromkeys(pieces))
-            out.extend((owner, p) for p in pieces)
-        return out
-
-    def held(self, array: str, rank: int, full: Box) -> list[Box]:
-        """The part of ``full`` (the whole array) where ``rank`` holds the newest value."""
-        out = [full]
-        for b, _, holders in self.records[array]:
-            if rank not in holders:
-                nxt: list[Box] = []
-                for r in out:
-                    nxt.extend(r.subtract(b) if r.overlaps(b) else (r,))
-                out = nxt
-        return out
-
-# }}}
-
-
-# {{{ planning (pure: the same on every rank)
-
-def stages(tiles: Sequence[Tile], rank_of: Sequence[int]) -> list[list[Tile]]:
-    """Split a phase's tiles, in order, so that no stage holds two tiles of different
-    ranks whose write boxes overlap (they then run one after the other, with an
-    exchange between them). Usually one stage: ranks write disjoint blocks."""
-    hulls: dict[tuple[str, int], Box] = {}
-    for t in tiles:
-        r = rank_of[t.device]
-        for a, ws in t.writes.items():
-            h = hull_all([*ws, *((hulls[(a, r)],) if (a, r) in hulls else ())])
-            if h is not None:
-                hulls[(a, r)] = h
-    clash = any(a1 == a2 and r1 != r2 and h1.overlaps(h2)
-                for (a1, r1), h1 in hulls.items() for (a2, r2), h2 in hulls.items())
-    if not clash:
-        return [list(tiles)] if tiles else []
-    out: list[list[Tile]] = []
-    cur: list[Tile] = []
-    written: list[tuple[int, str, Box]] = []
-    for t in tiles:
-        r = rank_of[t.device]
-        mine = [(a, w) for a, ws in t.writes.items() for w in ws if not w.is_empty]
-        if any(r2 != r and a2 == a and w2.overlaps(w)
-               for a, w in mine for r2, a2, w2 in written):
-            out.append(cur)
-            cur, written = [], []
-        cur.append(t)
-        written.extend((r, a, w) for a, w in mine)
-    if cur:
-        out.append(cur)
-    return out
-
-
-def plan_exchange(own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]) -> Messages:
-    """Messages that give every rank the newest value of everything its tiles' boxes
-    cover, before the tiles run; ``own`` records the receivers as holders.
-
-    Arrays a tile only writes through exact boxes (``Tile.fresh``) need nothing: every
-    element of their boxes is overwritten (:meth:`Ownership.missing` finds the rest).
-    """
-    need: dict[int, dict[str, dict[int, Box]]] = {}
-    for t in tiles:
-        per = need.setdefault(rank_of[t.device], {})
-        fresh = t.fresh
-        for a, bs in t.boxes.items():
-            if fresh and a in fresh:
-                continue
-            seen = per.get(a)
-            if seen is None:
-                seen = per[a] = {}
-            for b in bs:  # a driver's accesses share box objects: one look each
-                seen[id(b)] = b
-    msgs: Messages = {}
-    for r, per in need.items():
-        for a, seen in per.items():
-            if not own.records[a] or not seen:
-                continue
-            for owner, piece in own.missing(a, r, list(seen.values())):
-                lst = msgs.get((owner, r))
-                if lst is None:
-                    lst = msgs[(owner, r)] = []
-                lst.append((a, piece))
-    for (_, dst), items in msgs.items():
-        for a, b in items:
-            own.received(a, b, dst)
-    return msgs
-
-
-def plan_phase(own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]
-               ) -> list[tuple[list[Tile], Messages]]:
-    """A phase's stages (:func:`stages`), each with the messages before it
-    (:func:`plan_exchange`); ``own`` ends as the phase leaves it (every tile's writes
-    recorded after its stage's messages)."""
-    out = []
-    for stage in stages(tiles, rank_of):
-        msgs = plan_exchange(own, stage, rank_of)
-        for t in stage:
-            r = rank_of[t.device]
-            for a, ws in t.writes.items():
-                for w in ws:
-                    own.wrote(a, w, r)
-        out.append((stage, msgs))
-    return out
-
-
-class PlanMemo:
-    """Phases planned before, by what the plan depends on: the tiles (device, boxes,
-    writes, fresh arrays) and the ownership records. A time step whose phases leave
-    the records as they found them (a stencil's) is planned once and looked up after;
-    the plan is the same on every rank, looked up or not.
-
-    Phases that never repeat (Floyd-Warshall's row ``k``) would only pay for their keys:
-    after :attr:`MISSES` misses in a row with no hit, lookups pause for :attr:`PAUSE`
-    phases.
-    """
-
-    SIZE = 64
-    MISSES = 16
-    PAUSE = 1024
-
-    def __init__(self) -> None:
-        self.plans: dict[Any, tuple[list[tuple[tuple[int, ...], Messages]], Any]] = {}
-        self.hits = self.misses = 0
-        self._streak = 0
-        self._paused = 0
-
-    def plan(self, own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]
-             ) -> list[tuple[list[Tile], Messages]]:
-        """:func:`plan_phase`, looked up where the same phase met the same records."""
-        if self._paused:
-            self._paused -= 1
-            return plan_phase(own, tiles, rank_of)
-        key = (tuple((t.device, _boxes_key(t.boxes), _boxes_key(t.writes), t.fresh)
-                     for t in tiles), _records_key(own))
-        got = self.plans.get(key)
-        if got is not None:
-            self.hits += 1
-            self._streak = 0
-            parts, after = got
-            own.records = {a: list(recs) for a, recs in after}
-            return [([tiles[i] for i in idx], msgs) for idx, msgs in parts]
-        self.misses += 1
-        self._streak += 1
-        if self._streak >= self.MISSES and not self.hits:
-            self._paused = self.PAUSE
-            self._streak = 0
-        plan = plan_phase(own, tiles, rank_of)
-        index = {id(t): i for i, t in enumerate(tiles)}
-        if len(self.plans) >= self.SIZE:
-            self.plans.pop(next(iter(self.plans)))
-        self.plans[key] = ([(tuple(index[id(t)] for t in st), msgs) for st, msgs in plan],
-                           _records_key(own))
-        return plan
-
-
-def _boxes_key(d: Mapping[str, Sequence[Box]]) -> tuple:
-    return tuple((a, tuple(bs)) for a, bs in d.items())
-
-
-def _records_key(own: Ownership) -> tuple:
-    return tuple((a, tuple(recs)) for a, recs in own.records.items())
-
-
-def plan_gather(own: Ownership, root: int = 0) -> Messages:
-    """Messages that give ``root`` the newest value of every element (from owners only)."""
-    msgs: Messages = {}
-    for a, recs in own.records.items():
-        for b, owner, holders in recs:
-            if root not in holders:
-                msgs.setdefault((owner, root), []).append((a, b))
-    for (_, dst), items in msgs.items():
-        for a, b in items:
-            own.received(a, b, dst)
-    return msgs
-
-# }}}
 
 
 # {{{ communication

@@ -182,8 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         last = rows[-1]
         prof = cProfile.Profile()
         prof.enable()
-        measure(last["program"], ec.program_params(args, last["program"]), last["devices"], 1,
-                replay)
+        params = ec.program_params(args, last["program"])
+        if last["ranks"] > 1:
+            measure_ranks(last["program"], params, last["devices"], last["ranks"], 1, only=0)
+        else:
+            measure(last["program"], params, last["devices"], 1, replay)
         prof.disable()
         out = io.StringIO()
         pstats.Stats(prof, stream=out).sort_stats(os.environ.get("BBMM_SORT", "tottime")).print_stats(args.profile)

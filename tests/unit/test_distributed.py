@@ -13,8 +13,8 @@ import pytest
 from bbmm.box import Box
 from bbmm.devices import NullDevice
 from bbmm.coherence import HostCopy
-from bbmm.distributed import (DistributedRuntime, Ownership, pack, plan_exchange, plan_gather,
-                              stages, unpack)
+from bbmm.distributed import DistributedRuntime, pack, unpack
+from bbmm.ownership import Ownership, plan_exchange, plan_gather, stages
 from bbmm.runtime import Runtime, Tile
 
 from drivers import (floyd_reference, gather, jacobi_reference, run_floyd, run_jacobi,

@@ -1,0 +1,474 @@
+"""Who holds the newest value of each element, and the messages a phase needs: the
+bookkeeping every rank of :class:`~bbmm.distributed.DistributedRuntime` keeps
+identically, and the planning that reads it (pure functions of the global tile list,
+so every rank computes the same plan with no communication).
+
+.. autoclass:: Ownership
+.. autofunction:: stages
+.. autofunction:: plan_exchange
+.. autofunction:: plan_phase
+.. autoclass:: PlanMemo
+.. autofunction:: plan_gather
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any, Mapping, Sequence
+
+from .box import Box, disjoint, hull_all, merge_adjacent
+from .runtime import Tile
+
+Messages = dict[tuple[int, int], list[tuple[str, Box]]]
+"""``(src, dst) -> [(array, box), ...]``: what rank ``src`` sends to rank ``dst``, in the
+order both pack and unpack it (both ranks compute the same list)."""
+
+
+# {{{ bookkeeping: who holds the newest value of each element
+
+Record = tuple[Box, int, frozenset[int]]
+
+
+class Ownership:
+    """Per array, the rank that wrote each region last and the ranks holding that value.
+
+    ``records[a]`` is a list of pairwise disjoint ``(box, owner, holders)``; ``owner``
+    is always among ``holders``. An element in no record has the same value on every
+    rank: its initial value, or one that every rank has received (with ``ranks``, the
+    number of ranks, such records are dropped). Every rank keeps an identical copy (it
+    is updated from the global tile list only).
+
+    The list stays short where writes leave strips behind (LU writes a shrinking
+    corner, so each ``k`` leaves row ``k`` and column ``k`` of its last box): a rank's
+    new box is merged with its own earlier pieces where they form one box, a row every
+    rank received (a pivot row) is no record at all, and past :attr:`LIMIT` records
+    an owner's records become one, their hull, where it meets no other owner's
+    (:meth:`compact`).
+    """
+
+    LIMIT = 64
+
+    def __init__(self, arrays: Sequence[str], ranks: int | None = None):
+        self.records: dict[str, list[Record]] = {a: [] for a in arrays}
+        self.ranks = ranks
+
+    def wrote(self, array: str, box: Box, rank: int) -> None:
+        """A tile of ``rank`` wrote ``box``: that rank alone holds the newest value there."""
+        if box.is_empty:
+            return
+        out: list[Record] = []
+        for r in self.records[array]:
+            b = r[0]
+            if b.overlaps(box):
+                out.extend((p, r[1], r[2]) for p in b.subtract(box))
+            else:
+                out.append(r)
+        mine = frozenset((rank,))
+        same = [r[0] for r in out if r[1] == rank and r[2] == mine]
+        if same:  # this rank's own pieces that form one box with the new one
+            merged = merge_adjacent([*same, box])
+            if len(merged) <= len(same):
+                out = [r for r in out if not (r[1] == rank and r[2] == mine)]
+                out.extend((b, rank, mine) for b in merged)
+                self.records[array] = out
+                return
+        out.append((box, rank, mine))
+        self.records[array] = out
+        if len(out) > self.LIMIT:
+            self.compact(array)
+
+    def compact(self, array: str) -> None:
+        """Per owner, runs of its records (in order of their first corner) become one
+        record, ``(hull, owner, common holders)``, as long as the hull meets no other
+        record. Safe: the hull's other elements are in no record, so every
+        rank, the owner too, holds their newest value; only fewer ranks are said to hold
+        the rest (they may receive again what they had)."""
+        recs = self.records[array]
+        groups: dict[int, list[Record]] = {}
+        for r in recs:
+            groups.setdefault(r[1], []).append(r)
+        out: list[Record] = []
+        for owner, mine in groups.items():
+            mine.sort(key=lambda r: r[0].lo)
+            run = [mine[0]]  # the records the hull stands for
+            hull, holders = mine[0][0], mine[0][2]
+            for rec in mine[1:]:
+                b, _, h = rec
+                grown = hull_all((hull, b))
+                assert grown is not None
+                inside = {id(r) for r in run}
+                inside.add(id(rec))
+                if any(id(r) not in inside and r[0].overlaps(grown)
+                       for r in (*recs, *out)):
+                    out.append((hull, owner, holders))
+                    run, hull, holders = [rec], b, h
+                else:
+                    run.append(rec)
+                    hull, holders = grown, holders & h
+            out.append((hull, owner, holders))
+        self.records[array] = out
+
+    def received(self, array: str, box: Box, rank: int) -> None:
+        """``rank`` received the newest value of ``box`` (it becomes a holder)."""
+        out: list[Record] = []
+        everyone = self.ranks
+        for r in self.records[array]:
+            b, owner, holders = r
+            inter = b.intersect(box)
+            if inter is None or rank in holders:
+                out.append(r)
+                continue
+            out.extend((p, owner, holders) for p in b.subtract(box))
+            if everyone is None or len(holders) + 1 < everyone:
+                out.append((inter, owner, holders | {rank}))
+        self.records[array] = out
+
+    def missing(self, array: str, rank: int, region: Sequence[Box]) -> list[tuple[int, Box]]:
+        """``(owner, box)`` for the parts of ``region`` (boxes that may overlap) whose
+        newest value ``rank`` does not hold: per record, its intersections with the boxes
+        as they are, made disjoint (and adjacent ones fused) only where there are several,
+        so a region that misses nothing costs an intersection per box and record."""
+        out: list[tuple[int, Box]] = []
+        for b, owner, holders in self.records[array]:
+            if rank in holders:
+                continue
+            pieces = []
+            for n in region:
+                inter = b.intersect(n)
+                if inter is not None:
+                    pieces.append(inter)
+            if len(pieces) > 1:
+                pieces = disjoint(dict.fromkeys(pieces))
+            out.extend((owner, p) for p in pieces)
+        return out
+
+    def held(self, array: str, rank: int, full: Box) -> list[Box]:
+        """The part of ``full`` (the whole array) where ``rank`` holds the newest value."""
+        out = [full]
+        for b, _, holders in self.records[array]:
+            if rank not in holders:
+                nxt: list[Box] = []
+                for r in out:
+                    nxt.extend(r.subtract(b) if r.overlaps(b) else (r,))
+                out = nxt
+        return out
+
+# }}}
+
+
+# {{{ planning (pure: the same on every rank)
+
+def stages(tiles: Sequence[Tile], rank_of: Sequence[int]) -> list[list[Tile]]:
+    """Split a phase's tiles, in order, so that no stage holds two tiles of different
+    ranks whose write boxes overlap (they then run one after the other, with an
+    exchange between them). Usually one stage: ranks write disjoint blocks."""
+    hulls: dict[tuple[str, int], Box] = {}
+    for t in tiles:
+        r = rank_of[t.device]
+        for a, ws in t.writes.items():
+            h = hull_all([*ws, *((hulls[(a, r)],) if (a, r) in hulls else ())])
+            if h is not None:
+                hulls[(a, r)] = h
+    clash = any(a1 == a2 and r1 != r2 and h1.overlaps(h2)
+                for (a1, r1), h1 in hulls.items() for (a2, r2), h2 in hulls.items())
+    if not clash:
+        return [list(tiles)] if tiles else []
+    out: list[list[Tile]] = []
+    cur: list[Tile] = []
+    written: list[tuple[int, str, Box]] = []
+    for t in tiles:
+        r = rank_of[t.device]
+        mine = [(a, w) for a, ws in t.writes.items() for w in ws if not w.is_empty]
+        if any(r2 != r and a2 == a and w2.overlaps(w)
+               for a, w in mine for r2, a2, w2 in written):
+            out.append(cur)
+            cur, written = [], []
+        cur.append(t)
+        written.extend((r, a, w) for a, w in mine)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def plan_exchange(own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]) -> Messages:
+    """Messages that give every rank the newest value of everything its tiles' boxes
+    cover, before the tiles run; ``own`` records the receivers as holders.
+
+    Arrays a tile only writes through exact boxes (``Tile.fresh``) need nothing: every
+    element of their boxes is overwritten (:meth:`Ownership.missing` finds the rest).
+    """
+    need: dict[int, dict[str, dict[int, Box]]] = {}
+    for t in tiles:
+        per = need.setdefault(rank_of[t.device], {})
+        fresh = t.fresh
+        for a, bs in t.boxes.items():
+            if fresh and a in fresh:
+                continue
+            seen = per.get(a)
+            if seen is None:
+                seen = per[a] = {}
+            for b in bs:  # a driver's accesses share box objects: one look each
+                seen[id(b)] = b
+    msgs: Messages = {}
+    for r, per in need.items():
+        for a, seen in per.items():
+            if not own.records[a] or not seen:
+                continue
+            for owner, piece in own.missing(a, r, list(seen.values())):
+                lst = msgs.get((owner, r))
+                if lst is None:
+                    lst = msgs[(owner, r)] = []
+                lst.append((a, piece))
+    for (_, dst), items in msgs.items():
+        for a, b in items:
+            own.received(a, b, dst)
+    return msgs
+
+
+def plan_phase(own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]
+               ) -> list[tuple[list[Tile], Messages]]:
+    """A phase's stages (:func:`stages`), each with the messages before it
+    (:func:`plan_exchange`); ``own`` ends as the phase leaves it (every tile's writes
+    recorded after its stage's messages)."""
+    out = []
+    for stage in stages(tiles, rank_of):
+        msgs = plan_exchange(own, stage, rank_of)
+        for t in stage:
+            r = rank_of[t.device]
+            for a, ws in t.writes.items():
+                for w in ws:
+                    own.wrote(a, w, r)
+        out.append((stage, msgs))
+    return out
+
+
+class PlanMemo:
+    """Phases planned before, looked up by the *order* of their coordinates.
+
+    :func:`plan_phase` is box algebra on the tiles' boxes and the ownership records
+    (intersections, differences, hulls, fusions) whose every decision compares two
+    coordinates of one dimension of one array, give or take a unit or two (a
+    difference's pieces start one past an end). Two phases whose coordinates, per array
+    and dimension, come in the same order with the same gaps between neighbours (gaps
+    of :attr:`GAP` or more all count as "far") take the same decisions, so the second's
+    plan is the first's with each coordinate moved along with the input coordinate it
+    came from. A stencil's time step is one such phase every step; Floyd-Warshall's
+    step ``k`` is one for every ``k`` of a block but those within :attr:`GAP` rows of
+    its ends; LU's shrinking corner repeats between its tile boundaries.
+
+    The one decision that is not a comparison of coordinates is :func:`~bbmm.box.disjoint`
+    taking larger boxes first: a plan looked up may cut a region into other disjoint
+    pieces than planning afresh would, which covers the same elements and is as exact.
+
+    A plan is kept as a template when it has at most :attr:`STAGES` stages and every
+    coordinate of its output lies within :attr:`SHIFT` of an input coordinate: a stage
+    moves a coordinate at most three units from the input it came from (a message piece
+    one past an intersection's end, a record cut by it and then by a write box), so its
+    comparisons differ from the inputs' by less than 2 * 3 + 1 < :attr:`GAP`. The first time a template is
+    used the phase is also planned afresh and the two compared; a template that differs
+    is never used. Programs whose phases never repeat pay only for the keys, and not
+    even that for long: after :attr:`MISSES` misses in a row with no hit, lookups pause
+    for :attr:`PAUSE` phases. The plan is the same on every rank, looked up or not.
+    """
+
+    SIZE = 256
+    GAP = 16
+    SHIFT = 4
+    STAGES = 1
+    MISSES = 128
+    PAUSE = 1024
+
+    def __init__(self) -> None:
+        self.exact: dict[Any, Any] = {}
+        self.plans: dict[Any, Any] = {}
+        self.hits = self.misses = self.checked = self.rejected = 0
+        self._streak = 0
+        self._paused = 0
+
+    def plan(self, own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]
+             ) -> list[tuple[list[Tile], Messages]]:
+        """:func:`plan_phase`, looked up where the same phase met the same records, or
+        a phase of the same order met records of the same order."""
+        if self._paused:
+            self._paused -= 1
+            return plan_phase(own, tiles, rank_of)
+        skel, flat, ndims = _flatten(own, tiles)
+        exact = (skel, tuple((a, tuple(f)) for a, f in flat.items()))
+        same = self.exact.get(exact)
+        if same is not None:
+            self.hits += 1
+            self._streak = 0
+            parts, msgs, records = same
+            own.records = {a: list(r) for a, r in records.items()}
+            return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
+        orders, bases = _order(flat, ndims, self.GAP)
+        key = (skel, orders)
+        got = self.plans.get(key)
+        if got is not None and got[3] is not False:
+            parts, msgs_t, recs_t, verified = got
+            msgs = [{pair: [(a, _box(t, bases[a])) for a, t in items]
+                     for pair, items in m.items()} for m in msgs_t]
+            records = {a: [] for a in own.records}
+            records.update((a, [(_box(t, bases[a]), o, h) for t, o, h in recs])
+                           for a, recs in recs_t)
+            if verified:
+                self.hits += 1
+                self._streak = 0
+                own.records = records
+                return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
+            fresh = plan_phase(own, tiles, rank_of)
+            self.checked += 1
+            ok = own.records == records and len(fresh) == len(parts) and all(
+                [id(t) for t in st] == [id(tiles[i]) for i in idx] and m == sm
+                for (st, m), idx, sm in zip(fresh, parts, msgs))
+            self.plans[key] = (parts, msgs_t, recs_t, ok)
+            if not ok:
+                self.rejected += 1
+            return fresh
+        self.misses += 1
+        self._streak += 1
+        if self._streak >= self.MISSES and not self.hits:
+            self._paused = self.PAUSE
+            self._streak = 0
+        plan = plan_phase(own, tiles, rank_of)
+        index = {id(t): i for i, t in enumerate(tiles)}
+        parts = tuple(tuple(index[id(t)] for t in st) for st, _ in plan)
+        self._keep(exact, parts, [m for _, m in plan], own.records)
+        if got is None and len(plan) <= self.STAGES:
+            template = _template(plan, parts, own, bases, self.SHIFT)
+            if template is not None:
+                if len(self.plans) >= self.SIZE:
+                    self.plans.pop(next(iter(self.plans)))
+                self.plans[key] = (parts, *template, None)
+        return plan
+
+    def _keep(self, exact: Any, parts: tuple, msgs: list[Messages],
+              records: Mapping[str, list[Record]]) -> None:
+        if len(self.exact) >= self.SIZE:
+            self.exact.pop(next(iter(self.exact)))
+        self.exact[exact] = (parts, msgs, {a: tuple(r) for a, r in records.items()})
+
+
+def _flatten(own: Ownership, tiles: Sequence[Tile]
+             ) -> tuple[Any, dict[str, list[int]], dict[str, int]]:
+    """What a phase's plan depends on: the part that is no coordinate (devices, box
+    counts, fresh arrays, owners and holders), and per array the bounds of every box in
+    a fixed order (tiles' boxes, tiles' writes, records; ``lo`` then ``hi``, so that
+    position ``p`` is of dimension ``p % ndim``), with each array's ndim."""
+    flat: dict[str, list[int]] = {}
+    ndims: dict[str, int] = {}
+    skel: list[Any] = []
+    for t in tiles:
+        parts = []
+        for d in (t.boxes, t.writes):
+            for a, bs in d.items():
+                f = flat.get(a)
+                if f is None:
+                    f = flat[a] = []
+                if len(bs) > 1:  # a driver's accesses share box objects: each once
+                    bs = {id(b): b for b in bs}.values()
+                for b in bs:
+                    f += b.lo
+                    f += b.hi
+                    if a not in ndims:
+                        ndims[a] = len(b.lo)
+                parts.append((a, len(bs)))
+            parts.append(None)
+        skel.append((t.device, tuple(parts), t.fresh))
+    recs_skel = []
+    for a, recs in own.records.items():
+        if not recs:
+            continue
+        f = flat.get(a)
+        if f is None:
+            f = flat[a] = []
+        for b, _, _ in recs:
+            f += b.lo
+            f += b.hi
+        if a not in ndims:
+            ndims[a] = len(recs[0][0].lo)
+        recs_skel.append((a, tuple((o, h) for _, o, h in recs)))
+    return (tuple(skel), tuple(recs_skel)), flat, ndims
+
+
+def _order(flat: Mapping[str, list[int]], ndims: Mapping[str, int], gap: int
+           ) -> tuple[tuple, dict[str, list[list[int]]]]:
+    """Per array and dimension, each coordinate's rank among the distinct ones and the
+    gaps between neighbours (capped at ``gap``): the coordinates' part of
+    :class:`PlanMemo`'s key; and the sorted distinct coordinates a template's positions
+    refer to."""
+    orders: list[Any] = []
+    bases: dict[str, list[list[int]]] = {}
+    for a, f in flat.items():
+        nd = ndims.get(a)
+        if nd is None:  # no box at all
+            continue
+        per = bases[a] = []
+        for d in range(nd):
+            vals = f[d::nd] if nd > 1 else f
+            ds = sorted(set(vals))
+            orders.append(tuple(map(dict(zip(ds, range(len(ds)))).__getitem__, vals)))
+            orders.append(tuple(y - x if y - x < gap else gap for x, y in zip(ds, ds[1:])))
+            per.append(ds)
+        per.append([v for base in per for v in base])  # all dimensions', for _box
+    return tuple(orders), bases
+
+
+def _template(plan: list[tuple[list[Tile], Messages]], parts: tuple, own: Ownership,
+              bases: Mapping[str, list[list[int]]], shift: int) -> Any:
+    """A plan's messages and records with each coordinate as (index of the nearest
+    distinct input coordinate of its dimension, offset), or None where one lies farther
+    than ``shift``."""
+    try:
+        msgs_t = [{pair: [(a, _encode(b, bases[a], shift)) for a, b in items]
+                   for pair, items in msgs.items()} for _, msgs in plan]
+        recs_t = tuple((a, tuple((_encode(b, bases[a], shift), o, h) for b, o, h in recs))
+                       for a, recs in own.records.items() if recs)
+    except (KeyError, _Far):
+        return None
+    return msgs_t, recs_t
+
+
+class _Far(Exception):
+    pass
+
+
+def _encode(b: Box, ds: list[list[int]], shift: int) -> tuple:
+    """``b`` as ``(ndim, ((index, offset), ...))``, an index into the concatenation of
+    its array's per-dimension distinct coordinates (``lo`` then ``hi``)."""
+    out = []
+    for bound in (b.lo, b.hi):
+        start = 0
+        for v, base in zip(bound, ds):
+            i = bisect_left(base, v)
+            if i == len(base) or (i and v - base[i - 1] < base[i] - v):
+                i -= 1
+            off = v - base[i]
+            if off > shift or -off > shift:
+                raise _Far
+            out.append((start + i, off))
+            start += len(base)
+    return len(b.lo), tuple(out)
+
+
+def _box(t: tuple, ds: list[list[int]]) -> Box:
+    nd, coords = t
+    flat = ds[-1]
+    vals = [flat[i] + off for i, off in coords]
+    return Box._new(tuple(vals[:nd]), tuple(vals[nd:]))
+
+
+def plan_gather(own: Ownership, root: int = 0) -> Messages:
+    """Messages that give ``root`` the newest value of every element (from owners only)."""
+    msgs: Messages = {}
+    for a, recs in own.records.items():
+        for b, owner, holders in recs:
+            if root not in holders:
+                msgs.setdefault((owner, root), []).append((a, b))
+    for (_, dst), items in msgs.items():
+        for a, b in items:
+            own.received(a, b, dst)
+    return msgs
+
+# }}}
+
+# vim: foldmethod=marker
