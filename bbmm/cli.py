@@ -360,6 +360,20 @@ def _run_run(args: argparse.Namespace) -> int:
 # }}}
 
 
+# {{{ bbmm timeline
+
+def _add_timeline(p: argparse.ArgumentParser) -> None:
+    from .timeline import add_arguments
+    add_arguments(p)
+
+
+def _run_timeline(args: argparse.Namespace) -> int:
+    from .timeline import run
+    return run(args)
+
+# }}}
+
+
 # {{{ bbmm cache
 
 def _add_cache(p: argparse.ArgumentParser) -> None:
@@ -393,6 +407,8 @@ COMMANDS: list[Command] = [
      _add_compile, _run_compile),
     ("run", "compile (cached) and run a C kernel on the devices, optionally --check it",
      _add_run, _run_run),
+    ("timeline", "summarize a trace written by bbmm run --profile FILE (idle gaps, the "
+                 "busiest kernels and copies, per tile)", _add_timeline, _run_timeline),
     ("cache", "print where the cache of drivers and reference libraries is and its size; "
               "--clear empties it", _add_cache, _run_cache),
 ]

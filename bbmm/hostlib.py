@@ -61,7 +61,7 @@ blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=R
 consecutive rows by Q columns. bbmm's matmul kernel on one H200 at n = 8192 (profiled,
 two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197
 (``BBMM_BLOCK=RxQ python -m bbmm run polybench/matmul.c --param ni=8192 --param nj=8192
---param nk=8192 --devices 1 --profile FILE``, then ``python scripts/timeline.py FILE``)."""
+--param nk=8192 --devices 1 --profile FILE``, then ``bbmm timeline FILE``)."""
 RESTRICT = settings.switch("BBMM_RESTRICT", True)
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
 UNROLL = settings.switch("BBMM_UNROLL", True)

@@ -604,7 +604,8 @@ def measure(bench: Bench, devices: Sequence[Any], *, tile: int | None = None,
             elif profile is not None:
                 write_timeline(profile, devices, {"kernel": bench.name, "params": bench.params,
                                                   "tile": tile, "wall_s": wall,
-                                                  "stats": rt.stats.as_json()})
+                                                  "stats": rt.stats.as_json()},
+                               host=[("run", t0, t0 + wall)] + (rt.host_log or []))
             if check and run_no == 0:
                 check_state = _check(bench, rt, host)
             if run_no >= warmup:
