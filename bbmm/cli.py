@@ -143,7 +143,11 @@ def _print_devices(disc: Any, chosen: set[int], logical: list[dict[str, Any]]) -
 # {{{ bbmm compile / bbmm run
 
 def _add_source(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="C file holding the kernel function")
+    p.add_argument("file", nargs="?", default=None,
+                   help="C file holding the kernel function (or --example NAME)")
+    p.add_argument("--example", metavar="NAME", default=None,
+                   help="one of the example kernels shipped with bbmm instead of FILE "
+                        "(bbmm examples lists them: floyd, heat2d, mvt...)")
     p.add_argument("--function", metavar="NAME", default=None,
                    help="the kernel function (default: the one holding '#pragma scop', else "
                         "the file's only loop-nest function other than main and init_*)")
@@ -158,6 +162,21 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                         "polybench.c beside it is taken without being named")
     p.add_argument("--extra-source", dest="extra_sources", action="append", default=[],
                    metavar="FILE", help="the same as MORE.c (repeatable)")
+
+
+def resolve_example(args: argparse.Namespace) -> None:
+    """``--example NAME`` becomes ``args.file``, the shipped C file (:mod:`bbmm.example`);
+    a file given as well, or neither, is a UsageError."""
+    if not hasattr(args, "example"):
+        return
+    if args.example is not None:
+        if args.file is not None:
+            raise UsageError(f"--example {args.example} and the file {args.file}: give "
+                             f"one of them")
+        from .example import path
+        args.file = str(path(args.example))
+    elif args.file is None:
+        raise UsageError("a C file (or --example NAME: bbmm examples lists them) is needed")
 
 
 def _sources(args: argparse.Namespace) -> list[str]:
@@ -360,6 +379,42 @@ def _run_run(args: argparse.Namespace) -> int:
 # }}}
 
 
+# {{{ bbmm examples
+
+def _add_examples(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--folder", action="store_true",
+                   help="print only the folder that holds them (to copy one and edit it)")
+
+
+def _run_examples(args: argparse.Namespace) -> int:
+    from . import example
+
+    if args.folder:
+        print(example.folder())
+        return 0
+    known = example.names()
+    width = max(len(n) for n in known)
+    for name in known:
+        print(f"{name:{width}}  {example.describe(name)}")
+    return 0
+
+# }}}
+
+
+# {{{ bbmm timeline
+
+def _add_timeline(p: argparse.ArgumentParser) -> None:
+    from .timeline import add_arguments
+    add_arguments(p)
+
+
+def _run_timeline(args: argparse.Namespace) -> int:
+    from .timeline import run
+    return run(args)
+
+# }}}
+
+
 # {{{ bbmm cache
 
 def _add_cache(p: argparse.ArgumentParser) -> None:
@@ -393,6 +448,10 @@ COMMANDS: list[Command] = [
      _add_compile, _run_compile),
     ("run", "compile (cached) and run a C kernel on the devices, optionally --check it",
      _add_run, _run_run),
+    ("examples", "list the example kernels shipped with bbmm (bbmm run --example NAME runs "
+                 "one)", _add_examples, _run_examples),
+    ("timeline", "summarize a trace written by bbmm run --profile FILE (idle gaps, the "
+                 "busiest kernels and copies, per tile)", _add_timeline, _run_timeline),
     ("cache", "print where the cache of drivers and reference libraries is and its size; "
               "--clear empties it", _add_cache, _run_cache),
 ]
@@ -545,6 +604,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="bbmm: %(name)s: %(message)s")
     try:
+        resolve_example(args)
         return args.run(args)
     except UsageError as e:
         print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)

@@ -224,6 +224,8 @@ class Directory:
         n = region.volume * host.itemsize
         lane = 1 if side and dev.side and not self.blocking and dev.side_for(dst.alloc, n) else 0
         waits = self.order.before(dst.array, region, dev, False, lane)
+        if dev.profiling:
+            dev.note({"array": dst.array, "box": region, "for": what})
         e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
                            blocking=self.blocking, side=bool(lane))
         if not self.blocking:
@@ -241,6 +243,8 @@ class Directory:
         host = self.host.array(src.array)
         dev = src.device
         waits = self.order.before(src.array, region, dev, True)
+        if dev.profiling:
+            dev.note({"array": src.array, "box": region, "for": what})
         e = dev.read_rect(src.alloc, src.box, region, host, wait_for=waits,
                           blocking=self.blocking)
         if not self.blocking:
@@ -258,6 +262,8 @@ class Directory:
 
     def _d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
         item = self.host.array(dst.array).itemsize
+        if dst.device.profiling:
+            dst.device.note({"array": dst.array, "box": region, "for": what})
         e = dst.device.copy_rect(dst.alloc, dst.box, src.alloc, src.box, region, item)
         if e is not None:
             dst.last = src.last = e

@@ -61,7 +61,7 @@ blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=R
 consecutive rows by Q columns. bbmm's matmul kernel on one H200 at n = 8192 (profiled,
 two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197
 (``BBMM_BLOCK=RxQ python -m bbmm run polybench/matmul.c --param ni=8192 --param nj=8192
---param nk=8192 --devices 1 --profile FILE``, then ``python scripts/timeline.py FILE``)."""
+--param nk=8192 --devices 1 --profile FILE``, then ``bbmm timeline FILE``)."""
 RESTRICT = settings.switch("BBMM_RESTRICT", True)
 """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
 UNROLL = settings.switch("BBMM_UNROLL", True)
@@ -484,7 +484,9 @@ def spread(local: Sequence[int], extent: Sequence[int], per: Sequence[int], unit
 
 
 class Progress:
-    """A one-line progress bar on stderr for serial iterations; silent when not a terminal."""
+    """A one-line progress bar on stderr, silent when stderr is not a terminal: ``label
+    [#####     ] 3/8 1.2s eta 2.0s what`` for a generated driver's serial iterations and
+    for the experiment scripts' runs (``what``: the run in progress)."""
 
     def __init__(self, total: int, label: str = "", enabled: bool | None = None):
         self.total = max(1, total)
@@ -494,20 +496,28 @@ class Progress:
         self._last = 0.0
         self._t0 = time.perf_counter()
 
-    def step(self, n: int = 1) -> None:
+    def step(self, n: int = 1, what: str = "") -> None:
+        """``n`` more done; redrawn at most ten times a second (and at the end)."""
         self.done += n
         if not self.enabled:
             return
         now = time.perf_counter()
-        if now - self._last < 0.1 and self.done < self.total:
+        if now - self._last < 0.1 and self.done < self.total and not what:
             return
         self._last = now
+        self.show(what)
+
+    def show(self, what: str = "") -> None:
+        """Draw the bar now, with ``what`` (up to 40 characters) after it."""
+        if not self.enabled:
+            return
+        now = time.perf_counter()
         frac = min(1.0, self.done / self.total)
         bar = "#" * int(30 * frac)
         el = now - self._t0
         eta = el / frac - el if frac > 0 else 0.0
-        sys.stderr.write(f"\r{self.label} [{bar:<30}] {self.done}/{self.total} "
-                         f"{el:6.1f}s eta {eta:5.1f}s")
+        sys.stderr.write(f"\r\x1b[K{self.label} [{bar:<30}] {self.done}/{self.total} "
+                         f"{el:6.1f}s eta {eta:5.1f}s" + (f" {what[:40]}" if what else ""))
         sys.stderr.flush()
 
     def close(self) -> None:

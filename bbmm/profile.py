@@ -1,27 +1,45 @@
-"""Device timelines from OpenCL profiling events (``bbmm run --profile FILE``).
+"""Run timelines from OpenCL profiling events (``bbmm run --profile FILE``), written in the
+Chrome trace event format that Perfetto (ui.perfetto.dev) and chrome://tracing open as
+they are.
 
 Where does a device's time go: copies, kernels, fills, or idle gaps between commands?
 With profiling on, every command an :class:`~bbmm.devices.opencl.OpenCLDevice` enqueues
-is kept with its event (:class:`~bbmm.devices.opencl.CommandLog`); after the run,
-:func:`collect` reads the events' timestamps and builds one document:
+is kept with its event, its queue and what the runtime said it is (the array and box of a
+copy, the tile of a kernel: :meth:`~bbmm.devices.base.Device.note`); the runtime also
+keeps the host's steps of each round of tiles (:attr:`bbmm.runtime.Runtime.host_log`).
+After the run, :func:`collect` reads the events' timestamps and builds one document:
 
 * per device, the command list ``[{kind, label, bytes, start_us, end_us, queued_us,
-  submit_us}]`` sorted by start, times in microseconds from the device's first command
-  start (``queued_us``/``submit_us``: when the host enqueued the command and when the
-  driver submitted it, None where the driver does not say);
+  submit_us, queue, what}]`` sorted by start, times in microseconds from the device's
+  first command start, and ``offset_us``: where that start lies on the run's time axis;
 * per device, a summary (:func:`summarize`): the span (first start to last end), busy
   time, commands and bytes per kind, achieved GB/s per copy kind, idle time (the span
   minus the union of the command intervals), the part of it the device spent waiting
   for the host to enqueue the next command (``idle_host_us``, from the queued
-  timestamps), and the longest idle gaps with the commands on either side.
+  timestamps), and the longest idle gaps with the commands on either side;
+* the host's steps (``host``: ``[{name, start_us, end_us}]`` on the same axis).
+
+:func:`write` saves it as a trace (:func:`to_trace`): a JSON object with ``traceEvents``
+and ``displayTimeUnit``; one process per device, one thread per queue of it (``queue``,
+``side queue`` for read-ins that overlap kernels, ``first touch``), one process
+``host`` with the thread ``steps``, all named by metadata events (``"ph": "M"``); each
+command a complete event (``"ph": "X"``, ``ts``/``dur`` in microseconds) named with its
+kind and array and box (``h2d A[0:15, 0:127]``) or its kernel and tile, its bytes, copy
+geometry and queued time in ``args``. bbmm's own data (the run's parameters, each
+device's summary, truncation) is in the top-level ``otherData``, which the format
+allows; :func:`from_trace` rebuilds the document from the events, so a trace is
+summarized again anywhere (``bbmm timeline FILE``, :mod:`bbmm.timeline`).
 
 Kinds: ``h2d``, ``d2h``, ``d2d`` (copies), ``kernel``, ``fill`` (an arena's first touch).
 Labels: a kernel's function name, ``linear`` for a contiguous copy, ``rect WxH[xD]`` for
 a rectangular copy of H rows (D slices) of W bytes, ``kernel copy`` for a strided copy
-within one buffer. Each device's clock is its own: offsets between devices
-(``offset_us``) are exact only for logical devices of one physical device.
+within one buffer. Each device's clock is its own: a device is put on the host's time
+axis by its first command's queued timestamp and the host's clock read just after that
+enqueue (``aligned``); a driver that gives no queued timestamps leaves the devices
+aligned by their first commands' starts, which is exact only for logical devices of one
+physical device.
 
-This module imports no OpenCL: ``scripts/timeline.py`` summarizes saved files anywhere.
+This module imports no OpenCL: ``bbmm timeline`` summarizes saved files anywhere.
 """
 from __future__ import annotations
 
@@ -35,15 +53,22 @@ from .diagnostic import UsageError
 
 __all__ = ["KINDS", "COPY_KINDS", "ENV", "FORMAT", "target", "check_target", "collect",
            "device_timeline", "summarize", "idle_gaps", "segments", "by_label",
-           "format_summary", "format_gaps", "write", "load", "write_timeline"]
+           "format_summary", "format_gaps", "write", "load", "write_timeline", "to_trace",
+           "from_trace", "event_name", "trace_schema"]
 
 KINDS = ("h2d", "d2h", "d2d", "kernel", "fill")
 COPY_KINDS = ("h2d", "d2h", "d2d")
 ENV = "BBMM_PROFILE"
 """Environment variable: the default of ``--profile``."""
-FORMAT = "bbmm-profile-1"
+FORMAT = "bbmm-trace-1"
+"""``otherData.format`` of a trace that bbmm wrote."""
+OLD_FORMAT = "bbmm-profile-1"
+"""The format of timelines written before traces (still read: ``bbmm timeline``)."""
 GAPS = 10
 """Longest idle gaps kept per device in the document's summary."""
+QUEUES = ("queue", "side queue", "first touch")
+"""A device's queues, in the order of their threads in a trace."""
+HOST_PID = 0
 
 
 # {{{ where to write
@@ -76,48 +101,214 @@ def target(path: str | None) -> str | None:
 
 # {{{ from events to a document
 
+def _box_text(box: Any) -> str:
+    """``[0:15, 0:127]`` for a :class:`~bbmm.box.Box` (or its text)."""
+    text = str(box)
+    return text[3:] if text.startswith("Box[") else text
+
+
+def _what(what: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A command's note as plain JSON values (boxes as text)."""
+    if not what:
+        return None
+    out = {}
+    for k, v in what.items():
+        if k == "box":
+            v = _box_text(v)
+        elif k == "rows" and v is not None:
+            v = [int(v[0]), int(v[1])]
+        elif k == "boxes":  # a kernel's (array, box) pairs: "A[0:15, 0:127]"
+            v = [b if isinstance(b, str) else f"{b[0]}{_box_text(b[1])}" for b in v]
+        out[k] = v
+    return out
+
+
 def device_timeline(raw: Mapping[str, Any] | None, name: str = "?",
                     gaps: int = GAPS) -> dict[str, Any]:
     """One device's entry of the document from what
     :meth:`~bbmm.devices.opencl.OpenCLDevice.take_profile` returned (None: the device
-    was not profiling)."""
+    was not profiling). ``host_origin_ns``: the first start on the host's clock, where
+    the record ties the two clocks (else None)."""
     if raw is None:
         return {"name": name, "profiled": False, "commands": [], "summary": summarize([])}
     cmds = sorted(raw["commands"], key=lambda c: c[5])
     origin = cmds[0][5] if cmds else 0
     out = []
     clamped = 0
-    for kind, label, nbytes, queued, submit, start, end in cmds:
+    for kind, label, nbytes, queued, submit, start, end, *more in cmds:
         if end < start:  # a driver's glitch: keep the command, with no duration
             clamped += 1
             end = start
         out.append({"kind": kind, "label": label, "bytes": int(nbytes),
                     "start_us": (start - origin) / 1e3, "end_us": (end - origin) / 1e3,
                     "queued_us": None if queued is None else (queued - origin) / 1e3,
-                    "submit_us": None if submit is None else (submit - origin) / 1e3})
+                    "submit_us": None if submit is None else (submit - origin) / 1e3,
+                    "queue": more[0] if more else "queue",
+                    "what": _what(more[1]) if len(more) > 1 else None})
     dropped = int(raw.get("dropped", 0))
+    host_ns, host_queued = raw.get("host_ns"), raw.get("host_queued")
+    tied = cmds and host_ns is not None and host_queued is not None
     return {"name": raw.get("name", name), "physical": raw.get("physical"), "profiled": True,
-            "origin_ns": origin, "limit": raw.get("limit"), "truncated": dropped > 0,
+            "origin_ns": origin,
+            "host_origin_ns": origin - host_queued + host_ns if tied else None,
+            "limit": raw.get("limit"), "truncated": dropped > 0,
             "dropped": dropped, "unreadable": int(raw.get("unreadable", 0)),
             "clamped": clamped, "commands": out, "summary": summarize(out, gaps)}
 
 
 def collect(devices: Sequence[Any], meta: Mapping[str, Any] | None = None,
-            gaps: int = GAPS) -> dict[str, Any]:
+            gaps: int = GAPS, host: Sequence[tuple[str, float, float]] | None = None
+            ) -> dict[str, Any]:
     """The timeline document of ``devices`` after a run: waits for each device, reads
-    and forgets the commands it recorded (a later run starts a fresh record)."""
+    and forgets the commands it recorded (a later run starts a fresh record). ``host``:
+    the host's steps as ``(name, start, end)`` in ``time.perf_counter`` seconds
+    (:attr:`bbmm.runtime.Runtime.host_log`, and the run itself).
+
+    The time axis starts at the earliest of the host's steps and the devices tied to the
+    host's clock (``aligned``); devices that are not tied are aligned by their first
+    starts and start at the earliest of them."""
     entries = []
     for d in devices:
         take = getattr(d, "take_profile", None)
         entries.append(device_timeline(take() if take is not None else None,
                                        getattr(d, "name", "?"), gaps))
-    origins = [e["origin_ns"] for e in entries if e["commands"]]
-    first = min(origins) if origins else 0
+    steps = [(n, int(round(a * 1e9)), int(round(b * 1e9))) for n, a, b in host or ()]
+    starts = [a for _, a, _ in steps]
+    starts += [e["host_origin_ns"] for e in entries
+               if e["commands"] and e.get("host_origin_ns") is not None]
+    zero = min(starts) if starts else 0
+    loose = [e["origin_ns"] for e in entries
+             if e["commands"] and e.get("host_origin_ns") is None]
+    first = min(loose) if loose else 0
     for e in entries:
         if e["commands"]:
-            e["offset_us"] = (e["origin_ns"] - first) / 1e3
+            tied = e.get("host_origin_ns") is not None
+            e["aligned"] = tied
+            e["offset_us"] = ((e["host_origin_ns"] - zero) if tied
+                              else (e["origin_ns"] - first)) / 1e3
     return {"format": FORMAT, "meta": dict(meta or {}),
-            "truncated": any(e.get("truncated") for e in entries), "devices": entries}
+            "truncated": any(e.get("truncated") for e in entries), "devices": entries,
+            "host": [{"name": n, "start_us": (a - zero) / 1e3, "end_us": (b - zero) / 1e3}
+                     for n, a, b in steps]}
+
+# }}}
+
+
+# {{{ the trace event format
+
+def event_name(c: Mapping[str, Any]) -> str:
+    """A command's name in a trace: its kind with the array and box it moves
+    (``h2d A[0:15, 0:127]``), a kernel with its tile (``mvt_nest0 nest0 tile 3``, ``rows
+    0..7`` when it runs a part of the tile), or its kind and label where nothing more is
+    known."""
+    what = c.get("what") or {}
+    kind = c["kind"]
+    if kind == "kernel":
+        name = c["label"]
+        if what.get("tile"):
+            name += f" {what['tile']}"
+        if what.get("rows"):
+            lo, hi = what["rows"]
+            name += f" rows {lo}..{hi}"
+        return name
+    if what.get("array") is not None:
+        return f"{kind} {what['array']}{what.get('box', '')}"
+    return kind if c["label"] == kind else f"{kind} {c['label']}"
+
+
+def _meta_event(name: str, pid: int, tid: int, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": dict(args)}
+
+
+def to_trace(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The document as a Chrome trace (see the module's doc): devices are processes
+    1, 2, ... (their queues threads 1, 2, 3), the host process 0."""
+    events: list[dict[str, Any]] = []
+    host = doc.get("host") or []
+    if host:
+        events.append(_meta_event("process_name", HOST_PID, 0, {"name": "host"}))
+        events.append(_meta_event("process_sort_index", HOST_PID, 0, {"sort_index": 0}))
+        events.append(_meta_event("thread_name", HOST_PID, 0, {"name": "steps"}))
+        for h in host:
+            events.append({"name": h["name"], "cat": "host", "ph": "X", "ts": h["start_us"],
+                           "dur": max(h["end_us"] - h["start_us"], 0.0), "pid": HOST_PID,
+                           "tid": 0})
+    others = []
+    for i, e in enumerate(doc["devices"]):
+        pid = i + 1
+        phys = e.get("physical")
+        label = e.get("name", "?") + (f" ({phys})" if phys else "")
+        events.append(_meta_event("process_name", pid, 0, {"name": label}))
+        events.append(_meta_event("process_sort_index", pid, 0, {"sort_index": pid}))
+        cmds = e.get("commands") or []
+        queues = [q for q in QUEUES if any(c.get("queue", "queue") == q for c in cmds)]
+        queues += sorted({c.get("queue", "queue") for c in cmds} - set(queues))
+        tids = {q: j + 1 for j, q in enumerate(queues)}
+        for q, tid in tids.items():
+            events.append(_meta_event("thread_name", pid, tid, {"name": q}))
+            events.append(_meta_event("thread_sort_index", pid, tid, {"sort_index": tid}))
+        off = e.get("offset_us", 0.0)
+        for c in cmds:
+            args: dict[str, Any] = {"bytes": int(c["bytes"]), "label": c["label"]}
+            what = c.get("what") or {}
+            for k, v in what.items():
+                if v is not None:
+                    args[k] = v
+            for k in ("queued_us", "submit_us"):
+                if c.get(k) is not None:
+                    args[k] = c[k] + off
+            events.append({"name": event_name(c), "cat": c["kind"], "ph": "X",
+                           "ts": c["start_us"] + off,
+                           "dur": max(c["end_us"] - c["start_us"], 0.0),
+                           "pid": pid, "tid": tids[c.get("queue", "queue")], "args": args})
+        others.append({k: v for k, v in e.items() if k != "commands"} | {"pid": pid})
+    events.sort(key=lambda ev: (ev["ph"] != "M", ev.get("ts", 0.0)))
+    from . import __version__
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "otherData": {"format": FORMAT, "bbmm": __version__,
+                          "meta": dict(doc.get("meta") or {}),
+                          "truncated": bool(doc.get("truncated")), "devices": others}}
+
+
+def from_trace(trace: Mapping[str, Any]) -> dict[str, Any]:
+    """The document (:func:`collect`) of a trace that :func:`to_trace` wrote: each
+    device's commands from its complete events, times again from its first start."""
+    other = trace.get("otherData") or {}
+    devices = [dict(e) for e in other.get("devices") or []]
+    by_pid = {e.get("pid"): e for e in devices}
+    tnames: dict[tuple[int, int], str] = {}
+    for ev in trace["traceEvents"]:
+        if ev.get("ph") == "M" and ev.get("name") == "thread_name":
+            tnames[(ev["pid"], ev.get("tid", 0))] = ev["args"]["name"]
+    cmds: dict[Any, list[dict[str, Any]]] = {pid: [] for pid in by_pid}
+    host = []
+    for ev in trace["traceEvents"]:
+        if ev.get("ph") != "X":
+            continue
+        if ev.get("pid") == HOST_PID and ev.get("cat") == "host":
+            host.append({"name": ev["name"], "start_us": ev["ts"],
+                         "end_us": ev["ts"] + ev["dur"]})
+            continue
+        e = by_pid.get(ev.get("pid"))
+        if e is None or ev.get("cat") not in KINDS:
+            continue
+        args = dict(ev.get("args") or {})
+        off = e.get("offset_us", 0.0)
+        what = {k: args[k] for k in ("array", "box", "for", "tile", "rows", "boxes")
+                if k in args}
+        cmds[ev["pid"]].append({
+            "kind": ev["cat"], "label": args.get("label", ev["cat"]),
+            "bytes": int(args.get("bytes", 0)), "start_us": ev["ts"] - off,
+            "end_us": ev["ts"] - off + ev["dur"],
+            "queued_us": args["queued_us"] - off if "queued_us" in args else None,
+            "submit_us": args["submit_us"] - off if "submit_us" in args else None,
+            "queue": tnames.get((ev["pid"], ev.get("tid", 0)), "queue"),
+            "what": what or None})
+    for e in devices:
+        e["commands"] = sorted(cmds.get(e.get("pid"), []), key=lambda c: c["start_us"])
+        e.pop("pid", None)
+    return {"format": FORMAT, "meta": dict(other.get("meta") or {}),
+            "truncated": bool(other.get("truncated")), "devices": devices, "host": host}
 
 # }}}
 
@@ -278,46 +469,67 @@ def format_gaps(entry: Mapping[str, Any], gaps: Sequence[Mapping[str, Any]]) -> 
 
 def _open(path: str, mode: str) -> Any:
     """``path`` as text; gzip-compressed where it ends in ``.gz`` (a long run's timeline
-    is tens of MB of JSON, a tenth of that compressed)."""
+    is tens of MB of JSON, a tenth of that compressed; Perfetto opens it so too)."""
     if path.endswith(".gz"):
         return gzip.open(path, mode + "t")
     return open(path, mode)
 
 
 def write(path: str, doc: Mapping[str, Any]) -> None:
-    """Write the document as JSON (compact: a long run has many commands; gzip where
-    ``path`` ends in ``.gz``)."""
+    """Write the document as a Chrome trace (:func:`to_trace`), compact JSON (a long run
+    has many commands; gzip where ``path`` ends in ``.gz``)."""
+    trace = to_trace(doc)
     try:
         with _open(path, "w") as f:
-            json.dump(doc, f, separators=(",", ":"))
+            json.dump(trace, f, separators=(",", ":"))
             f.write("\n")
     except OSError as e:
         raise UsageError(f"--profile {path}: cannot write: {e.strerror or e}") from None
 
 
 def load(path: str) -> dict[str, Any]:
-    """A saved timeline document, gzip-compressed or not (UsageError, one line, when it
-    is not one)."""
+    """The document of a saved trace (:func:`from_trace`), gzip-compressed or not; a
+    timeline of the format before traces (:data:`OLD_FORMAT`) as it is. A file that is
+    neither is a one-line UsageError."""
     try:
         with _open(path, "r") as f:
             doc = json.load(f)
     except (OSError, ValueError, EOFError) as e:
         raise UsageError(f"{path}: cannot read a timeline: {e}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise UsageError(f"{path}: not a bbmm timeline (format {FORMAT})")
-    return doc
+    if isinstance(doc, dict) and doc.get("format") == OLD_FORMAT:
+        doc.setdefault("host", [])
+        return doc
+    if (not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list)
+            or (doc.get("otherData") or {}).get("format") != FORMAT):
+        raise UsageError(f"{path}: not a bbmm trace (a Chrome trace with otherData.format "
+                         f"{FORMAT}, as bbmm run --profile writes)")
+    try:
+        return from_trace(doc)
+    except (KeyError, TypeError, ValueError) as e:
+        raise UsageError(f"{path}: a damaged bbmm trace ({type(e).__name__}: {e})") from None
 
 
 def write_timeline(path: str, devices: Sequence[Any], meta: Mapping[str, Any] | None = None,
-                   stream: Any = None) -> dict[str, Any]:
-    """After a run: collect the devices' timelines, write them to ``path`` and print the
-    summary (one line per device) on ``stream`` (stderr)."""
-    doc = collect(devices, meta)
+                   stream: Any = None,
+                   host: Sequence[tuple[str, float, float]] | None = None) -> dict[str, Any]:
+    """After a run: collect the devices' timelines and the host's steps (``host``, see
+    :func:`collect`), write them to ``path`` as a trace and print the summary (one line
+    per device) on ``stream`` (stderr). Returns the document."""
+    doc = collect(devices, meta, host=host)
     write(path, doc)
     stream = sys.stderr if stream is None else stream
-    print(f"bbmm: device timeline in {path}:", file=stream)
+    print(f"bbmm: device timeline in {path} (a Chrome trace: Perfetto opens it; "
+          f"bbmm timeline summarizes it):", file=stream)
     for line in format_summary(doc).splitlines():
         print(f"  {line}", file=stream)
     return doc
 
 # }}}
+
+
+def trace_schema() -> dict[str, Any]:
+    """The JSON Schema of a trace (``bbmm/schemas/trace.schema.json``, shipped with the
+    package)."""
+    from importlib import resources
+    return json.loads(resources.files("bbmm").joinpath("schemas", "trace.schema.json")
+                      .read_text())

@@ -472,7 +472,8 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
         from .profile import write_timeline
         write_timeline(profile, devices, {"kernel": module.FUNCTION, "params": params,
                                           "tile": tile, "wall_s": wall,
-                                          "stats": rt.stats.as_json()})
+                                          "stats": rt.stats.as_json()},
+                       host=[("run", t0, t0 + wall)] + (rt.host_log or []))
     return RunResult(arrays, rt, params, scalars, tile, wall)
 
 
@@ -550,10 +551,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "bbmm/schemas/run.schema.json")
     g.add_argument("--profile", metavar="FILE", default=None,
                    help="record every device command with OpenCL profiling events and write "
-                        "the devices' timeline to FILE as JSON (gzip if it ends in .gz): copies, "
-                        "kernels, fills, idle "
-                        "gaps; prints a summary per device on stderr (also $BBMM_PROFILE; "
-                        "scripts/timeline.py FILE summarizes it again)")
+                        "the run's timeline to FILE as a Chrome trace that Perfetto opens "
+                        "(gzip if it ends in .gz): copies and kernels per device queue, the "
+                        "host's steps; prints a summary per device on stderr (also "
+                        "$BBMM_PROFILE; bbmm timeline FILE summarizes it again)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--procs", default="auto", metavar="P",
                    help="run over P processes of this machine, each driving its share of "

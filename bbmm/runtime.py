@@ -125,6 +125,12 @@ class Runtime(Acquire):
         self.verify = settings.switch("BBMM_DEBUG", False) if verify is None else verify
         self._serial: object = None
         self.keep_idle = keep_idle
+        self.host_log: list[tuple[str, float, float]] | None = (
+            [] if any(getattr(d, "profiling", False) for d in self.devices) else None)
+        """The host's steps of each round of tiles as ``(step, start, end)`` in
+        ``time.perf_counter`` seconds (acquire, compute, flowout, flowin, writeout,
+        release; replay for a replayed serial iteration), kept while a device profiles:
+        the host's track of a timeline (:mod:`bbmm.profile`)."""
         self.sync = settings.switch("BBMM_SYNC", False)
         """Wait for every kernel before flow-out (exact compute times); otherwise the host
         goes on at once and only waits where it needs a result (a blocking copy), so the
@@ -317,6 +323,10 @@ class Runtime(Acquire):
             for t in rnd:
                 self.stats.devices[t.device].settle()
             t7 = clock()
+            if self.host_log is not None:
+                self.host_log += [("acquire", t0, t1), ("compute", t1, t2),
+                                  ("flowout", t3, t4), ("flowin", t4, t5),
+                                  ("writeout", t5, t6), ("release", t6, t7)]
             times["memory_mgmt"] += (t1 - t0) + (t3 - t2) + (t7 - t6)
             times["compute"] += t2 - t1
             times["flowout"] += t4 - t3
@@ -343,7 +353,10 @@ class Runtime(Acquire):
                 phases, self._deferred = self._deferred, []
                 if phases:
                     self._serial = phases[-1][1]
+                t0 = time.perf_counter()
                 replay(self, fixed, phases)
+                if self.host_log is not None:
+                    self.host_log.append(("replay", t0, time.perf_counter()))
                 return
             self._abandon()
         with self.stats.timer("memory_mgmt"):
@@ -388,6 +401,8 @@ class Runtime(Acquire):
         for b, holder in d.dirty[flag]:
             if b.overlaps(elem):
                 cell = np.zeros(host.shape, host.dtype)
+                if holder.device.profiling:
+                    holder.device.note({"array": flag, "box": elem, "for": "stop flag"})
                 e = holder.device.read_rect(holder.alloc, holder.box, elem, cell,
                                             blocking=False)
                 self._look = (flag, cell, e, self._calls)
@@ -528,6 +543,9 @@ class Runtime(Acquire):
         read-in still queued)."""
         dev = self.devices[t.device]
         before = dev.last
+        if dev.profiling:
+            dev.note({"tile": t.name, "rows": rows,
+                      "boxes": [(c.array, c.box) for c in tb.copies()]})
         if rows is None:
             t.kernel(dev, tb)
         else:

@@ -57,6 +57,29 @@ def per_device_peak(live: dict[tuple[int, Any], int], ndev: int) -> list[int]:
     return [max([v for (d, _), v in live.items() if d == dev] or [0]) for dev in range(ndev)]
 
 
+def draw(rows: Sequence[dict[str, Any]], path: Any, note: str) -> None:
+    """Figure 10(b) from the rows (also from allocation.json: plot_results.py), one panel
+    per device count."""
+    names = list(dict.fromkeys(r["program"] for r in rows))
+    ndevs = list(dict.fromkeys(r["ndev"] for r in rows))
+    plt = ec.plt()
+    fig, axes = plt.subplots(len(ndevs), 1, figsize=(max(8, 1.3 * len(names) + 3),
+                                                     4.2 * len(ndevs)), squeeze=False)
+    for ax, nd in zip(axes[:, 0], ndevs):
+        rs = [r for r in rows if r["ndev"] == nd]
+        ec.bar_groups(ax, [r["program"] for r in rs], {
+            "exact footprint": [r.get("exact_pct") for r in rs],
+            "BBMM disjoint: union of boxes": [r.get("disjoint_union_pct") for r in rs],
+            "BBMM disjoint: boxes held": [r.get("disjoint_held_pct") for r in rs],
+            "convex boxes held": [r.get("convex_held_pct") for r in rs]},
+            ylabel="peak per-device allocation\n(% of total array size)",
+            title=f"Figure 10(b): allocation sizes, {nd} devices (largest device)",
+            annotate="{:.0f}", hline=100.0 / nd,
+            colors=["#4c72b0", "#55a868", "#8fd19e", "#c44e52"])
+    ec.save_fig(fig, path, note=f"{note}; dashed: 100%/devices; "
+                                "peak over serial iterations; see the CSV for resident peaks")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = ec.make_parser(EXP, __doc__, programs=ec.TABLE4, devices="2,4", sizes="tiny",
                        repeat=1)
@@ -118,22 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "devices)\n" + ec.table(rows, cols))
 
     def plot(path: Any) -> None:
-        plt = ec.plt()
-        fig, axes = plt.subplots(len(ndevs), 1, figsize=(max(8, 1.3 * len(names) + 3),
-                                                         4.2 * len(ndevs)), squeeze=False)
-        for ax, nd in zip(axes[:, 0], ndevs):
-            rs = [r for r in rows if r["ndev"] == nd]
-            ec.bar_groups(ax, [r["program"] for r in rs], {
-                "exact footprint": [r.get("exact_pct") for r in rs],
-                "BBMM disjoint: union of boxes": [r.get("disjoint_union_pct") for r in rs],
-                "BBMM disjoint: boxes held": [r.get("disjoint_held_pct") for r in rs],
-                "convex boxes held": [r.get("convex_held_pct") for r in rs]},
-                ylabel="peak per-device allocation\n(% of total array size)",
-                title=f"Figure 10(b): allocation sizes, {nd} devices (largest device)",
-                annotate="{:.0f}", hline=100.0 / nd,
-                colors=["#4c72b0", "#55a868", "#8fd19e", "#c44e52"])
-        ec.save_fig(fig, path, note=f"{note}; sizes: {args.sizes}; dashed: 100%/devices; "
-                                    "peak over serial iterations; see the CSV for resident peaks")
+        draw(rows, path, note=f"{note}; sizes: {args.sizes}")
 
     ec.finish(EXP, args, outdir, rows, text, plot)
     return 0

@@ -92,8 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     assert cap is not None
     outdir = ec.out_dir(args)
     rows: list[dict[str, Any]] = []
-    bar = ec.Bar(len(names) * len(ndevs) * len(factors), EXP,
-                 False if args.no_progress else None)
+    bar = ec.Progress(len(names) * len(ndevs) * len(factors), EXP,
+                      False if args.no_progress else None)
     note = ""
     with ec.DeviceSet(cap, args.platform) as ds:
         for nd in ndevs:
@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            "pageable": ",".join(f.get("pageable_host_arrays") or []) or "-",
                            "check": f.get("check"), "error": f.get("error")}
                     rows.append(row)
-                    bar.step(f"{name} x{fac:g}")
+                    bar.step(what=f"{name} x{fac:g}")
     bar.close()
     for name in names:
         for nd in ndevs:

@@ -46,6 +46,26 @@ EXP = "coherence"
 DEFAULT = ("floyd", "heat2d", "lu", "fdtd2d", "heat3d", "adi")
 
 
+def draw(rows: Sequence[dict[str, Any]], path: Any, note: str) -> None:
+    """Figure 3(h) from the rows (also from coherence.json: plot_results.py), one panel
+    per device count."""
+    names = list(dict.fromkeys(r["program"] for r in rows))
+    ndevs = list(dict.fromkeys(r["ndev"] for r in rows))
+    plt = ec.plt()
+    fig, axes = plt.subplots(1, len(ndevs), figsize=(max(7, 1.2 * len(names) + 3)
+                                                     * len(ndevs), 4.6), squeeze=False)
+    for ax, nd in zip(axes[0], ndevs):
+        rs = [r for r in rows if r["ndev"] == nd]
+        ec.bar_groups(ax, [r["program"] for r in rs], {
+            "block coherence": [r.get("block_total_per_iter") for r in rs],
+            "BBMM exact flow-out (+ pulls)": [r.get("exact_total_per_iter") for r in rs],
+            "theoretical minimum": [r.get("minimum_per_iter") for r in rs]},
+            ylabel="bytes out of the devices per serial iteration",
+            title=f"Figure 3(h): coherence volume, {nd} devices", log=True,
+            annotate=ec.short, colors=["#c44e52", "#4c72b0", "#55a868"])
+    ec.save_fig(fig, path, note=f"{note}; mean over serial iterations")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = ec.make_parser(EXP, __doc__, programs=DEFAULT, devices="2", sizes="tiny", repeat=1)
     p.set_defaults(warmup=0)
@@ -106,19 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             + ec.table(rows, cols))
 
     def plot(path: Any) -> None:
-        plt = ec.plt()
-        fig, axes = plt.subplots(1, len(ndevs), figsize=(max(7, 1.2 * len(names) + 3)
-                                                         * len(ndevs), 4.6), squeeze=False)
-        for ax, nd in zip(axes[0], ndevs):
-            rs = [r for r in rows if r["ndev"] == nd]
-            ec.bar_groups(ax, [r["program"] for r in rs], {
-                "block coherence": [r.get("block_total_per_iter") for r in rs],
-                "BBMM exact flow-out (+ pulls)": [r.get("exact_total_per_iter") for r in rs],
-                "theoretical minimum": [r.get("minimum_per_iter") for r in rs]},
-                ylabel="bytes out of the devices per serial iteration",
-                title=f"Figure 3(h): coherence volume, {nd} devices", log=True,
-                annotate=ec.short, colors=["#c44e52", "#4c72b0", "#55a868"])
-        ec.save_fig(fig, path, note=f"{note}; sizes: {args.sizes}; mean over serial iterations")
+        draw(rows, path, note=f"{note}; sizes: {args.sizes}")
 
     ec.finish(EXP, args, outdir, rows, text, plot, per_iteration=series)
     return 0

@@ -40,6 +40,29 @@ import expcommon as ec  # noqa: E402
 EXP = "table4"
 
 
+def draw(rows: Sequence[dict[str, Any]], path: Any, note: str) -> None:
+    """Table IV's F and D as bars from the rows of the first device count (also from
+    table4.json: plot_results.py)."""
+    nd = rows[0]["ndev"]
+    rs = [r for r in rows if r["ndev"] == nd]
+    groups = [r["program"] for r in rs]
+    plt = ec.plt()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.6))
+    ec.bar_groups(a1, groups, {
+        f"F measured ({nd} dev)": [r.get("F_percent") for r in rs],
+        "F without read-in copies": [r.get("F_nocopy_percent") for r in rs],
+        "F paper (Tesla C2050/K20)": [r.get("F_paper_percent") for r in rs]},
+        ylabel="memory management time (% of total)", log=True,
+        title="Table IV, F: runtime overhead", annotate="{:.2g}")
+    ec.bar_groups(a2, groups, {
+        "D resident (max copies of an array)": [r.get("D_resident") for r in rs],
+        "D per tile (disjoint boxes)": [r.get("D_tile") for r in rs],
+        "D paper": [r.get("D_paper") for r in rs]},
+        ylabel="bounding boxes per array", title="Table IV, D: boxes per array",
+        annotate="{:.0f}")
+    ec.save_fig(fig, path, note=note)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = ec.make_parser(EXP, __doc__, programs=ec.TABLE4, devices="2", sizes="small", repeat=3)
     args = p.parse_args(argv)
@@ -89,25 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = (f"Table IV ({note}; * = the paper's value)\n" + ec.table(rows, cols))
 
     def plot(path: Any) -> None:
-        plt = ec.plt()
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.6))
-        for nd in ndevs:
-            rs = [r for r in rows if r["ndev"] == nd]
-            groups = [r["program"] for r in rs]
-            ec.bar_groups(a1, groups, {
-                f"F measured ({nd} dev)": [r["F_percent"] for r in rs],
-                "F without read-in copies": [r["F_nocopy_percent"] for r in rs],
-                "F paper (Tesla C2050/K20)": [r["F_paper_percent"] for r in rs]},
-                ylabel="memory management time (% of total)", log=True,
-                title="Table IV, F: runtime overhead", annotate="{:.2g}")
-            ec.bar_groups(a2, groups, {
-                "D resident (max copies of an array)": [r["D_resident"] for r in rs],
-                "D per tile (disjoint boxes)": [r["D_tile"] for r in rs],
-                "D paper": [r["D_paper"] for r in rs]},
-                ylabel="bounding boxes per array", title="Table IV, D: boxes per array",
-                annotate="{:.0f}")
-            break  # one device count per figure (the first)
-        ec.save_fig(fig, path, note=f"{note}; sizes: {args.sizes}; median of {args.repeat} runs")
+        draw(rows, path, note=f"{note}; sizes: {args.sizes}; median of {args.repeat} runs")
 
     ec.finish(EXP, args, outdir, rows, text, plot)
     return 0

@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rank_counts = sorted({1, *(int(x) for x in args.ranks.split(",") if x.strip())})
     outdir = ec.out_dir(args)
     rows = []
-    bar = ec.Bar(len(names) * len(rank_counts), EXP, False if args.no_progress else None)
+    bar = ec.Progress(len(names) * len(rank_counts), EXP, False if args.no_progress else None)
     for nr in rank_counts:
         for name in names:
             bar.show(f"{name} x{nr}")
@@ -192,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       nr * args.per_rank)
             rows.append(summarize(name, nr, args.per_rank, params,
                                   run_config(args, name, nr, params)))
-            bar.step(f"{name} x{nr}")
+            bar.step(what=f"{name} x{nr}")
     bar.close()
     base = {r["program"]: r for r in rows if r["ranks"] == 1}
     for r in rows:

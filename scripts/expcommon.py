@@ -58,6 +58,7 @@ import numpy as np  # noqa: E402
 
 from bbmm.box import Box, union_volume  # noqa: E402
 from bbmm.diagnostic import BBMMError, format_bytes, parse_bytes  # noqa: E402
+from bbmm.hostlib import Progress  # noqa: E402 - the one progress bar (generated drivers too)
 from bbmm.runtime import Runtime  # noqa: E402
 from bbmm.run import pageable, runtime_options  # noqa: E402
 
@@ -278,35 +279,6 @@ def out_dir(args: argparse.Namespace) -> Path:
 # {{{ progress and devices
 
 
-class Bar:
-    """``label [#####     ] 3/8 floyd 12.3s`` on stderr, only when it is a terminal."""
-
-    def __init__(self, total: int, label: str, enabled: bool | None = None):
-        self.total = max(1, total)
-        self.label = label
-        self.done = 0
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.t0 = time.perf_counter()
-
-    def show(self, what: str = "") -> None:
-        if not self.enabled:
-            return
-        frac = min(1.0, self.done / self.total)
-        bar = "#" * int(24 * frac)
-        sys.stderr.write(f"\r\x1b[K{self.label} [{bar:<24}] {self.done}/{self.total} "
-                         f"{time.perf_counter() - self.t0:6.1f}s {what[:40]}")
-        sys.stderr.flush()
-
-    def step(self, what: str = "") -> None:
-        self.done += 1
-        self.show(what)
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
 class Sweep:
     """Every ``(device count, devices, program)`` of an experiment, in order, with its
     progress bar and one live device set at a time; :attr:`note` describes the devices
@@ -319,8 +291,8 @@ class Sweep:
 
     def __iter__(self) -> Iterator[tuple[int, list[Any], str]]:
         a = self.args
-        bar = Bar(len(self.names) * len(self.ndevs), self.exp,
-                  False if a.no_progress else None)
+        bar = Progress(len(self.names) * len(self.ndevs), self.exp,
+                       False if a.no_progress else None)
         with DeviceSet(device_mem(a), a.platform) as ds:
             for nd in self.ndevs:
                 devs = ds.get(nd)
@@ -328,7 +300,7 @@ class Sweep:
                 for name in self.names:
                     bar.show(f"{name} x{nd}")
                     yield nd, devs, name
-                    bar.step(f"{name} x{nd}")
+                    bar.step(what=f"{name} x{nd}")
         bar.close()
 
 
@@ -604,7 +576,8 @@ def measure(bench: Bench, devices: Sequence[Any], *, tile: int | None = None,
             elif profile is not None:
                 write_timeline(profile, devices, {"kernel": bench.name, "params": bench.params,
                                                   "tile": tile, "wall_s": wall,
-                                                  "stats": rt.stats.as_json()})
+                                                  "stats": rt.stats.as_json()},
+                               host=[("run", t0, t0 + wall)] + (rt.host_log or []))
             if check and run_no == 0:
                 check_state = _check(bench, rt, host)
             if run_no >= warmup:
@@ -1128,8 +1101,29 @@ def table(rows: Sequence[Mapping[str, Any]], cols: Sequence[tuple[str, str, str]
     return "\n".join(out)
 
 
+def _matplotlib_missing(e: ImportError) -> bool:
+    """Whether ``e`` says that matplotlib (or a part of it) is not installed."""
+    return (e.name or "").split(".")[0] == "matplotlib"
+
+
+def try_plot(plot: Callable[[Path], None], path: Path, label: str) -> bool:
+    """``plot(path)``; without matplotlib, one note on stderr that the plot of ``label``
+    was skipped, and False (the CSV and JSON, written before, stay: plot_results.py draws
+    the figure from the JSON where matplotlib is)."""
+    try:
+        plot(path)
+    except ImportError as e:
+        if not _matplotlib_missing(e):
+            raise
+        print(f"{label}: no matplotlib here: plot skipped (pip install matplotlib, or "
+              f"python scripts/plot_results.py {path.parent} where it is)", file=sys.stderr)
+        return False
+    return True
+
+
 def plt():
-    """matplotlib.pyplot with the Agg backend."""
+    """matplotlib.pyplot with the Agg backend (ImportError without matplotlib:
+    :func:`try_plot`)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as pyplot
@@ -1200,14 +1194,13 @@ def save_fig(fig: Any, path: Path, note: str | None = None) -> None:
 
 def finish(exp: str, args: argparse.Namespace, outdir: Path, rows: Sequence[Mapping[str, Any]],
            text: str, plot: Callable[[Path], None] | None, **extra: Any) -> dict[str, Path]:
-    """Write ``<exp>.csv``, ``<exp>.json``, ``<exp>.png``; print the table; return the paths."""
+    """Write ``<exp>.csv``, ``<exp>.json``, ``<exp>.png``; print the table; return the paths.
+    Without matplotlib the plot is skipped with a note (:func:`try_plot`)."""
     paths = {"csv": outdir / f"{exp}.csv", "json": outdir / f"{exp}.json",
              "png": outdir / f"{exp}.png"}
     write_csv(paths["csv"], rows)
     write_json(paths["json"], exp, args, rows, **extra)
-    if plot is not None and not getattr(args, "no_plot", False):
-        plot(paths["png"])
-    else:
+    if plot is None or getattr(args, "no_plot", False) or not try_plot(plot, paths["png"], exp):
         paths.pop("png")
     print(text)
     print(f"\nwrote {', '.join(str(p) for p in paths.values())}")

@@ -7,8 +7,11 @@ this script draws the figures here from the JSON they wrote::
     python scripts/plot_results.py results/h200x2-2026-11-22 results/h200x4-2026-11-22
 
 For every ``compare*.json`` (``scripts/baselines/compare.py``), ``datascaling*.json``,
-``boxinout.json``, ``reuse.json``, ``split.json`` and ``weakscaling*.json`` in the given
-folders it writes a PNG of the same name beside it and says which it wrote.
+``boxinout.json``, ``reuse.json``, ``split.json``, ``weakscaling*.json``,
+``allocation*.json``, ``table4*.json`` and ``coherence*.json`` in the given folders it
+writes a PNG of the same name beside it and says which it wrote (the last three with the
+figure functions of their own scripts, ``exp_allocation.draw`` ...). Without matplotlib
+it says so once and draws nothing.
 """
 from __future__ import annotations
 
@@ -118,7 +121,27 @@ def plot_weakscaling(path: Path, doc: dict[str, Any], out: Path) -> None:
     ec.save_fig(fig, out, note=f"{_machine(path, doc.get('meta', {}))}; ideal 1.0")
 
 
+def plot_script(module: str) -> Callable[[Path, dict, Path], None]:
+    """The figure of ``scripts/<module>.py`` (its ``draw(rows, path, note)``), with the
+    sizes (and repeats) the run was made with in the note."""
+    def plot(path: Path, doc: dict[str, Any], out: Path) -> None:
+        import importlib
+        draw = importlib.import_module(module).draw
+        meta = doc.get("meta", {})
+        opts = meta.get("options") or {}
+        note = _machine(path, meta)
+        if opts.get("sizes"):
+            note += f"; sizes: {opts['sizes']}"
+        if module == "exp_table4" and opts.get("repeat"):
+            note += f"; median of {opts['repeat']} runs"
+        draw(doc["rows"], out, note=note)
+    return plot
+
+
 PLOTS: dict[str, Callable[[Path, dict, Path], None]] = {
+    "allocation": plot_script("exp_allocation"),
+    "table4": plot_script("exp_table4"),
+    "coherence": plot_script("exp_coherence"),
     "weakscaling": plot_weakscaling,
     "compare": plot_compare,
     "datascaling": plot_datascaling,
@@ -149,7 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not isinstance(doc, dict) or not doc.get("rows"):
                 continue
             out = path.with_suffix(".png")
-            PLOTS[kind](path, doc, out)
+            if not ec.try_plot(lambda o: PLOTS[kind](path, doc, o), out, "plot_results"):
+                return 1
             print(f"wrote {out}")
             wrote += 1
     if not wrote:

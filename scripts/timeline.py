@@ -1,180 +1,19 @@
-"""Summarize a device timeline written by ``bbmm run --profile FILE`` (``bbmm/profile.py``).
-
-Prints, from the saved command lists (so it works on any machine, with no OpenCL):
-
-* one line per device: span, busy ms and GB/s per kind, idle ms and how much of it the
-  device waited for the host to enqueue the next command (as ``bbmm run`` printed it);
-* the ``--gaps N`` longest idle gaps per device, with the commands on either side;
-* the busiest ``(kind, label)`` groups (``--labels N``): which kernel, which copy
-  geometry (``rect WxH``: H rows of W bytes) takes the time, at what GB/s;
-* a per-tile breakdown: the commands cut after each kernel (one kernel per tile, so a
-  segment is one tile's copies and its kernel), averaged per kernel; ``--tiles N`` also
-  lists the N longest segments;
-* ``--plot out.png``: the timeline as bars per device and kind (needs matplotlib, which
-  the GPU machines do not have: draw it here from the fetched file).
+"""``bbmm timeline FILE`` from a checkout (the summary lives in ``bbmm/timeline.py``).
 
 Usage::
 
-    python scripts/timeline.py mvt_timeline.json --gaps 20 --tiles 5 [--plot mvt.png]
+    python scripts/timeline.py mvt.json --gaps 20 --tiles 5 [--plot mvt.png]
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from statistics import mean
-from typing import Any, Mapping, Sequence
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, _ROOT)
 
-from bbmm import profile as pf  # noqa: E402
-from bbmm.diagnostic import BBMMError  # noqa: E402
-
-
-def _ms(us: float) -> str:
-    return f"{us / 1e3:.3f}"
-
-
-def summary_lines(doc: Mapping[str, Any], gaps: int) -> list[str]:
-    """The per-device lines, each device's summary recomputed from its commands with the
-    ``gaps`` longest gaps; then those gaps."""
-    out = []
-    meta = doc.get("meta") or {}
-    if meta:
-        params = " ".join(f"{k}={v}" for k, v in (meta.get("params") or {}).items())
-        wall = meta.get("wall_s")
-        out.append(f"{meta.get('kernel', '?')} {params} tile {meta.get('tile', '?')}" +
-                   (f", run {wall:.3f} s" if isinstance(wall, (int, float)) else ""))
-    entries = []
-    for e in doc["devices"]:
-        e = dict(e)
-        if e.get("profiled", True):
-            e["summary"] = pf.summarize(e["commands"], gaps)
-        entries.append(e)
-    out += pf.format_summary({"devices": entries}).splitlines()
-    for e in entries:
-        if e.get("profiled", True) and gaps > 0 and e["summary"]["gaps"]:
-            out.append(f"longest idle gaps of {e['name']} (host: the part before the next "
-                       f"command was enqueued):")
-            out += pf.format_gaps(e, e["summary"]["gaps"]).splitlines()
-    return out
-
-
-def label_lines(entry: Mapping[str, Any], n: int) -> list[str]:
-    """The ``n`` busiest (kind, label) groups of one device."""
-    groups = pf.by_label(entry["commands"])[:n]
-    if not groups:
-        return []
-    out = [f"busiest commands of {entry['name']}:",
-           f"  {'kind':6} {'label':28} {'count':>7} {'busy ms':>10} {'MB':>10} {'GB/s':>7}"]
-    for g in groups:
-        rate = f"{g['gbps']:.1f}" if g["gbps"] is not None else "-"
-        out.append(f"  {g['kind']:6} {g['label'][:28]:28} {g['count']:>7} "
-                   f"{_ms(g['busy_us']):>10} {g['bytes'] / 1e6:>10.1f} {rate:>7}")
-    return out
-
-
-def tile_lines(entry: Mapping[str, Any], n: int) -> list[str]:
-    """Per-tile breakdown of one device: segments ending in a kernel, averaged per kernel
-    label; then the ``n`` longest segments."""
-    segs = [s for s in pf.segments(entry["commands"]) if s["kernel"] is not None]
-    if not segs:
-        return []
-    out = [f"per tile of {entry['name']} (commands up to and including each kernel; "
-           f"means, ms):",
-           f"  {'kernel':24} {'tiles':>6} {'span':>9} {'kernel':>9} {'h2d':>9} {'h2d MB':>8} "
-           f"{'d2h':>9} {'d2d':>9} {'idle':>9}"]
-    labels: dict[str, list[dict[str, Any]]] = {}
-    for s in segs:
-        labels.setdefault(s["kernel"], []).append(s)
-    for label, group in labels.items():
-        def m(f: Any) -> float:
-            return mean(f(s) for s in group)
-        out.append(f"  {label[:24]:24} {len(group):>6} "
-                   f"{_ms(m(lambda s: s['end_us'] - s['start_us'])):>9} "
-                   f"{_ms(m(lambda s: s['busy_us']['kernel'])):>9} "
-                   f"{_ms(m(lambda s: s['busy_us']['h2d'])):>9} "
-                   f"{m(lambda s: s['bytes']['h2d']) / 1e6:>8.1f} "
-                   f"{_ms(m(lambda s: s['busy_us']['d2h'])):>9} "
-                   f"{_ms(m(lambda s: s['busy_us']['d2d'])):>9} "
-                   f"{_ms(m(lambda s: s['idle_us'])):>9}")
-    if n > 0:
-        out.append(f"  the {min(n, len(segs))} longest tiles:")
-        for s in sorted(segs, key=lambda s: s["start_us"] - s["end_us"])[:n]:
-            out.append(f"    at {_ms(s['start_us'])} ms: {s['kernel']}, span "
-                       f"{_ms(s['end_us'] - s['start_us'])}, kernel "
-                       f"{_ms(s['busy_us']['kernel'])}, h2d {_ms(s['busy_us']['h2d'])} "
-                       f"({s['bytes']['h2d'] / 1e6:.1f} MB), d2h {_ms(s['busy_us']['d2h'])}, "
-                       f"idle {_ms(s['idle_us'])}, {s['commands']} commands")
-    return out
-
-
-COLORS = {"h2d": "tab:blue", "d2h": "tab:orange", "d2d": "tab:purple", "kernel": "tab:green",
-          "fill": "tab:gray"}
-
-
-def plot(doc: Mapping[str, Any], path: str) -> bool:
-    """Bars per device and kind on one time axis (ms, each device from its own first
-    command plus its offset); False when matplotlib is missing."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    entries = [e for e in doc["devices"] if e.get("commands")]
-    rows = [(e, k) for e in entries for k in pf.KINDS
-            if any(c["kind"] == k for c in e["commands"])]
-    fig, ax = plt.subplots(figsize=(12, 0.5 * len(rows) + 1.5))
-    for y, (e, k) in enumerate(rows):
-        off = e.get("offset_us", 0.0)
-        bars = [((c["start_us"] + off) / 1e3, max(c["end_us"] - c["start_us"], 0.0) / 1e3)
-                for c in e["commands"] if c["kind"] == k]
-        ax.broken_barh(bars, (y - 0.4, 0.8), color=COLORS.get(k, "black"))
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{e['name']} {k}" for e, k in rows])
-    ax.set_xlabel("ms")
-    meta = doc.get("meta") or {}
-    ax.set_title(f"{meta.get('kernel', '')} device timeline")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("file", help="a timeline written by bbmm run --profile FILE")
-    p.add_argument("--gaps", type=int, default=10, metavar="N",
-                   help="longest idle gaps listed per device (default 10)")
-    p.add_argument("--labels", type=int, default=10, metavar="N",
-                   help="busiest (kind, label) groups listed per device (default 10)")
-    p.add_argument("--tiles", type=int, default=0, metavar="N",
-                   help="also list the N longest tiles per device (default 0)")
-    p.add_argument("--plot", metavar="PNG", default=None,
-                   help="draw the timeline into PNG (needs matplotlib)")
-    args = p.parse_args(argv)
-    try:
-        doc = pf.load(args.file)
-    except BBMMError as e:
-        print(f"timeline: error: {e}", file=sys.stderr)
-        return 2
-    lines = summary_lines(doc, args.gaps)
-    for e in doc["devices"]:
-        if e.get("commands"):
-            lines += label_lines(e, args.labels)
-            lines += tile_lines(e, args.tiles)
-    print("\n".join(lines))
-    if args.plot:
-        if plot(doc, args.plot):
-            print(f"wrote {args.plot}")
-        else:
-            print("timeline: no matplotlib here: no plot (draw it where matplotlib is)",
-                  file=sys.stderr)
-    return 0
-
+from bbmm.timeline import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

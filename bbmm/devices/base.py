@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -124,6 +124,14 @@ class Device(ABC):
     """``write_rect(side=True)`` really runs beside the queue (:meth:`write_rect`)."""
     last: Any = None
     """The event of the last kernel this device enqueued (None: it has no events)."""
+    profiling: bool = False
+    """Whether this device records its commands for a timeline (:meth:`note` names them)."""
+
+    def note(self, what: Mapping[str, Any] | None) -> None:
+        """Describe the commands enqueued next (the array and box a copy moves, the tile a
+        kernel runs): a profiling device keeps ``what`` with each of them, so that a
+        timeline names them; others ignore it. Callers build ``what`` only where
+        :attr:`profiling` is true."""
 
     @property
     def cap(self) -> int:

@@ -38,7 +38,9 @@ manager answers by evicting and retrying.
 
 With ``profile=True`` (:func:`make_devices`, ``bbmm run --profile FILE``) a device's queue
 is created with ``PROFILING_ENABLE`` and each command it enqueues is kept in a
-:class:`CommandLog` as ``(kind, label, bytes, event)``; :meth:`OpenCLDevice.take_profile`
+:class:`CommandLog` as ``(kind, label, bytes, event, queue, what)`` (``what``: the array
+and box or the tile the runtime named with :meth:`OpenCLDevice.note`);
+:meth:`OpenCLDevice.take_profile`
 reads the events' timestamps once the queue has finished (:mod:`bbmm.profile` turns them
 into a timeline). The hot paths call their enqueue functions through instance attributes
 (``self._h2d`` ...) that are pyopencl's own functions when profiling is off, so that costs
@@ -51,10 +53,11 @@ import os
 import re
 import subprocess
 import threading
+import time
 import warnings
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyopencl as cl
@@ -570,38 +573,58 @@ def _set_changed(kernel: Any, args: Sequence[Any]) -> None:
 # {{{ profiling
 
 class CommandLog:
-    """The commands a profiling device enqueued, as ``(kind, label, bytes, event)``.
+    """The commands a profiling device enqueued, as ``(kind, label, bytes, event, queue,
+    what)``.
 
     ``kind`` is ``h2d``, ``d2h``, ``d2d``, ``kernel`` or ``fill``; ``label`` is a
     ``cl.Kernel`` (named when read), a rect copy's extent ``(row bytes, rows, slices)``,
-    or a string. Recording is one append; the events' timestamps are read only by
-    :meth:`take`, after the queue has finished. Past ``limit`` records, commands are only
-    counted (:attr:`dropped`).
+    or a string; ``queue`` is the queue it went to (a device has up to three: its own,
+    the side queue of read-ins, the queue of first touches); ``what`` is the device's
+    :attr:`what` when it was enqueued (the array and box of a copy, the tile of a
+    kernel: :meth:`OpenCLDevice.note`). Recording is one append; the events' timestamps
+    are read only by :meth:`take`, after the queue has finished. Past ``limit`` records,
+    commands are only counted (:attr:`dropped`). ``host_ns``, the host's
+    ``perf_counter_ns`` just after the first record's enqueue, ties the device's clock to
+    the host's (with that command's queued timestamp).
     """
 
-    __slots__ = ("records", "limit", "dropped")
+    __slots__ = ("records", "limit", "dropped", "what", "host_ns")
 
     def __init__(self, limit: int = PROFILE_LIMIT):
-        self.records: list[tuple[str, Any, int, Any]] = []
+        self.records: list[tuple[str, Any, int, Any, Any, Any]] = []
         self.limit = limit
         self.dropped = 0
+        self.what: Any = None
+        self.host_ns: int | None = None
 
-    def add(self, kind: str, label: Any, nbytes: int, event: Any) -> None:
-        if len(self.records) < self.limit:
-            self.records.append((kind, label, nbytes, event))
+    def add(self, kind: str, label: Any, nbytes: int, event: Any, queue: Any = None,
+            noted: bool = True) -> None:
+        """Record one command; ``noted``: it is the one :attr:`what` describes (a first
+        touch's fill is not)."""
+        records = self.records
+        if len(records) < self.limit:
+            if not records:
+                self.host_ns = time.perf_counter_ns()
+            records.append((kind, label, nbytes, event, queue, self.what if noted else None))
         else:
             self.dropped += 1
 
-    def take(self) -> dict[str, Any]:
+    def take(self, queues: Mapping[int, str] | None = None) -> dict[str, Any]:
         """The records with their timestamps (ns, device clock), then forget them:
-        ``{"commands": [(kind, label, bytes, queued, submit, start, end)], "dropped",
-        "limit", "unreadable"}``; ``queued`` and ``submit`` are None where the driver
-        does not give them, and events without start and end are counted as unreadable.
-        Every event must be complete."""
+        ``{"commands": [(kind, label, bytes, queued, submit, start, end, queue, what)],
+        "dropped", "limit", "unreadable", "host_ns", "host_queued"}``; ``queued`` and
+        ``submit`` are None where the driver does not give them, and events without start
+        and end are counted as unreadable. ``queue`` is the name ``queues`` gives the
+        command's queue (by ``id``; ``"queue"`` where it names none). ``host_ns`` and
+        ``host_queued`` are the host's clock just after the first record's enqueue and
+        that command's queued timestamp (None where unknown). Every event must be
+        complete."""
         names: dict[int, str] = {}
+        queues = queues or {}
         out = []
         unreadable = 0
-        for kind, label, nbytes, evt in self.records:
+        host_queued = None
+        for i, (kind, label, nbytes, evt, queue, what) in enumerate(self.records):
             try:
                 prof = evt.profile
                 start, end = int(prof.start), int(prof.end)
@@ -612,11 +635,17 @@ class CommandLog:
                 queued, submit = int(prof.queued), int(prof.submit)
             except cl.Error:
                 queued = submit = None
-            out.append((kind, _label_text(label, names), nbytes, queued, submit, start, end))
+            if i == 0:
+                host_queued = queued
+            out.append((kind, _label_text(label, names), nbytes, queued, submit, start, end,
+                        queues.get(id(queue), "queue"), what))
         doc = {"commands": out, "dropped": self.dropped, "limit": self.limit,
-               "unreadable": unreadable}
+               "unreadable": unreadable,
+               "host_ns": self.host_ns if host_queued is not None else None,
+               "host_queued": host_queued}
         self.records = []
         self.dropped = 0
+        self.host_ns = None
         return doc
 
 
@@ -667,12 +696,12 @@ def _recording_copy(kind: str, log: CommandLog) -> Any:
         held = plain(evt.int_ptr) if isinstance(evt, nanny) else evt
         region = kw.get("region")
         if region is not None:
-            log.add(kind, tuple(region), region[0] * region[1] * region[2], held)
+            log.add(kind, tuple(region), region[0] * region[1] * region[2], held, queue)
         elif "byte_count" in kw:
-            log.add(kind, "linear", kw["byte_count"], held)
+            log.add(kind, "linear", kw["byte_count"], held, queue)
         else:
             host = src if isinstance(src, np.ndarray) else dest
-            log.add(kind, "linear", host.nbytes, held)
+            log.add(kind, "linear", host.nbytes, held, queue)
         return evt
     return copy
 
@@ -683,7 +712,7 @@ def _recording_kernel(log: CommandLog) -> Any:
 
     def launch(queue: Any, kernel: Any, global_size: Any, local_size: Any) -> Any:
         evt = enqueue(queue, kernel, global_size, local_size)
-        log.add("kernel", kernel, 0, evt)
+        log.add("kernel", kernel, 0, evt, queue)
         return evt
     return launch
 
@@ -694,7 +723,7 @@ def _recording_fill(log: CommandLog) -> Any:
 
     def fill(queue: Any, buf: Any, pattern: Any, offset: int, size: int) -> Any:
         evt = enqueue(queue, buf, pattern, offset, size)
-        log.add("fill", "fill", size, evt)
+        log.add("fill", "fill", size, evt, queue, False)
         return evt
     return fill
 
@@ -816,9 +845,20 @@ class OpenCLDevice(Device):
         if self._log is None:
             return None
         self.finish()
-        doc = self._log.take()
+        if self._touch_queue is not None:
+            self._touch_queue.finish()
+        queues = {id(self.queue): "queue"}
+        if self._side_queue is not None:
+            queues[id(self._side_queue)] = "side queue"
+        if self._touch_queue is not None:
+            queues[id(self._touch_queue)] = "first touch"
+        doc = self._log.take(queues)
         doc.update(name=self.name, physical=self.physical_name)
         return doc
+
+    def note(self, what: Mapping[str, Any] | None) -> None:
+        if self._log is not None:
+            self._log.what = what
 
     # }}}
 
@@ -1143,7 +1183,7 @@ class OpenCLDevice(Device):
             evt = cl.enqueue_nd_range_kernel(self.queue, k, (ext[0] // unit, ext[1], ext[2]),
                                              None)
             if self._log is not None:
-                self._log.add("d2d", "kernel copy", ext[0] * ext[1] * ext[2], evt)
+                self._log.add("d2d", "kernel copy", ext[0] * ext[1] * ext[2], evt, self.queue)
         return evt
 
     # }}}

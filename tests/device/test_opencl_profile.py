@@ -1,5 +1,6 @@
 """Profiling devices (``make_devices(profile=True)``): every command recorded with its
-kind, label, bytes and event, read after the queue finished; nothing changes when off."""
+kind, label, bytes, event, queue and note, read after the queue finished; nothing changes
+when off."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,8 +42,11 @@ def test_every_command_is_recorded_with_its_kind_and_bytes(make):
     a = dev.alloc(box.volume * 4)
     b = dev.alloc(col.volume * 4)
     c = dev.alloc(box.volume * 4)
+    dev.note({"array": "A", "box": box, "for": "readin"})
     dev.write_rect(a, box, box, host)                     # h2d linear, 1200 bytes
+    dev.note({"array": "A", "box": col, "for": "readin"})
     dev.write_rect(b, col, col, host)                     # h2d rect 16 x 20, 320 bytes
+    dev.note({"tile": "t0"})
     k = dev.kernel(SCALE, "twice")
     dev.launch(k, (box.volume,), None, [a.buf, np.int64(a.offset // 4), np.int32(box.volume)])
     dev.copy_rect(c, box, a, box, Box((3, 2), (5, 9)), 4)  # d2d rect within one arena: kernel
@@ -56,13 +60,24 @@ def test_every_command_is_recorded_with_its_kind_and_bytes(make):
                    ("h2d", "linear", 1200), ("h2d", "rect 16x20", 320),
                    ("kernel", "twice", 0), ("d2d", "kernel copy", 3 * 8 * 4),
                    ("d2h", "linear", 1200), ("d2h", "rect 16x2", 32)]
-    for *_, queued, submit, start, end in doc["commands"]:
+    for _, _, _, queued, submit, start, end, queue, _ in doc["commands"]:
         assert 0 < start <= end
         assert queued is None or queued <= start
+        assert queue == "queue"  # blocking copies and kernels: the device's own queue
+    # each command with the note said before it; the arena's fill with none
+    whats = [c[8] for c in doc["commands"]]
+    assert whats[0] is None and whats[1] == {"array": "A", "box": box, "for": "readin"}
+    assert whats[2]["box"] == col and whats[3] == whats[4] == whats[5] == {"tile": "t0"}
+    # the host's clock just after the first enqueue, and that command's queued time
+    assert doc["host_ns"] is None or doc["host_queued"] == doc["commands"][0][3]
     np.testing.assert_array_equal(out[box.slices()], 2 * host[box.slices()])
     # taken once: the next call sees only what came after
     dev.write_rect(a, box, Box((2, 0), (2, 29)), host)
     assert [c[:3] for c in dev.take_profile()["commands"]] == [("h2d", "linear", 120)]
+    # a read-in beside the queue (side=True) is on the side queue's track
+    dev.write_rect(a, box, box, host, blocking=False, side=True)
+    dev.finish()
+    assert [(c[0], c[7]) for c in dev.take_profile()["commands"]] == [("h2d", "side queue")]
     # a copy between two arenas: clEnqueueCopyBufferRect
     dev.alloc(dev.pool.stats().largest_free)  # the first arena is full now
     d = dev.alloc(box.volume * 4)

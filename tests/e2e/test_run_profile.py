@@ -1,7 +1,8 @@
 """End-to-end: ``bbmm run --profile FILE`` on PoCL logical devices under a tight memory cap
-(boxes evicted and read in again): the timeline holds every kind of command, its times add
-up, and its copy bytes are the run's own counts; a bad path is one line before the run;
-``scripts/timeline.py`` summarizes the file."""
+(boxes evicted and read in again): the file is a Chrome trace (checked against the trace
+event format), the timeline holds every kind of command named with its array and box or
+its tile, its times add up, and its copy bytes are the run's own counts; a bad path is one
+line before the run; ``bbmm timeline`` summarizes the file."""
 from __future__ import annotations
 
 import json
@@ -12,15 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from bbmm import profile as pf
 from bbmm.cli import main
 from bbmm.profile import ENV, KINDS
 from needs import needs_cl  # skipped only without an OpenCL platform
+from tracecheck import check_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 MVT = ROOT / "polybench" / "mvt.c"
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import timeline  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -39,13 +39,13 @@ def run_mvt(tmp_path, ndev, *extra):
     else:
         argv += ["--profile", str(prof)]
     assert main(argv) == 0
-    return json.loads(prof.read_text()), json.loads(rep.read_text()), prof
+    return pf.load(str(prof)), json.loads(rep.read_text()), prof
 
 
 @needs_cl
 @pytest.mark.parametrize("ndev", [1, 2])
 def test_mvt_timeline_under_box_out(ndev, tmp_path, capsys):
-    doc, rep, _ = run_mvt(tmp_path, ndev)
+    doc, rep, prof = run_mvt(tmp_path, ndev)
     assert rep["check"] == "pass"
     assert len(doc["devices"]) == ndev and not doc["truncated"]
     assert doc["meta"]["kernel"] == "mvt" and doc["meta"]["tile"] == 16
@@ -74,6 +74,36 @@ def test_mvt_timeline_under_box_out(ndev, tmp_path, capsys):
         assert sum(c["bytes"] for c in cmds if c["kind"] == "d2h") == stats["d2h_bytes"]
         assert sum(c["bytes"] for c in cmds if c["kind"] == "d2d") == stats["d2d_bytes"]
         assert s["bytes"]["h2d"] == stats["h2d_bytes"]
+    # the file as Perfetto reads it: one process per device, a thread per queue it used,
+    # the host's steps; every copy named with its array and box, every kernel with its tile
+    trace = json.loads(prof.read_text())
+    got = check_trace(trace)
+    assert got["processes"][0] == "host"
+    assert [got["processes"][i + 1].split()[0] for i in range(ndev)] == \
+        [f"cl{i}" for i in range(ndev)]
+    assert got["threads"][(0, 0)] == "steps"
+    assert {n for (p, _), n in got["threads"].items() if p > 0} <= set(pf.QUEUES)
+    assert all(got["threads"][(p, 1)] == "queue" for p in range(1, ndev + 1))
+    host = [ev for ev in got["complete"] if ev["pid"] == 0]
+    run = next(ev for ev in host if ev["name"] == "run")
+    assert {"acquire", "compute", "flowout", "writeout", "release"} <= {ev["name"] for ev in host}
+    assert all(run["ts"] <= ev["ts"] and ev["ts"] + ev["dur"] <= run["ts"] + run["dur"] + 1e-3
+               for ev in host)
+    assert rep["wall_s"] * 1e6 == pytest.approx(run["dur"], rel=1e-3)
+    copies = [ev for ev in got["complete"] if ev["cat"] in ("h2d", "d2h", "d2d")]
+    arrays = {"A", "x1", "x2", "y1", "y2"}
+    assert copies and all(ev["args"]["array"] in arrays and ev["args"]["box"].startswith("[")
+                          and ev["name"] == f"{ev['cat']} {ev['args']['array']}{ev['args']['box']}"
+                          for ev in copies)
+    assert {ev["args"]["for"] for ev in copies} >= {"readin", "writeout"}
+    kernels = [ev for ev in got["complete"] if ev["cat"] == "kernel"]
+    assert all(ev["name"].startswith(ev["args"]["label"] + " nest") and " tile " in ev["name"]
+               for ev in kernels)
+    assert all(any(b.startswith("A[") for b in ev["args"]["boxes"]) for ev in kernels)
+    # devices on the host's clock (PoCL gives queued timestamps): inside the run, give or
+    # take the last commands' completion after the host's last step
+    for ev in copies + kernels:
+        assert ev["ts"] >= run["ts"] - 1e3
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("bbmm: device timeline in ")
     lines = [line for line in err if line.startswith("  cl")]
@@ -82,10 +112,10 @@ def test_mvt_timeline_under_box_out(ndev, tmp_path, capsys):
 
 
 @needs_cl
-def test_timeline_script_on_a_run(tmp_path, capsys):
+def test_bbmm_timeline_on_a_run(tmp_path, capsys):
     _, _, prof = run_mvt(tmp_path, 1)
     capsys.readouterr()
-    assert timeline.main([str(prof), "--gaps", "3", "--tiles", "2"]) == 0
+    assert main(["timeline", str(prof), "--gaps", "3", "--tiles", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("mvt m=256 n=128 tile 16, run ")
     assert out[1].startswith("cl0: span ") and "h2d" in out[1]
@@ -95,7 +125,7 @@ def test_timeline_script_on_a_run(tmp_path, capsys):
     assert any(line.split()[:2] == ["h2d", "rect"] for line in out)  # A's column boxes
     pytest.importorskip("matplotlib")
     png = tmp_path / "t.png"
-    assert timeline.main([str(prof), "--plot", str(png)]) == 0
+    assert main(["timeline", str(prof), "--plot", str(png)]) == 0
     assert png.stat().st_size > 0
 
 
@@ -146,7 +176,8 @@ def test_standalone_driver_writes_a_timeline(tmp_path):
                         "--profile", str(prof), "--json", str(tmp_path / "r.json")],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
-    doc = json.loads(prof.read_text())
+    check_trace(json.loads(prof.read_text()))
+    doc = pf.load(str(prof))
     assert [d["name"] for d in doc["devices"]] == ["cl0", "cl1"]
     # 2 steps of 2 nests, one tile per device each; a tile whose flow-out row the other
     # device holds runs as two launches, that row first ($BBMM_EDGE)

@@ -291,6 +291,83 @@ def test_plot_results_redraws_gpu_results(tmp_path):
     assert plot_results.main([str(empty)]) == 1
 
 
+def test_plot_results_knows_allocation_table4_and_coherence(tmp_path, capsys):
+    """The result files of exp_allocation, exp_table4 and exp_coherence plot with the
+    scripts' own figure functions."""
+    import shutil
+
+    import plot_results
+    pytest.importorskip("matplotlib")
+    src = ROOT / "results" / "pocl-cpu-2026-11-22"
+    for name in ("allocation.json", "table4.json", "coherence.json"):
+        shutil.copy(src / name, tmp_path / name)
+    shutil.copy(ROOT / "results" / "h200x2-2026-11-25" / "table4.json",
+                tmp_path / "table4_h200.json")
+    assert plot_results.main([str(tmp_path)]) == 0
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert pngs == ["allocation.png", "coherence.png", "table4.png", "table4_h200.png"]
+    for p in tmp_path.glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert capsys.readouterr().out.count("wrote ") == 4
+
+
+def test_no_matplotlib_skips_the_plot_with_one_note(tmp_path, monkeypatch, capsys):
+    """Without matplotlib an experiment still writes its CSV and JSON and says once that
+    the plot was skipped; plot_results.py says so and draws nothing."""
+    import argparse
+    import shutil
+
+    import exp_coherence
+    import plot_results
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError):
+        ec.plt()
+    rows = [{"program": "floyd", "ndev": 1, "block_total_per_iter": 10.0,
+             "exact_total_per_iter": 5.0, "minimum_per_iter": 4.0}]
+    args = argparse.Namespace(no_plot=False, sizes="tiny", platform=None)
+    paths = ec.finish("coherence", args, tmp_path, rows, "the table",
+                      lambda path: exp_coherence.draw(rows, path, note="n"))
+    assert sorted(paths) == ["csv", "json"]
+    assert (tmp_path / "coherence.csv").read_text().startswith("program,ndev,")
+    assert json.loads((tmp_path / "coherence.json").read_text())["rows"] == rows
+    assert not (tmp_path / "coherence.png").exists()
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("coherence: no matplotlib here: plot skipped")
+    assert "the table" in captured.out and "coherence.png" not in captured.out
+    # an ImportError of something else is not taken for a missing matplotlib
+    def broken(path):
+        import bbmm_no_such_module  # noqa: F401
+    with pytest.raises(ImportError):
+        ec.try_plot(broken, tmp_path / "x.png", "x")
+    # plot_results.py: one note, exit 1, no figure
+    folder = tmp_path / "res"
+    folder.mkdir()
+    shutil.copy(ROOT / "results" / "pocl-cpu-2026-11-22" / "table4.json", folder)
+    assert plot_results.main([str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("plot_results: no matplotlib here") and err.count("\n") == 1
+    assert not list(folder.glob("*.png"))
+
+
+def test_one_progress_bar(monkeypatch, capsys):
+    """The scripts draw hostlib's progress bar (generated drivers draw it too)."""
+    from bbmm.hostlib import Progress
+
+    assert ec.Progress is Progress and not hasattr(ec, "Bar")
+    bar = Progress(2, "exp", enabled=True)
+    bar.show("floyd x1")
+    bar.step(what="floyd x1")
+    bar.step(what="mvt x1")
+    bar.close()
+    err = capsys.readouterr().err
+    assert "exp [" in err and "2/2" in err and err.rstrip().endswith("mvt x1")
+    quiet = Progress(2, "exp", enabled=False)
+    quiet.step(what="x")
+    assert quiet.done == 1 and capsys.readouterr().err == ""
+
+
 def test_floor_bytes_are_the_exact_minimum():
     """bench_floor's per-device bytes: floyd reads and writes its row block and moves row
     k; heat2d's two nests each read one array and write the other, with halo rows."""

@@ -1,5 +1,5 @@
-"""Device timelines (``bbmm/profile.py``, ``scripts/timeline.py``) from synthetic commands:
-no OpenCL needed."""
+"""Run timelines and their Chrome traces (``bbmm/profile.py``, ``bbmm timeline``,
+``bbmm/timeline.py``) from synthetic commands: no OpenCL needed."""
 from __future__ import annotations
 
 import argparse
@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from bbmm import profile as pf
+from bbmm.box import Box
+from bbmm import timeline
+from bbmm.cli import main as cli_main
 from bbmm.diagnostic import UsageError
+from tracecheck import check_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import timeline  # noqa: E402
 
 
 def cmd(kind, start, end, nbytes=0, label=None, queued=None):
@@ -75,13 +76,18 @@ def test_by_label_busiest_first():
     assert next(g for g in groups if g["label"] == "k1")["gbps"] is None
 
 
-def raw_device(name="cl0", base=1_000_000, dropped=0):
-    """What OpenCLDevice.take_profile returns (ns, device clock)."""
-    cmds = [("kernel", "k", 0, base + 500, base + 600, base + 2000, base + 3000),
-            ("h2d", "linear", 4096, base - 100, base, base + 1000, base + 1500),
-            ("d2h", "linear", 64, None, None, base + 4000, base + 3999)]  # end < start
+def raw_device(name="cl0", base=1_000_000, dropped=0, host_ns=None):
+    """What OpenCLDevice.take_profile returns (ns, device clock), commands in the order
+    they were enqueued; ``host_ns``: the host's clock just after the first enqueue."""
+    cmds = [("h2d", "linear", 4096, base - 100, base, base + 1000, base + 1500, "side queue",
+             {"array": "A", "box": Box((0, 0), (3, 255)), "for": "readin"}),
+            ("kernel", "k", 0, base + 500, base + 600, base + 2000, base + 3000, "queue",
+             {"tile": "nest0 tile 0", "rows": (0, 1), "boxes": [("A", Box((0, 0), (3, 255)))]}),
+            ("d2h", "linear", 64, None, None, base + 4000, base + 3999, "queue",  # end < start
+             {"array": "A", "box": Box((0, 0), (0, 15)), "for": "writeout"})]
     return {"name": name, "physical": "fake", "commands": cmds, "dropped": dropped,
-            "limit": 3, "unreadable": 1}
+            "limit": 3, "unreadable": 1, "host_ns": host_ns,
+            "host_queued": None if host_ns is None else base - 100}
 
 
 def test_device_timeline_is_relative_to_the_first_start():
@@ -93,8 +99,22 @@ def test_device_timeline_is_relative_to_the_first_start():
     assert c[2]["end_us"] == c[2]["start_us"] == 3.0 and c[2]["queued_us"] is None
     assert e["clamped"] == 1 and e["unreadable"] == 1 and not e["truncated"]
     assert e["summary"]["span_us"] == 3.0
+    assert [x["queue"] for x in c] == ["side queue", "queue", "queue"]
+    assert c[0]["what"] == {"array": "A", "box": "[0:3, 0:255]", "for": "readin"}
+    assert c[1]["what"]["rows"] == [0, 1] and c[1]["what"]["boxes"] == ["A[0:3, 0:255]"]
+    assert e["host_origin_ns"] is None
+    # tied to the host's clock: the first start is 1100 ns after the first enqueue
+    assert pf.device_timeline(raw_device(host_ns=7_000))["host_origin_ns"] == 8_100
     assert pf.device_timeline(raw_device(dropped=7))["truncated"]
     assert not pf.device_timeline(None, "null0")["profiled"]
+
+
+def test_event_names_say_array_and_box_or_kernel_and_tile():
+    c = pf.device_timeline(raw_device())["commands"]
+    assert [pf.event_name(x) for x in c] == ["h2d A[0:3, 0:255]", "k nest0 tile 0 rows 0..1",
+                                             "d2h A[0:0, 0:15]"]
+    assert pf.event_name(cmd("fill", 0, 1)) == "fill"
+    assert pf.event_name(cmd("d2d", 0, 1, label="rect 8x2")) == "d2d rect 8x2"
 
 
 class FakeDevice:
@@ -107,19 +127,46 @@ class FakeDevice:
 
 
 def test_collect_write_load_and_the_summary_lines(tmp_path, capsys):
-    devs = [FakeDevice(raw_device("cl0")), FakeDevice(raw_device("cl1", base=1_002_000,
-                                                                 dropped=5)),
+    devs = [FakeDevice(raw_device("cl0", host_ns=5_000_000)),
+            FakeDevice(raw_device("cl1", base=1_002_000, dropped=5, host_ns=5_003_000)),
             FakeDevice(None)]
     path = tmp_path / "t.json"
+    host = [("run", 0.005, 0.0051), ("acquire", 0.005, 0.0050005)]
     doc = pf.write_timeline(str(path), devs, {"kernel": "k", "params": {"n": 4}, "tile": 2,
-                                              "wall_s": 0.5})
-    assert doc["truncated"] and doc["devices"][1]["offset_us"] == 2.0
+                                              "wall_s": 0.5}, host=host)
+    # the time axis starts with the run; each device's first start after its enqueue
+    assert doc["truncated"] and doc["devices"][0]["aligned"]
+    assert doc["devices"][0]["offset_us"] == pytest.approx(1.1)
+    assert doc["devices"][1]["offset_us"] == pytest.approx(4.1)
+    assert doc["host"][0] == {"name": "run", "start_us": 0.0, "end_us": pytest.approx(100.0)}
     err = capsys.readouterr().err.splitlines()
-    assert err[0] == f"bbmm: device timeline in {path}:" and len(err) == 4
+    assert err[0].startswith(f"bbmm: device timeline in {path} (a Chrome trace") and len(err) == 4
     assert err[1].startswith("  cl0: span 0.003 ms, 3 commands; h2d 0.001 ms 8.2 GB/s")
     assert "recording stopped after 3 commands (5 more not recorded)" in err[2]
     assert err[3] == "  dry0: not profiled"
-    assert pf.load(str(path)) == json.loads(json.dumps(doc))
+    trace = json.loads(path.read_text())
+    got = check_trace(trace)
+    assert got["processes"] == {0: "host", 1: "cl0 (fake)", 2: "cl1 (fake)", 3: "dry0"}
+    assert got["threads"] == {(0, 0): "steps", (1, 1): "queue", (1, 2): "side queue",
+                              (2, 1): "queue", (2, 2): "side queue"}
+    h2d = next(ev for ev in got["complete"] if ev["pid"] == 2 and ev["cat"] == "h2d")
+    assert h2d["name"] == "h2d A[0:3, 0:255]" and h2d["tid"] == 2
+    assert h2d["ts"] == pytest.approx(4.1) and h2d["dur"] == pytest.approx(0.5)
+    assert h2d["args"] == {"bytes": 4096, "label": "linear", "array": "A",
+                           "box": "[0:3, 0:255]", "for": "readin",
+                           "queued_us": pytest.approx(3.0), "submit_us": pytest.approx(3.1)}
+    assert trace["otherData"]["meta"]["kernel"] == "k"
+    assert trace["otherData"]["devices"][1]["summary"]["commands"] == 3
+    # read back: the same commands, times from each device's first start
+    back = pf.load(str(path))
+    for a, b in zip(doc["devices"], back["devices"]):
+        assert a["name"] == b["name"] and len(a["commands"]) == len(b["commands"])
+        for x, y in zip(a["commands"], b["commands"]):
+            assert {k: v for k, v in x.items() if not k.endswith("_us")} == \
+                {k: v for k, v in y.items() if not k.endswith("_us")}
+            for k in ("start_us", "end_us", "queued_us", "submit_us"):
+                assert y[k] == (None if x[k] is None else pytest.approx(x[k]))
+    assert back["host"][1]["name"] == "acquire" and back["meta"] == doc["meta"]
     # a .gz path is written and read gzip-compressed; a truncated one is a one-line error
     gz = tmp_path / "t.json.gz"
     pf.write(str(gz), doc)
@@ -128,6 +175,14 @@ def test_collect_write_load_and_the_summary_lines(tmp_path, capsys):
     cut.write_bytes(gz.read_bytes()[:20])
     with pytest.raises(UsageError, match="cannot read a timeline"):
         pf.load(str(cut))
+
+
+def test_devices_without_a_tie_to_the_host_align_by_their_first_starts():
+    devs = [FakeDevice(raw_device("cl0")), FakeDevice(raw_device("cl1", base=1_002_000))]
+    doc = pf.collect(devs, host=[("run", 1.0, 2.0)])
+    assert [d["offset_us"] for d in doc["devices"]] == [0.0, 2.0]
+    assert not doc["devices"][0]["aligned"]
+    check_trace(pf.to_trace(doc))
 
 
 def test_bad_targets_are_one_line_usage_errors(tmp_path, monkeypatch):
@@ -141,10 +196,10 @@ def test_bad_targets_are_one_line_usage_errors(tmp_path, monkeypatch):
     assert pf.target(None) == str(tmp_path / "env.json")
     assert pf.target(str(tmp_path / "arg.json")) == str(tmp_path / "arg.json")
     with pytest.raises(UsageError, match=r"--profile .*: cannot write: "):
-        pf.write(str(tmp_path / "missing" / "t.json"), {"format": pf.FORMAT})
+        pf.write(str(tmp_path / "missing" / "t.json"), {"devices": []})
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
-    with pytest.raises(UsageError, match="not a bbmm timeline"):
+    with pytest.raises(UsageError, match="not a bbmm trace"):
         pf.load(str(bad))
     with pytest.raises(UsageError, match="cannot read"):
         pf.load(str(tmp_path / "none.json"))
@@ -161,14 +216,18 @@ def test_profile_is_refused_with_mpi(tmp_path, monkeypatch):
     assert profile_path(args) == str(tmp_path / "t.json")
 
 
-def test_timeline_script_on_a_synthetic_file(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("saved", ["trace", "old format"])
+def test_bbmm_timeline_on_a_synthetic_file(saved, tmp_path, capsys, monkeypatch):
     path = tmp_path / "t.json"
-    doc = {"format": pf.FORMAT, "meta": {"kernel": "mvt", "params": {"m": 8}, "tile": 2,
-                                         "wall_s": 0.1},
+    doc = {"meta": {"kernel": "mvt", "params": {"m": 8}, "tile": 2, "wall_s": 0.1},
            "devices": [{"name": "cl0", "profiled": True, "commands": COMMANDS,
                         "summary": pf.summarize(COMMANDS)}]}
-    path.write_text(json.dumps(doc))
-    assert timeline.main([str(path), "--gaps", "1", "--tiles", "2"]) == 0
+    if saved == "trace":
+        pf.write(str(path), doc)
+        check_trace(json.loads(path.read_text()))
+    else:  # a timeline saved before traces (results/ holds some) is read as it is
+        path.write_text(json.dumps({"format": pf.OLD_FORMAT, **doc}))
+    assert cli_main(["timeline", str(path), "--gaps", "1", "--tiles", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "mvt m=8 tile 2, run 0.100 s"
     assert out[1].startswith("cl0: span 0.072 ms, 5 commands; h2d 0.020 ms 150.0 GB/s")
@@ -180,6 +239,30 @@ def test_timeline_script_on_a_synthetic_file(tmp_path, capsys, monkeypatch):
     # no matplotlib: the summary still prints and the plot is skipped with a note
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert timeline.main([str(path), "--plot", str(tmp_path / "t.png")]) == 0
-    assert "no matplotlib" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no matplotlib here: plot skipped" in err and err.count("\n") == 1
     assert not (tmp_path / "t.png").exists()
-    assert timeline.main([str(tmp_path / "none.json")]) == 2
+
+
+def test_bbmm_timeline_on_a_file_that_is_no_trace_is_one_line(tmp_path, capsys):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"traceEvents": [], "displayTimeUnit": "ms"}))
+    for path, what in ((tmp_path / "none.json", "cannot read a timeline"),
+                       (other, "not a bbmm trace")):
+        assert cli_main(["timeline", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"bbmm: error: {path}: {what}") and err.count("\n") == 1
+    assert timeline.main([str(other)]) == 2
+
+
+def test_the_checkout_script_is_bbmm_timeline(tmp_path):
+    import subprocess
+
+    path = tmp_path / "t.json"
+    pf.write(str(path), {"meta": {"kernel": "mvt"}, "devices": [
+        {"name": "cl0", "profiled": True, "commands": COMMANDS,
+         "summary": pf.summarize(COMMANDS)}]})
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "timeline.py"), str(path)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1].startswith("cl0: span 0.072 ms, 5 commands")
