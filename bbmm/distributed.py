@@ -311,6 +311,7 @@ class DistributedRuntime:
         t0 = time.perf_counter()
         plan = self.memo.plan(self.own, tiles, self.rank_of)
         st.plan_s += time.perf_counter() - t0
+        self._step("plan", t0)
         for stage, msgs in plan:
             st.stages += 1
             mine = [t if lo == 0 else _moved(t, t.device - lo)
@@ -408,6 +409,7 @@ class DistributedRuntime:
                 for a, b in items:
                     directory.host_newer(a, b)
         self._count(kind, bufs, sizes, t0)
+        self._step(kind, t0)
 
     def _send_before(self, sends: list[tuple[int, list[tuple[str, Box]]]],
                      box: dict[str, Any], replaying: bool) -> None:
@@ -441,6 +443,13 @@ class DistributedRuntime:
         bufs = {dst: pack(host, items) for dst, items in sends}
         self.comm.exchange(bufs, {})
         self._count("exchange", bufs, {}, t0)
+        self._step("send", t0)
+
+    def _step(self, name: str, t0: float) -> None:
+        """A host step of this rank, from ``t0`` to now, for ``--profile``'s timeline."""
+        log = self.local.host_log
+        if log is not None:
+            log.append((name, t0, time.perf_counter()))
 
     def _refresh(self, array: str, region: Box) -> None:
         """Newest values of ``region`` still on a device (not flowed out: block

@@ -139,8 +139,11 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
                 tile: int | None = None, mode: str = "disjoint", reuse: bool = True,
                 coherence: str = "exact", gather: bool = True,
                 progress: bool | None = None, fuse: float | None = None,
-                replay: bool | None = None) -> MPIResult:
-    """Run a driver module over the ranks of ``comm``; every rank calls it."""
+                replay: bool | None = None, profile: str | None = None) -> MPIResult:
+    """Run a driver module over the ranks of ``comm``; every rank calls it. With
+    ``profile`` (a file; the devices made with ``profile=True``) rank 0 writes there the
+    timelines of every rank's devices and host steps, on one time axis
+    (:func:`bbmm.profile.merge_ranks`: the ranks of one machine)."""
     # Small read-only arrays are held whole on the devices here too: every rank's host
     # copy holds their initial values, which no tile ever changes, so nothing about them
     # is exchanged between ranks and each rank reads them in from its own host copy.
@@ -157,6 +160,14 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
     wall = time.perf_counter() - t0
     res = MPIResult(arrays, rt, params, scalars, tile, wall)
     res.per_rank = comm.gather(res.rank_json(), root=0) or []
+    if profile is not None:
+        from .profile import collect, merge_ranks, write_timeline
+        doc = collect(devices, {"kernel": module.FUNCTION, "params": params, "tile": tile,
+                                "wall_s": wall, "rank": comm.rank},
+                      host=[("run", t0, t0 + wall)] + (rt.local.host_log or []))
+        docs = comm.gather(doc, root=0)
+        if comm.rank == 0:
+            write_timeline(profile, [], doc=merge_ranks(docs))
     return res
 
 
@@ -332,6 +343,7 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
 
     def go() -> int:
         from .cli import _defines, prepare_run
+        from .run import profile_path
 
         prog = on_root(comm, build)  # one compilation, not one per rank
         scop = prog.scop
@@ -344,7 +356,8 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
                           mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
                           gather=args.mpi_result == "gather", fuse=args.fuse,
                           progress=False if args.no_progress else None,
-                          replay=False if args.no_replay else None)
+                          replay=False if args.no_replay else None,
+                          profile=profile_path(args))
         if args.check:
             check_mpi(res, comm, args.file, scop, init, _defines(args), args.include_dirs,
                       lib=lib)

@@ -53,8 +53,6 @@ def resolve_procs(args: argparse.Namespace) -> int:
     if not shm.supported():
         raise UsageError(f"--procs {procs}: processes share memory only on x86-64 here "
                          "(stores in order); use --procs 1")
-    if getattr(args, "profile", None) or os.environ.get("BBMM_PROFILE"):
-        raise UsageError("--profile (or $BBMM_PROFILE) needs --procs 1")
     total = args.devices
     if total is None:
         return procs  # every process takes its block of the machine's GPUs
@@ -76,8 +74,6 @@ def _auto(args: argparse.Namespace) -> int:
     """One process per GPU when the run's logical devices are distinct GPUs, at least
     :data:`AUTO_MIN_GPUS` of them."""
     if getattr(args, "mpi", False) or not shm.supported():
-        return 1
-    if getattr(args, "profile", None) or os.environ.get("BBMM_PROFILE"):
         return 1
     from .cli import platform_arg
     from .devices.opencl import discover

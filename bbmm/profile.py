@@ -52,6 +52,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .diagnostic import UsageError
 
 __all__ = ["KINDS", "COPY_KINDS", "ENV", "FORMAT", "target", "check_target", "collect",
+           "merge_ranks",
            "device_timeline", "summarize", "idle_gaps", "segments", "by_label",
            "format_summary", "format_gaps", "write", "load", "write_timeline", "to_trace",
            "from_trace", "event_name", "trace_schema"]
@@ -189,7 +190,35 @@ def collect(devices: Sequence[Any], meta: Mapping[str, Any] | None = None,
     return {"format": FORMAT, "meta": dict(meta or {}),
             "truncated": any(e.get("truncated") for e in entries), "devices": entries,
             "host": [{"name": n, "start_us": (a - zero) / 1e3, "end_us": (b - zero) / 1e3}
-                     for n, a, b in steps]}
+                     for n, a, b in steps],
+            "zero_ns": zero}
+
+
+def merge_ranks(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One document of the documents (:func:`collect`) of the processes of one machine
+    (``bbmm run --procs``, MPI ranks of one node), in rank order: one time axis (the
+    host clock, ``time.perf_counter``, is the machine's monotonic clock, common to its
+    processes), devices named ``rank R: NAME``, host steps marked with their rank.
+    Devices not tied to the host clock keep their own axes."""
+    zeros = [d.get("zero_ns") or 0 for d in docs]
+    zero = min(zeros) if zeros else 0
+    devices: list[dict[str, Any]] = []
+    host: list[dict[str, Any]] = []
+    for r, (d, z) in enumerate(zip(docs, zeros)):
+        shift = (z - zero) / 1e3
+        for e in d["devices"]:
+            e = dict(e)
+            e["name"] = f"rank {r}: {e.get('name', '?')}"
+            if e.get("aligned"):
+                e["offset_us"] = e.get("offset_us", 0.0) + shift
+            devices.append(e)
+        host.extend({**h, "start_us": h["start_us"] + shift, "end_us": h["end_us"] + shift,
+                     "rank": r} for h in d.get("host") or ())
+    meta = dict(docs[0].get("meta") or {}) if docs else {}
+    meta["ranks"] = len(docs)
+    return {"format": FORMAT, "meta": meta,
+            "truncated": any(d.get("truncated") for d in docs), "devices": devices,
+            "host": host, "zero_ns": zero}
 
 # }}}
 
@@ -228,11 +257,14 @@ def to_trace(doc: Mapping[str, Any]) -> dict[str, Any]:
     if host:
         events.append(_meta_event("process_name", HOST_PID, 0, {"name": "host"}))
         events.append(_meta_event("process_sort_index", HOST_PID, 0, {"sort_index": 0}))
-        events.append(_meta_event("thread_name", HOST_PID, 0, {"name": "steps"}))
+        ranks = sorted({h.get("rank", 0) for h in host})
+        for r in ranks:  # one thread per process of the run (bbmm run --procs)
+            events.append(_meta_event("thread_name", HOST_PID, r,
+                                      {"name": "steps" if ranks == [0] else f"rank {r}"}))
         for h in host:
             events.append({"name": h["name"], "cat": "host", "ph": "X", "ts": h["start_us"],
                            "dur": max(h["end_us"] - h["start_us"], 0.0), "pid": HOST_PID,
-                           "tid": 0})
+                           "tid": h.get("rank", 0)})
     others = []
     for i, e in enumerate(doc["devices"]):
         pid = i + 1
@@ -287,7 +319,7 @@ def from_trace(trace: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if ev.get("pid") == HOST_PID and ev.get("cat") == "host":
             host.append({"name": ev["name"], "start_us": ev["ts"],
-                         "end_us": ev["ts"] + ev["dur"]})
+                         "end_us": ev["ts"] + ev["dur"], "rank": ev.get("tid", 0)})
             continue
         e = by_pid.get(ev.get("pid"))
         if e is None or ev.get("cat") not in KINDS:
@@ -511,11 +543,14 @@ def load(path: str) -> dict[str, Any]:
 
 def write_timeline(path: str, devices: Sequence[Any], meta: Mapping[str, Any] | None = None,
                    stream: Any = None,
-                   host: Sequence[tuple[str, float, float]] | None = None) -> dict[str, Any]:
+                   host: Sequence[tuple[str, float, float]] | None = None,
+                   doc: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """After a run: collect the devices' timelines and the host's steps (``host``, see
-    :func:`collect`), write them to ``path`` as a trace and print the summary (one line
-    per device) on ``stream`` (stderr). Returns the document."""
-    doc = collect(devices, meta, host=host)
+    :func:`collect`), or take ``doc`` as it is (:func:`merge_ranks`), write them to
+    ``path`` as a trace and print the summary (one line per device) on ``stream``
+    (stderr). Returns the document."""
+    if doc is None:
+        doc = collect(devices, meta, host=host)
     write(path, doc)
     stream = sys.stderr if stream is None else stream
     print(f"bbmm: device timeline in {path} (a Chrome trace: Perfetto opens it; "

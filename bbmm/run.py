@@ -479,13 +479,10 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
 
 def profile_path(args: argparse.Namespace) -> str | None:
     """``--profile FILE``, else ``$BBMM_PROFILE``, else None; checked writable before the
-    run (a one-line UsageError), and refused with ``--mpi``."""
+    run (a one-line UsageError)."""
     from .profile import target
 
-    path = target(getattr(args, "profile", None))
-    if path is not None and getattr(args, "mpi", False):
-        raise UsageError("--profile (or $BBMM_PROFILE) does not work with --mpi")
-    return path
+    return target(getattr(args, "profile", None))
 
 
 def _fraction(text: str) -> float:

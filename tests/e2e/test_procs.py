@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from needs import needs_cl
+from tracecheck import check_trace
 from test_mpi import KERNELS, POLYBENCH, ROOT, ci_params, floyd_sent_to
 
 from bbmm import shm
@@ -76,7 +77,6 @@ def test_floyd_rows_between_processes(procs, devices, tmp_path):
     (["--procs", "0"], "--procs must be at least 1"),
     (["--procs", "two"], "a number of processes or 'auto'"),
     (["--procs", "2", "--mpi"], "--procs and --mpi exclude each other"),
-    (["--procs", "2", "--devices", "2", "--profile", "t.json"], "needs --procs 1"),
 ])
 def test_procs_refusals_are_one_line(argv, message):
     r = bbmm("run", str(POLYBENCH / "floyd.c"), "--param", "n=16", *argv)
@@ -84,6 +84,34 @@ def test_procs_refusals_are_one_line(argv, message):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bbmm: error:") and message in lines[0], \
         r.stderr
+
+
+def test_profile_over_processes_is_one_trace(tmp_path):
+    """--profile with --procs: rank 0 writes one trace with every process's devices and
+    host steps (their exchanges among them) on one time axis."""
+    out = tmp_path / "t.json"
+    r = bbmm("run", str(POLYBENCH / "floyd.c"), "--param", "n=32", "--procs", "2",
+             "--devices", "2", "--check", "--no-progress", "--profile", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "rank 0: cl0" in r.stderr and "rank 1: cl0" in r.stderr
+    trace = json.loads(out.read_text())
+    check_trace(trace)
+    ev = trace["traceEvents"]
+    threads = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"
+               and e["pid"] == 0}
+    assert threads == {"rank 0", "rank 1"}
+    procs = {e["args"]["name"].split(" (")[0] for e in ev
+             if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] > 0}
+    assert procs == {"rank 0: cl0", "rank 1: cl0"}
+    steps = [e for e in ev if e["ph"] == "X" and e["pid"] == 0]
+    for rank in (0, 1):
+        names = {e["name"] for e in steps if e["tid"] == rank}
+        assert {"run", "plan", "acquire"} <= names
+        assert names & {"exchange", "send"}, names
+    kernels = [e for e in ev if e["ph"] == "X" and e["cat"] == "kernel"]
+    assert {e["pid"] for e in kernels} == {1, 2} and len(kernels) == 2 * 32
+    runs = [e for e in steps if e["name"] == "run"]  # the ranks start together
+    assert abs(runs[0]["ts"] - runs[1]["ts"]) < 0.5 * max(e["dur"] for e in runs)
 
 
 def test_an_error_in_the_run_is_said_once():
