@@ -131,6 +131,8 @@ def compute_schedule(scop: Scop, deps: Dependences) -> isl.UnionMap:
         sc = (isl.ScheduleConstraints.on_domain(dom).set_context(scop.context)
               .set_validity(every).set_coincidence(every).set_proximity(every))
         return sc.compute_schedule().get_map().intersect_domain(dom)
+    except isl.Error as e:        # "unable to carry dependences"
+        raise NotRescheduled(f"isl's scheduler: {e}") from None
     finally:
         for name, value in saved:
             getattr(ctx, f"set_{name}")(value)
@@ -291,10 +293,14 @@ def apply_schedule(scop: Scop, deps: Dependences, sched: isl.UnionMap) -> Resche
     """The scop over the loops isl's AST generator writes for ``sched`` (``{ S0[i, j] ->
     [t0, t1] }``), refused (:class:`NotRescheduled`) where it breaks a dependence of
     ``deps``."""
-    build = isl.AstBuild.from_context(scop.context)
     spaces: list[int] = []
     sched.foreach_map(lambda m: spaces.append(m.dim(isl.dim_type.out)))
-    iters = _fresh_iterators(scop, max(spaces, default=0))
+    ndim = max(spaces, default=0)
+    iters = _fresh_iterators(scop, ndim)
+    build = isl.AstBuild.from_context(scop.context)
+    if ndim:   # every statement once: no loop split into pieces around it
+        xs = ", ".join(f"x{k}" for k in range(ndim))
+        build = build.set_options(isl.UnionMap(f"{{ [{xs}] -> atomic[d] : 0 <= d < {ndim} }}"))
     try:
         ast = build.node_from_schedule_map(sched)
     except isl.Error as e:
@@ -412,10 +418,12 @@ def _statement(st: Statement, loops: tuple[Loop, ...], cons: tuple[str, ...],
     tup = f"{st.name}[{', '.join(its)}]"
     dom = isl.Set(f"{params}{{ {tup} : {' and '.join(cons) or 'true'} }}")
     to_old = isl.Map(f"{params}{{ {tup} -> {st.name}[{', '.join(a.isl() for a in args)}] }}")
-    pre = to_old.intersect_range(st.domain).domain()
-    if not dom.intersect_params(context).is_equal(pre.intersect_params(context)):
-        raise NotRescheduled(f"{st.name}: the new loops do not run exactly its instances")
     to_old = to_old.intersect_domain(dom)
+    # the new loops run each instance exactly once, and no other
+    ran = to_old.intersect_params(context)
+    if not (ran.range().is_equal(st.domain.intersect_params(context))
+            and ran.is_injective()):
+        raise NotRescheduled(f"{st.name}: the new loops do not run exactly its instances")
     accesses = tuple(replace(a, relation=to_old.apply_range(a.relation),
                              index=tuple(_subst(x, sub) for x in a.index))
                      for a in st.accesses)
