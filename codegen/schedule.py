@@ -297,7 +297,10 @@ def apply_schedule(scop: Scop, deps: Dependences, sched: isl.UnionMap) -> Resche
     sched.foreach_map(lambda m: spaces.append(m.dim(isl.dim_type.out)))
     ndim = max(spaces, default=0)
     iters = _fresh_iterators(scop, ndim)
-    build = isl.AstBuild.from_context(scop.context)
+    ids = isl.IdList.alloc(isl.DEFAULT_CONTEXT, ndim)
+    for name in iters:
+        ids = ids.add(isl.Id(name))
+    build = isl.AstBuild.from_context(scop.context).set_iterators(ids)
     if ndim:   # every statement once: no loop split into pieces around it
         xs = ", ".join(f"x{k}" for k in range(ndim))
         build = build.set_options(isl.UnionMap(f"{{ [{xs}] -> atomic[d] : 0 <= d < {ndim} }}"))
@@ -305,7 +308,7 @@ def apply_schedule(scop: Scop, deps: Dependences, sched: isl.UnionMap) -> Resche
         ast = build.node_from_schedule_map(sched)
     except isl.Error as e:
         raise NotRescheduled(f"isl's AST generator: {e}") from None
-    names = {f"c{k}": n for k, n in enumerate(iters)}
+    names: dict[str, str] = {}
     params = f"[{', '.join(scop.int_params)}] -> "
     old = {st.name: st for st in scop.statements}
     coord = scop.loops()[0].coord if scop.loops() else None
@@ -346,7 +349,7 @@ def apply_schedule(scop: Scop, deps: Dependences, sched: isl.UnionMap) -> Resche
             cond = node.for_get_cond()
             if cond.get_type() != _T.op or cond.get_op_type() not in (_O.le, _O.lt) or \
                     cond.get_op_arg(0).get_type() != _T.id or \
-                    names.get(cond.get_op_arg(0).get_id().get_name()) != it:
+                    cond.get_op_arg(0).get_id().get_name() != it:
                 raise NotRescheduled(f"a loop condition isl bounds otherwise: "
                                      f"{cond.to_C_str()}")
             upper = _expr(cond.get_op_arg(1), names)
