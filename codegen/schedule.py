@@ -308,7 +308,7 @@ def apply_schedule(scop: Scop, deps: Dependences, sched: isl.UnionMap) -> Resche
         ast = build.node_from_schedule_map(sched)
     except isl.Error as e:
         raise NotRescheduled(f"isl's AST generator: {e}") from None
-    names: dict[str, str] = {}
+    names: dict[str, str] = {}     # the AST already uses bbmm's names (set_iterators)
     params = f"[{', '.join(scop.int_params)}] -> "
     old = {st.name: st for st in scop.statements}
     coord = scop.loops()[0].coord if scop.loops() else None
