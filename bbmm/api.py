@@ -411,11 +411,12 @@ def make_devices(n: int | None = None, *, device_mem: int | str | None = None,
 def compile(path: str | os.PathLike, function: str | None = None,
             defines: Mapping[str, Any] | Sequence[str] | None = None,
             include_dirs: Sequence[str | os.PathLike] = (), *,
-            split_all: bool = False) -> Program:
+            split_all: bool = False, schedule: str = "auto") -> Program:
     """Compile the C kernel ``function`` of ``path`` (default: as ``bbmm run`` picks it)
     into a :class:`Program`. ``defines``: macros, ``{"N": 1024}`` or ``["N=1024"]``;
-    ``include_dirs``: the ``-I`` folders. Compiled drivers are cached by content, like
-    ``bbmm run``'s."""
+    ``include_dirs``: the ``-I`` folders; ``schedule``: ``"as-written"``, ``"isl"`` or
+    ``"auto"``, as ``bbmm run --schedule``. Compiled drivers are cached by content (the
+    schedule taken included), like ``bbmm run``'s."""
     from codegen.compile import compile_program
 
     p = os.fspath(path)
@@ -431,5 +432,5 @@ def compile(path: str | os.PathLike, function: str | None = None,
             defs[k] = v or "1"
     dirs = [os.fspath(d) for d in include_dirs]
     prog = compile_program(p, function=function, defines=defs, split_all=split_all,
-                           include_dirs=dirs)
+                           include_dirs=dirs, schedule=schedule)
     return Program(prog, defs, dirs)

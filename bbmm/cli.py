@@ -162,6 +162,11 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                         "polybench.c beside it is taken without being named")
     p.add_argument("--extra-source", dest="extra_sources", action="append", default=[],
                    metavar="FILE", help="the same as MORE.c (repeatable)")
+    p.add_argument("--schedule", choices=("as-written", "isl", "auto"), default="auto",
+                   help="the loop order: the loops as written, isl's scheduler (a legal order "
+                        "with outer parallel loops: a wavefront, an interchange), or auto "
+                        "(default): isl's where the loops as written leave statements "
+                        "without an outer parallel loop and isl's order has more")
 
 
 def resolve_example(args: argparse.Namespace) -> None:
@@ -203,7 +208,8 @@ def _compile(args: argparse.Namespace) -> Any:
         raise UsageError(f"{args.file}: is a directory, not a C file")
     return compile_program(args.file, function=args.function, defines=_defines(args),
                            split_all=getattr(args, "split_all", False),
-                           include_dirs=args.include_dirs)
+                           include_dirs=args.include_dirs,
+                           schedule=getattr(args, "schedule", "auto"))
 
 
 def _add_compile(p: argparse.ArgumentParser) -> None:

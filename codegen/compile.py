@@ -23,6 +23,7 @@ from codegen.frontend import parse_file
 from codegen.host import NestCode, generate_host
 from codegen.names import c_text, in_c_names
 from codegen.opencl import generate_kernel
+from codegen.schedule import SCHEDULES, NotRescheduled, Rescheduled, reschedule
 from codegen.scop import Scop
 from codegen.tiling import tile_bound_names, tile_nest
 from bbmm.diagnostic import BBMMWarning
@@ -41,6 +42,13 @@ class Program:
     slots: Mapping[str, int]
     kernel_source: str
     host_source: str
+    schedule: str = "as-written"
+    """The loop order taken: ``as-written``, or ``isl`` (isl's scheduler,
+    :mod:`codegen.schedule`)."""
+    rescheduled: Rescheduled | None = None
+    """isl's schedule when :attr:`schedule` is ``isl``."""
+    schedule_note: str = ""
+    """Why that order (``bbmm compile`` shows it)."""
 
     def summary(self) -> str:
         """What ``bbmm compile`` prints: arrays, serial loops, bands, boxes per access."""
@@ -79,6 +87,14 @@ class Program:
                 + (f" (for '{a.local}')" if a.local != a.name else "") for a in local))
         for note in s.reductions:   # a max or min split over a loop's rows
             out.append(f"  reduction split: {note}")
+        out.append(f"  schedule: {self.schedule}"
+                   + (f" ({self.schedule_note})" if self.schedule_note else ""))
+        if self.rescheduled is not None:
+            for line in self.rescheduled.lines():
+                out.append(f"    {c_text(line, dict(s.c_names))}")
+            for lp in s.loops():
+                par = "parallel" if lp.id in self.plan.parallel else "serial"
+                out.append(f"    loop {lp.id}: {lp.text} ({par})")
         ser = [s.loop(i).iterator for i in self.plan.serial_loops]
         out.append(f"  serial loops (host): {', '.join(ser) or 'none'}")
         for nc in self.nests:
@@ -136,23 +152,67 @@ def no_parallel_loop(scop: Scop) -> str:
 
 def compile_program(path: str | os.PathLike, function: str | None = None,
                     defines: Mapping[str, str] | None = None, *, split_all: bool = False,
-                    fp64: bool = True, include_dirs: Sequence[str] = ()) -> Program:
-    """Compile one C kernel function (see the module docstring)."""
+                    fp64: bool = True, include_dirs: Sequence[str] = (),
+                    schedule: str = "auto") -> Program:
+    """Compile one C kernel function (see the module docstring). ``schedule``: the loops
+    as written (``as-written``), isl's schedule (``isl``, where it is legal and can be
+    written as loops), or ``auto``: isl's where the loops as written leave some statement
+    without a parallel loop or with parallel loops only inside serial ones, and isl's
+    schedule does better there (:func:`better`)."""
     from bbmm import __version__
+    from bbmm.diagnostic import UsageError
 
+    if schedule not in SCHEDULES:
+        raise UsageError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     path = str(path)
     scop = parse_file(path, function=function, defines=dict(defines or {}),
                       include_dirs=include_dirs)
     with in_c_names(dict(scop.c_names)):   # errors and warnings speak of the C names
-        return _compile_scop(scop, path, split_all, fp64, __version__)
+        return _compile_scop(scop, path, split_all, fp64, __version__, schedule)
 
 
-def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: str
-                  ) -> Program:
+def _shape(scop: Scop, plan: Plan) -> tuple[int, int]:
+    """How badly a plan leaves its statements sequential, smaller is better: the loops
+    that run inside one work-item of a kernel without a parallel band, then the deepest
+    nest of serial host loops around a parallel one."""
+    alone = sum(len(n.inner_loops) for n in plan.nests if not n.band)
+    host = max((len(n.host_loops) for n in plan.nests if n.band), default=0)
+    return alone, host
+
+
+def better(scop: Scop, plan: Plan, new_scop: Scop, new_plan: Plan) -> bool:
+    """isl's schedule improves on the loops as written: fewer loops run inside a single
+    work-item, or as many and fewer serial host loops around the parallel ones."""
+    return _shape(new_scop, new_plan) < _shape(scop, plan)
+
+
+def _choose(scop: Scop, deps, plan: Plan, schedule: str
+            ) -> tuple[Scop, Plan, Rescheduled | None, str]:
+    """The program to compile, its plan, isl's schedule if it is taken, and why."""
+    if schedule == "as-written" or not scop.loops():
+        return scop, plan, None, ""
+    if schedule == "auto" and _shape(scop, plan) == (0, 0):
+        return scop, plan, None, "the loops as written have outer parallel loops"
+    try:
+        res = reschedule(scop, deps)
+    except NotRescheduled as e:
+        return scop, plan, None, f"isl's schedule not taken: {e}"
+    new_plan = make_plan(res.scop)
+    if schedule == "auto" and not better(scop, plan, res.scop, new_plan):
+        return scop, plan, None, "isl's schedule is no more parallel"
+    why = "requested" if schedule == "isl" else "more parallel than the loops as written"
+    return res.scop, new_plan, res, why
+
+
+def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: str,
+                  schedule: str = "auto") -> Program:
     for msg in out_of_bounds(scop, dict(scop.param_defaults)):
         warnings.warn(msg, BBMMWarning, stacklevel=3)
     deps = dependences(scop)
     plan = make_plan(scop)
+    scop, plan, res, note = _choose(scop, deps, plan, schedule)
+    if res is not None:
+        deps = dependences(scop)
     if scop.loops() and not plan.parallel:
         warnings.warn(no_parallel_loop(scop), BBMMWarning, stacklevel=3)
     lb, ub = tile_bound_names(scop)
@@ -180,9 +240,11 @@ def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: s
         kernels.append(ks.source)
         nests.append(NestCode(n, nb, fl, ks, edge_writers(scop, n, t, deps)))
     kernel_source = "\n".join(kernels)
+    taken = "isl" if res is not None else "as-written"
     host = generate_host(scop, plan, nests, kernel_source, slots, os.path.basename(path),
-                         version)
-    return Program(path, scop, plan, tuple(nests), slots, kernel_source, host)
+                         version, taken)
+    return Program(path, scop, plan, tuple(nests), slots, kernel_source, host, taken, res,
+                   note)
 
 
 def write_program(prog: Program, out_dir: str | os.PathLike) -> tuple[Path, Path]:

@@ -8,6 +8,10 @@ memory in three shapes half the time; tile,
 a tight ``--device-mem`` forcing box-out, ``--mode convex``, ``--no-reuse``,
 ``--coherence block``) and compares every array with the sequential C program.
 
+A handful of seeds also run with ``--schedule isl`` (:func:`test_random_kernel_isl_schedule`):
+the loops isl's scheduler computes, where they are legal and can be written, against the
+same sequential C program.
+
 ``BBMM_RANDOM_KERNELS=150`` raises the number of seeds (default 20);
 ``BBMM_RANDOM_SEED0=1000`` shifts them. A failure message carries the program text and
 a command line that reproduces it.
@@ -137,11 +141,13 @@ def accepted_program(seed: int, tmp_path: Path):
     return prog, path, s
 
 
-def check_seed(seed: int, tmp_path: Path) -> None:
-    """Draw a program (redrawing ones the front end refuses cleanly), run it, assert pass."""
+def check_seed(seed: int, tmp_path: Path, extra: tuple[str, ...] = ()) -> None:
+    """Draw a program (redrawing ones the front end refuses cleanly), run it with the
+    options ``extra`` and random ones, assert pass."""
     prog, path, s = accepted_program(seed, tmp_path)
     rng = random.Random(f"opts-{s}")
     opts, tight = _options(prog, rng)
+    opts += list(extra)
     if "tsteps" in prog.params and rng.random() < 0.5:
         # enough time steps for steps to repeat and be replayed (bbmm/replay.py)
         prog.params["tsteps"] = rng.randint(4, 7)
@@ -190,3 +196,22 @@ def check_seed(seed: int, tmp_path: Path) -> None:
 @pytest.mark.parametrize("seed", range(SEED0, SEED0 + N_SEEDS))
 def test_random_kernel(seed, tmp_path):
     check_seed(seed, tmp_path)
+
+
+# seeds whose programs isl reschedules (codegen/schedule.py takes its order for them)
+ISL_SEEDS = [0, 2, 3, 5, 9, 16]
+
+
+@needs_cl
+@pytest.mark.parametrize("seed", ISL_SEEDS)
+def test_random_kernel_isl_schedule(seed, tmp_path):
+    import warnings
+
+    from codegen.compile import compile_program
+    prog, path, _ = accepted_program(seed, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert compile_program(path, schedule="isl").schedule == "isl", \
+            _report(prog, path, ["compile", str(path), "--schedule", "isl"],
+                    "isl's schedule not taken")
+    check_seed(seed, tmp_path, ("--schedule", "isl"))

@@ -201,10 +201,17 @@ def test_two_scops_need_function_option():
 
 
 def test_no_parallel_loop_warns_and_still_compiles():
+    """With the loops as written; isl's schedule (the default's choice here) is parallel."""
     with pytest.warns(BBMMWarning, match=r"trisolv\.c:63:3: no loop of kernel_trisolv is "
                                          r"parallel: it runs as a single work-item"):
-        prog = compile_program(PB / "trisolv.c", defines=MINI, include_dirs=[UTIL])
+        prog = compile_program(PB / "trisolv.c", defines=MINI, include_dirs=[UTIL],
+                               schedule="as-written")
     assert [n.band for n in prog.plan.nests] == [()]
+    assert prog.schedule == "as-written"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prog = compile_program(PB / "trisolv.c", defines=MINI, include_dirs=[UTIL])
+    assert prog.schedule == "isl" and any(n.band for n in prog.plan.nests)
 
 
 def test_bounds_checked_at_mains_sizes():
