@@ -41,15 +41,16 @@ class Ownership:
     corner, so each ``k`` leaves row ``k`` and column ``k`` of its last box): a rank's
     new box is merged with its own earlier pieces where they form one box, a row every
     rank received (a pivot row) is no record at all, and past :attr:`LIMIT` records
-    an owner's records become one, their hull, where it meets no other owner's
+    an owner's records become a few, their hulls, where they meet no other owner's
     (:meth:`compact`).
     """
 
-    LIMIT = 64
+    LIMIT = 16
 
     def __init__(self, arrays: Sequence[str], ranks: int | None = None):
         self.records: dict[str, list[Record]] = {a: [] for a in arrays}
         self.ranks = ranks
+        self._limit: dict[str, int] = {}
 
     def wrote(self, array: str, box: Box, rank: int) -> None:
         """A tile of ``rank`` wrote ``box``: that rank alone holds the newest value there."""
@@ -73,39 +74,53 @@ class Ownership:
                 return
         out.append((box, rank, mine))
         self.records[array] = out
-        if len(out) > self.LIMIT:
+        if len(out) > self._limit.get(array, self.LIMIT):
             self.compact(array)
 
     def compact(self, array: str) -> None:
-        """Per owner, runs of its records (in order of their first corner) become one
-        record, ``(hull, owner, common holders)``, as long as the hull meets no other
-        record. Safe: the hull's other elements are in no record, so every
-        rank, the owner too, holds their newest value; only fewer ranks are said to hold
-        the rest (they may receive again what they had)."""
+        """Per owner, groups of its records become one record, ``(hull, owner, common
+        holders)``, where the hull meets no other owner's record; the list is compacted
+        again once it has doubled (at least :attr:`LIMIT` records).
+
+        Each group starts from the owner's largest record left and grows to its hull with
+        each other record of the owner where that hull meets no other owner's record (nor
+        a group made before); the owner's records the hull meets are taken in, the parts
+        of them outside it stay records.
+        Safe: the hull's other elements are in no record, so every rank, the owner too,
+        holds their newest value; only fewer ranks are said to hold the rest (they may
+        receive again what they had). LU's trailing corner leaves a staircase of strips
+        of each rank behind it: they become a few boxes instead of a strip per step."""
         recs = self.records[array]
-        groups: dict[int, list[Record]] = {}
-        for r in recs:
-            groups.setdefault(r[1], []).append(r)
+        owners = list(dict.fromkeys(r[1] for r in recs))
         out: list[Record] = []
-        for owner, mine in groups.items():
-            mine.sort(key=lambda r: r[0].lo)
-            run = [mine[0]]  # the records the hull stands for
-            hull, holders = mine[0][0], mine[0][2]
-            for rec in mine[1:]:
-                b, _, h = rec
-                grown = hull_all((hull, b))
-                assert grown is not None
-                inside = {id(r) for r in run}
-                inside.add(id(rec))
-                if any(id(r) not in inside and r[0].overlaps(grown)
-                       for r in (*recs, *out)):
-                    out.append((hull, owner, holders))
-                    run, hull, holders = [rec], b, h
-                else:
-                    run.append(rec)
-                    hull, holders = grown, holders & h
-            out.append((hull, owner, holders))
+        for i, owner in enumerate(owners):
+            later = set(owners[i + 1:])
+            blockers = [r[0] for r in out] + [r[0] for r in recs if r[1] in later]
+            pending = sorted((r for r in recs if r[1] == owner), key=lambda r: -r[0].volume)
+            while pending:
+                hull, _, holders = pending.pop(0)
+                grew = True
+                while grew:
+                    grew = False
+                    for rec in pending:
+                        g = hull_all((hull, rec[0]))
+                        assert g is not None
+                        if any(x.overlaps(g) for x in blockers):
+                            continue
+                        rest: list[Record] = []
+                        for q in pending:  # the owner's records the grown hull meets
+                            if q[0].overlaps(g):
+                                holders = holders & q[2]
+                                if not q[0].issubset(g):  # the part outside stays
+                                    rest.extend((p, owner, q[2]) for p in q[0].subtract(g))
+                            else:
+                                rest.append(q)
+                        hull, pending, grew = g, rest, True
+                        break
+                out.append((hull, owner, holders))
+                blockers.append(hull)
         self.records[array] = out
+        self._limit[array] = max(self.LIMIT, 2 * len(out))
 
     def received(self, array: str, box: Box, rank: int) -> None:
         """``rank`` received the newest value of ``box`` (it becomes a holder)."""
@@ -297,14 +312,15 @@ class PlanMemo:
         if same is not None:
             self.hits += 1
             self._streak = 0
-            parts, msgs, records = same
+            parts, msgs, records, limit = same
             own.records = {a: list(r) for a, r in records.items()}
+            own._limit = dict(limit)
             return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
         orders, bases = _order(flat, ndims, self.GAP)
         key = (skel, orders)
         got = self.plans.get(key)
-        if got is not None and got[3] is not False:
-            parts, msgs_t, recs_t, verified = got
+        if got is not None and got[4] is not False:
+            parts, msgs_t, recs_t, limit, verified = got
             msgs = [{pair: [(a, _box(t, bases[a])) for a, t in items]
                      for pair, items in m.items()} for m in msgs_t]
             records = {a: [] for a in own.records}
@@ -314,13 +330,15 @@ class PlanMemo:
                 self.hits += 1
                 self._streak = 0
                 own.records = records
+                own._limit = dict(limit)
                 return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
             fresh = plan_phase(own, tiles, rank_of)
             self.checked += 1
             ok = own.records == records and len(fresh) == len(parts) and all(
                 [id(t) for t in st] == [id(tiles[i]) for i in idx] and m == sm
                 for (st, m), idx, sm in zip(fresh, parts, msgs))
-            self.plans[key] = (parts, msgs_t, recs_t, ok)
+            ok = ok and own._limit == limit
+            self.plans[key] = (parts, msgs_t, recs_t, limit, ok)
             if not ok:
                 self.rejected += 1
             return fresh
@@ -332,20 +350,20 @@ class PlanMemo:
         plan = plan_phase(own, tiles, rank_of)
         index = {id(t): i for i, t in enumerate(tiles)}
         parts = tuple(tuple(index[id(t)] for t in st) for st, _ in plan)
-        self._keep(exact, parts, [m for _, m in plan], own.records)
+        self._keep(exact, parts, [m for _, m in plan], own)
         if got is None and len(plan) <= self.STAGES:
             template = _template(plan, parts, own, bases, self.SHIFT)
             if template is not None:
                 if len(self.plans) >= self.SIZE:
                     self.plans.pop(next(iter(self.plans)))
-                self.plans[key] = (parts, *template, None)
+                self.plans[key] = (parts, *template, dict(own._limit), None)
         return plan
 
-    def _keep(self, exact: Any, parts: tuple, msgs: list[Messages],
-              records: Mapping[str, list[Record]]) -> None:
+    def _keep(self, exact: Any, parts: tuple, msgs: list[Messages], own: Ownership) -> None:
         if len(self.exact) >= self.SIZE:
             self.exact.pop(next(iter(self.exact)))
-        self.exact[exact] = (parts, msgs, {a: tuple(r) for a, r in records.items()})
+        self.exact[exact] = (parts, msgs, {a: tuple(r) for a, r in own.records.items()},
+                             dict(own._limit))
 
 
 def _flatten(own: Ownership, tiles: Sequence[Tile]
@@ -386,7 +404,7 @@ def _flatten(own: Ownership, tiles: Sequence[Tile]
             f += b.hi
         if a not in ndims:
             ndims[a] = len(recs[0][0].lo)
-        recs_skel.append((a, tuple((o, h) for _, o, h in recs)))
+        recs_skel.append((a, own._limit.get(a), tuple((o, h) for _, o, h in recs)))
     return (tuple(skel), tuple(recs_skel)), flat, ndims
 
 

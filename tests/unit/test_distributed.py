@@ -88,6 +88,7 @@ def test_ownership_matches_per_element_model():
     shape, nranks = (9, 7), 4
     for _ in range(40):
         own = Ownership(["x"])
+        own.LIMIT = 1 << 30  # exact holders: no compaction (tested below against versions)
         owner = np.full(shape, -1)                      # -1: the initial value
         holds = np.ones(shape + (nranks,), dtype=bool)  # every rank holds the inputs
         for _ in range(25):
