@@ -408,18 +408,30 @@ def make_devices(n: int | None = None, *, device_mem: int | str | None = None,
                 kind=device_kind, profile=profile)
 
 
-def compile(path: str | os.PathLike, function: str | None = None,
+def compile(path: str | os.PathLike | None = None, function: str | None = None,
             defines: Mapping[str, Any] | Sequence[str] | None = None,
-            include_dirs: Sequence[str | os.PathLike] = (), *,
+            include_dirs: Sequence[str | os.PathLike] = (), *, example: str | None = None,
             split_all: bool = False, schedule: str = "auto") -> Program:
     """Compile the C kernel ``function`` of ``path`` (default: as ``bbmm run`` picks it)
-    into a :class:`Program`. ``defines``: macros, ``{"N": 1024}`` or ``["N=1024"]``;
-    ``include_dirs``: the ``-I`` folders; ``schedule``: ``"as-written"``, ``"isl"`` or
-    ``"auto"``, as ``bbmm run --schedule``. Compiled drivers are cached by content (the
-    schedule taken included), like ``bbmm run``'s."""
+    into a :class:`Program`. ``example``: one of the example kernels shipped with bbmm
+    instead of ``path`` (``example="floyd"``, as ``bbmm run --example floyd``;
+    :func:`bbmm.example.names` lists them). ``defines``: macros, ``{"N": 1024}`` or
+    ``["N=1024"]``; ``include_dirs``: the ``-I`` folders; ``schedule``: ``"as-written"``,
+    ``"isl"`` or ``"auto"``, as ``bbmm run --schedule``. Compiled drivers are cached by
+    content (the schedule taken included), like ``bbmm run``'s."""
     from codegen.compile import compile_program
 
-    p = os.fspath(path)
+    if example is not None:
+        if path is not None:
+            raise UsageError(f"example={example!r} and the file {os.fspath(path)}: give one "
+                             f"of them")
+        from .example import path as example_path
+        p = os.fspath(example_path(example, option="example"))
+    elif path is None:
+        raise UsageError("bbmm.compile needs a C file or example=NAME (bbmm examples lists "
+                         "the examples)")
+    else:
+        p = os.fspath(path)
     if not os.path.exists(p):
         raise UsageError(f"{p}: no such file")
     defs: dict[str, str] = {}

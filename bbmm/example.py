@@ -3,7 +3,8 @@
 They are the C files of ``polybench/`` in a checkout: the programs of the paper's Table IV
 and ``matmul``. A wheel ships them as ``bbmm/examples/`` (pyproject.toml maps that package
 onto ``polybench/``), so that the README's commands run from an installed bbmm as from a
-checkout. :func:`folder` finds them either way.
+checkout. :func:`folder` finds them either way. From Python, ``bbmm.compile(example=
+"floyd")`` compiles one, and :func:`names` and :func:`path` list and find them.
 """
 from __future__ import annotations
 
@@ -31,12 +32,13 @@ def names() -> list[str]:
     return sorted(p.stem for p in folder().glob("*.c"))
 
 
-def path(name: str) -> Path:
+def path(name: str, option: str = "--example") -> Path:
     """The C file of the example ``name``; a UsageError that lists the known ones for a
-    name that is none of them."""
+    name that is none of them, naming it as ``option`` gave it (``--example`` on the
+    command line, ``example`` in :func:`bbmm.compile`)."""
     known = names()
-    if name not in known:
-        raise UsageError(f"--example {name!r}: no such example (known: {', '.join(known)}; "
+    if not isinstance(name, str) or name not in known:
+        raise UsageError(f"{option} {name!r}: no such example (known: {', '.join(known)}; "
                          f"bbmm examples lists them)")
     return folder() / f"{name}.c"
 
