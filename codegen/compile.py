@@ -217,7 +217,7 @@ def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: s
         warnings.warn(no_parallel_loop(scop), BBMMWarning, stacklevel=3)
     lb, ub = tile_bound_names(scop)
     counts: dict[str, int] = {}
-    tilings = [tile_nest(scop, n, lb, ub) for n in plan.nests]
+    tilings = [tile_nest(scop, n, lb, ub, loose_divs=res is not None) for n in plan.nests]
     boxes = [extract_initial_bounding_boxes(scop, t) for t in tilings]
     for nb in boxes:
         for a in nb.arrays:
