@@ -157,8 +157,10 @@ def time_run(name: str, prog: Any, params: Mapping[str, float], devs: Sequence[A
     from bbmm.reference import init_arrays
     from codegen.compile import load_driver
 
-    ints = {p: int(params[p]) for p in prog.scop.int_params}
-    scal = {p: float(params[p]) for p, _ in prog.scop.float_params if p in params}
+    c = dict(prog.scop.c_names)       # model name -> C name (doitgen's np is np_)
+    ints = {p: int(params[c.get(p, p)]) for p in prog.scop.int_params}
+    scal = {p: float(params[c.get(p, p)]) for p, _ in prog.scop.float_params
+            if c.get(p, p) in params}
     arrays, scalars = init_arrays(prog.scop, ints, seed=0, scalars=scal)
     bench = ec.Bench(name, prog, load_driver(prog), ints, scalars, arrays)
     m = ec.measure(bench, devs, tile=args.tile, repeat=args.repeat, warmup=args.warmup,
