@@ -11,7 +11,7 @@ below a finished column of Cholesky independent.
 
 :func:`reschedule` turns such a schedule into a program of the same model: isl's AST
 generator writes the loop nest (``for (c0 = ...) for (c1 = max(...); c1 <= min(...); ...)
-S0(c1, c2, c0 - 2*c1 - c2)``), and each statement becomes the same statement over the new
+S0(c2, c1, c0 - c1 - 2*c2)``), and each statement becomes the same statement over the new
 iterators, its subscripts and domain rewritten through the call's arguments. Everything
 downstream (dependences, the parallel loops, tiles, boxes, kernels, the host driver) then
 runs on that program as on any other. The new program is checked against the dependences
@@ -88,11 +88,11 @@ class Rescheduled:
     scop: Scop
     """The same statements over the new loops."""
     schedule: isl.UnionMap
-    """``[n] -> { S0[s, r, c] -> [2s + r + c, s, r] }``: each instance of the loops as
+    """``[n] -> { S0[s, r, c] -> [2s + r + c, r, s] }``: each instance of the loops as
     written to its place in the new order."""
 
     def lines(self) -> list[str]:
-        """One ``S0[s, r, c] -> [2s + r + c, s, r]`` per statement, as ``bbmm compile``
+        """One ``S0[s, r, c] -> [2s + r + c, r, s]`` per statement, as ``bbmm compile``
         shows them."""
         maps: list[str] = []
         self.schedule.foreach_map(lambda m: maps.append(_map_text(m)))
@@ -105,7 +105,7 @@ def _stmt_key(text: str) -> tuple[int, str]:
 
 
 def _map_text(m: isl.Map) -> str:
-    """``S0[s, r, c] -> [2s + r + c, s, r]`` without parameters and constraints."""
+    """``S0[s, r, c] -> [2s + r + c, r, s]`` without parameters and constraints."""
     text = str(m).split("{", 1)[1]
     return text.split(":", 1)[0].rstrip(" }").strip()
 
@@ -121,10 +121,10 @@ def compute_schedule(scop: Scop, deps: Dependences, data_first: bool = True
                      ) -> isl.UnionMap:
     """isl's schedule of the scop's instances that keeps every dependence
     (:attr:`Dependences.all`: validity, and coincidence and proximity too, so that outer
-    loops carry none where possible), ``{ S0[s, r, c] -> [2s + r + c, s, r] }``.
+    loops carry none where possible), ``{ S0[s, r, c] -> [2s + r + c, r, s] }``.
 
     ``data_first``: in each band, the parallel member that subscripts use most comes
-    first among the parallel members (:func:`data_first`), so that the loop BBMM tiles
+    first among the parallel members (:func:`_data_first`), so that the loop BBMM tiles
     and distributes is a loop over data rather than over time steps."""
     ctx = isl.DEFAULT_CONTEXT
     saved = [(name, getattr(ctx, f"get_{name}")()) for name, _ in _OPTIONS]

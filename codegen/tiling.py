@@ -162,8 +162,9 @@ def param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None = No
     reads in a box that is not exact before a tile writes it, and moves only the valid
     elements of a copy (docs/coherence.md).
 
-    ``loose_divs``: a set with existentially quantified variables gets that
-    over-approximation at once (:attr:`NestTiling.loose_divs`).
+    ``loose_divs``: a set with existentially quantified variables gets, without trying
+    the exact box, the box of its projections on each dimension taken rationally
+    (:func:`_rational_box`, not exact either; :attr:`NestTiling.loose_divs`).
     """
     if loose_divs and _has_divs(S):
         return _rational_box(S, context, names, within)
@@ -287,11 +288,12 @@ class NestTiling:
     nonempty: isl.Set = field(repr=False)
     """``[n, k, lb, ub] -> { : the tile has an instance }`` within the context."""
     loose_divs: bool = False
-    """The boxes of this nest's data sets that have existentially quantified variables
-    are those of the sets with the variables projected out rationally
-    (:func:`param_box`): set for isl's schedules, whose tiles of a wavefront reach
-    elements on a lattice (``j = c0 - 4t - 2i``) that no box holds exactly, and whose
-    exact boxes are piecewise over the lattice's remainders (seconds of isl per box)."""
+    """The boxes of this nest's data sets that have existentially quantified variables,
+    and its :attr:`grid`, are those of the sets' projections on each dimension taken
+    rationally (:func:`param_box`, not exact): set for isl's schedules, whose tiles of a
+    wavefront reach elements on a lattice (``j = c0 - 4t - 2i``) that no box holds
+    exactly, and whose exact boxes are piecewise over the lattice's remainders (seconds
+    of isl per box; a minute for seidel-2d's nest)."""
 
     copy = replace
 
