@@ -411,14 +411,17 @@ def make_devices(n: int | None = None, *, device_mem: int | str | None = None,
 def compile(path: str | os.PathLike | None = None, function: str | None = None,
             defines: Mapping[str, Any] | Sequence[str] | None = None,
             include_dirs: Sequence[str | os.PathLike] = (), *, example: str | None = None,
-            split_all: bool = False, schedule: str = "auto") -> Program:
+            split_all: bool = False, schedule: str = "auto",
+            reassociate: bool = False) -> Program:
     """Compile the C kernel ``function`` of ``path`` (default: as ``bbmm run`` picks it)
     into a :class:`Program`. ``example``: one of the example kernels shipped with bbmm
     instead of ``path`` (``example="floyd"``, as ``bbmm run --example floyd``;
     :func:`bbmm.example.names` lists them). ``defines``: macros, ``{"N": 1024}`` or
     ``["N=1024"]``; ``include_dirs``: the ``-I`` folders; ``schedule``: ``"as-written"``,
-    ``"isl"`` or ``"auto"``, as ``bbmm run --schedule``. Compiled drivers are cached by
-    content (the schedule taken included), like ``bbmm run``'s."""
+    ``"isl"`` or ``"auto"``, as ``bbmm run --schedule``; ``reassociate``: floating-point
+    sums into scalars may run as partial sums in parallel, in another order of additions,
+    as ``bbmm run --reassociate``. Compiled drivers are cached by content (the schedule
+    taken and ``reassociate`` included), like ``bbmm run``'s."""
     from codegen.compile import compile_program
 
     if example is not None:
@@ -444,5 +447,5 @@ def compile(path: str | os.PathLike | None = None, function: str | None = None,
             defs[k] = v or "1"
     dirs = [os.fspath(d) for d in include_dirs]
     prog = compile_program(p, function=function, defines=defs, split_all=split_all,
-                           include_dirs=dirs, schedule=schedule)
+                           include_dirs=dirs, schedule=schedule, reassociate=reassociate)
     return Program(prog, defs, dirs)

@@ -167,6 +167,12 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                         "with outer parallel loops: a wavefront, an interchange), or auto "
                         "(default): isl's where the loops as written leave statements "
                         "without an outer parallel loop and isl's order has more")
+    p.add_argument("--reassociate", action="store_true",
+                   help="let floating-point sums into a scalar ('s += A[i][j] * x[j]') run "
+                        "as partial sums over a loop's iterations, which then run in "
+                        "parallel: the additions in another order, as -ffast-math allows "
+                        "(the result's rounding differs from the C program's; --check's "
+                        "tolerance: docs/cli.md)")
 
 
 def resolve_example(args: argparse.Namespace) -> None:
@@ -209,7 +215,8 @@ def _compile(args: argparse.Namespace) -> Any:
     return compile_program(args.file, function=args.function, defines=_defines(args),
                            split_all=getattr(args, "split_all", False),
                            include_dirs=args.include_dirs,
-                           schedule=getattr(args, "schedule", "auto"))
+                           schedule=getattr(args, "schedule", "auto"),
+                           reassociate=getattr(args, "reassociate", False))
 
 
 def _add_compile(p: argparse.ArgumentParser) -> None:

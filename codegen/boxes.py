@@ -103,7 +103,7 @@ def access_box(acc: Access, tiling: NestTiling, within: isl.Set | None = None) -
     """``get_bounding_box(get_data_polyhedron(f))`` of one access for one tile (``within``:
     the array's elements, see :func:`codegen.tiling.param_box`)."""
     data = acc.relation.intersect_domain(tiling.tile_of(acc.statement)).range()
-    box = param_box(data, tiling.context, within=within)
+    box = param_box(data, tiling.context, within=within, loose_divs=tiling.loose_divs)
     bounds = [tiling.lb, tiling.ub] if tiling.lb else []
     # Section 7.2: a box that does not move with the tile depends on the serial iterators
     # only and is freed at the end of their iteration; one that does not move with them

@@ -49,6 +49,9 @@ class Program:
     """isl's schedule when :attr:`schedule` is ``isl``."""
     schedule_note: str = ""
     """Why that order (``bbmm compile`` shows it)."""
+    reassociate: bool = False
+    """Floating-point sums into scalars were allowed in another order (``--reassociate``);
+    :attr:`Scop.reductions` says which were split."""
 
     def summary(self) -> str:
         """What ``bbmm compile`` prints: arrays, serial loops, bands, boxes per access."""
@@ -87,6 +90,9 @@ class Program:
                 + (f" (for '{a.local}')" if a.local != a.name else "") for a in local))
         for note in s.reductions:   # a max or min split over a loop's rows
             out.append(f"  reduction split: {note}")
+        if self.reassociate and not any("reassociated" in n for n in s.reductions):
+            out.append("  reassociate: no floating-point sum split (none whose loop "
+                       "turns parallel)")
         out.append(f"  schedule: {self.schedule}"
                    + (f" ({self.schedule_note})" if self.schedule_note else ""))
         if self.rescheduled is not None:
@@ -153,12 +159,14 @@ def no_parallel_loop(scop: Scop) -> str:
 def compile_program(path: str | os.PathLike, function: str | None = None,
                     defines: Mapping[str, str] | None = None, *, split_all: bool = False,
                     fp64: bool = True, include_dirs: Sequence[str] = (),
-                    schedule: str = "auto") -> Program:
+                    schedule: str = "auto", reassociate: bool = False) -> Program:
     """Compile one C kernel function (see the module docstring). ``schedule``: the loops
     as written (``as-written``), isl's schedule (``isl``, where it is legal and can be
     written as loops), or ``auto``: isl's where the loops as written leave some statement
     without a parallel loop or with parallel loops only inside serial ones, and isl's
-    schedule does better there (:func:`better`)."""
+    schedule does better there (:func:`better`). ``reassociate``: floating-point sums
+    into scalars may be split over a loop's iterations, which then run in parallel, in
+    another order of additions (:mod:`codegen.reductions`)."""
     from bbmm import __version__
     from bbmm.diagnostic import UsageError
 
@@ -166,9 +174,10 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
         raise UsageError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     path = str(path)
     scop = parse_file(path, function=function, defines=dict(defines or {}),
-                      include_dirs=include_dirs)
+                      include_dirs=include_dirs, reassociate=reassociate)
     with in_c_names(dict(scop.c_names)):   # errors and warnings speak of the C names
-        return _compile_scop(scop, path, split_all, fp64, __version__, schedule)
+        return _compile_scop(scop, path, split_all, fp64, __version__, schedule,
+                             reassociate)
 
 
 def _shape(scop: Scop, plan: Plan) -> tuple[int, int]:
@@ -205,7 +214,7 @@ def _choose(scop: Scop, deps, plan: Plan, schedule: str
 
 
 def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: str,
-                  schedule: str = "auto") -> Program:
+                  schedule: str = "auto", reassociate: bool = False) -> Program:
     for msg in out_of_bounds(scop, dict(scop.param_defaults)):
         warnings.warn(msg, BBMMWarning, stacklevel=3)
     deps = dependences(scop)
@@ -217,7 +226,7 @@ def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: s
         warnings.warn(no_parallel_loop(scop), BBMMWarning, stacklevel=3)
     lb, ub = tile_bound_names(scop)
     counts: dict[str, int] = {}
-    tilings = [tile_nest(scop, n, lb, ub) for n in plan.nests]
+    tilings = [tile_nest(scop, n, lb, ub, loose_divs=res is not None) for n in plan.nests]
     boxes = [extract_initial_bounding_boxes(scop, t) for t in tilings]
     for nb in boxes:
         for a in nb.arrays:
@@ -242,9 +251,9 @@ def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: s
     kernel_source = "\n".join(kernels)
     taken = "isl" if res is not None else "as-written"
     host = generate_host(scop, plan, nests, kernel_source, slots, os.path.basename(path),
-                         version, taken)
+                         version, taken, reassociate)
     return Program(path, scop, plan, tuple(nests), slots, kernel_source, host, taken, res,
-                   note)
+                   note, reassociate)
 
 
 def write_program(prog: Program, out_dir: str | os.PathLike) -> tuple[Path, Path]:

@@ -215,7 +215,7 @@ def _extract(sets: isl.UnionSet, tiling: NestTiling, scop: Scop, array: str) -> 
 
 def _box(S: isl.Set, tiling: NestTiling, within: isl.Set, array: str, access_id: int | None
          ) -> SetBox:
-    box = param_box(S, tiling.context, within=within)
+    box = param_box(S, tiling.context, within=within, loose_divs=tiling.loose_divs)
     return SetBox(**{f: getattr(box, f) for f in ParamBox.__dataclass_fields__},
                   array=array, access_id=access_id)
 

@@ -87,22 +87,24 @@ _GEN = c_generator.CGenerator()
 
 def parse_file(path: str | os.PathLike, function: str | None = None,
                defines: Mapping[str, object] | None = None,
-               include_dirs: Sequence[str] = ()) -> Scop:
+               include_dirs: Sequence[str] = (), reassociate: bool = False) -> Scop:
     """Parse the kernel ``function`` of a C file (default: the function holding
     ``#pragma scop``, else the only function with a loop nest not named ``main``/
     ``init_*``/``print_*``); ``defines`` are extra ``-D`` macros, ``include_dirs`` the
-    ``-I`` folders."""
+    ``-I`` folders; ``reassociate``: floating-point sums into scalars may be split too
+    (:mod:`codegen.reductions`), which changes their order of additions."""
     from codegen.csource import read_text
 
     path = os.fspath(path)
     text = read_text(path)
     return parse_source(text, path, function, defines, include_dirs,
-                        base_dir=os.path.dirname(path) or ".")
+                        base_dir=os.path.dirname(path) or ".", reassociate=reassociate)
 
 
 def parse_source(text: str, filename: str = "<input>", function: str | None = None,
                  defines: Mapping[str, object] | None = None,
-                 include_dirs: Sequence[str] = (), base_dir: str | None = None) -> Scop:
+                 include_dirs: Sequence[str] = (), base_dir: str | None = None,
+                 reassociate: bool = False) -> Scop:
     """Same as :func:`parse_file` for C text; ``filename`` is used in coordinates and
     quoted includes are looked up in ``base_dir`` (default: the current directory)."""
     src = read_source(text, filename, defines, include_dirs, base_dir)
@@ -135,16 +137,18 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
         warnings.simplefilter("always")
         scop = _modelled(func, filename, src, stops, globs, returns)
     # a max or min into a scalar across a loop: a partial per iteration, where the loop
-    # then runs in parallel (codegen.reductions; the result is the same, bit for bit)
-    scop, kept = _split_reductions(func, scop, kept, filename, src, stops, globs, returns)
+    # then runs in parallel (codegen.reductions; the result is the same, bit for bit,
+    # except for the floating-point sums that reassociate lets it split)
+    scop, kept = _split_reductions(func, scop, kept, filename, src, stops, globs, returns,
+                                   reassociate)
     for w in kept:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return scop
 
 
 def _split_reductions(func: c_ast.FuncDef, scop: Scop, kept: list, filename: str, src,
-                      stops: frozenset[str], globs: list, returns: str | None
-                      ) -> tuple[Scop, list]:
+                      stops: frozenset[str], globs: list, returns: str | None,
+                      reassociate: bool = False) -> tuple[Scop, list]:
     """``scop`` (the model of ``func``, built with the warnings ``kept``) with the
     reductions :func:`codegen.reductions.reduction_loops` finds split where that pays
     (:func:`_pays`), outermost loop first, strip-mined where possible; and the warnings
@@ -152,16 +156,17 @@ def _split_reductions(func: c_ast.FuncDef, scop: Scop, kept: list, filename: str
     chosen: dict[int, tuple[tuple[str, ...], bool]] = {}
     inside: list[int] = []
     loops = [n for n in walk(func.body) if isinstance(n, c_ast.For)]
-    for k, names in reduction_loops(func):
+    for k, names in reduction_loops(func, reassociate):
         if any(loops[k] in walk(loops[j]) for j in inside):
             continue
-        for strip in (True, False) if strips(func, k) and not flat(func, k, names) \
+        for strip in (True, False) if strips(func, k) and not flat(func, k, names,
+                                                                   reassociate) \
                 else (False,):
             trial = {**chosen, k: (names, strip)}
             with warnings.catch_warnings(record=True) as said:
                 warnings.simplefilter("always")
                 try:
-                    rewritten, parts = split_reductions(func, trial)
+                    rewritten, parts = split_reductions(func, trial, reassociate)
                     split = _modelled(rewritten, filename, src, stops, globs, returns)
                 except UnsupportedProgramError:
                     continue
@@ -171,7 +176,7 @@ def _split_reductions(func: c_ast.FuncDef, scop: Scop, kept: list, filename: str
                 break
     notes = []
     for k, (names, strip) in chosen.items():
-        text, coord = describe(func, k, names, strip)
+        text, coord = describe(func, k, names, strip, reassociate)
         where = _format_coord(src.cmap.fix(coord))
         notes.append(f"{where}: {text}" if where else text)
     return (scop.copy(reductions=tuple(notes)) if notes else scop), kept

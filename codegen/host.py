@@ -88,9 +88,10 @@ class NestCode:
 
 def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: str,
                   slots: dict[str, int], c_path: str, version: str,
-                  schedule: str = "as-written") -> str:
-    """The driver module's source; ``schedule`` (the loop order taken) is part of it, and
-    so of the key the driver is cached by."""
+                  schedule: str = "as-written", reassociate: bool = False) -> str:
+    """The driver module's source; ``schedule`` (the loop order taken) and
+    ``reassociate`` (floating-point sums allowed in another order) are part of it, and so
+    of the key the driver is cached by."""
     g = Emitter()
     fn = scop.function
     g('"""bbmm host driver for `%s` (%s): Algorithm 4 of Ramashekar & Bondhugula, TACO 2013.'
@@ -126,6 +127,7 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g()
     g(f"FUNCTION = {fn!r}")
     g(f"SCHEDULE = {schedule!r}  # the loops as written, or isl's schedule")
+    g(f"REASSOCIATE = {bool(reassociate)!r}  # floating-point sums allowed in another order")
     g(f"SOURCE = {c_path!r}")
     g(f"INT_PARAMS = {tuple(scop.int_params)!r}")
     if scop.int_param_types and any(t != "int" for t in scop.int_param_types):

@@ -35,9 +35,15 @@ and the argument still holds: from a NaN the fold is the first element of the la
 value, per row and over the rows' partials alike. ``fmax(e, s)`` takes the later of -0
 and +0 and stays in order.
 
-Sums of floating values stay in the source's order (reassociating them changes the
-result); whether a split pays is the model's to say (:func:`codegen.frontend.parse_source`
-keeps it only where the loop turns parallel).
+Sums of floating values (``s += e``, ``s -= e``) stay in the source's order by default:
+reassociating them changes the result's rounding. With ``reassociate`` (``bbmm compile
+--reassociate``, as ``-ffast-math`` allows a C compiler) they are split as integer sums
+are: each partial starts from 0 and adds its iterations' terms in their order, and the
+partials are added to the value before the loop in the loop's order (``s -= e``: the
+partials of ``-= e`` are added). The result is then the sum in another order, within the
+rounding error of either order, not the C program's bits. Whether a split pays is the
+model's to say (:func:`codegen.frontend.parse_source` keeps it only where the loop turns
+parallel).
 
 .. autofunction:: reduction_loops
 .. autofunction:: split_reductions
@@ -119,10 +125,11 @@ def _beats(cond: c_ast.Node, s: str, strict: bool) -> c_ast.Node | None:
     return None
 
 
-def _update(node: c_ast.Node, scalars: dict[str, str], types: dict[str, str]
-            ) -> _Update | None:
+def _update(node: c_ast.Node, scalars: dict[str, str], types: dict[str, str],
+            reassociate: bool = False) -> _Update | None:
     """``node`` as an update of a max or min reduction of one of ``scalars``, or None (see
-    the module's text for the forms taken); ``types``: C types of names (:func:`_types`)."""
+    the module's text for the forms taken); ``types``: C types of names (:func:`_types`);
+    ``reassociate``: floating-point sums too."""
     if isinstance(node, c_ast.Assignment) and node.op == "=" and isinstance(
             node.lvalue, c_ast.ID) and isinstance(node.rvalue, c_ast.TernaryOp):
         s, t = node.lvalue.name, node.rvalue
@@ -138,13 +145,16 @@ def _update(node: c_ast.Node, scalars: dict[str, str], types: dict[str, str]
             if e is not None and _same(e, t.iffalse):
                 return _fits(node, s, e, types, _kind(t.cond, s, False))
         return None
-    if isinstance(node, c_ast.Assignment) and node.op == "+=" \
+    if isinstance(node, c_ast.Assignment) and node.op in ("+=", "-=") \
             and isinstance(node.lvalue, c_ast.ID) and node.lvalue.name in scalars:
         s, e = node.lvalue.name, node.rvalue     # an integer sum: any order, same bits
-        if scalars[s] in ("float", "double") or s in identifiers(e) \
-                or _type(e, types) in (None, "float", "double"):
+        if s in identifiers(e):
             return None
-        return _fits(node, s, e, types, node.op[0], check_type=False)
+        if scalars[s] in ("float", "double"):    # a floating sum: another order's rounding
+            return _fits(node, s, e, types, "+", check_type=False) if reassociate else None
+        if node.op != "+=" or _type(e, types) in (None, "float", "double"):
+            return None
+        return _fits(node, s, e, types, "+", check_type=False)
     if isinstance(node, c_ast.Assignment) and node.op == "=" and isinstance(
             node.lvalue, c_ast.ID) and isinstance(node.rvalue, c_ast.FuncCall):
         s, call = node.lvalue.name, node.rvalue     # s = fmax(s, e)
@@ -274,16 +284,18 @@ def _header(loop: c_ast.For) -> tuple[str, c_ast.Node, c_ast.Node, str] | None:
     return (i, lo, c.right, c.op) if step else None
 
 
-def reduction_loops(func: c_ast.FuncDef) -> list[tuple[int, tuple[str, ...]]]:
+def reduction_loops(func: c_ast.FuncDef, reassociate: bool = False
+                    ) -> list[tuple[int, tuple[str, ...]]]:
     """The ``for`` loops that :func:`split_reductions` can split, outermost first: their
     preorder numbers among ``func``'s ``for`` loops and the scalars each would split (those
     declared outside the loop that the loop touches only in updates of one form), for
     loops counting up by 1 from and to bounds that use no iterator of a loop around them.
     A loop whose updates are all in its own body, in no inner loop, is *flat*
-    (:func:`flat`)."""
+    (:func:`flat`). ``reassociate``: floating-point sums too (see the module's text)."""
     types = _types(func)
     scalars = _scalars(func)
-    updates = [u for n in walk(func.body) if (u := _update(n, scalars, types)) is not None]
+    updates = [u for n in walk(func.body)
+               if (u := _update(n, scalars, types, reassociate)) is not None]
     loops = [n for n in walk(func.body) if isinstance(n, c_ast.For)]
     out = []
     for k, lp in enumerate(loops):
@@ -323,7 +335,8 @@ its walk uncoalesced, 10.6 ms; strips of 4 / 8 / 16 / 32, 1.23 / 1.43 / 1.53 / 4
 partials for the rows to combine."""
 
 
-def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...], bool]]
+def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...], bool]],
+                     reassociate: bool = False
                      ) -> tuple[c_ast.FuncDef, dict[int, tuple[int, set[str]]]]:
     """A copy of ``func`` with the reductions of ``chosen`` (from :func:`reduction_loops`:
     preorder number of a loop -> its scalars, and whether to strip-mine the loop its body
@@ -344,8 +357,9 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
     for k, (names, strip) in chosen.items():
         lp = loops[k]
         parts[k] = (sum(1 for o in loops if o is not lp and lp in walk(o)), set())
-        if _flat_loop(lp, names, scalars, types):
-            _split_flat(lp, parents[id(lp)], names, scalars, types, taken, parts[k][1])
+        if _flat_loop(lp, names, scalars, types, reassociate):
+            _split_flat(lp, parents[id(lp)], names, scalars, types, taken, parts[k][1],
+                        reassociate)
             continue
         i, lo, hi, op = _header(lp)
         size = _count(lo, hi, op)
@@ -359,7 +373,7 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
             ty = scalars[s]
             part = numbered(f"{s}_part", taken)
             parts[k][1].add(part)
-            mine = _updates(lp.stmt, s, scalars, types)
+            mine = _updates(lp.stmt, s, scalars, types, reassociate)
             if strip:
                 row = numbered(f"{s}_row", taken)
                 decls += [f"{ty} {part}[{size}][{strips}];", f"{ty} {row}[{size}];"]
@@ -397,18 +411,26 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
     return func, parts
 
 
-def describe(func: c_ast.FuncDef, k: int, names: tuple[str, ...], strip: bool
-             ) -> tuple[str, object]:
+def describe(func: c_ast.FuncDef, k: int, names: tuple[str, ...], strip: bool,
+             reassociate: bool = False) -> tuple[str, object]:
     """What :func:`split_reductions` does to loop ``k`` (for ``bbmm compile``'s report),
     and the loop's coordinate: ``max of 'diff' over loop 'i': a partial per row and strip
-    of 4``."""
+    of 4``; a floating-point sum says that it is reassociated."""
     types, scalars = _types(func), _scalars(func)
     lp = [n for n in walk(func.body) if isinstance(n, c_ast.For)][k]
-    kinds = {u.s: u.kind for n in walk(lp.stmt) if (u := _update(n, scalars, types))}
-    what = ", ".join(f"{'sum' if kinds[s] == '+' else kinds[s]} of '{s}'" for s in names)
+    kinds = {u.s: u.kind for n in walk(lp.stmt)
+             if (u := _update(n, scalars, types, reassociate))}
+
+    def what1(s: str) -> str:
+        if kinds[s] != "+":
+            return f"{kinds[s]} of '{s}'"
+        if scalars[s] in ("float", "double"):
+            return f"sum of '{s}' (reassociated, {scalars[s]})"
+        return f"sum of '{s}'"
+    what = ", ".join(what1(s) for s in names)
     width = settings.integer("BBMM_STRIP", STRIP, lo=1)
     how = f"a partial per row and strip of {width}" if strip else "a partial per row"
-    if _flat_loop(lp, names, scalars, types):
+    if _flat_loop(lp, names, scalars, types, reassociate):
         how = (f"a partial per strip of {FLAT[0]}, folded in blocks of "
                + " and ".join(map(str, FLAT[1:])))
     return f"{what} over loop '{_header(lp)[0]}': {how}", lp.coord
@@ -423,21 +445,24 @@ on an H100: ``python -m bbmm run scripts/kernels/maxnorm.c --param n=16777216 --
 tmax=40 --devices 1`` against ``tmax=10``; two levels: 0.5 ms)."""
 
 
-def flat(func: c_ast.FuncDef, k: int, names: tuple[str, ...]) -> bool:
+def flat(func: c_ast.FuncDef, k: int, names: tuple[str, ...], reassociate: bool = False
+         ) -> bool:
     """Whether loop ``k`` updates ``names`` in no inner loop: a partial per row would be
     one per element, so :func:`split_reductions` strip-mines the loop itself."""
     lp = [n for n in walk(func.body) if isinstance(n, c_ast.For)][k]
-    return _flat_loop(lp, names, _scalars(func), _types(func))
+    return _flat_loop(lp, names, _scalars(func), _types(func), reassociate)
 
 
-def _flat_loop(lp: c_ast.For, names, scalars: dict[str, str], types: dict[str, str]) -> bool:
+def _flat_loop(lp: c_ast.For, names, scalars: dict[str, str], types: dict[str, str],
+               reassociate: bool = False) -> bool:
     inner = [x for x in walk(lp.stmt) if isinstance(x, c_ast.For)]
     return not any(u.s in names and any(u.node in walk(x) for x in inner)
-                   for n in walk(lp.stmt) if (u := _update(n, scalars, types)))
+                   for n in walk(lp.stmt) if (u := _update(n, scalars, types, reassociate)))
 
 
 def _split_flat(lp: c_ast.For, parent: c_ast.Node, names, scalars: dict[str, str],
-                types: dict[str, str], taken: set[str], parts: set[str]) -> None:
+                types: dict[str, str], taken: set[str], parts: set[str],
+                reassociate: bool = False) -> None:
     """:func:`split_reductions` of a flat loop, in place: ``for (i = lo; i <= last; i++)``
     becomes strips of ``FLAT[0]`` iterations (``i_strip``), each folding a partial
     ``s_part[i_strip]``; blocks of ``FLAT[1]`` partials fold into ``s_block[i_block]``, blocks
@@ -458,7 +483,7 @@ def _split_flat(lp: c_ast.For, parent: c_ast.Node, names, scalars: dict[str, str
         arrs = [numbered(f"{s}_part", taken)] + [numbered(f"{s}_block", taken)
                                                  for _ in FLAT[1:]]
         parts.add(arrs[0])
-        mine = _updates(lp.stmt, s, scalars, types)
+        mine = _updates(lp.stmt, s, scalars, types, reassociate)
         start = mine[0].start or s
         decls += [f"{ty} {a}[{n}];" for a, n in zip(arrs, sizes)]
         at = [f"{a}[{x}]" for a, x in zip(arrs, idx)]
@@ -517,11 +542,11 @@ def strips(func: c_ast.FuncDef, k: int) -> bool:
     return head is not None and not (identifiers(head[1]) | identifiers(head[2])) & iters
 
 
-def _updates(node: c_ast.Node, s: str, scalars: dict[str, str], types: dict[str, str]
-             ) -> list[_Update]:
+def _updates(node: c_ast.Node, s: str, scalars: dict[str, str], types: dict[str, str],
+             reassociate: bool = False) -> list[_Update]:
     """The updates of ``s`` in ``node``, in source order."""
-    return [u for n in walk(node) if (u := _update(n, scalars, types)) is not None
-            and u.s == s]
+    return [u for n in walk(node) if (u := _update(n, scalars, types, reassociate))
+            is not None and u.s == s]
 
 
 def _strip_mine(loop: c_ast.For, jb: str, width: int) -> tuple[str, str]:
@@ -594,6 +619,7 @@ def _with_e(update: c_ast.Node, s: str, elem) -> c_ast.Node:
     n = copy.deepcopy(update)
     if isinstance(n, c_ast.Assignment) and n.op != "=":
         n.rvalue = elem()                       # s += e
+        n.op = "+="                             # s -= e: the partials hold -(sum of e)
         return n
     if isinstance(n.rvalue if isinstance(n, c_ast.Assignment) else None, c_ast.FuncCall):
         n.rvalue.args.exprs[1] = elem()        # s = fmax(s, e)

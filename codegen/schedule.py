@@ -11,7 +11,7 @@ below a finished column of Cholesky independent.
 
 :func:`reschedule` turns such a schedule into a program of the same model: isl's AST
 generator writes the loop nest (``for (c0 = ...) for (c1 = max(...); c1 <= min(...); ...)
-S0(c1, c2, c0 - 2*c1 - c2)``), and each statement becomes the same statement over the new
+S0(c2, c1, c0 - c1 - 2*c2)``), and each statement becomes the same statement over the new
 iterators, its subscripts and domain rewritten through the call's arguments. Everything
 downstream (dependences, the parallel loops, tiles, boxes, kernels, the host driver) then
 runs on that program as on any other. The new program is checked against the dependences
@@ -88,11 +88,11 @@ class Rescheduled:
     scop: Scop
     """The same statements over the new loops."""
     schedule: isl.UnionMap
-    """``[n] -> { S0[s, r, c] -> [2s + r + c, s, r] }``: each instance of the loops as
+    """``[n] -> { S0[s, r, c] -> [2s + r + c, r, s] }``: each instance of the loops as
     written to its place in the new order."""
 
     def lines(self) -> list[str]:
-        """One ``S0[s, r, c] -> [2s + r + c, s, r]`` per statement, as ``bbmm compile``
+        """One ``S0[s, r, c] -> [2s + r + c, r, s]`` per statement, as ``bbmm compile``
         shows them."""
         maps: list[str] = []
         self.schedule.foreach_map(lambda m: maps.append(_map_text(m)))
@@ -105,7 +105,7 @@ def _stmt_key(text: str) -> tuple[int, str]:
 
 
 def _map_text(m: isl.Map) -> str:
-    """``S0[s, r, c] -> [2s + r + c, s, r]`` without parameters and constraints."""
+    """``S0[s, r, c] -> [2s + r + c, r, s]`` without parameters and constraints."""
     text = str(m).split("{", 1)[1]
     return text.split(":", 1)[0].rstrip(" }").strip()
 
@@ -117,10 +117,15 @@ _OPTIONS = (("schedule_outer_coincidence", 1), ("schedule_serialize_sccs", 0),
 do not serialize the strongly connected components, and bands as deep as possible."""
 
 
-def compute_schedule(scop: Scop, deps: Dependences) -> isl.UnionMap:
+def compute_schedule(scop: Scop, deps: Dependences, data_first: bool = True
+                     ) -> isl.UnionMap:
     """isl's schedule of the scop's instances that keeps every dependence
     (:attr:`Dependences.all`: validity, and coincidence and proximity too, so that outer
-    loops carry none where possible), ``{ S0[s, r, c] -> [2s + r + c, s, r] }``."""
+    loops carry none where possible), ``{ S0[s, r, c] -> [2s + r + c, r, s] }``.
+
+    ``data_first``: in each band, the parallel member that subscripts use most comes
+    first among the parallel members (:func:`_data_first`), so that the loop BBMM tiles
+    and distributes is a loop over data rather than over time steps."""
     ctx = isl.DEFAULT_CONTEXT
     saved = [(name, getattr(ctx, f"get_{name}")()) for name, _ in _OPTIONS]
     try:
@@ -130,12 +135,79 @@ def compute_schedule(scop: Scop, deps: Dependences) -> isl.UnionMap:
         every = deps.all
         sc = (isl.ScheduleConstraints.on_domain(dom).set_context(scop.context)
               .set_validity(every).set_coincidence(every).set_proximity(every))
-        return sc.compute_schedule().get_map().intersect_domain(dom)
+        tree = sc.compute_schedule()
+        if data_first:
+            tree = _data_first(tree, scop)
+        return tree.get_map().intersect_domain(dom)
     except isl.Error as e:        # "unable to carry dependences"
         raise NotRescheduled(f"isl's scheduler: {e}") from None
     finally:
         for name, value in saved:
             getattr(ctx, f"set_{name}")(value)
+
+
+def _member_score(upa: isl.UnionPwAff, scop: Scop) -> int:
+    """How many subscripts of the statements use the iterators that a band member
+    ``{ S0[t, i, j] -> [(i)] }`` combines: one per access and array dimension whose
+    subscript has one of them (``A[i - 1][j]``: 1 for ``i``, 0 for ``t``)."""
+    stmts = {st.name: st for st in scop.statements}
+    pieces: list[isl.PwAff] = []
+    upa.foreach_pw_aff(pieces.append)
+    score = 0
+    for pa in pieces:
+        st = stmts.get(pa.get_domain_space().get_tuple_name(isl.dim_type.set))
+        if st is None:
+            continue
+        affs: list[isl.Aff] = []
+        pa.foreach_piece(lambda _s, aff: affs.append(aff))
+        used = {st.iterators[d] for aff in affs for d in range(len(st.iterators))
+                if not aff.get_coefficient_val(isl.dim_type.in_, d).is_zero()}
+        score += sum(1 for acc in st.accesses for x in acc.index
+                     if used & x.names)
+    return score
+
+
+def _data_first(tree: isl.Schedule, scop: Scop) -> isl.Schedule:
+    """``tree`` with, in every band, the coincident (parallel) member of the highest
+    :func:`_member_score` moved to the place of the first coincident member (ties keep
+    isl's order).
+
+    BBMM tiles and distributes the outermost loop of a parallel band. isl's band of a
+    skewed stencil is ``[t, i]`` under the wavefront ``4t + 2i + j``: tiles of ``t`` hold
+    a few time steps of every row, so each tile's boxes are piecewise over the wavefront's
+    bounds (minutes of isl) and a short ``t`` range leaves devices without tiles. Tiles of
+    ``i`` hold rows. Two coincident members carry no dependence that outer bands leave,
+    so exchanging them keeps the schedule legal (:func:`apply_schedule` checks it
+    again)."""
+
+    def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        if node.get_type() == isl.schedule_node_type.band:
+            node = _reorder_band(node, scop)
+        for k in range(node.n_children()):
+            node = visit(node.child(k)).parent()
+        return node
+
+    return visit(tree.get_root()).get_schedule()
+
+
+def _reorder_band(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
+    n = node.band_n_member()
+    coinc = [bool(node.band_member_get_coincident(k)) for k in range(n)]
+    par = [k for k in range(n) if coinc[k]]
+    if len(par) < 2:
+        return node
+    mupa = node.band_get_partial_schedule()
+    scores = {k: _member_score(mupa.get_at(k), scop) for k in par}
+    best = max(par, key=lambda k: (scores[k], -k))
+    first = par[0]
+    if best == first:
+        return node
+    swapped = mupa.set_at(first, mupa.get_at(best)).set_at(best, mupa.get_at(first))
+    permutable = node.band_get_permutable()
+    node = node.delete().insert_partial_schedule(swapped).band_set_permutable(permutable)
+    for k in range(n):
+        node = node.band_member_set_coincident(k, coinc[k])
+    return node
 
 
 # {{{ isl AST expressions -> the model's bounds and conditions
@@ -286,7 +358,13 @@ def reschedule(scop: Scop, deps: Dependences) -> Rescheduled:
     if any(lp.stop_flag for lp in scop.loops()):
         raise NotRescheduled("a loop stops at a break flag")
     sched = compute_schedule(scop, deps)
-    return apply_schedule(scop, deps, sched)
+    try:
+        return apply_schedule(scop, deps, sched)
+    except NotRescheduled:
+        plain = compute_schedule(scop, deps, data_first=False)
+        if plain.is_equal(sched):
+            raise
+        return apply_schedule(scop, deps, plain)
 
 
 def apply_schedule(scop: Scop, deps: Dependences, sched: isl.UnionMap) -> Rescheduled:
@@ -427,6 +505,15 @@ def _statement(st: Statement, loops: tuple[Loop, ...], cons: tuple[str, ...],
     if not (ran.range().is_equal(st.domain.intersect_params(context))
             and ran.is_injective()):
         raise NotRescheduled(f"{st.name}: the new loops do not run exactly its instances")
+    # the same instances as the preimage of the old domain where that is the same set:
+    # without the floor divisions of the AST's bounds (a wavefront's floord(c0 + 1, 2)),
+    # which would make every box and flow set of a tile piecewise over their remainders
+    free = isl.Map(f"{params}{{ {tup} -> {st.name}[{', '.join(a.isl() for a in args)}] }}")
+    pre = st.domain.apply(free.reverse()).coalesce()
+    if pre.intersect_params(context).is_equal(dom.intersect_params(context)):
+        dom = pre.intersect_params(context).coalesce()
+        for j, name in enumerate(its):
+            dom = dom.set_dim_name(isl.dim_type.set, j, name)
     accesses = tuple(replace(a, relation=to_old.apply_range(a.relation),
                              index=tuple(_subst(x, sub) for x in a.index))
                      for a in st.accesses)

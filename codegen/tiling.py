@@ -149,7 +149,7 @@ def _isl_quota(ops: int):
 
 
 def param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None = None,
-              within: isl.Set | None = None) -> ParamBox:
+              within: isl.Set | None = None, loose_divs: bool = False) -> ParamBox:
     """Bounding box of a parametric set ``S`` (``isl_set_dim_min``/``dim_max`` per
     dimension), made total on ``context`` and printed as Python.
 
@@ -161,12 +161,48 @@ def param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None = No
     projection may reach past them). That is safe wherever a box is used: the runtime
     reads in a box that is not exact before a tile writes it, and moves only the valid
     elements of a copy (docs/coherence.md).
+
+    ``loose_divs``: a set with existentially quantified variables gets, without trying
+    the exact box, the box of its projections on each dimension taken rationally
+    (:func:`_rational_box`, not exact either; :attr:`NestTiling.loose_divs`).
     """
+    if loose_divs and _has_divs(S):
+        return _rational_box(S, context, names, within)
     try:
         with _isl_quota(BOX_OPERATIONS):
             return _param_box(S, context, names)
     except isl.Error:
         pass                    # over the quota (isl reports no other error here)
+    return _loose_box(S, context, names, within)
+
+
+def _has_divs(S: isl.Set) -> bool:
+    return any(b.get_local_space().dim(isl.dim_type.div)
+               for b in S.coalesce().get_basic_sets())
+
+
+def _rational_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None = None,
+                  within: isl.Set | None = None) -> ParamBox:
+    """A box of ``S`` (not exact) from its projection on each dimension with the other
+    dimensions and the existentially quantified variables projected out rationally: the
+    bounds of a skewed tile (``2 - n + c0 - 2i <= 4t < c0 - 2i``) as one or two pieces
+    each where the exact box has one per remainder."""
+    nd = S.dim(isl.dim_type.set)
+    if nd == 0:
+        return _loose_box(S, context, names, within)
+    prod = None
+    for d in range(nd):
+        p = S.project_out(isl.dim_type.set, d + 1, nd - d - 1) \
+            .project_out(isl.dim_type.set, 0, d).remove_divs()
+        prod = p if prod is None else prod.flat_product(p)
+    assert prod is not None
+    prod = prod.set_tuple_id(S.get_tuple_id()) if S.has_tuple_id() else prod
+    return _param_box(prod if within is None else prod.intersect(within), context, names,
+                      exact=False)
+
+
+def _loose_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None,
+               within: isl.Set | None) -> ParamBox:
     # without floor divisions: the kind of set every affine program gives, no quota
     loose = S.remove_divs()
     return _param_box(loose if within is None else loose.intersect(within), context, names,
@@ -251,6 +287,13 @@ class NestTiling:
     """Python boolean source: the tile has no instance."""
     nonempty: isl.Set = field(repr=False)
     """``[n, k, lb, ub] -> { : the tile has an instance }`` within the context."""
+    loose_divs: bool = False
+    """The boxes of this nest's data sets that have existentially quantified variables,
+    and its :attr:`grid`, are those of the sets' projections on each dimension taken
+    rationally (:func:`param_box`, not exact): set for isl's schedules, whose tiles of a
+    wavefront reach elements on a lattice (``j = c0 - 4t - 2i``) that no box holds
+    exactly, and whose exact boxes are piecewise over the lattice's remainders (seconds
+    of isl per box; a minute for seidel-2d's nest)."""
 
     copy = replace
 
@@ -330,9 +373,10 @@ def host_context(scop: Scop, nest: Nest) -> isl.Set:
     return ctx.intersect_params(scop.context).coalesce()
 
 
-def tile_nest(scop: Scop, nest: Nest, lb: str = "lb", ub: str = "ub") -> NestTiling:
+def tile_nest(scop: Scop, nest: Nest, lb: str = "lb", ub: str = "ub",
+              loose_divs: bool = False) -> NestTiling:
     """Describe the tiles of one nest (band nests) or its single instance per host
-    iteration (empty-band nests)."""
+    iteration (empty-band nests); ``loose_divs``: see :attr:`NestTiling.loose_divs`."""
     params = tuple(scop.int_params)
     host = tuple(scop.loop(h).iterator for h in nest.host_loops)
     band = tuple(scop.loop(b).iterator for b in nest.band)
@@ -371,15 +415,17 @@ def tile_nest(scop: Scop, nest: Nest, lb: str = "lb", ub: str = "ub") -> NestTil
         p0_at = param_box(_union(_project(st, i, [h], dummies) for st, i in zip(stmts, inst)),
                           hctx)
         dims = list(range(h, h + len(band)))
-        grid = param_box(_union(_project(st, t, dims, dummies) for st, t in zip(stmts, tiles)),
-                         ctx)
+        grid_set = _union(_project(st, t, dims, dummies) for st, t in zip(stmts, tiles))
+        # a larger grid is as good: each work-item tests its band loops' bounds
+        grid = _rational_box(grid_set, ctx) if loose_divs else param_box(grid_set, ctx)
     nonempty = tile.params().intersect_params(ctx).coalesce()
     return NestTiling(
         nest=nest, params=params, host=host, band=band, lb=lb if band else None,
         ub=ub if band else None, statements=tuple(nest.statements), domain=domain,
         instance=instance, tile=tile, stmt_tiles=tuple(zip(nest.statements, tiles)),
         host_context=hctx, context=ctx, p0_range=p0_range, p0_range_at=p0_at, grid=grid,
-        empty_cond=set_to_py(ctx.subtract(nonempty), ctx), nonempty=nonempty)
+        empty_cond=set_to_py(ctx.subtract(nonempty), ctx), nonempty=nonempty,
+        loose_divs=loose_divs)
 
 
 def tile_plan(scop: Scop, plan: Plan) -> tuple[NestTiling, ...]:

@@ -655,9 +655,9 @@ def _release(rt: Runtime, devices: Sequence[Any]) -> None:
 def _check(bench: Bench, rt: Runtime, host: Mapping[str, np.ndarray]) -> str:
     from bbmm.reference import compare, run_reference
 
-    expect = run_reference(str(PROGRAMS[bench.name].path), bench.prog.scop, bench.params,
+    expect = run_reference(str(bench.prog.path), bench.prog.scop, bench.params,
                            bench.scalars, bench.init)
-    for a in bench.prog.scop.arrays:
+    for a in bench.prog.scop.param_arrays:     # local arrays are bbmm's, not the C program's
         if compare(a.name, host[a.name], expect[a.name], a.ctype) is not None:
             return "fail"
     return "pass"

@@ -446,3 +446,40 @@ def test_dry_device_keeps_no_data():
     assert d.log == [("h2d", Box((1, 1), (2, 2)), 16)]
     assert d.kernel("src", "k") == "k" and d.launch("k", (1,), None, []) is None
     assert d.launches == 1
+
+
+@pytest.mark.device
+@needs_cl
+def test_schedule_table(tmp_path, capsys):
+    """Two PolyBench ports that ``auto`` reschedules and an example program it keeps, at
+    the tests' sizes on one device: the CSV has every column, the orders are the ones
+    ``bbmm compile`` reports, and both orders pass --check."""
+    import exp_schedule
+    assert exp_schedule.main(["--programs", "seidel2d,atax,mvt", "--run", "--check",
+                              "--markdown", "--no-plot", "--out", str(tmp_path),
+                              *COMMON]) == 0
+    with open(tmp_path / "schedule.csv") as f:
+        rows = list(csv.DictReader(f))
+    want = {"kernel", "auto_schedule", "written_parallel", "auto_parallel", "written_bands",
+            "auto_bands", "written_one_item", "auto_one_item", "params", "written_s",
+            "auto_s", "speedup", "written_check", "auto_check"}
+    assert want <= set(rows[0]), want - set(rows[0])
+    by = {r["kernel"]: r for r in rows}
+    assert by["seidel2d"]["auto_schedule"] == "isl"
+    assert by["seidel2d"]["written_parallel"] == "none"
+    assert int(by["seidel2d"]["written_one_item"]) == 1
+    assert by["seidel2d"]["auto_bands"] == "[c1,c2]" and by["seidel2d"]["params"] == \
+        "tsteps=3 n=13"
+    assert by["atax"]["auto_schedule"] == "isl"
+    assert by["mvt"]["auto_schedule"] == "as-written"
+    assert by["mvt"]["written_s"] == by["mvt"]["auto_s"]      # the same program, timed once
+    for r in rows:
+        assert _f(r["written_s"]) > 0 and _f(r["auto_s"]) > 0
+        assert _f(r["speedup"]) == pytest.approx(_f(r["written_s"]) / _f(r["auto_s"]),
+                                                 rel=0.01)   # the CSV rounds
+        assert r["written_check"] == "pass" and r["auto_check"] == "pass"
+    doc = json.loads((tmp_path / "schedule.json").read_text())
+    assert doc["meta"]["experiment"] == "schedule" and len(doc["rows"]) == 3
+    md = (tmp_path / "schedule.md").read_text().splitlines()
+    assert md[0].startswith("| kernel | auto takes |") and len(md) == 2 + 3
+    assert "| seidel2d | isl |" in capsys.readouterr().out

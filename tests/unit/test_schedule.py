@@ -50,8 +50,27 @@ def test_auto_takes_a_wavefront():
     assert prog.schedule == "isl"
     (nest,) = prog.plan.nests
     assert len(nest.band) == 2 and len(nest.host_loops) == 1
-    # the schedule is a wavefront: the serial host loop moves along 2s + r + c
-    assert prog.rescheduled.lines() == ["S0[s, r, c] -> [2s + r + c, s, r]"]
+    # the schedule is a wavefront: the serial host loop moves along 2s + r + c; the
+    # band's first (tiled, distributed) loop is the row r, not the time step s
+    assert prog.rescheduled.lines() == ["S0[s, r, c] -> [2s + r + c, r, s]"]
+    assert prog.nests[0].boxes.tiling.loose_divs
+
+
+def test_wavefront_tiles_rows_not_time_steps():
+    """isl's own band is [s, r] (tiles of time steps: few, and boxes piecewise over the
+    wavefront); the band is reordered to [r, s], which is as legal, and the tiled loop
+    then runs over rows."""
+    from codegen.schedule import compute_schedule
+    scop = parse_file(GS)
+    deps = dependences(scop)
+    tiled = {}
+    for first in (False, True):
+        res = apply_schedule(scop, deps, compute_schedule(scop, deps, data_first=first))
+        (nest,) = plan(res.scop).nests
+        assert len(nest.band) == 2
+        tiled[first] = res.scop.loop(nest.band[0])
+    assert "steps" in tiled[False].upper, tiled[False].text
+    assert "steps" not in tiled[True].upper and "m" in tiled[True].upper, tiled[True].text
 
 
 def test_schedule_is_part_of_the_driver_key():

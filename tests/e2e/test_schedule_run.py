@@ -82,3 +82,18 @@ def test_compile_shows_the_schedule(capsys):
     assert main(["compile", str(SCHED / "gauss_seidel.c"), "--schedule", "as-written"]) == 0
     text = capsys.readouterr().out
     assert "schedule: as-written" in text and "(parallel)" not in text
+
+
+@needs_cl
+def test_wavefront_gives_every_device_rows(tmp_path):
+    """seidel-2d with fewer time steps than devices: tiles of the band's time-step loop
+    left the third device without work; tiles of rows give each device some."""
+    out = tmp_path / "r.json"
+    argv = ["run", str(SCHED.parent / "pb42" / "seidel2d.c"), "--check", "--no-progress",
+            "--param", "tsteps=2", "--param", "n=13", "--devices", "3", "--json", str(out)]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(argv) == 0, err.getvalue()
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass"
+    assert all(d["launches"] > 0 for d in doc["per_device"]), doc["per_device"]
