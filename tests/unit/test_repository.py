@@ -77,3 +77,17 @@ def test_results_folders_are_machine_and_date_with_a_readme():
     for folder in folders:
         assert re.fullmatch(r"[a-z0-9-]+-\d{4}-\d{2}-\d{2}", folder), folder
         assert f"results/{folder}/README.md" in files, f"results/{folder} has no README.md"
+
+
+def test_test_modules_have_one_basename_each():
+    """The test folders are not packages: pytest imports each module by its basename, so
+    two modules of one name in different tiers stop the whole run at collection."""
+    seen: dict[str, str] = {}
+    clashes = []
+    for path in _tracked():
+        name = os.path.basename(path)
+        if path.startswith("tests/") and name.startswith("test_") and name.endswith(".py"):
+            if name in seen:
+                clashes.append(f"{seen[name]} and {path}")
+            seen[name] = path
+    assert not clashes, clashes
