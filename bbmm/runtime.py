@@ -788,7 +788,7 @@ def edge_points(spec: str | None) -> int:
 
 def int32(v: int) -> np.int32:
     """``np.int32(v)``, the same object for the same value: a launch that sets only the
-    arguments that changed (:func:`bbmm.devices.opencl._set_changed`) then finds the
+    arguments that changed (:func:`bbmm.devices.kernelargs.set_changed`) then finds the
     unchanged ones by identity, without a numpy comparison, and no scalar is made anew."""
     x = _INT32.get(v)
     if x is None:

@@ -442,7 +442,6 @@ def test_pageable_host_arrays_are_reported(tmp_path, monkeypatch, capsys):
     copies run at a fraction of the pinned speed); pinned ones are not."""
     import pyopencl as cl
 
-    import bbmm.devices.opencl as ocl
     path, params = POLYBENCH / "mvt.c", ["m=24", "n=16"]
     out = tmp_path / "pinned.json"
     assert run(path, params, json_path=out) == 0
@@ -457,7 +456,7 @@ def test_pageable_host_arrays_are_reported(tmp_path, monkeypatch, capsys):
                                  "refused by the test")
         return real(ctx, flags, *a, **kw)
 
-    monkeypatch.setattr(ocl.cl, "Buffer", refuse)
+    monkeypatch.setattr(cl, "Buffer", refuse)
     out = tmp_path / "pageable.json"
     assert run(path, params, json_path=out) == 0
     doc = json.loads(out.read_text())
@@ -499,7 +498,7 @@ def test_side_readins_under_box_out(ndev, small, tmp_path, monkeypatch):
     the side queue, also the small ones behind the newest kernel
     (:meth:`~bbmm.devices.opencl.OpenCLDevice.side_for`)."""
     if small is not None:
-        import bbmm.devices.opencl as O
+        import bbmm.devices.cldevice as O
         monkeypatch.setattr(O, "SIDE_SMALL", small)
     out = tmp_path / "r.json"
     assert run(KERNELS / "slow_tiles.c", ["n=64", "m=256", "r=3000"], "--devices", ndev,
