@@ -182,7 +182,7 @@ class Runtime(Acquire):
         self.place = place and len(self.devices) > 1
         """Move the tiles of small phases to their data (:meth:`_place`)."""
         self._looked = -STOP_PERIOD  # when stopped() last asked for a flag
-        self._look: tuple[str, np.ndarray, Any, int] | None = None
+        self._look: tuple[str, np.ndarray, Any, Device, int] | None = None
         """The flag asked for and not yet looked at: (flag, cell, event, call number)."""
         self._calls = 0  # calls of stopped()
         self._largest_phase = 0
@@ -381,11 +381,11 @@ class Runtime(Acquire):
         self._calls += 1
         look = self._look
         if look is not None:
-            name, cell, event, at = look
-            if event is not None and event.command_execution_status != 0:  # 0: CL_COMPLETE
+            name, cell, event, dev, at = look
+            if event is not None and not dev.done(event):
                 if self._calls - at < STOP_AHEAD:
                     return False
-                event.wait()
+                dev.wait(event)
             self._look = None
             if name == flag and cell.flat[0]:
                 return True
@@ -405,13 +405,14 @@ class Runtime(Acquire):
                     holder.device.note({"array": flag, "box": elem, "for": "stop flag"})
                 e = holder.device.read_rect(holder.alloc, holder.box, elem, cell,
                                             blocking=False)
-                self._look = (flag, cell, e, self._calls)
+                self._look = (flag, cell, e, holder.device, self._calls)
                 return False
-        stores = [e for b, e, _, st, _ in d.order.pending.get(flag, ()) if st and b.overlaps(elem)]
-        if stores and stores[-1].command_execution_status != 0:
+        stores = [(e, dev) for b, e, dev, st, _ in d.order.pending.get(flag, ())
+                  if st and b.overlaps(elem)]
+        if stores and not stores[-1][1].done(stores[-1][0]):
             # the host's value is on its way (the flag flows out every iteration): looked
             # at once the newest store is done, as an answer from a device
-            self._look = (flag, host, stores[-1], self._calls)
+            self._look = (flag, host, stores[-1][0], stores[-1][1], self._calls)
             return False
         return bool(host.flat[0])
 

@@ -285,8 +285,16 @@ class OpenCLDevice(Device):
         held.append(event)
         if len(held) > self._prune_held[lane]:
             # one queue's commands complete in order: the done ones are a prefix
-            del held[:complete_prefix(held)]
+            del held[:complete_prefix(held, self.done)]
             self._prune_held[lane] = max(_HELD_PRUNE, 2 * len(held))
+
+    @staticmethod
+    def done(event: Any) -> bool:
+        return event.command_execution_status == 0  # 0: CL_COMPLETE
+
+    @staticmethod
+    def wait(event: Any) -> None:
+        event.wait()
 
     def _reuse_waits(self, a: Allocation) -> list[Any]:
         """The last uses, possibly still queued, of the freed allocations that shared

@@ -683,12 +683,29 @@ def test_last_resort_coalesces_parked_blocks():
     np.testing.assert_array_equal(rt.host.array("A"), A)
 
 
+class _PollDevice(NullDevice):
+    """A null device whose events, where a test hands it some, are fakes that report their
+    own status as OpenCL's do (0 when complete) and count their waits."""
+
+    @staticmethod
+    def done(e):
+        return e.command_execution_status == 0
+
+    @staticmethod
+    def wait(e):
+        e.wait()
+
+
+def polling(ndev):
+    return [_PollDevice(i, cap=1 << 24, arena_size=1 << 16) for i in range(ndev)]
+
+
 def test_stopped_reads_a_break_flag_where_its_newest_value_is(monkeypatch):
     """A loop's break flag (one int) set by a kernel on device 1: stopped() reads it from
     that device's copy, not from the host's stale one, and not again within STOP_PERIOD."""
     import bbmm.runtime as R
     flag = np.zeros(1, np.int32)
-    rt = Runtime(make(2), {"f": flag, "A": np.zeros(4)}, verify=True)
+    rt = Runtime(polling(2), {"f": flag, "A": np.zeros(4)}, verify=True)
     one = Box((0,), (0,))
 
     def set_to(v):
@@ -712,7 +729,7 @@ def test_stopped_reads_a_break_flag_where_its_newest_value_is(monkeypatch):
         def wait(self):
             self.waited += 1
     e = Pending()
-    rt._look = ("f", np.ones(1, np.int32), e, rt._calls)     # asked at the last call
+    rt._look = ("f", np.ones(1, np.int32), e, rt.devices[0], rt._calls)     # asked at the last call
     for _ in range(R.STOP_AHEAD - 1):
         assert not rt.stopped("f") and e.waited == 0
     assert rt.stopped("f") and e.waited == 1
@@ -725,7 +742,7 @@ def test_stopped_takes_the_host_value_once_its_store_is_done():
     answer to wait for (after STOP_AHEAD iterations at the latest), then the host's value."""
     import bbmm.runtime as R
     flag = np.zeros(1, np.int32)
-    rt = Runtime(make(1), {"f": flag})
+    rt = Runtime(polling(1), {"f": flag})
 
     class Pending:
         command_execution_status, waited = 1, 0
