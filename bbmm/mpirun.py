@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import settings
 from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
 from .run import runtime_options
@@ -51,7 +52,7 @@ a process how many ranks they started."""
 
 def launched_size(environ: Any = None) -> int | None:
     """How many ranks the launcher says it started, if it says."""
-    env = os.environ if environ is None else environ
+    env = settings.environ() if environ is None else environ
     for var in LAUNCHER_SIZE:
         if env.get(var, "").isdigit():
             return int(env[var])

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from typing import Any
 
-from . import shm
+from . import settings, shm
 from .diagnostic import UsageError
 
 
@@ -53,7 +53,7 @@ def resolve_procs(args: argparse.Namespace) -> int:
     if not shm.supported():
         raise UsageError(f"--procs {procs}: processes share memory only on x86-64 here "
                          "(stores in order); use --procs 1")
-    if getattr(args, "profile", None) or os.environ.get("BBMM_PROFILE"):
+    if getattr(args, "profile", None) or settings.text("BBMM_PROFILE"):
         raise UsageError("--profile (or $BBMM_PROFILE) needs --procs 1")
     total = args.devices
     if total is None:
@@ -77,7 +77,7 @@ def _auto(args: argparse.Namespace) -> int:
     :data:`AUTO_MIN_GPUS` of them."""
     if getattr(args, "mpi", False) or not shm.supported():
         return 1
-    if getattr(args, "profile", None) or os.environ.get("BBMM_PROFILE"):
+    if getattr(args, "profile", None) or settings.text("BBMM_PROFILE"):
         return 1
     from .cli import platform_arg
     from .devices.opencl import discover

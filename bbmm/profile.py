@@ -49,6 +49,7 @@ import os
 import sys
 from typing import Any, Iterable, Mapping, Sequence
 
+from . import settings
 from .diagnostic import UsageError
 
 __all__ = ["KINDS", "COPY_KINDS", "ENV", "FORMAT", "target", "check_target", "collect",
@@ -93,7 +94,7 @@ def target(path: str | None) -> str | None:
     """The profile file of a run: ``path`` (``--profile``), else ``$BBMM_PROFILE``, else
     None (no profiling); checked writable."""
     if path is None:
-        path = os.environ.get(ENV) or None
+        path = settings.text(ENV)
     return None if path is None else check_target(path)
 
 # }}}

@@ -60,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from bbmm import settings
 from bbmm.cache import is_hashed, read_verified, store
 from bbmm.diagnostic import BBMMError, BBMMWarning, UsageError
 
@@ -139,7 +140,7 @@ def default_cache_dir() -> Path:
 def find_compiler() -> tuple[str, ...]:
     """The C compiler command: ``$CC`` (split like a shell word list), else the first of
     ``cc``, ``gcc``, ``clang`` on ``PATH``."""
-    env = os.environ.get("CC", "").strip()
+    env = (settings.text("CC") or "").strip()
     if env:
         cmd = tuple(shlex.split(env))
         if shutil.which(cmd[0]) is None:
@@ -373,7 +374,7 @@ def _run_cc(cmd: tuple[str, ...], src: Path, cc: tuple[str, ...], link: bool = F
     it links, a function no source defines gets a hint)."""
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S,
-                           env={**os.environ, "LC_ALL": "C"})   # ASCII diagnostics
+                           env={**settings.environ(), "LC_ALL": "C"})   # ASCII diagnostics
     except subprocess.TimeoutExpired:
         raise CompileError(f"{src}: C compiler timed out after {_COMPILE_TIMEOUT_S} s",
                            command=cmd) from None

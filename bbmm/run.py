@@ -305,9 +305,10 @@ def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence
     return out
 
 
-WHOLE_LIMIT = settings.size("BBMM_WHOLE", 1 << 20)
-"""Arrays the program never writes, of at most this many bytes, are held whole on every
-device that reads them (``$BBMM_WHOLE``; 0: never)."""
+def whole_limit() -> int:
+    """``$BBMM_WHOLE``: arrays the program never writes, of at most this many bytes, are
+    held whole on every device that reads them (default 1 MiB; 0: never)."""
+    return settings.size("BBMM_WHOLE", 1 << 20)
 
 
 PIPELINE_BYTES = 64 << 20
@@ -444,7 +445,8 @@ def runtime_options(module: ModuleType, arrays: Mapping[str, np.ndarray]) -> dic
     small read-only arrays to hold whole (a parameter table read at ``[t]``, say: one copy
     for the run instead of one element per serial iteration, and iterations that repeat)."""
     ro = getattr(module, "READ_ONLY", frozenset())
-    whole = frozenset(a for a in ro if a in arrays and arrays[a].nbytes <= WHOLE_LIMIT)
+    limit = whole_limit()
+    whole = frozenset(a for a in ro if a in arrays and arrays[a].nbytes <= limit)
     return {"max_pieces": module.SLOTS, "whole": whole}
 
 

@@ -22,7 +22,6 @@ launches are issued again (:mod:`bbmm.replay`).
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -139,7 +138,7 @@ class Runtime(Acquire):
         self._disjoint: dict[tuple[tuple[Box, ...], bool],
                              tuple[list[Box], bool, list[Box]]] = {}
         if fuse is None:
-            fuse = fuse_slack(os.environ.get("BBMM_FUSE"))
+            fuse = fuse_slack(settings.text("BBMM_FUSE"))
         if not 0 <= fuse < 1:
             raise UsageError(f"fuse slack must lie in [0, 1), got {fuse}")
         self.fuse = fuse
@@ -165,7 +164,7 @@ class Runtime(Acquire):
         # with hooks, as over MPI, has side effects beyond the device operations) and
         # no per-round waits (BBMM_SYNC measures exact kernel times).
         self.replay = replay and not self.directory.blocking and not self.sync
-        edges = edge_points(os.environ.get("BBMM_EDGE"))
+        edges = edge_points(settings.text("BBMM_EDGE"))
         self.edges = (edges if len(self.devices) > 1 and not self.directory.blocking
                       and not self.sync else 0)
         """Tiles that write at least this many points (0: none) run the rows that write
@@ -183,7 +182,8 @@ class Runtime(Acquire):
         """Move the tiles of small phases to their data (:meth:`_place`)."""
         self._looked = -STOP_PERIOD  # when stopped() last asked for a flag
         self._look: tuple[str, np.ndarray, Any, Device, int] | None = None
-        """The flag asked for and not yet looked at: (flag, cell, event, call number)."""
+        """The flag asked for and not yet looked at: (flag, cell, event, its device, call
+        number)."""
         self._calls = 0  # calls of stopped()
         self._largest_phase = 0
         self._nests: dict[Any, list] = {}  # kernel code -> [phases seen, small]

@@ -36,7 +36,7 @@ from .geometry import COPY_KERNELS, check_inside, check_ndim, contiguous_run, ho
 from .kernelargs import forget, forget_context, set_changed
 from .pinned import pinned_empty
 
-__all__ = ["OpenCLDevice", "DEFAULT_ARENA", "CAP_FRACTION", "SIDE", "TOUCH", "SIDE_SMALL"]
+__all__ = ["OpenCLDevice", "DEFAULT_ARENA", "CAP_FRACTION", "SIDE_SMALL", "TOUCHES"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,18 +45,15 @@ DEFAULT_ARENA = 256 << 20
 CAP_FRACTION = 0.9
 """Default cap: this share of the device's global memory (the rest is the driver's)."""
 
-SIDE = settings.switch("BBMM_SIDE", True)
-"""Read-ins into new boxes run on a second queue of each device, beside the kernels
-enqueued before them (``$BBMM_SIDE=0``: on the device's one queue)."""
-TOUCH = settings.word("BBMM_TOUCH", "async", ("async", "wait", "0", "off", "no"))
-"""How a new arena is first touched (:meth:`OpenCLDevice._create_buffer`): ``async`` (a
-4 KiB fill enqueued on the device's queue, not waited for), ``wait`` (the fill on a queue
-of its own, waited for: an allocation failure reported only by the fill's event shows at
-once), ``0`` (none: for measurements only, a lazy driver's failure would show at some
-later copy)."""
 _FREED_PRUNE = 64
 _HELD_PRUNE = 64
 """Host-copy events held (:meth:`OpenCLDevice._hold`) before the completed ones go."""
+TOUCHES = ("async", "wait", "0", "off", "no")
+"""How a new arena is first touched (``$BBMM_TOUCH``, read when a device is made;
+:meth:`OpenCLDevice._create_buffer`): ``async`` (a 4 KiB fill enqueued on the device's
+queue, not waited for), ``wait`` (the fill on a queue of its own, waited for: an
+allocation failure reported only by the fill's event shows at once), ``0`` (none: for
+measurements only, a lazy driver's failure would show at some later copy)."""
 SIDE_SMALL = 1 << 20
 """A read-in of at most this many bytes that must wait for the device's newest kernel
 anyway runs on the device's own queue (:meth:`OpenCLDevice.side_for`)."""
@@ -73,7 +70,7 @@ class OpenCLDevice(Device):
     :arg profile: record every command (``queue`` must have ``PROFILING_ENABLE``), up
         to ``profile_limit`` of them; see :meth:`take_profile`.
     :arg side: run read-ins into new boxes on a second queue (:meth:`write_rect`), so
-        that they overlap the kernels before them; default :data:`SIDE`.
+        that they overlap the kernels before them; default ``$BBMM_SIDE`` (on).
     """
 
     def __init__(self, context: Any, queue: Any, device: Any, *, index: int = 0,
@@ -117,7 +114,9 @@ class OpenCLDevice(Device):
         self._hboxes: dict[tuple, tuple] = {}
         self._kernels: dict[tuple[str, str, str], Any] = {}
         self._copy_kernels: dict[int, Any] | None = None
-        self.side = SIDE if side is None else side
+        self.side = settings.switch("BBMM_SIDE", True) if side is None else side
+        self.touch = settings.word("BBMM_TOUCH", "async", TOUCHES)
+        """How a new arena is first touched (:data:`TOUCHES`)."""
         self._side_queue: Any = None
         # (buffer, first byte, end byte, event) of each freed allocation whose last use
         # may still be queued: what a side copy into that memory must wait for
@@ -229,11 +228,11 @@ class OpenCLDevice(Device):
         # MEM_OBJECT_ALLOCATION_FAILURE), so enqueueing the fill is enough and
         # the host need not wait for the device (5 waits cost blackscholes ~0.5 ms).
         touch = min(nbytes, 4096)
-        if TOUCH == "async":
+        if self.touch == "async":
             # on the device's in-order queue: everything enqueued there later follows it
             evt = self._fill(self.queue, buf, np.uint8(0), 0, touch)
             self._last_use(buf, 0, touch, evt)  # a side read-in there waits for it
-        elif TOUCH not in ("0", "off", "no"):
+        elif self.touch not in ("0", "off", "no"):
             # waited for on a queue of its own: on the device's queue the wait would
             # also wait for every copy queued before it (blackscholes' read-ins). Nothing
             # else can use the new buffer before the wait returns.

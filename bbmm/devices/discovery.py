@@ -21,6 +21,7 @@ from typing import Any
 
 import pyopencl as cl
 
+from .. import settings
 from ..diagnostic import DeviceError, UsageError
 from .clerrors import device_error as _device_error
 
@@ -117,7 +118,7 @@ def register_nvidia_icd(folder: str, lib: str | None = None) -> str:
     path = os.path.join(folder, "nvidia.icd")
     with open(path, "w") as f:
         f.write(lib + "\n")
-    os.environ["OCL_ICD_VENDORS"] = folder
+    settings.export("OCL_ICD_VENDORS", folder)
     return path
 
 

@@ -422,11 +422,10 @@ def test_replay_checks_and_moves_the_same_bytes(path, params, replays, ndev, tmp
 def test_small_read_only_array_held_whole(tmp_path, monkeypatch):
     """fdtd2d's _fict_ is read at [t]: held whole it is read in once per device, not one
     element per step; BBMM_WHOLE=0 turns that off (and then no step repeats)."""
-    import bbmm.run
     path, params = POLYBENCH / "fdtd2d.c", ["tmax=9", "nx=16", "ny=12"]
     docs = {}
     for limit in (1 << 20, 0):
-        monkeypatch.setattr(bbmm.run, "WHOLE_LIMIT", limit)
+        monkeypatch.setenv("BBMM_WHOLE", str(limit))
         out = tmp_path / f"w{limit}.json"
         assert run(path, params, "--devices", 2, json_path=out) == 0
         docs[limit] = json.loads(out.read_text())

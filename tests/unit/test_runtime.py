@@ -628,6 +628,8 @@ def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
     with cl_band (1, 0)) moves down to a multiple of ALIGN, the NDRange growing to still
     cover the loop's last index; the other dimension keeps its origin; ALIGN 1 leaves the
     loop's own bound (heat2d's j from 1: every warp straddled two memory segments)."""
+    from dataclasses import replace
+
     from bbmm import hostlib
     from bbmm.runtime import TileBuffers
 
@@ -643,7 +645,7 @@ def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
 
     grid = [(5, 99), (1, 1000)]  # band loop 0 (i, OpenCL dim 1), band loop 1 (j, dim 0)
     for align, g1 in [(32, 0), (1, 1), (7, 0), (16, 0)]:
-        monkeypatch.setattr(hostlib, "ALIGN", align)
+        monkeypatch.setattr(hostlib, "_OPTIONS", replace(hostlib.options(), align=align))
         dev = Dev()
         hostlib.launch(dev, TileBuffers(), "src", "k", [5, 99], grid, [1, 0], [],
                        local=(256, 1))
@@ -652,7 +654,7 @@ def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
         assert gsize[1] == 99 - 5 + 1          # rows as before
         assert gsize[0] % 256 == 0 and g1 + gsize[0] - 1 >= 1000 and g1 % align == 0
     # a 1-D band: dimension 0 is the tiled loop, its origin below the tile's lb
-    monkeypatch.setattr(hostlib, "ALIGN", 32)
+    monkeypatch.setattr(hostlib, "_OPTIONS", replace(hostlib.options(), align=32))
     dev = Dev()
     hostlib.launch(dev, TileBuffers(), "src", "k", [70, 140], [(70, 140)], [0], [],
                    local=(64,))
