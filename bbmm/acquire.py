@@ -6,41 +6,22 @@ Beyond the paper: boxes whose hull wastes little are fused (:func:`fuse_hull`), 
 overlapping resident copies grows to take them in (fdtd2d's two readings of ``ey``), a
 box partly resident is taken from the copies that hold it and only the rest allocated,
 and a tile that does not fit beside what it found present is acquired again strictly,
-then on an emptied device (:meth:`Acquire._acquire`). The result is a
+then on an emptied device (:meth:`Acquire.acquire`). The result is a
 :class:`TileBuffers`, from which the kernel's arguments are packed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Mapping, Sequence
 
 from . import regions as R
 from .box import Box, disjoint, hull_all, merge_adjacent
-from .buffers import BufferManager, Copy
+from .buffers import BufferManager
+from .coherence import Directory, HostCopy
 from .diagnostic import TileTooLargeError, UsageError
+from .stats import Stats
+from .tiles import Copy, Tile, TileBuffers
 
-if TYPE_CHECKING:
-    from .runtime import Tile
-
-
-@dataclass
-class TileBuffers:
-    """The tile's disjoint boxes per array and the resident copy holding each.
-
-    ``pieces[a][i] = (box, copy)``: ``box`` is the i-th disjoint box of array ``a``,
-    held by ``copy`` (whose own box contains it, and may be larger when the box was
-    found present). ``access[a][k]`` is the index of the single piece holding the
-    k-th initial box, or -1 when that access is split over several pieces (Fig. 9).
-    """
-
-    pieces: dict[str, list[tuple[Box, Copy]]] = field(default_factory=dict)
-    access: dict[str, list[int]] = field(default_factory=dict)
-    launches: dict[Any, Any] = field(default_factory=dict)
-    """Launch preparations derived from the pieces (kernel object, array arguments), per
-    device and kernel: the pieces never change, and a replayed tile launches again."""
-
-    def copies(self) -> list[Copy]:
-        return [c for ps in self.pieces.values() for _, c in ps]
+__all__ = ["Acquire", "TileBuffers", "fuse_slack", "fuse_hull"]
 
 
 def fuse_slack(spec: str | None) -> float:
@@ -66,8 +47,32 @@ def fuse_hull(boxes: list[Box], slack: float) -> list[Box]:
 
 
 class Acquire:
-    """Acquiring a tile's boxes: mixed into :class:`bbmm.runtime.Runtime`, whose device
-    managers, host copy, directory and settings it uses."""
+    """Acquiring a tile's boxes on the devices of ``managers``: a part of
+    :class:`bbmm.runtime.Runtime`, which holds one, with the runtime's host copy,
+    directory, statistics and settings (``mode``, ``reuse``, ``fuse``, ``max_pieces``,
+    ``verify``: as :class:`~bbmm.runtime.Runtime` takes them)."""
+
+    def __init__(self, managers: Sequence[BufferManager], directory: Directory,
+                 host: HostCopy, stats: Stats, *, mode: str, reuse: bool, fuse: float,
+                 max_pieces: Mapping[str, int], verify: bool):
+        self.managers = managers
+        self.directory = directory
+        self.host = host
+        self.stats = stats
+        self.mode, self.reuse, self.fuse = mode, reuse, fuse
+        self.max_pieces = max_pieces
+        self.verify = verify
+        self._serial: object = None
+        self._disjoint: dict[tuple[tuple[Box, ...], bool],
+                             tuple[list[Box], bool, list[Box]]] = {}
+        """Algorithm 2's answer per (boxes, fresh): a pure function of the boxes, which
+        repeat from one serial iteration to the next in stencils."""
+
+    def acquire(self, t: Tile, serial: object) -> TileBuffers:
+        """:meth:`_acquire` of ``t`` in the serial iteration ``serial`` (the key of the
+        boxes freed at its end: cleanup flags)."""
+        self._serial = serial
+        return self._acquire(t)
 
     def _acquire(self, t: Tile) -> TileBuffers:
         """Lines 4-12 of Algorithm 4: disjoint boxes, present/alloc/readin, usage counts.

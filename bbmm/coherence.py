@@ -25,7 +25,7 @@ flow-in, and the pull before a tile that finds part of its box stale).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -33,9 +33,7 @@ from . import regions as R
 from .box import Box, disjoint, hull_all
 from .devices.base import complete_prefix
 from .stats import Stats
-
-if TYPE_CHECKING:
-    from .buffers import Copy
+from .tiles import Copy
 
 
 class HostCopy:

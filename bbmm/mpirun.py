@@ -37,6 +37,8 @@ import numpy as np
 from . import settings
 from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
+from .devargs import make_devices_from_args
+from .program import check_init_flags, compile_args, defines, prepare_run
 from .run import runtime_options
 
 RESULTS = ("gather", "distributed")
@@ -325,15 +327,12 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
     args.node = comm.node_slot()  # ranks of one machine split its GPUs
 
     def build() -> Any:
-        from .cli import _compile, check_init_flags
         from .run import check_output
         check_init_flags(args)
         check_output(args.json, "--json")     # before the run, not after it
-        return _compile(args)
+        return compile_args(args)
 
     def go() -> int:
-        from .cli import _defines, prepare_run
-
         prog = on_root(comm, build)  # one compilation, not one per rank
         scop = prog.scop
         with warnings.catch_warnings():
@@ -347,7 +346,7 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
                           progress=False if args.no_progress else None,
                           replay=False if args.no_replay else None)
         if args.check:
-            check_mpi(res, comm, args.file, scop, init, _defines(args), args.include_dirs,
+            check_mpi(res, comm, args.file, scop, init, defines(args), args.include_dirs,
                       lib=lib)
         return _finish(res, comm, scop.function, args.json)
 
@@ -360,7 +359,6 @@ def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
     args.node = comm.node_slot()
 
     def setup() -> tuple[Any, ...]:
-        from .cli import make_devices_from_args
         from .run import host_arrays, parse_params
 
         params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,

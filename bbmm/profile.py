@@ -51,6 +51,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from . import settings
 from .diagnostic import UsageError
+from .version import __version__
 
 __all__ = ["KINDS", "COPY_KINDS", "ENV", "FORMAT", "target", "check_target", "collect",
            "device_timeline", "summarize", "idle_gaps", "segments", "by_label",
@@ -264,7 +265,6 @@ def to_trace(doc: Mapping[str, Any]) -> dict[str, Any]:
                            "pid": pid, "tid": tids[c.get("queue", "queue")], "args": args})
         others.append({k: v for k, v in e.items() if k != "commands"} | {"pid": pid})
     events.sort(key=lambda ev: (ev["ph"] != "M", ev.get("ts", 0.0)))
-    from . import __version__
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"format": FORMAT, "bbmm": __version__,
                           "meta": dict(doc.get("meta") or {}),

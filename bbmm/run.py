@@ -17,6 +17,9 @@ import numpy as np
 
 from . import settings
 from .box import union_volume
+from .version import __version__
+from .console import OneLineParser, exit_interrupted, run_with_errors, watch_interrupts
+from .devargs import add_device_options, make_devices_from_args, profile_path
 from .diagnostic import UsageError, format_bytes
 from .hostlib import prebuild
 from .runtime import COHERENCE, MODES, Runtime, fuse_slack
@@ -236,7 +239,6 @@ fields are documented by ``bbmm/schemas/run.schema.json``."""
 
 def report_header(fmt: str = REPORT_FORMAT) -> dict[str, str]:
     """The first two fields of bbmm's JSON documents: ``format`` and bbmm's ``version``."""
-    from . import __version__
     return {"format": fmt, "version": __version__}
 
 
@@ -479,17 +481,6 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
     return RunResult(arrays, rt, params, scalars, tile, wall)
 
 
-def profile_path(args: argparse.Namespace) -> str | None:
-    """``--profile FILE``, else ``$BBMM_PROFILE``, else None; checked writable before the
-    run (a one-line UsageError), and refused with ``--mpi``."""
-    from .profile import target
-
-    path = target(getattr(args, "profile", None))
-    if path is not None and getattr(args, "mpi", False):
-        raise UsageError("--profile (or $BBMM_PROFILE) does not work with --mpi")
-    return path
-
-
 def _fraction(text: str) -> float:
     """``--fuse``'s value: a fraction in [0, 1) such as 0.02 or 1/64."""
     try:
@@ -621,12 +612,8 @@ def check_against_reference(res: RunResult, c_path: str, scop: Any, initial: dic
 
 def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
     """``python <kernel>_host.py ...``: run a generated driver on its own."""
-    from .cli import add_device_options, make_devices_from_args, run_with_errors
-
-    from .cli import OneLineParser
-
     p = OneLineParser(prog=f"{module.FUNCTION}_host.py",
-                                description=f"bbmm driver for {module.FUNCTION} ({module.SOURCE})")
+                      description=f"bbmm driver for {module.FUNCTION} ({module.SOURCE})")
     add_device_options(p)
     add_run_options(p)
     args = p.parse_args(argv)
@@ -634,7 +621,7 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
         p.error(f"--procs {args.procs}: a generated driver runs in one process; use "
                 f"bbmm run FILE.c --procs {args.procs}, or mpiexec with --mpi")
     if args.mpi:
-        from .mpirun import driver_mpi
+        from .mpirun import driver_mpi  # the MPI launcher builds on this module
         return run_with_errors(lambda: driver_mpi(module, args))
 
     def go() -> int:
@@ -666,14 +653,12 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
             write_json(args.json, res.as_json(module.FUNCTION))
         return 0
 
-    from .cli import _exit_interrupted, _watch_interrupts
-
     program = argv is None       # run as ``python <kernel>_host.py``, not called
     if program:
-        _watch_interrupts()      # Ctrl-C ends the driver within a second
+        watch_interrupts()       # Ctrl-C ends the driver within a second
     try:
         return run_with_errors(go)
     except KeyboardInterrupt:
         if program:
-            _exit_interrupted()
+            exit_interrupted()
         raise

@@ -23,21 +23,25 @@ launches are issued again (:mod:`bbmm.replay`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from . import regions as R
 from . import settings
-from .acquire import Acquire, TileBuffers, fuse_slack
+from .acquire import Acquire, fuse_slack
 from .box import Box, disjoint
-from .buffers import BufferManager, Copy
+from .buffers import BufferManager
 from .coherence import Directory, HostCopy
 from .devices.base import Device
 from .diagnostic import SettingError, UsageError
 from .replay import Tape, phase_key, replay, signature
 from .stats import DeviceStats, Stats
+from .tiles import Copy, Tile, TileBuffers
+
+__all__ = ["Runtime", "Tile", "TileBuffers", "Copy", "kernel_args", "int32", "fuse_slack",
+           "MODES", "COHERENCE"]
 
 MODES = ("disjoint", "convex")
 REPLAY_MISSES = 8
@@ -62,44 +66,7 @@ def _key(tiles: Sequence[Tile], extra: Hashable) -> Hashable:
     return phase_key(tiles) if extra is None else (phase_key(tiles), extra)
 
 
-@dataclass(frozen=True)
-class Tile:
-    """One tile of a parallel loop instance, with everything the runtime needs about it.
-
-    Boxes are in array coordinates (inclusive bounds); empty boxes are ignored.
-    ``writes`` must cover every element the kernel writes; ``flowout`` and
-    ``writeout`` are the bounding boxes of the compile-time flow-out and write-out
-    sets (optional for correctness: the runtime pulls what is missing, at a cost).
-    """
-
-    device: int
-    boxes: Mapping[str, Sequence[Box]]
-    """Initial bounding boxes per array, one per access function (Algorithm 1)."""
-    kernel: Callable[[Device, "TileBuffers"], Any]
-    """Launches the computation: ``kernel(device, buffers)``."""
-    writes: Mapping[str, Sequence[Box]] = field(default_factory=dict)
-    flowout: Mapping[str, Sequence[Box]] = field(default_factory=dict)
-    writeout: Mapping[str, Sequence[Box]] = field(default_factory=dict)
-    cleanup: Mapping[str, Sequence[bool]] = field(default_factory=dict)
-    """Per initial box: True when it depends on the serial iterators only (Section 7.2)."""
-    fresh: frozenset[str] = frozenset()
-    """Arrays the tile only writes, through exact write boxes: every element of their
-    boxes is overwritten, so new boxes need no read-in."""
-    name: str = ""
-    span: tuple[int, int] | None = None
-    """The range of the tiled iterator (band loop 0) over the tile, when the kernel runs
-    a part of it as ``kernel(device, buffers, rows=(lo, hi))``."""
-    writers: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
-    """Per array, ``(d, cmin, cmax)``: its element ``x`` along dimension ``d`` is written
-    only by points whose tiled iterator lies in ``[x - cmax, x - cmin]``
-    (:func:`codegen.flow.edge_writers`; only for a tiled loop that carries no
-    dependence, so that the tile's rows may run as several launches)."""
-    original: "Tile | None" = field(default=None, compare=False, repr=False)
-    """The tile as the driver gave it, when the runtime widened its boxes of arrays held
-    whole (taken instead if the widened tile does not fit the device)."""
-
-
-class Runtime(Acquire):
+class Runtime:
     """BBMM's runtime over a list of devices and the host arrays."""
 
     def __init__(self, devices: Sequence[Device], arrays: Mapping[str, np.ndarray] | HostCopy,
@@ -135,8 +102,6 @@ class Runtime(Acquire):
         goes on at once and only waits where it needs a result (a blocking copy), so the
         devices keep computing while the host works: 'compute' then counts launches and
         the waits show up in the step that needed the data."""
-        self._disjoint: dict[tuple[tuple[Box, ...], bool],
-                             tuple[list[Box], bool, list[Box]]] = {}
         if fuse is None:
             fuse = fuse_slack(settings.text("BBMM_FUSE"))
         if not 0 <= fuse < 1:
@@ -149,6 +114,10 @@ class Runtime(Acquire):
         self.max_pieces = dict(max_pieces or {})
         """Kernel slots per array: a tile whose disjoint boxes of an array outnumber them
         falls back to one hull box for that array (correct, only larger)."""
+        self.acquirer = Acquire(self.managers, self.directory, self.host, self.stats,
+                                mode=mode, reuse=reuse, fuse=fuse,
+                                max_pieces=self.max_pieces, verify=self.verify)
+        """Lines 4-12 of Algorithm 4 for each tile (:mod:`bbmm.acquire`)."""
         self.whole: dict[str, Box] = {}
         """Arrays no tile writes, held whole: every non-empty box of a tile becomes the whole
         array (one read-in for the run, the same boxes every serial iteration)."""
@@ -535,6 +504,11 @@ class Runtime(Acquire):
             if a in cleanup:
                 cleanup[a] = [False] * len(cleanup[a])
         return replace(t, boxes=boxes, cleanup=cleanup, original=t)
+
+    def _acquire(self, t: Tile) -> TileBuffers:
+        """Lines 4-12 of Algorithm 4 for tile ``t``: its boxes found present or allocated
+        and read in (:meth:`bbmm.acquire.Acquire.acquire`)."""
+        return self.acquirer.acquire(t, self._serial)
 
     def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None = None) -> None:
         """Run the tile's kernel callback (on its ``rows`` only, when given). What it

@@ -101,3 +101,119 @@ def test_no_setting_is_read_when_the_modules_load(monkeypatch):
                        cwd=BBMM.parent, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("BBMM_"), r.stdout
+
+
+# {{{ the import graph of bbmm/
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in BBMM.rglob("*.py"):
+        parts = path.relative_to(BBMM.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _targets(module: str, node: ast.ImportFrom | ast.Import, is_package: bool,
+             known: set[str]) -> set[str]:
+    """The modules of ``known`` an import statement of ``module`` loads by name (a
+    ``from package import submodule`` loads the submodule, not the package's names)."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name in known}
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        source = ".".join(base + ([node.module] if node.module else []))
+    else:
+        source = node.module or ""
+    subs = {f"{source}.{a.name}" for a in node.names if f"{source}.{a.name}" in known}
+    out = set(subs)
+    if source in known and len(subs) < len(node.names):
+        out.add(source)
+    return out
+
+
+def _imports(tree: ast.Module, inside_functions: bool) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements of a module: those run when it loads (``if TYPE_CHECKING``
+    blocks included: a type-only import is still a dependence), and with
+    ``inside_functions`` those inside its functions too."""
+    out = []
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            out.append(n)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not inside_functions:
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def import_graph(inside_functions: bool = False) -> dict[str, set[str]]:
+    """Module -> the modules of bbmm it imports."""
+    mods = _modules()
+    known = set(mods)
+    graph = {}
+    for name, path in mods.items():
+        edges: set[str] = set()
+        for node in _imports(_tree(path), inside_functions):
+            edges |= _targets(name, node, path.name == "__init__.py", known)
+        graph[name] = edges - {name}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    import graphlib
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        return e.args[1]
+    return None
+
+
+LAZY_EDGES = {("bbmm.run", "bbmm.mpirun"), ("bbmm.procs", "bbmm.cli")}
+"""Imports inside functions that still close a cycle: generated drivers call
+``bbmm.run.driver_main``, which hands ``--mpi`` to the MPI launcher built on
+:mod:`bbmm.run`; :mod:`bbmm.procs` takes ``platform_arg`` from the command line."""
+
+
+def test_bbmm_has_no_import_cycle():
+    """No cycle among the imports bbmm's modules run when they load (type-only ones
+    included), and none among all their imports but :data:`LAZY_EDGES`."""
+    graph = import_graph()
+    assert {"bbmm.runtime", "bbmm.acquire", "bbmm.tiles"} <= set(graph)
+    assert "bbmm.tiles" in graph["bbmm.acquire"]          # the graph sees relative imports
+    assert _cycle(graph) is None, _cycle(graph)
+    everything = import_graph(inside_functions=True)
+    for a, b in LAZY_EDGES:
+        assert b in everything[a], f"{a} no longer imports {b}: drop it from LAZY_EDGES"
+        everything[a].discard(b)
+    assert _cycle(everything) is None, _cycle(everything)
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) is not None
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                     "    from .runtime import Tile\ndef f():\n    from .cli import main\n")
+    assert sorted(n.module for n in _imports(tree, False)) == ["runtime", "typing"]
+    assert "cli" in {n.module for n in _imports(tree, True)}
+
+
+RUNTIME_PACKAGES = (*RUNTIME, "tiles", "hostlib", "settings", "diagnostic", "devices/__init__",
+                    "devices/opencl", "devices/cldevice", "devices/discovery", "devices/logical",
+                    "devices/geometry", "devices/pinned", "devices/kernelargs",
+                    "devices/commandlog", "devices/clerrors")
+
+
+def test_the_runtime_imports_nothing_of_the_compiler():
+    """The runtime (and the support code of generated drivers, :mod:`bbmm.hostlib`)
+    imports no module of ``codegen``, anywhere in its files."""
+    for name in RUNTIME_PACKAGES:
+        path = BBMM / f"{name}.py"
+        assert path.exists(), path
+        compiler = {m for m in _imported(_tree(path)) if m.split(".")[0] == "codegen"}
+        assert not compiler, f"{path} imports {compiler}"
+
+# }}}
