@@ -62,19 +62,15 @@ class Acquire:
         self.mode, self.reuse, self.fuse = mode, reuse, fuse
         self.max_pieces = max_pieces
         self.verify = verify
-        self._serial: object = None
+        self.serial: object = None
+        """The serial iteration the tiles acquired now run in (the key of the boxes freed at
+        its end: cleanup flags); the runtime sets it."""
         self._disjoint: dict[tuple[tuple[Box, ...], bool],
                              tuple[list[Box], bool, list[Box]]] = {}
         """Algorithm 2's answer per (boxes, fresh): a pure function of the boxes, which
         repeat from one serial iteration to the next in stencils."""
 
-    def acquire(self, t: Tile, serial: object) -> TileBuffers:
-        """:meth:`_acquire` of ``t`` in the serial iteration ``serial`` (the key of the
-        boxes freed at its end: cleanup flags)."""
-        self._serial = serial
-        return self._acquire(t)
-
-    def _acquire(self, t: Tile) -> TileBuffers:
+    def acquire(self, t: Tile) -> TileBuffers:
         """Lines 4-12 of Algorithm 4: disjoint boxes, present/alloc/readin, usage counts.
 
         Under memory pressure a small box found inside a big resident one can pin too
@@ -158,7 +154,7 @@ class Acquire:
                             if b.overlaps(p):
                                 break
                         else:
-                            c.cleanup_iter = self._serial
+                            c.cleanup_iter = self.serial
                     mgr.acquire(c)
                     taken.append(c)
                     if not fresh:  # a box the tile overwrites whole needs no read-in
@@ -209,7 +205,7 @@ class Acquire:
         ``k + 1`` next to a tile's rows: the rows stay, the row is new), unless an
         access box would then span several pieces (its accesses split). If that needs
         more pieces than the kernel has slots, whole disjoint boxes are allocated. With
-        ``strict`` only copies of exactly that box are reused (see :meth:`_acquire`).
+        ``strict`` only copies of exactly that box are reused (see :meth:`acquire`).
         Boxes whose hull wastes little are fused first (:attr:`fuse`), unless the tile
         only writes the array (``fresh``: no read-in would fill the hull's extra points).
         """

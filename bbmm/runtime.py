@@ -89,7 +89,6 @@ class Runtime:
         self.managers = [BufferManager(d, self.directory, s)
                          for d, s in zip(self.devices, self.stats.devices)]
         self.verify = settings.switch("BBMM_DEBUG", False) if verify is None else verify
-        self._serial: object = None
         self.keep_idle = keep_idle
         self.host_log: list[tuple[str, float, float]] | None = (
             [] if any(getattr(d, "profiling", False) for d in self.devices) else None)
@@ -224,11 +223,12 @@ class Runtime:
             if tape is not None:
                 tape.add("launch", (phase_no, index[id(t)], tb, rows))
             self._launch(t, tb, rows)
+        acquire = self.acquirer.acquire
         for rnd in self._rounds(tiles):
             t0 = clock()
             if tape is not None:
                 tape.timer = "memory_mgmt"
-            bufs = [self._acquire(t) for t in rnd]
+            bufs = [acquire(t) for t in rnd]
             flows = [self._flowout_boxes(t) for t in rnd]
             t1 = clock()
             if tape is not None:
@@ -505,10 +505,15 @@ class Runtime:
                 cleanup[a] = [False] * len(cleanup[a])
         return replace(t, boxes=boxes, cleanup=cleanup, original=t)
 
-    def _acquire(self, t: Tile) -> TileBuffers:
-        """Lines 4-12 of Algorithm 4 for tile ``t``: its boxes found present or allocated
-        and read in (:meth:`bbmm.acquire.Acquire.acquire`)."""
-        return self.acquirer.acquire(t, self._serial)
+    @property
+    def _serial(self) -> object:
+        """The serial iteration running now (its key; None before the first), which the
+        acquirer stamps on boxes freed at its end."""
+        return self.acquirer.serial
+
+    @_serial.setter
+    def _serial(self, serial: object) -> None:
+        self.acquirer.serial = serial
 
     def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None = None) -> None:
         """Run the tile's kernel callback (on its ``rows`` only, when given). What it
