@@ -280,7 +280,7 @@ class Program:
                                                             dict[str, np.ndarray]]:
         """``(params, scalars)`` by model name and the caller's arrays by C name, each
         checked (:class:`UsageError` at the first problem)."""
-        from .reference import _int_ctype, _int_value
+        from .reference.calls import _int_ctype, _int_value
         from .run import array_shapes
 
         known = set(self.parameters) | set(self.arrays)

@@ -97,7 +97,7 @@ def int_range(ctype: str) -> tuple[int, int]:
     ...), on this machine's C ABI."""
     import ctypes
 
-    from .reference import _int_ctype
+    from .reference.calls import _int_ctype
 
     ct = _int_ctype(ctype)
     bits = 8 * ctypes.sizeof(ct)
