@@ -17,27 +17,22 @@ import logging
 import sys
 from typing import Any, Callable, Sequence
 
-from .console import OneLineParser, exit_interrupted, one_line, one_line_warnings
-from .console import run_with_errors as run_with_errors
-from .console import watch_interrupts
+from .console import (OneLineParser, exit_interrupted, one_line, one_line_warnings,
+                      run_with_errors, watch_interrupts)
 from .devargs import add_device_options, device_mem, make_devices_from_args, platform_arg
 from .diagnostic import BBMMError, CheckError, UsageError, format_bytes
-from .program import check_init_flags, compile_args, defines, prepare_run, sources
-from .version import __version__
+from .program import check_init_flags, compile_args, defines, prepare_run
 from .run import (add_run_options, check_against_reference, check_output, execute,
                   profile_path, report, report_header, report_stream, write_json)
+from .version import __version__
 
-# the names the command line's parts had here, for code that imports them from here
-_one_line, _exit_interrupted, _watch_interrupts = one_line, exit_interrupted, watch_interrupts
-_one_line_warnings, _compile, _defines, _sources = one_line_warnings, compile_args, defines, sources
+_one_line_warnings = one_line_warnings  # the name bbmm.procs imports it by
 __all__ = ["main", "build_parser", "run_json", "COMMANDS", "add_device_options",
            "make_devices_from_args", "platform_arg", "device_mem", "prepare_run",
            "check_init_flags", "run_with_errors", "OneLineParser"]
 
 Command = tuple[str, str, Callable[[argparse.ArgumentParser], None],
                 Callable[[argparse.Namespace], int]]
-
-# }}}
 
 
 # {{{ bbmm devices
@@ -164,7 +159,7 @@ def _run_compile(args: argparse.Namespace) -> int:
     if args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"-o {args.output}: exists and is not a folder (-o names the folder "
                          f"to write <kernel>.cl and <kernel>_host.py into)")
-    prog = _compile(args)
+    prog = compile_args(args)
     print(prog.summary())
     if args.dump_scop or args.explain:
         for st in prog.scop.statements:
@@ -216,7 +211,7 @@ def _run_run(args: argparse.Namespace) -> int:
     check_init_flags(args)
     profile = profile_path(args)  # a bad path fails now, not after the run
     check_output(args.json, "--json")
-    prog = _compile(args)
+    prog = compile_args(args)
     scop = prog.scop
     params, scalars, module, devices, init, arrays, lib = prepare_run(args, prog)
     res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
@@ -224,7 +219,7 @@ def _run_run(args: argparse.Namespace) -> int:
                   progress=False if args.no_progress else None,
                   replay=False if args.no_replay else None, fuse=args.fuse, profile=profile)
     if args.check:
-        check_against_reference(res, args.file, scop, init, _defines(args), lib=lib)
+        check_against_reference(res, args.file, scop, init, defines(args), lib=lib)
     out = report_stream(args.json)
     print(report(res, scop.function, scop.returns), file=out)
     for m in res.mismatches:
@@ -366,11 +361,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     the program (``argv`` None), a Ctrl-C ends the process within a second (status 130)."""
     program = argv is None
     if program:
-        _watch_interrupts()
+        watch_interrupts()
     try:
-        parser = build_parser()     # imports the runtime, which reads the $BBMM_* settings
+        parser = build_parser()
     except UsageError as e:
-        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
+        print(f"bbmm: error: {one_line(e)}", file=sys.stderr)
         return 2
     # exits 2 with one line on bad usage; C sources after the options (bbmm run k.c
     # --check more.c) are more of FILE's, which argparse alone would not take there
@@ -379,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.sources = list(args.sources) + rest
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    _one_line_warnings()
+    one_line_warnings()
     args.verbose += getattr(args, "sub_verbose", 0)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="bbmm: %(name)s: %(message)s")
@@ -387,10 +382,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         resolve_example(args)
         return args.run(args)
     except UsageError as e:
-        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
+        print(f"bbmm: error: {one_line(e)}", file=sys.stderr)
         return 2
     except BBMMError as e:
-        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
+        print(f"bbmm: error: {one_line(e)}", file=sys.stderr)
         return 1
     except MemoryError:
         print("bbmm: error: out of host memory (smaller --param sizes, or fewer copies: "
@@ -398,7 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         if program:
-            _exit_interrupted()
+            exit_interrupted()
         print("bbmm: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into head & co.
