@@ -17,12 +17,15 @@ import numpy as np
 
 from . import settings
 from .box import union_volume
-from .version import __version__
 from .console import OneLineParser, exit_interrupted, run_with_errors, watch_interrupts
 from .devargs import add_device_options, make_devices_from_args, profile_path
-from .diagnostic import UsageError, format_bytes
+from .diagnostic import BBMMError, UsageError, format_bytes
 from .hostlib import prebuild
+from .profile import write_timeline
+from .reference import compare, run_reference
+from .reference.calls import _int_ctype
 from .runtime import COHERENCE, MODES, Runtime, fuse_slack
+from .version import __version__
 
 DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32, "char": np.int8,
           "unsigned char": np.uint8, "short": np.int16, "unsigned short": np.uint16,
@@ -97,7 +100,6 @@ def int_range(ctype: str) -> tuple[int, int]:
     ...), on this machine's C ABI."""
     import ctypes
 
-    from .reference.calls import _int_ctype
 
     ct = _int_ctype(ctype)
     bits = 8 * ctypes.sizeof(ct)
@@ -194,7 +196,6 @@ def write_json(path: str, doc: Any) -> None:
     naming the path when that fails)."""
     import sys
 
-    from .diagnostic import BBMMError
     if path == "-":
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -473,7 +474,6 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
     module.run(rt, params, scalars, tile, progress)
     wall = time.perf_counter() - t0
     if profile is not None:
-        from .profile import write_timeline
         write_timeline(profile, devices, {"kernel": module.FUNCTION, "params": params,
                                           "tile": tile, "wall_s": wall,
                                           "stats": rt.stats.as_json()},
@@ -597,7 +597,6 @@ def check_against_reference(res: RunResult, c_path: str, scop: Any, initial: dic
                             include_dirs: Sequence[str] = ()) -> None:
     """``--check``: run the sequential C kernel on the initial data and compare every array
     (``lib``: the reference library, if already built)."""
-    from .reference import compare, run_reference
 
     expect = run_reference(c_path, scop, res.params, res.scalars, initial,
                            defines=dict(defines or {}), lib=lib, include_dirs=include_dirs)
