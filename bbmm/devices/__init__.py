@@ -25,8 +25,8 @@ __all__ = ["Allocation", "Device", "DryDevice", "NullDevice", "rect_args", "spli
 
 
 def logical_devices(n: int | None = None, *, device_mem: int | str | None = None,
-                 platform: str | int | None = None, device_kind: str = "auto",
-                 profile: bool = False) -> list[Any]:
+                    platform: str | int | None = None, device_kind: str = "auto",
+                    profile: bool = False) -> list[Any]:
     """``n`` logical OpenCL devices (None: every GPU, or one CPU device), each with its own
     queue and memory cap ``device_mem`` (bytes or ``"2GiB"``; default: 90% of the physical
     device's memory, shared among the logical devices on it). Reusable across runs
