@@ -9,7 +9,6 @@ from . import devices
 from .api import Program, RunStats, compile
 from .box import Box, disjoint
 from .diagnostic import BBMMError, UsageError
-
-__version__ = "0.1.0"
+from .version import __version__
 __all__ = ["Box", "disjoint", "BBMMError", "UsageError", "compile", "devices", "Program",
            "RunStats", "__version__"]

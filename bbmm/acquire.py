@@ -6,41 +6,22 @@ Beyond the paper: boxes whose hull wastes little are fused (:func:`fuse_hull`), 
 overlapping resident copies grows to take them in (fdtd2d's two readings of ``ey``), a
 box partly resident is taken from the copies that hold it and only the rest allocated,
 and a tile that does not fit beside what it found present is acquired again strictly,
-then on an emptied device (:meth:`Acquire._acquire`). The result is a
+then on an emptied device (:meth:`Acquire.acquire`). The result is a
 :class:`TileBuffers`, from which the kernel's arguments are packed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Mapping, Sequence
 
 from . import regions as R
 from .box import Box, disjoint, hull_all, merge_adjacent
-from .buffers import BufferManager, Copy
+from .buffers import BufferManager
+from .coherence import Directory, HostCopy
 from .diagnostic import TileTooLargeError, UsageError
+from .stats import Stats
+from .tiles import Copy, Tile, TileBuffers
 
-if TYPE_CHECKING:
-    from .runtime import Tile
-
-
-@dataclass
-class TileBuffers:
-    """The tile's disjoint boxes per array and the resident copy holding each.
-
-    ``pieces[a][i] = (box, copy)``: ``box`` is the i-th disjoint box of array ``a``,
-    held by ``copy`` (whose own box contains it, and may be larger when the box was
-    found present). ``access[a][k]`` is the index of the single piece holding the
-    k-th initial box, or -1 when that access is split over several pieces (Fig. 9).
-    """
-
-    pieces: dict[str, list[tuple[Box, Copy]]] = field(default_factory=dict)
-    access: dict[str, list[int]] = field(default_factory=dict)
-    launches: dict[Any, Any] = field(default_factory=dict)
-    """Launch preparations derived from the pieces (kernel object, array arguments), per
-    device and kernel: the pieces never change, and a replayed tile launches again."""
-
-    def copies(self) -> list[Copy]:
-        return [c for ps in self.pieces.values() for _, c in ps]
+__all__ = ["Acquire", "TileBuffers", "fuse_slack", "fuse_hull"]
 
 
 def fuse_slack(spec: str | None) -> float:
@@ -66,10 +47,30 @@ def fuse_hull(boxes: list[Box], slack: float) -> list[Box]:
 
 
 class Acquire:
-    """Acquiring a tile's boxes: mixed into :class:`bbmm.runtime.Runtime`, whose device
-    managers, host copy, directory and settings it uses."""
+    """Acquiring a tile's boxes on the devices of ``managers``: a part of
+    :class:`bbmm.runtime.Runtime`, which holds one, with the runtime's host copy,
+    directory, statistics and settings (``mode``, ``reuse``, ``fuse``, ``max_pieces``,
+    ``verify``: as :class:`~bbmm.runtime.Runtime` takes them)."""
 
-    def _acquire(self, t: Tile) -> TileBuffers:
+    def __init__(self, managers: Sequence[BufferManager], directory: Directory,
+                 host: HostCopy, stats: Stats, *, mode: str, reuse: bool, fuse: float,
+                 max_pieces: Mapping[str, int], verify: bool):
+        self.managers = managers
+        self.directory = directory
+        self.host = host
+        self.stats = stats
+        self.mode, self.reuse, self.fuse = mode, reuse, fuse
+        self.max_pieces = max_pieces
+        self.verify = verify
+        self.serial: object = None
+        """The serial iteration the tiles acquired now run in (the key of the boxes freed at
+        its end: cleanup flags); the runtime sets it."""
+        self._disjoint: dict[tuple[tuple[Box, ...], bool],
+                             tuple[list[Box], bool, list[Box]]] = {}
+        """Algorithm 2's answer per (boxes, fresh): a pure function of the boxes, which
+        repeat from one serial iteration to the next in stencils."""
+
+    def acquire(self, t: Tile) -> TileBuffers:
         """Lines 4-12 of Algorithm 4: disjoint boxes, present/alloc/readin, usage counts.
 
         Under memory pressure a small box found inside a big resident one can pin too
@@ -153,7 +154,7 @@ class Acquire:
                             if b.overlaps(p):
                                 break
                         else:
-                            c.cleanup_iter = self._serial
+                            c.cleanup_iter = self.serial
                     mgr.acquire(c)
                     taken.append(c)
                     if not fresh:  # a box the tile overwrites whole needs no read-in
@@ -204,7 +205,7 @@ class Acquire:
         ``k + 1`` next to a tile's rows: the rows stay, the row is new), unless an
         access box would then span several pieces (its accesses split). If that needs
         more pieces than the kernel has slots, whole disjoint boxes are allocated. With
-        ``strict`` only copies of exactly that box are reused (see :meth:`_acquire`).
+        ``strict`` only copies of exactly that box are reused (see :meth:`acquire`).
         Boxes whose hull wastes little are fused first (:attr:`fuse`), unless the tile
         only writes the array (``fresh``: no read-in would fill the hull's extra points).
         """

@@ -28,6 +28,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .devices import logical_devices as make_devices
 from .diagnostic import UsageError
 
 OPTIONS = ("devices", "device_mem", "tile", "mode", "coherence", "fuse", "reuse", "replay",
@@ -279,7 +280,7 @@ class Program:
                                                             dict[str, np.ndarray]]:
         """``(params, scalars)`` by model name and the caller's arrays by C name, each
         checked (:class:`UsageError` at the first problem)."""
-        from .reference import _int_ctype, _int_value
+        from .reference.calls import _int_ctype, _int_value
         from .run import array_shapes
 
         known = set(self.parameters) | set(self.arrays)
@@ -388,24 +389,6 @@ def _resolve_devices(devices: Any, device_mem: Any, platform: Any, kind: str,
         return list(devices)
     raise UsageError(f"devices must be a number of devices, None, or a list from "
                      f"bbmm.devices(...), got {devices!r}")
-
-
-def make_devices(n: int | None = None, *, device_mem: int | str | None = None,
-                 platform: str | int | None = None, device_kind: str = "auto",
-                 profile: bool = False) -> list[Any]:
-    """``n`` logical OpenCL devices (None: every GPU, or one CPU device), each with its own
-    queue and memory cap ``device_mem`` (bytes or ``"2GiB"``; default: 90% of the physical
-    device's memory, shared among the logical devices on it). Reusable across runs
-    (``prog(..., devices=devs)``): kernels built once stay built. Exported as
-    ``bbmm.devices(...)``; see :func:`bbmm.devices.opencl.make_devices`."""
-    from .devices.opencl import make_devices as make
-
-    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
-        raise UsageError(f"the number of devices must be a positive int or None, got {n!r}")
-    if device_kind not in ("auto", "gpu", "cpu"):
-        raise UsageError(f"device_kind must be auto, gpu or cpu, got {device_kind!r}")
-    return make(None if n is None else int(n), cap=device_mem, platform=platform,
-                kind=device_kind, profile=profile)
 
 
 def compile(path: str | os.PathLike | None = None, function: str | None = None,

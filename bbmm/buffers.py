@@ -12,86 +12,13 @@ only one serial iteration needs (Section 7.2).
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
 
 from .box import Box
 from .coherence import Directory
-from .devices.base import Allocation, Device
+from .devices.base import Device
 from .diagnostic import DeviceMemoryError, TileTooLargeError, format_bytes
 from .stats import DeviceStats
-
-
-@dataclass(eq=False, slots=True)
-class Copy:
-    """A resident bounding box of one array on one device (the paper's box buffer)."""
-
-    array: str
-    box: Box
-    device: Device
-    alloc: Allocation
-    itemsize: int
-    stale: list[Box] = field(default_factory=list)
-    """Disjoint parts of ``box`` where this copy does not hold the newest value."""
-    uses: int = 0
-    """Tiles using the box now (Figure 7's usage count); 0 means it is on the unused list."""
-    cleanup_iter: object = None
-    """Serial iteration at whose end the box is freed (cleanup flag), or None."""
-    touched: bool = True
-    """Used by a tile since the last end of a serial iteration."""
-    last: Any = None
-    """The event of the last command that used the copy's memory (None: none pending
-    that a later user of the memory must wait for); handed to the device on free."""
-    _kargs: list | None = None
-    _bargs: tuple | None = None
-    _fits: bool | None = None
-
-    @property
-    def nbytes(self) -> int:
-        return self.box.volume * self.itemsize
-
-    def kernel_args(self) -> list:
-        """``[buffer, base, strides...]`` of this copy for kernels (computed once)."""
-        if self._kargs is None:
-            box = self.box
-            shape = box.shape
-            strides = [1] * len(shape)
-            for d in range(len(shape) - 2, -1, -1):
-                strides[d] = strides[d + 1] * shape[d + 1]
-            base = self.element_offset()
-            top = 0  # the largest |x[d]| * stride[d] summed: what fits_int bounds
-            for l, h, st in zip(box.lo, box.hi, strides):
-                base -= l * st
-                top += max(abs(l), abs(h)) * st
-            # the kernel computes base + sum(x[d] * stride[d]) with each product in BBMM_IDX
-            self._fits = abs(base) + top < 2**31
-            self._kargs = [self.alloc.buf, np.int64(base)] + [np.int32(st) for st in strides[:-1]]
-        return self._kargs
-
-    def bound_args(self, piece: Box) -> list:
-        """``[lo..., hi...]`` of a piece of this copy as int32 kernel arguments (the last
-        piece's are kept: a tile takes the same piece of a copy again and again)."""
-        last = self._bargs
-        if last is not None and last[0] == piece:
-            return last[1]
-        args = [np.int32(v) for v in piece.lo] + [np.int32(v) for v in piece.hi]
-        self._bargs = (piece, args)
-        return args
-
-    def fits_int(self) -> bool:
-        """Every element offset of this copy in its arena fits a 32-bit int."""
-        if self._fits is None:
-            self.kernel_args()  # (which works it out)
-        return self._fits
-
-    def element_offset(self) -> int:
-        """Offset of the box's first element in its arena, in elements (a kernel argument)."""
-        return self.alloc.offset // self.itemsize
-
-    def __repr__(self) -> str:
-        return f"Copy({self.array}{self.box} on {self.device.name}, uses={self.uses})"
+from .tiles import Copy
 
 
 class BufferManager:

@@ -52,14 +52,14 @@ def max_bytes() -> int:
 
 def root() -> Path:
     """The cache's folder: ``$BBMM_CACHE``, else ``platformdirs.user_cache_dir("bbmm")``."""
-    env = os.environ.get("BBMM_CACHE", "").strip()
+    env = (settings.text("BBMM_CACHE") or "").strip()
     if env:
         return Path(env).expanduser()
     try:
         import platformdirs
         return Path(platformdirs.user_cache_dir("bbmm", appauthor=False))
     except ImportError:      # pragma: no cover - platformdirs comes with pyopencl
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+        xdg = settings.text("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
                                                                ".cache")
         return Path(xdg) / "bbmm"
 

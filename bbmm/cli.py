@@ -17,61 +17,22 @@ import logging
 import sys
 from typing import Any, Callable, Sequence
 
-from .diagnostic import BBMMError, CheckError, UsageError, format_bytes, parse_bytes
+from .console import (OneLineParser, exit_interrupted, one_line, one_line_warnings,
+                      run_with_errors, watch_interrupts)
+from .devargs import add_device_options, device_mem, make_devices_from_args, platform_arg
+from .diagnostic import BBMMError, CheckError, UsageError, format_bytes
+from .program import check_init_flags, compile_args, defines, prepare_run
+from .run import (add_run_options, check_against_reference, check_output, execute,
+                  profile_path, report, report_header, report_stream, write_json)
+from .version import __version__
 
-class OneLineParser(argparse.ArgumentParser):
-    """argparse with its usage errors on one line, ``bbmm: error: ...`` (exit 2), as
-    bbmm's own."""
-
-    def error(self, message: str) -> Any:  # type: ignore[override]
-        print(f"bbmm: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
-        sys.exit(2)
-
-
-def _one_line(text: object) -> str:
-    """The first line of ``text``, printable."""
-    from codegen.literals import py_comment
-    lines = str(text).splitlines()
-    return py_comment(lines[0] if lines else "")
-
+_one_line_warnings = one_line_warnings  # the name bbmm.procs imports it by
+__all__ = ["main", "build_parser", "run_json", "COMMANDS", "add_device_options",
+           "make_devices_from_args", "platform_arg", "device_mem", "prepare_run",
+           "check_init_flags", "run_with_errors", "OneLineParser"]
 
 Command = tuple[str, str, Callable[[argparse.ArgumentParser], None],
                 Callable[[argparse.Namespace], int]]
-
-
-# {{{ shared option groups
-
-def add_device_options(p: argparse.ArgumentParser) -> None:
-    """``--devices N``, ``--device-mem SIZE``, ``--platform P``, ``--device-kind K``."""
-    g = p.add_argument_group("devices")
-    g.add_argument("--devices", type=int, metavar="N", default=None,
-                   help="number of logical devices (default: every GPU, or 1 CPU device); "
-                        "more than the physical devices share them round-robin, each with "
-                        "its own queue and memory")
-    g.add_argument("--device-mem", metavar="SIZE", default=None,
-                   help="memory cap per logical device, e.g. 256MiB or 2GiB (default: 90%% "
-                        "of the physical device's memory, shared among its logical devices)")
-    g.add_argument("--platform", metavar="P", default=None,
-                   help="OpenCL platform: its index or part of its name (e.g. nvidia, pocl)")
-    g.add_argument("--device-kind", choices=("auto", "gpu", "cpu"), default="auto",
-                   help="which devices to use (default: GPUs, else the CPU)")
-
-
-def device_mem(args: argparse.Namespace) -> int | None:
-    """``--device-mem`` in bytes (None when not given)."""
-    if args.device_mem is None:
-        return None
-    cap = parse_bytes(args.device_mem)
-    if cap <= 0:
-        raise UsageError(f"--device-mem must be positive, got {args.device_mem!r}")
-    return cap
-
-
-def platform_arg(args: argparse.Namespace) -> str | int | None:
-    p = args.platform
-    return int(p) if p is not None and p.isdigit() else p
-
-# }}}
 
 
 # {{{ bbmm devices
@@ -100,7 +61,6 @@ def _run_devices(args: argparse.Namespace) -> int:
     except BBMMError as e:
         error = e
     if args.json:
-        from .run import report_header
         doc = {**report_header("bbmm-devices"),
                "devices": [{**d.as_dict(), "used": id(d) in chosen} for d in disc.devices],
                "logical": logical, "hint": disc.hint, "problems": list(disc.problems)}
@@ -190,35 +150,6 @@ def resolve_example(args: argparse.Namespace) -> None:
         raise UsageError("a C file (or --example NAME: bbmm examples lists them) is needed")
 
 
-def _sources(args: argparse.Namespace) -> list[str]:
-    """The extra C sources of ``bbmm run FILE MORE.c ... --extra-source FILE``."""
-    return list(getattr(args, "sources", [])) + list(getattr(args, "extra_sources", []))
-
-
-def _defines(args: argparse.Namespace) -> dict[str, str]:
-    out = {}
-    for d in args.defines:
-        name, _, value = d.partition("=")
-        out[name] = value or "1"
-    return out
-
-
-def _compile(args: argparse.Namespace) -> Any:
-    import os
-
-    from codegen.compile import compile_program
-
-    if not os.path.exists(args.file):
-        raise UsageError(f"{args.file}: no such file")
-    if os.path.isdir(args.file):
-        raise UsageError(f"{args.file}: is a directory, not a C file")
-    return compile_program(args.file, function=args.function, defines=_defines(args),
-                           split_all=getattr(args, "split_all", False),
-                           include_dirs=args.include_dirs,
-                           schedule=getattr(args, "schedule", "auto"),
-                           reassociate=getattr(args, "reassociate", False))
-
-
 def _add_compile(p: argparse.ArgumentParser) -> None:
     _add_source(p)
     p.add_argument("-o", "--output", metavar="DIR", default=None,
@@ -239,7 +170,7 @@ def _run_compile(args: argparse.Namespace) -> int:
     if args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"-o {args.output}: exists and is not a folder (-o names the folder "
                          f"to write <kernel>.cl and <kernel>_host.py into)")
-    prog = _compile(args)
+    prog = compile_args(args)
     print(prog.summary())
     if args.dump_scop or args.explain:
         for st in prog.scop.statements:
@@ -265,34 +196,7 @@ def _run_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def make_devices_from_args(args: argparse.Namespace) -> list[Any]:
-    """The logical devices of ``--devices``, ``--device-mem``, ``--platform``,
-    ``--device-kind``; recording their commands with ``--profile`` (or $BBMM_PROFILE)."""
-    from .devices.opencl import make_devices
-    from .run import profile_path
-
-    if args.devices is not None and args.devices < 1:
-        raise UsageError(f"--devices must be at least 1, got {args.devices}")
-    return make_devices(args.devices, cap=device_mem(args), platform=platform_arg(args),
-                        kind=args.device_kind, node=getattr(args, "node", None),
-                        profile=profile_path(args) is not None)
-
-
-def run_with_errors(fn: Callable[[], int]) -> int:
-    """Call ``fn``; a BBMMError becomes one line on stderr and exit status 1 (2 for usage)."""
-    try:
-        return fn()
-    except UsageError as e:
-        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
-        return 2
-    except BBMMError as e:
-        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
-        return 1
-
-
 def _add_run(p: argparse.ArgumentParser) -> None:
-    from .run import add_run_options
-
     _add_source(p)
     add_device_options(p)
     add_run_options(p)
@@ -306,54 +210,6 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                         "name; scalars it returns through pointers become the kernel's")
 
 
-def check_init_flags(args: argparse.Namespace) -> None:
-    if args.init and args.no_init:
-        raise UsageError("--init and --no-init exclude each other")
-
-
-def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
-    """What ``bbmm run`` needs after compiling (``--mpi`` too, on every rank): ``(params,
-    scalars, module, devices, init, arrays, lib)``; ``arrays`` are the host arrays filled
-    with the inputs ``init``, ``lib`` the reference library (None when unused)."""
-    import warnings
-
-    from codegen.compile import load_driver, out_of_bounds
-
-    from .diagnostic import BBMMWarning
-    from .hostlib import prebuild
-    from .reference import init_arrays, init_function, reference_library
-    from .run import check_sizes, host_arrays, parse_params
-
-    scop = prog.scop
-    defaults = dict(scop.param_defaults)
-    params, scalars = parse_params(args.param, scop.int_params, scop.float_params, defaults,
-                                   dict(scop.c_names),
-                                   dict(zip(scop.int_params, scop.int_param_types)))
-    if defaults and any(params[p] != v for p, v in defaults.items()):
-        for msg in out_of_bounds(scop, params):
-            warnings.warn(msg, BBMMWarning, stacklevel=1)
-    module = load_driver(prog)
-    # an empty array, rows beyond 32-bit strides, or arrays beyond the host's memory are
-    # refused before anything is built or allocated (the inputs, the host arrays, and
-    # with --check the sequential program's copy)
-    check_sizes(module, params, copies=3 if getattr(args, "check", False) else 2)
-    init_name = args.init or (None if args.no_init else init_function(scop))
-    lib = None
-    if init_name or args.check:          # one library for the init function and --check
-        lib = reference_library(scop, _defines(args), args.include_dirs, init=init_name,
-                                sources=_sources(args))
-    devices = make_devices_from_args(args)
-    prebuild(module, devices)   # kernels build while the inputs are made
-    init, scalars = init_arrays(scop, params, seed=args.seed, scalars=scalars,
-                                defines=_defines(args), use_init=not args.no_init,
-                                init=init_name, lib=lib, include_dirs=args.include_dirs)
-    arrays = host_arrays(module, params, devices)
-    for name, a in arrays.items():
-        if name in init:                 # not a local array (an expanded temporary)
-            a[...] = init[name]
-    return params, scalars, module, devices, init, arrays, lib
-
-
 def _run_run(args: argparse.Namespace) -> int:
     from .procs import resolve_procs, run_procs
     procs = resolve_procs(args)  # refuses --procs P > 1 with --mpi
@@ -362,14 +218,11 @@ def _run_run(args: argparse.Namespace) -> int:
         return run_cli(args)
     if procs > 1:  # one process per share of the devices (bbmm/procs.py)
         return run_procs(args, procs)
-    from .run import (check_against_reference, check_output, execute, profile_path, report,
-                      report_stream,
-                      write_json)
 
     check_init_flags(args)
     profile = profile_path(args)  # a bad path fails now, not after the run
     check_output(args.json, "--json")
-    prog = _compile(args)
+    prog = compile_args(args)
     scop = prog.scop
     params, scalars, module, devices, init, arrays, lib = prepare_run(args, prog)
     res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
@@ -377,7 +230,7 @@ def _run_run(args: argparse.Namespace) -> int:
                   progress=False if args.no_progress else None,
                   replay=False if args.no_replay else None, fuse=args.fuse, profile=profile)
     if args.check:
-        check_against_reference(res, args.file, scop, init, _defines(args), lib=lib)
+        check_against_reference(res, args.file, scop, init, defines(args), lib=lib)
     out = report_stream(args.json)
     print(report(res, scop.function, scop.returns), file=out)
     for m in res.mismatches:
@@ -471,11 +324,6 @@ COMMANDS: list[Command] = [
 
 
 def _version() -> str:
-    try:
-        from . import __version__
-    except ImportError:  # bbmm imported as a namespace package (a stale editable install)
-        from importlib.metadata import version
-        return version("bbmm")
     return __version__
 
 
@@ -499,22 +347,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line_warnings() -> None:
-    """Print bbmm's own warnings as ``bbmm: warning: ...``, one line each."""
-    import warnings
-
-    from .diagnostic import BBMMWarning
-
-    default = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore
-        if issubclass(category, BBMMWarning):
-            print(f"bbmm: warning: {message}", file=sys.stderr)
-        else:
-            default(message, category, filename, lineno, file, line)
-    warnings.showwarning = show
-
-
 def run_json(argv: Sequence[str]) -> dict[str, Any]:
     """``bbmm run ...`` in this process, its console captured: the run's ``--json``
     statistics (for scripts that time runs side by side); RuntimeError with the console
@@ -535,75 +367,16 @@ def run_json(argv: Sequence[str]) -> dict[str, Any]:
             return json.load(f)
 
 
-_EXIT_LOCK = None
-_WAKEUP: Any = None
-
-
-def _exit_interrupted() -> None:
-    """Say so and end the process now, status 130: queued device work is abandoned (the
-    OpenCL queues would otherwise be drained at exit), and the cache, written by atomic
-    renames, keeps no half entry."""
-    import os
-    import threading
-
-    global _EXIT_LOCK
-    if _EXIT_LOCK is None:
-        _EXIT_LOCK = threading.Lock()
-    with _EXIT_LOCK:
-        try:
-            sys.stdout.flush()
-        except Exception:  # noqa: BLE001 - a closed or broken stdout changes nothing
-            pass
-        print("bbmm: interrupted", file=sys.stderr, flush=True)
-        os._exit(130)
-
-
-def _watch_interrupts(grace_s: float = 0.5) -> None:
-    """End the process ``grace_s`` after a Ctrl-C even when the main thread cannot take
-    the KeyboardInterrupt (blocked in a device wait): the C-level signal handler writes to
-    a wakeup socket that a watcher thread reads."""
-    import signal
-    import socket
-    import threading
-    import time
-
-    global _WAKEUP
-    if _WAKEUP is not None or threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return                      # once per process, and only bbmm's own
-
-    r, w = _WAKEUP = socket.socketpair()     # kept: a collected socket closes its fd
-    w.setblocking(False)
-    try:
-        signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
-    except (ValueError, OSError):
-        return
-
-    def watch() -> None:
-        while True:
-            try:
-                data = r.recv(64)
-            except OSError:
-                return
-            if not data:
-                return              # the socket closed: nothing to watch
-            if signal.SIGINT in data:
-                break
-        time.sleep(grace_s)
-        _exit_interrupted()
-    threading.Thread(target=watch, name="bbmm-interrupt", daemon=True).start()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (0 ok, 1 error, 2 usage error). Called as
     the program (``argv`` None), a Ctrl-C ends the process within a second (status 130)."""
     program = argv is None
     if program:
-        _watch_interrupts()
+        watch_interrupts()
     try:
-        parser = build_parser()     # imports the runtime, which reads the $BBMM_* settings
+        parser = build_parser()
     except UsageError as e:
-        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
+        print(f"bbmm: error: {one_line(e)}", file=sys.stderr)
         return 2
     # exits 2 with one line on bad usage; C sources after the options (bbmm run k.c
     # --check more.c) are more of FILE's, which argparse alone would not take there
@@ -612,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.sources = list(args.sources) + rest
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    _one_line_warnings()
+    one_line_warnings()
     args.verbose += getattr(args, "sub_verbose", 0)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="bbmm: %(name)s: %(message)s")
@@ -620,10 +393,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         resolve_example(args)
         return args.run(args)
     except UsageError as e:
-        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
+        print(f"bbmm: error: {one_line(e)}", file=sys.stderr)
         return 2
     except BBMMError as e:
-        print(f"bbmm: error: {_one_line(e)}", file=sys.stderr)
+        print(f"bbmm: error: {one_line(e)}", file=sys.stderr)
         return 1
     except MemoryError:
         print("bbmm: error: out of host memory (smaller --param sizes, or fewer copies: "
@@ -631,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         if program:
-            _exit_interrupted()
+            exit_interrupted()
         print("bbmm: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into head & co.

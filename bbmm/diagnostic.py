@@ -17,7 +17,7 @@ class UsageError(BBMMError):
 
 
 class SettingError(UsageError, ValueError):
-    """A bad ``$BBMM_*`` environment setting (read when bbmm's modules load)."""
+    """A bad ``$BBMM_*`` environment setting (read where and when it is used: :mod:`bbmm.settings`)."""
 
 
 class UnsupportedProgramError(BBMMError):

@@ -7,12 +7,12 @@ source. Everything generic lives here so drivers stay short and readable.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sys
 import threading
 import time
-from typing import Any, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -22,27 +22,6 @@ from .diagnostic import SettingError
 from .runtime import TileBuffers, int32, kernel_args
 
 
-PREBUILD = settings.switch("BBMM_PREBUILD", True)
-"""Build kernels in the background from the moment the devices are made (:func:`prebuild`)."""
-SPECIALIZE = settings.switch("BBMM_SPECIALIZE", True)
-"""Build each kernel for the slot of every access and the index width of the tile (one
-build per distinct combination, cached): every unsplit access becomes one direct load."""
-
-
-ALIGN = settings.integer("BBMM_ALIGN", 32, 1, 1024)
-"""The first work-item of OpenCL dimension 0 gets an index that is a multiple of this
-(``$BBMM_ALIGN``; 1: the loop's lower bound): a warp of 32 floats then reads one
-128-byte segment of a row that starts on one (:func:`launch`). On one H200 heat2d's step
-at 12288^2 takes 0.675 ms with it against 0.705 from the lower bound, 1.16x and 1.21x the
-copy floor (``python scripts/bench_floor.py --floyd 0 --devices 1``, ``BBMM_ALIGN=1`` for
-the lower bound)."""
-COARSEN = settings.integer("BBMM_COARSEN", 1, 1, 64)
-"""Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``."""
-COARSEN1 = settings.integer("BBMM_COARSEN1", 8, 1, 64)
-"""Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``). The default
-1 x 8 was the fastest shape on one H200 for floyd, heat2d, heat3d and lu, and within 2%
-of the best for fdtd2d and matmul
-(``python scripts/bench_floor.py --devices 1 --coarsen 2x1,2x4,1x8``)."""
 def _block(spec: str | None) -> tuple[int, int]:
     """``$BBMM_BLOCK``: ``RxQ``, the rows and columns of a register block (default 4x1)."""
     text = spec or "4x1"
@@ -55,17 +34,6 @@ def _block(spec: str | None) -> tuple[int, int]:
     return q, r
 
 
-BLOCK = _block(os.environ.get("BBMM_BLOCK"))
-"""Points per work-item of register-blocked kernels (:attr:`codegen.opencl.KernelSource.
-blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=RxQ``: R
-consecutive rows by Q columns. bbmm's matmul kernel on one H200 at n = 8192 (profiled,
-two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197
-(``BBMM_BLOCK=RxQ python -m bbmm run polybench/matmul.c --param ni=8192 --param nj=8192
---param nk=8192 --devices 1 --profile FILE``, then ``bbmm timeline FILE``)."""
-RESTRICT = settings.switch("BBMM_RESTRICT", True)
-"""Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
-UNROLL = settings.switch("BBMM_UNROLL", True)
-"""Innermost loops inside a work-item are unrolled 8 times (``$BBMM_UNROLL=0``: not)."""
 
 
 def _stage(spec: str | None) -> tuple[int, int] | None:
@@ -85,9 +53,98 @@ def _stage(spec: str | None) -> tuple[int, int] | None:
     return g, c
 
 
-STAGE = _stage(os.environ.get("BBMM_STAGE"))
-"""Shape of staged kernels (:attr:`codegen.opencl.KernelSource.staged`): None = off,
-(0, 0) = on GPUs, chosen per launch by :func:`stage_shape`."""
+@dataclass(frozen=True)
+class KernelOptions:
+    """How kernels are built and launched, from ``$BBMM_*`` settings (:func:`options`)."""
+
+    prebuild: bool = True
+    """Build kernels in the background from the moment the devices are made
+    (:func:`prebuild`; ``$BBMM_PREBUILD``)."""
+    specialize: bool = True
+    """Build each kernel for the slot of every access and the index width of the tile (one
+    build per distinct combination, cached): every unsplit access becomes one direct load
+    (``$BBMM_SPECIALIZE``)."""
+    align: int = 32
+    """The first work-item of OpenCL dimension 0 gets an index that is a multiple of this
+    (``$BBMM_ALIGN``; 1: the loop's lower bound): a warp of 32 floats then reads one
+    128-byte segment of a row that starts on one (:func:`launch`). On one H200 heat2d's
+    step at 12288^2 takes 0.675 ms with it against 0.705 from the lower bound, 1.16x and
+    1.21x the copy floor (``python scripts/bench_floor.py --floyd 0 --devices 1``,
+    ``BBMM_ALIGN=1`` for the lower bound)."""
+    coarsen: int = 1
+    """Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``
+    (``$BBMM_COARSEN``)."""
+    coarsen1: int = 8
+    """Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``,
+    ``$BBMM_COARSEN1``). The default 1 x 8 was the fastest shape on one H200 for floyd,
+    heat2d, heat3d and lu, and within 2% of the best for fdtd2d and matmul
+    (``python scripts/bench_floor.py --devices 1 --coarsen 2x1,2x4,1x8``)."""
+    block: tuple[int, int] = (1, 4)
+    """Points per work-item of register-blocked kernels (:attr:`codegen.opencl.KernelSource.
+    blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=RxQ``: R
+    consecutive rows by Q columns. bbmm's matmul kernel on one H200 at n = 8192 (profiled,
+    two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197
+    (``BBMM_BLOCK=RxQ python -m bbmm run polybench/matmul.c --param ni=8192 --param
+    nj=8192 --param nk=8192 --devices 1 --profile FILE``, then ``bbmm timeline FILE``)."""
+    restrict: bool = True
+    """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
+    unroll: bool = True
+    """Innermost loops inside a work-item are unrolled 8 times (``$BBMM_UNROLL=0``: not)."""
+    stage: tuple[int, int] | None = (0, 0)
+    """Shape of staged kernels (:attr:`codegen.opencl.KernelSource.staged`): None = off,
+    (0, 0) = on GPUs, chosen per launch by :func:`stage_shape` (``$BBMM_STAGE``)."""
+    local: Mapping[int, tuple[int, ...]] = field(
+        default_factory=lambda: local_sizes(None))
+    """Work-group shape per NDRange rank (:func:`local_sizes`, ``$BBMM_LOCAL``)."""
+    local_given: frozenset[int] = frozenset()
+    """NDRange ranks whose work-group shape ``$BBMM_LOCAL`` sets: taken as given."""
+
+    @classmethod
+    def from_settings(cls) -> KernelOptions:
+        """The options the environment sets (:mod:`bbmm.settings`); a bad value raises
+        :class:`~bbmm.diagnostic.SettingError`."""
+        local = settings.text("BBMM_LOCAL")
+        return cls(prebuild=settings.switch("BBMM_PREBUILD", True),
+                   specialize=settings.switch("BBMM_SPECIALIZE", True),
+                   align=settings.integer("BBMM_ALIGN", 32, 1, 1024),
+                   coarsen=settings.integer("BBMM_COARSEN", 1, 1, 64),
+                   coarsen1=settings.integer("BBMM_COARSEN1", 8, 1, 64),
+                   block=_block(settings.text("BBMM_BLOCK")),
+                   restrict=settings.switch("BBMM_RESTRICT", True),
+                   unroll=settings.switch("BBMM_UNROLL", True),
+                   stage=_stage(settings.text("BBMM_STAGE")),
+                   local=local_sizes(local),
+                   local_given=frozenset(item.count("x") + 1 for item in _local_items(local)))
+
+
+_OPTIONS: KernelOptions | None = None
+
+
+def options() -> KernelOptions:
+    """The kernel options of this process: read from the environment at the first call
+    (not when this module loads), then kept; :func:`points_per_work_item` and
+    :func:`staging` change them inside a block."""
+    global _OPTIONS
+    o = _OPTIONS
+    if o is None:
+        o = _OPTIONS = KernelOptions.from_settings()
+    return o
+
+
+_OPTION_NAMES = {"PREBUILD": "prebuild", "SPECIALIZE": "specialize", "ALIGN": "align",
+                 "COARSEN": "coarsen", "COARSEN1": "coarsen1", "BLOCK": "block",
+                 "RESTRICT": "restrict", "UNROLL": "unroll", "STAGE": "stage",
+                 "LOCAL_SIZES": "local"}
+
+
+def __getattr__(name: str) -> Any:
+    """``hostlib.COARSEN`` and the other option names: the current :func:`options`."""
+    field_name = _OPTION_NAMES.get(name)
+    if field_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(options(), field_name)
+
+
 STAGE_LANES = 32
 """Band points per work-group of a staged kernel (``BBMM_SL``: an NVIDIA warp)."""
 
@@ -98,8 +155,9 @@ def stage_shape(extent: int, units: int, max_group: int) -> tuple[int, int]:
     the device's ``units`` (mvt's 2048 columns on 132 multiprocessors), never more than
     the device allows in one group (on one H200, 32x4 and 16x8 loads per work-item were
     the fastest: docs/performance.md)."""
-    if STAGE and STAGE != (0, 0):
-        g, c = STAGE
+    fixed = options().stage
+    if fixed and fixed != (0, 0):
+        g, c = fixed
     else:
         groups = -(-extent // STAGE_LANES)
         g, c = (32 if units and groups < 2 * units else 16), 128
@@ -108,7 +166,8 @@ def stage_shape(extent: int, units: int, max_group: int) -> tuple[int, int]:
 
 def parse_points(spec: str) -> list[tuple[int, int]]:
     """``"2x1,2x4"`` -> ``[(2, 1), (2, 4)]``: points per work-item as
-    (:data:`COARSEN`, :data:`COARSEN1`) pairs, for benchmarks that compare them."""
+    (:attr:`~KernelOptions.coarsen`, :attr:`~KernelOptions.coarsen1`) pairs, for
+    benchmarks that compare them."""
     try:
         out = [tuple(int(x) for x in item.lower().split("x"))
                for item in spec.replace(" ", "").split(",") if item]
@@ -121,28 +180,29 @@ def parse_points(spec: str) -> list[tuple[int, int]]:
 
 @contextlib.contextmanager
 def points_per_work_item(co: tuple[int, int]) -> Iterator[None]:
-    """Launch with ``co`` = (:data:`COARSEN`, :data:`COARSEN1`) inside the block (kernels
-    are cached per value, so several can be compared in one process)."""
-    global COARSEN, COARSEN1
-    saved = COARSEN, COARSEN1
-    COARSEN, COARSEN1 = co
+    """Launch with ``co`` = (:attr:`~KernelOptions.coarsen`,
+    :attr:`~KernelOptions.coarsen1`) inside the block (kernels are cached per value, so
+    several can be compared in one process)."""
+    global _OPTIONS
+    saved = options()
+    _OPTIONS = replace(saved, coarsen=co[0], coarsen1=co[1])
     try:
         yield
     finally:
-        COARSEN, COARSEN1 = saved
+        _OPTIONS = saved
 
 
 @contextlib.contextmanager
 def staging(shape: tuple[int, int] | None) -> Iterator[None]:
     """Inside the block, staged kernels take ``shape`` = (G, C) on every device (None:
     not staged), as ``$BBMM_STAGE=GxC`` would (kernels are cached per shape)."""
-    global STAGE
-    saved = STAGE
-    STAGE = shape
+    global _OPTIONS
+    saved = options()
+    _OPTIONS = replace(saved, stage=shape)
     try:
         yield
     finally:
-        STAGE = saved
+        _OPTIONS = saved
 
 
 def device_of(t: int, ntiles: int, ndev: int) -> int:
@@ -223,11 +283,11 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     ``lo`` values are passed next (the iterator of work-item 0); ``cl_band[c]`` is the
     band loop mapped to OpenCL dimension ``c``; ``arrays`` are ``(name, slots, ndim)``
     in kernel argument order. With ``coarsen`` (the kernel takes ``BBMM_CO``) each
-    work-item runs :data:`COARSEN` points of OpenCL dimension 0 and, for a band of two or
-    more loops, :data:`COARSEN1` of dimension 1. With ``staged`` (the kernel takes
-    ``BBMM_SG``) and :data:`STAGE` not off, it runs as work-groups of
-    :data:`STAGE_LANES` x G work-items (:func:`stage_shape`). With ``blocked`` each runs
-    a register block of :data:`BLOCK` points.
+    work-item runs :attr:`~KernelOptions.coarsen` points of OpenCL dimension 0 and, for
+    a band of two or more loops, :attr:`~KernelOptions.coarsen1` of dimension 1. With
+    ``staged`` (the kernel takes ``BBMM_SG``) and :attr:`~KernelOptions.stage` not off,
+    it runs as work-groups of :data:`STAGE_LANES` x G work-items (:func:`stage_shape`).
+    With ``blocked`` each runs a register block of :attr:`~KernelOptions.block` points.
     """
     if rows is not None:
         # a part of the tile is a smaller tile on the same boxes: the kernel's tile
@@ -235,7 +295,9 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         lb, ub = max(int(scalars[-2]), rows[0]), min(int(scalars[-1]), rows[1])
         scalars = [*scalars[:-2], int32(lb), int32(ub)]
         grid = [(max(grid[0][0], rows[0]), min(grid[0][1], rows[1])), *grid[1:]]
-    if grid and ALIGN > 1:
+    o = _OPTIONS or options()
+    align = o.align
+    if grid and align > 1:
         # the work-items of OpenCL dimension 0 start on a multiple of ALIGN indices, so
         # that a warp's loads of a row (whose boxes start at column 0 of rows a multiple
         # of ALIGN long) cover whole memory segments instead of straddling two (heat2d's
@@ -244,13 +306,13 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         # in front of the range do nothing.
         d0 = cl_band[0]
         lo, hi = grid[d0]
-        start = lo - lo % ALIGN
+        start = lo - lo % align
         if start != lo:
             grid = [*grid[:d0], (start, hi), *grid[d0 + 1:]]
-    co = _points(coarsen, len(grid), blocked)
+    co = _points(coarsen, len(grid), blocked, o)
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
     stage = None
-    if _runs_staged(dev, staged, len(extent)):
+    if _runs_staged(dev, staged, len(extent), o.stage):
         stage = stage_shape(extent[0], getattr(dev, "compute_units", 0),
                             getattr(dev, "max_group", 256))
     key = (id(dev), name, source, co, stage)
@@ -279,8 +341,8 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     if shape is None:
         per = co + (1,) * (len(extent) - 2)  # points per work-item along each OpenCL dim
         if local is None:
-            local = LOCAL_SIZES[len(extent)]
-            if len(extent) not in _LOCAL_GIVEN:
+            local = o.local[len(extent)]
+            if len(extent) not in o.local_given:
                 local = spread(local, extent, per, units)
         # Pad the NDRange to whole work-groups: the kernel skips indices outside the tile
         # and the loop bounds, so extra work-items are harmless, and a driver left to pick
@@ -294,21 +356,23 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
 
 _SHAPES: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 """NDRange and work-group shape per (extent, points per work-item, given local size,
-compute units): a pure function of those (:data:`LOCAL_SIZES` is fixed at import)."""
+compute units): a pure function of those (:attr:`KernelOptions.local` is fixed once
+read)."""
 
 
-def _points(coarsen: bool, bands: int, blocked: bool = False) -> tuple[int, int]:
+def _points(coarsen: bool, bands: int, blocked: bool, o: KernelOptions) -> tuple[int, int]:
     """Points per work-item along OpenCL dimensions 0 and 1 of a kernel over ``bands``
     band loops (``coarsen``: it takes ``BBMM_CO``; ``blocked``: a register block)."""
     if blocked and bands:
-        return BLOCK[0], BLOCK[1] if bands > 1 else 1
-    return (COARSEN, COARSEN1 if bands > 1 else 1) if coarsen and bands else (1, 1)
+        return o.block[0], o.block[1] if bands > 1 else 1
+    return (o.coarsen, o.coarsen1 if bands > 1 else 1) if coarsen and bands else (1, 1)
 
 
-def _runs_staged(dev: Device, staged: bool, dims: int) -> bool:
-    """A staged kernel (``staged``) of ``dims`` OpenCL dimensions runs staged on ``dev``."""
-    return (staged and STAGE is not None and dims == 1
-            and (STAGE != (0, 0) or getattr(dev, "is_gpu", False)))
+def _runs_staged(dev: Device, staged: bool, dims: int, stage: tuple[int, int] | None) -> bool:
+    """A staged kernel (``staged``) of ``dims`` OpenCL dimensions runs staged on ``dev``
+    (``stage``: :attr:`KernelOptions.stage`)."""
+    return (staged and stage is not None and dims == 1
+            and (stage != (0, 0) or getattr(dev, "is_gpu", False)))
 
 
 def _group_fit(dev: Device, knl: Any, stage: tuple[int, int]) -> tuple[int, int]:
@@ -334,10 +398,11 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
     args: list[Any] = []
     sels = []
     small = True
+    specialize = options().specialize
     for entry in arrays:
         a = entry[0]
         args += kernel_args(tb, a, entry[1], entry[2])
-        if SPECIALIZE and len(entry) > 3:
+        if specialize and len(entry) > 3:
             sels.append(tuple(tb.access.get(a, ())))
         for _, c in tb.pieces.get(a, ()):
             small = small and c.fits_int()
@@ -351,7 +416,8 @@ def _kernel(dev: Device, source: str, name: str, arrays: Sequence[tuple],
     built here unless cached (after the device's :func:`prebuild`, if any, is done:
     ``wait`` is False only in the prebuild thread itself)."""
     cache = dev.__dict__.setdefault("_bbmm_kernels", {})
-    key = (source, name, sels, small, co, RESTRICT, UNROLL, stage)
+    o = options()
+    key = (source, name, sels, small, co, o.restrict, o.unroll, stage)
     knl = cache.get(key)
     if knl is None and wait:
         pending = dev.__dict__.pop("_bbmm_prebuild", None)
@@ -364,9 +430,9 @@ def _kernel(dev: Device, source: str, name: str, arrays: Sequence[tuple],
             opts += [f"-DBBMM_SG={stage[0]}", f"-DBBMM_SC={stage[1]}",
                      f"-DBBMM_SL={STAGE_LANES}"]
         opts += [f"-DBBMM_CO1={co[1]}"] if co[1] > 1 else []
-        opts += [] if RESTRICT else ["-DBBMM_RESTRICT="]
-        opts += [] if UNROLL else ["-DBBMM_UNROLL=0"]
-        if SPECIALIZE:
+        opts += [] if o.restrict else ["-DBBMM_RESTRICT="]
+        opts += [] if o.unroll else ["-DBBMM_UNROLL=0"]
+        if o.specialize:
             for entry, sel in zip((e for e in arrays if len(e) > 3), sels):
                 opts += [f"-D{entry[0]}_SEL{k}_IS={s}" for k, s in zip(entry[3], sel)]
             if small:
@@ -386,7 +452,8 @@ def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
     :func:`_kernel` call that misses waits for it, and a variant it did not guess is
     built then as before. Staged nests (shape chosen per launch) are left out, and so
     is any failure (the launch builds again and reports it)."""
-    if not PREBUILD:
+    o = options()  # read here, in the caller's thread: a bad setting is its error
+    if not o.prebuild:
         return []
     nests = sorted(int(m.group(1)) for m in
                    (re.fullmatch(r"NEST(\d+)_LAUNCH", k) for k in vars(module)) if m)
@@ -397,8 +464,8 @@ def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
             continue
         arrays = getattr(module, f"NEST{i}_LAUNCH")
         co = _points(getattr(module, f"NEST{i}_COARSEN", False), len(band),
-                     getattr(module, f"NEST{i}_BLOCKED", False))
-        sels = tuple(tuple(0 for _ in e[3]) for e in arrays if len(e) > 3) if SPECIALIZE else ()
+                     getattr(module, f"NEST{i}_BLOCKED", False), o)
+        sels = tuple(tuple(0 for _ in e[3]) for e in arrays if len(e) > 3) if o.specialize else ()
         staged = bool(getattr(module, f"NEST{i}_STAGED", False))
         nests_jobs.append((staged, len(band), (f"{module.FUNCTION}_nest{i}", arrays, sels, co)))
     threads = []
@@ -407,7 +474,7 @@ def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
             continue
         # a staged kernel's shape is chosen per launch where it runs staged (see launch)
         jobs = [job for staged, dims, job in nests_jobs
-                if not _runs_staged(dev, staged, dims)]
+                if not _runs_staged(dev, staged, dims, o.stage)]
         if not jobs:
             continue
 
@@ -456,10 +523,6 @@ def _local_items(spec: str | None) -> list[str]:
     return [item for item in (spec or "").replace(" ", "").split(",") if item]
 
 
-LOCAL_SIZES = local_sizes(os.environ.get("BBMM_LOCAL"))
-_LOCAL_GIVEN = frozenset(item.count("x") + 1
-                         for item in _local_items(os.environ.get("BBMM_LOCAL")))
-"""NDRange ranks whose work-group shape ``$BBMM_LOCAL`` sets: taken as given."""
 MIN_LOCAL = 32
 """Smallest work-group :func:`spread` makes along dimension 0 (an NVIDIA warp)."""
 

@@ -34,8 +34,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import settings
 from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
+from .devargs import make_devices_from_args, profile_path
+from .program import check_init_flags, compile_args, defines, prepare_run
 from .run import runtime_options
 
 RESULTS = ("gather", "distributed")
@@ -51,7 +54,7 @@ a process how many ranks they started."""
 
 def launched_size(environ: Any = None) -> int | None:
     """How many ranks the launcher says it started, if it says."""
-    env = os.environ if environ is None else environ
+    env = settings.environ() if environ is None else environ
     for var in LAUNCHER_SIZE:
         if env.get(var, "").isdigit():
             return int(env[var])
@@ -335,16 +338,12 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
     args.node = comm.node_slot()  # ranks of one machine split its GPUs
 
     def build() -> Any:
-        from .cli import _compile, check_init_flags
         from .run import check_output
         check_init_flags(args)
         check_output(args.json, "--json")     # before the run, not after it
-        return _compile(args)
+        return compile_args(args)
 
     def go() -> int:
-        from .cli import _defines, prepare_run
-        from .run import profile_path
-
         prog = on_root(comm, build)  # one compilation, not one per rank
         scop = prog.scop
         with warnings.catch_warnings():
@@ -359,7 +358,7 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
                           replay=False if args.no_replay else None,
                           profile=profile_path(args))
         if args.check:
-            check_mpi(res, comm, args.file, scop, init, _defines(args), args.include_dirs,
+            check_mpi(res, comm, args.file, scop, init, defines(args), args.include_dirs,
                       lib=lib)
         return _finish(res, comm, scop.function, args.json)
 
@@ -372,7 +371,6 @@ def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
     args.node = comm.node_slot()
 
     def setup() -> tuple[Any, ...]:
-        from .cli import make_devices_from_args
         from .run import host_arrays, parse_params
 
         params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,

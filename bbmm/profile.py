@@ -49,7 +49,9 @@ import os
 import sys
 from typing import Any, Iterable, Mapping, Sequence
 
+from . import settings
 from .diagnostic import UsageError
+from .version import __version__
 
 __all__ = ["KINDS", "COPY_KINDS", "ENV", "FORMAT", "target", "check_target", "collect",
            "merge_ranks",
@@ -94,7 +96,7 @@ def target(path: str | None) -> str | None:
     """The profile file of a run: ``path`` (``--profile``), else ``$BBMM_PROFILE``, else
     None (no profiling); checked writable."""
     if path is None:
-        path = os.environ.get(ENV) or None
+        path = settings.text(ENV)
     return None if path is None else check_target(path)
 
 # }}}
@@ -295,7 +297,6 @@ def to_trace(doc: Mapping[str, Any]) -> dict[str, Any]:
                            "pid": pid, "tid": tids[c.get("queue", "queue")], "args": args})
         others.append({k: v for k, v in e.items() if k != "commands"} | {"pid": pid})
     events.sort(key=lambda ev: (ev["ph"] != "M", ev.get("ts", 0.0)))
-    from . import __version__
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"format": FORMAT, "bbmm": __version__,
                           "meta": dict(doc.get("meta") or {}),

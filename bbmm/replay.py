@@ -27,11 +27,25 @@ already has.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Hashable
+from typing import Any, Hashable, Protocol, Sequence
 
-if TYPE_CHECKING:
-    from .runtime import Runtime, Tile
+from .buffers import BufferManager
+from .coherence import Directory
+from .stats import Stats
+from .tiles import Tile, TileBuffers
+
+
+class Runtime(Protocol):
+    """What recording and replay use of a :class:`bbmm.runtime.Runtime` (named here
+    without importing it: the runtime imports this module)."""
+
+    directory: Directory
+    managers: Sequence[BufferManager]
+    stats: Stats
+
+    def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None) -> Any: ...
 
 
 def tile_key(t: Tile) -> Hashable:
@@ -101,7 +115,6 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object, Any, 
     after, key)`` per recorded phase, the tiles matching the recorded keys), with this
     iteration's kernels and scalars; a phase's ``before(True)`` and ``after()`` run where
     the recording marked its start and end (:meth:`bbmm.runtime.Runtime.run_phase`)."""
-    import time
     clock = time.perf_counter
     d = rt.directory
     times = rt.stats.times

@@ -17,9 +17,15 @@ import numpy as np
 
 from . import settings
 from .box import union_volume
-from .diagnostic import UsageError, format_bytes
+from .console import OneLineParser, exit_interrupted, run_with_errors, watch_interrupts
+from .devargs import add_device_options, make_devices_from_args, profile_path
+from .diagnostic import BBMMError, UsageError, format_bytes
 from .hostlib import prebuild
+from .profile import write_timeline
+from .reference import compare, run_reference
+from .reference.calls import _int_ctype
 from .runtime import COHERENCE, MODES, Runtime, fuse_slack
+from .version import __version__
 
 DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32, "char": np.int8,
           "unsigned char": np.uint8, "short": np.int16, "unsigned short": np.uint16,
@@ -94,7 +100,6 @@ def int_range(ctype: str) -> tuple[int, int]:
     ...), on this machine's C ABI."""
     import ctypes
 
-    from .reference import _int_ctype
 
     ct = _int_ctype(ctype)
     bits = 8 * ctypes.sizeof(ct)
@@ -191,7 +196,6 @@ def write_json(path: str, doc: Any) -> None:
     naming the path when that fails)."""
     import sys
 
-    from .diagnostic import BBMMError
     if path == "-":
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -236,7 +240,6 @@ fields are documented by ``bbmm/schemas/run.schema.json``."""
 
 def report_header(fmt: str = REPORT_FORMAT) -> dict[str, str]:
     """The first two fields of bbmm's JSON documents: ``format`` and bbmm's ``version``."""
-    from . import __version__
     return {"format": fmt, "version": __version__}
 
 
@@ -305,9 +308,10 @@ def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence
     return out
 
 
-WHOLE_LIMIT = settings.size("BBMM_WHOLE", 1 << 20)
-"""Arrays the program never writes, of at most this many bytes, are held whole on every
-device that reads them (``$BBMM_WHOLE``; 0: never)."""
+def whole_limit() -> int:
+    """``$BBMM_WHOLE``: arrays the program never writes, of at most this many bytes, are
+    held whole on every device that reads them (default 1 MiB; 0: never)."""
+    return settings.size("BBMM_WHOLE", 1 << 20)
 
 
 PIPELINE_BYTES = 64 << 20
@@ -444,7 +448,8 @@ def runtime_options(module: ModuleType, arrays: Mapping[str, np.ndarray]) -> dic
     small read-only arrays to hold whole (a parameter table read at ``[t]``, say: one copy
     for the run instead of one element per serial iteration, and iterations that repeat)."""
     ro = getattr(module, "READ_ONLY", frozenset())
-    whole = frozenset(a for a in ro if a in arrays and arrays[a].nbytes <= WHOLE_LIMIT)
+    limit = whole_limit()
+    whole = frozenset(a for a in ro if a in arrays and arrays[a].nbytes <= limit)
     return {"max_pieces": module.SLOTS, "whole": whole}
 
 
@@ -469,20 +474,11 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
     module.run(rt, params, scalars, tile, progress)
     wall = time.perf_counter() - t0
     if profile is not None:
-        from .profile import write_timeline
         write_timeline(profile, devices, {"kernel": module.FUNCTION, "params": params,
                                           "tile": tile, "wall_s": wall,
                                           "stats": rt.stats.as_json()},
                        host=[("run", t0, t0 + wall)] + (rt.host_log or []))
     return RunResult(arrays, rt, params, scalars, tile, wall)
-
-
-def profile_path(args: argparse.Namespace) -> str | None:
-    """``--profile FILE``, else ``$BBMM_PROFILE``, else None; checked writable before the
-    run (a one-line UsageError)."""
-    from .profile import target
-
-    return target(getattr(args, "profile", None))
 
 
 def _fraction(text: str) -> float:
@@ -601,7 +597,6 @@ def check_against_reference(res: RunResult, c_path: str, scop: Any, initial: dic
                             include_dirs: Sequence[str] = ()) -> None:
     """``--check``: run the sequential C kernel on the initial data and compare every array
     (``lib``: the reference library, if already built)."""
-    from .reference import compare, run_reference
 
     expect = run_reference(c_path, scop, res.params, res.scalars, initial,
                            defines=dict(defines or {}), lib=lib, include_dirs=include_dirs)
@@ -616,12 +611,8 @@ def check_against_reference(res: RunResult, c_path: str, scop: Any, initial: dic
 
 def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
     """``python <kernel>_host.py ...``: run a generated driver on its own."""
-    from .cli import add_device_options, make_devices_from_args, run_with_errors
-
-    from .cli import OneLineParser
-
     p = OneLineParser(prog=f"{module.FUNCTION}_host.py",
-                                description=f"bbmm driver for {module.FUNCTION} ({module.SOURCE})")
+                      description=f"bbmm driver for {module.FUNCTION} ({module.SOURCE})")
     add_device_options(p)
     add_run_options(p)
     args = p.parse_args(argv)
@@ -629,7 +620,7 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
         p.error(f"--procs {args.procs}: a generated driver runs in one process; use "
                 f"bbmm run FILE.c --procs {args.procs}, or mpiexec with --mpi")
     if args.mpi:
-        from .mpirun import driver_mpi
+        from .mpirun import driver_mpi  # the MPI launcher builds on this module
         return run_with_errors(lambda: driver_mpi(module, args))
 
     def go() -> int:
@@ -661,14 +652,12 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
             write_json(args.json, res.as_json(module.FUNCTION))
         return 0
 
-    from .cli import _exit_interrupted, _watch_interrupts
-
     program = argv is None       # run as ``python <kernel>_host.py``, not called
     if program:
-        _watch_interrupts()      # Ctrl-C ends the driver within a second
+        watch_interrupts()       # Ctrl-C ends the driver within a second
     try:
         return run_with_errors(go)
     except KeyboardInterrupt:
         if program:
-            _exit_interrupted()
+            exit_interrupted()
         raise

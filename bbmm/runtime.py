@@ -22,23 +22,26 @@ launches are issued again (:mod:`bbmm.replay`).
 """
 from __future__ import annotations
 
-import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from . import regions as R
 from . import settings
-from .acquire import Acquire, TileBuffers, fuse_slack
+from .acquire import Acquire, fuse_slack
 from .box import Box, disjoint
-from .buffers import BufferManager, Copy
+from .buffers import BufferManager
 from .coherence import Directory, HostCopy
 from .devices.base import Device
 from .diagnostic import SettingError, UsageError
 from .replay import Tape, phase_key, replay, signature
 from .stats import DeviceStats, Stats
+from .tiles import Copy, Tile, TileBuffers
+
+__all__ = ["Runtime", "Tile", "TileBuffers", "Copy", "kernel_args", "int32", "fuse_slack",
+           "MODES", "COHERENCE"]
 
 MODES = ("disjoint", "convex")
 REPLAY_MISSES = 8
@@ -63,44 +66,7 @@ def _key(tiles: Sequence[Tile], extra: Hashable) -> Hashable:
     return phase_key(tiles) if extra is None else (phase_key(tiles), extra)
 
 
-@dataclass(frozen=True)
-class Tile:
-    """One tile of a parallel loop instance, with everything the runtime needs about it.
-
-    Boxes are in array coordinates (inclusive bounds); empty boxes are ignored.
-    ``writes`` must cover every element the kernel writes; ``flowout`` and
-    ``writeout`` are the bounding boxes of the compile-time flow-out and write-out
-    sets (optional for correctness: the runtime pulls what is missing, at a cost).
-    """
-
-    device: int
-    boxes: Mapping[str, Sequence[Box]]
-    """Initial bounding boxes per array, one per access function (Algorithm 1)."""
-    kernel: Callable[[Device, "TileBuffers"], Any]
-    """Launches the computation: ``kernel(device, buffers)``."""
-    writes: Mapping[str, Sequence[Box]] = field(default_factory=dict)
-    flowout: Mapping[str, Sequence[Box]] = field(default_factory=dict)
-    writeout: Mapping[str, Sequence[Box]] = field(default_factory=dict)
-    cleanup: Mapping[str, Sequence[bool]] = field(default_factory=dict)
-    """Per initial box: True when it depends on the serial iterators only (Section 7.2)."""
-    fresh: frozenset[str] = frozenset()
-    """Arrays the tile only writes, through exact write boxes: every element of their
-    boxes is overwritten, so new boxes need no read-in."""
-    name: str = ""
-    span: tuple[int, int] | None = None
-    """The range of the tiled iterator (band loop 0) over the tile, when the kernel runs
-    a part of it as ``kernel(device, buffers, rows=(lo, hi))``."""
-    writers: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
-    """Per array, ``(d, cmin, cmax)``: its element ``x`` along dimension ``d`` is written
-    only by points whose tiled iterator lies in ``[x - cmax, x - cmin]``
-    (:func:`codegen.flow.edge_writers`; only for a tiled loop that carries no
-    dependence, so that the tile's rows may run as several launches)."""
-    original: "Tile | None" = field(default=None, compare=False, repr=False)
-    """The tile as the driver gave it, when the runtime widened its boxes of arrays held
-    whole (taken instead if the widened tile does not fit the device)."""
-
-
-class Runtime(Acquire):
+class Runtime:
     """BBMM's runtime over a list of devices and the host arrays."""
 
     def __init__(self, devices: Sequence[Device], arrays: Mapping[str, np.ndarray] | HostCopy,
@@ -123,7 +89,6 @@ class Runtime(Acquire):
         self.managers = [BufferManager(d, self.directory, s)
                          for d, s in zip(self.devices, self.stats.devices)]
         self.verify = settings.switch("BBMM_DEBUG", False) if verify is None else verify
-        self._serial: object = None
         self.keep_idle = keep_idle
         self.host_log: list[tuple[str, float, float]] | None = (
             [] if any(getattr(d, "profiling", False) for d in self.devices) else None)
@@ -136,10 +101,8 @@ class Runtime(Acquire):
         goes on at once and only waits where it needs a result (a blocking copy), so the
         devices keep computing while the host works: 'compute' then counts launches and
         the waits show up in the step that needed the data."""
-        self._disjoint: dict[tuple[tuple[Box, ...], bool],
-                             tuple[list[Box], bool, list[Box]]] = {}
         if fuse is None:
-            fuse = fuse_slack(os.environ.get("BBMM_FUSE"))
+            fuse = fuse_slack(settings.text("BBMM_FUSE"))
         if not 0 <= fuse < 1:
             raise UsageError(f"fuse slack must lie in [0, 1), got {fuse}")
         self.fuse = fuse
@@ -150,6 +113,10 @@ class Runtime(Acquire):
         self.max_pieces = dict(max_pieces or {})
         """Kernel slots per array: a tile whose disjoint boxes of an array outnumber them
         falls back to one hull box for that array (correct, only larger)."""
+        self.acquirer = Acquire(self.managers, self.directory, self.host, self.stats,
+                                mode=mode, reuse=reuse, fuse=fuse,
+                                max_pieces=self.max_pieces, verify=self.verify)
+        """Lines 4-12 of Algorithm 4 for each tile (:mod:`bbmm.acquire`)."""
         self.whole: dict[str, Box] = {}
         """Arrays no tile writes, held whole: every non-empty box of a tile becomes the whole
         array (one read-in for the run, the same boxes every serial iteration)."""
@@ -165,7 +132,7 @@ class Runtime(Acquire):
         # with hooks, as over MPI, has side effects beyond the device operations) and
         # no per-round waits (BBMM_SYNC measures exact kernel times).
         self.replay = replay and not self.directory.blocking and not self.sync
-        edges = edge_points(os.environ.get("BBMM_EDGE"))
+        edges = edge_points(settings.text("BBMM_EDGE"))
         self.edges = (edges if len(self.devices) > 1 and not self.directory.blocking
                       and not self.sync else 0)
         """Tiles that write at least this many points (0: none) run the rows that write
@@ -182,8 +149,9 @@ class Runtime(Acquire):
         self.place = place and len(self.devices) > 1
         """Move the tiles of small phases to their data (:meth:`_place`)."""
         self._looked = -STOP_PERIOD  # when stopped() last asked for a flag
-        self._look: tuple[str, np.ndarray, Any, int] | None = None
-        """The flag asked for and not yet looked at: (flag, cell, event, call number)."""
+        self._look: tuple[str, np.ndarray, Any, Device, int] | None = None
+        """The flag asked for and not yet looked at: (flag, cell, event, its device, call
+        number)."""
         self._calls = 0  # calls of stopped()
         self._largest_phase = 0
         self._nests: dict[Any, list] = {}  # kernel code -> [phases seen, small]
@@ -255,11 +223,12 @@ class Runtime(Acquire):
             if tape is not None:
                 tape.add("launch", (phase_no, index[id(t)], tb, rows))
             self._launch(t, tb, rows)
+        acquire = self.acquirer.acquire
         for rnd in self._rounds(tiles):
             t0 = clock()
             if tape is not None:
                 tape.timer = "memory_mgmt"
-            bufs = [self._acquire(t) for t in rnd]
+            bufs = [acquire(t) for t in rnd]
             flows = [self._flowout_boxes(t) for t in rnd]
             t1 = clock()
             if tape is not None:
@@ -381,11 +350,11 @@ class Runtime(Acquire):
         self._calls += 1
         look = self._look
         if look is not None:
-            name, cell, event, at = look
-            if event is not None and event.command_execution_status != 0:  # 0: CL_COMPLETE
+            name, cell, event, dev, at = look
+            if event is not None and not dev.done(event):
                 if self._calls - at < STOP_AHEAD:
                     return False
-                event.wait()
+                dev.wait(event)
             self._look = None
             if name == flag and cell.flat[0]:
                 return True
@@ -405,13 +374,14 @@ class Runtime(Acquire):
                     holder.device.note({"array": flag, "box": elem, "for": "stop flag"})
                 e = holder.device.read_rect(holder.alloc, holder.box, elem, cell,
                                             blocking=False)
-                self._look = (flag, cell, e, self._calls)
+                self._look = (flag, cell, e, holder.device, self._calls)
                 return False
-        stores = [e for b, e, _, st, _ in d.order.pending.get(flag, ()) if st and b.overlaps(elem)]
-        if stores and stores[-1].command_execution_status != 0:
+        stores = [(e, dev) for b, e, dev, st, _ in d.order.pending.get(flag, ())
+                  if st and b.overlaps(elem)]
+        if stores and not stores[-1][1].done(stores[-1][0]):
             # the host's value is on its way (the flag flows out every iteration): looked
             # at once the newest store is done, as an answer from a device
-            self._look = (flag, host, stores[-1], self._calls)
+            self._look = (flag, host, stores[-1][0], stores[-1][1], self._calls)
             return False
         return bool(host.flat[0])
 
@@ -534,6 +504,16 @@ class Runtime(Acquire):
             if a in cleanup:
                 cleanup[a] = [False] * len(cleanup[a])
         return replace(t, boxes=boxes, cleanup=cleanup, original=t)
+
+    @property
+    def _serial(self) -> object:
+        """The serial iteration running now (its key; None before the first), which the
+        acquirer stamps on boxes freed at its end."""
+        return self.acquirer.serial
+
+    @_serial.setter
+    def _serial(self, serial: object) -> None:
+        self.acquirer.serial = serial
 
     def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None = None) -> None:
         """Run the tile's kernel callback (on its ``rows`` only, when given). What it
@@ -788,7 +768,7 @@ def edge_points(spec: str | None) -> int:
 
 def int32(v: int) -> np.int32:
     """``np.int32(v)``, the same object for the same value: a launch that sets only the
-    arguments that changed (:func:`bbmm.devices.opencl._set_changed`) then finds the
+    arguments that changed (:func:`bbmm.devices.kernelargs.set_changed`) then finds the
     unchanged ones by identity, without a numpy comparison, and no scalar is made anew."""
     x = _INT32.get(v)
     if x is None:

@@ -1,11 +1,14 @@
-"""``$BBMM_*`` settings, each read and checked by one of these functions.
+"""The environment, read here and nowhere else in bbmm: ``$BBMM_*`` settings, each read
+and checked by one of these functions, and the few other variables bbmm consults
+(``$CC``, ``$XDG_CACHE_HOME``, the MPI launchers' sizes).
 
-A setting is read where it is used (most when bbmm's modules load, the runtime's when a
-runtime is made); an unset or blank variable gives the default, and a value that is not
-of the setting's kind raises :class:`~bbmm.diagnostic.SettingError`, which the command
-line and the generated drivers print as one line (exit status 2). Switches accept
-``1``/``0``, ``on``/``off``, ``yes``/``no``, ``true``/``false`` in any case: ``off`` must
-never read as on.
+Nothing is read when a module loads: a setting is read where it is used, when it is used
+(the runtime's when a runtime is made, a device's when it is made, the kernel options of
+:func:`bbmm.hostlib.options` at the first launch or prebuild); an unset or blank variable
+gives the default, and a value that is not of the setting's kind raises
+:class:`~bbmm.diagnostic.SettingError`, which the command line and the generated drivers
+print as one line (exit status 2). Switches accept ``1``/``0``, ``on``/``off``,
+``yes``/``no``, ``true``/``false`` in any case: ``off`` must never read as on.
 """
 from __future__ import annotations
 
@@ -20,6 +23,24 @@ OFF = ("0", "off", "no", "false")
 def _raw(name: str) -> str | None:
     text = os.environ.get(name)
     return text if text is not None and text.strip() else None
+
+
+def text(name: str) -> str | None:
+    """A variable's text as set (None: unset or blank), for settings parsed by the module
+    that uses them (``$BBMM_STAGE``, ``$BBMM_LOCAL`` ...)."""
+    return _raw(name)
+
+
+def environ() -> dict[str, str]:
+    """A copy of this process's environment: what a child process is given (with
+    changes of the caller's own) and what a launcher's variables are looked up in."""
+    return dict(os.environ)
+
+
+def export(name: str, value: str) -> None:
+    """Set ``name`` for this process and the processes it starts (the OpenCL ICD
+    loader's ``OCL_ICD_VENDORS``)."""
+    os.environ[name] = value
 
 
 def switch(name: str, default: bool) -> bool:

@@ -424,6 +424,9 @@ class RecordingRuntime(Runtime):
             kw["replay"] = False
         super().__init__(*a, **kw)
         self.record_boxes = record_boxes
+        # every tile's boxes pass through _acquire on their way from the acquirer
+        self._acquire_boxes = self.acquirer.acquire
+        self.acquirer.acquire = self._acquire  # type: ignore[method-assign]
         # time of the data transfers (host<->device, device<->device copies) per runtime
         # timer they happen under, so that Table IV's F can also be given without them
         self.transfer_s: dict[str, float] = {}
@@ -467,7 +470,7 @@ class RecordingRuntime(Runtime):
         self.held: dict[tuple[int, Any], int] = {}
 
     def _acquire(self, t: Any) -> Any:
-        tb = super()._acquire(t)
+        tb = self._acquire_boxes(t)
         for a, ps in tb.pieces.items():
             if len(ps) > self.max_tile_pieces:
                 self.max_tile_pieces = len(ps)

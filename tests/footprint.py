@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from bbmm.run import FIT_SHARE, WHOLE_LIMIT, _Enough, _Footprint, host_arrays, parse_params
+from bbmm.run import FIT_SHARE, _Enough, _Footprint, host_arrays, parse_params, whole_limit
 from codegen.compile import compile_program, load_driver
 
 
@@ -29,7 +29,7 @@ def tile_footprint(path: str | Path, params: list[str] | dict[str, int], tile: i
     except _Enough:
         pass
     whole = sum(arrays[a].nbytes for a in getattr(module, "READ_ONLY", ())
-                if a in arrays and arrays[a].nbytes <= WHOLE_LIMIT)
+                if a in arrays and arrays[a].nbytes <= whole_limit())
     return probe.peak + whole
 
 

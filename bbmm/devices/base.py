@@ -97,14 +97,15 @@ def split_leading(region: Box, outer: Box, itemsize: int) -> Iterator[tuple[Box,
         yield r3, o3, lin * inner_elems * itemsize
 
 
-def complete_prefix(events: Sequence[Any]) -> int:
+def complete_prefix(events: Sequence[Any], done: Callable[[Any], bool]) -> int:
     """How many of ``events``, commands of one in-order queue in the order they were
-    enqueued, are complete: such a queue completes its commands in order, so they are a
-    prefix, found by bisection (a status query costs 0.2-1.7 us of the driver's time)."""
+    enqueued, are complete (``done``: the queue's device's :meth:`Device.done`): such a
+    queue completes its commands in order, so they are a prefix, found by bisection (a
+    status query costs 0.2-1.7 us of the driver's time)."""
     lo, hi = 0, len(events)          # events[:lo] complete, events[hi:] not
     while lo < hi:
         mid = (lo + hi) // 2
-        if events[mid].command_execution_status == 0:  # 0: CL_COMPLETE
+        if done(events[mid]):
             lo = mid + 1
         else:
             hi = mid
@@ -147,6 +148,17 @@ class Device(ABC):
         """Give ``a`` back; ``last`` is the event of the last command that used it (None:
         complete or none), which a side copy into the same memory waits for."""
         self.pool.free(a.buf, a.offset)
+
+    def done(self, event: Any) -> bool:
+        """Whether the command ``event`` stands for (one this device enqueued, never None)
+        is complete, asked without waiting: the runtime polls its copies through this, so
+        that it never handles a driver's events itself. Here: always, since this device
+        completes every command before returning."""
+        return True
+
+    def wait(self, event: Any) -> None:
+        """Wait on the host until the command ``event`` stands for (one this device
+        enqueued, never None) is complete; here there is nothing to wait for."""
 
     def side_for(self, dst: Allocation, nbytes: int) -> bool:
         """Whether a read-in of ``nbytes`` into ``dst`` should run on the side queue

@@ -76,7 +76,7 @@ def test_discover_skips_cpu_platforms_that_cannot_build(monkeypatch):
     """A CPU platform whose compiler fails every build (PyPI's PoCL 3.0 on AMD Zen 5:
     "unknown target CPU 'generic'") is passed over with its reason; with none left, the
     error names the reason and how to get a PoCL that builds."""
-    import bbmm.devices.opencl as ocl
+    import bbmm.devices.discovery as ocl
 
     cpus = [d for d in discover(kind="cpu").devices if d.type == "CPU"]
     if not cpus:
@@ -98,7 +98,7 @@ def test_discover_skips_cpu_platforms_that_cannot_build(monkeypatch):
 
 def test_build_problem_of_the_chosen_device_is_none():
     (d, *_) = discover().chosen
-    from bbmm.devices.opencl import _build_problem
+    from bbmm.devices.discovery import _build_problem
     assert _build_problem(d) is None
 
 
@@ -322,21 +322,19 @@ def test_cap_is_honoured(make):
 
 def test_driver_out_of_memory_is_a_device_memory_error(make, monkeypatch):
     (dev,) = make(1, cap="64MiB", arena_size=1 << 20)
-    import bbmm.devices.opencl as mod
-
     def refuse(*args, **kw):
         raise cl.MemoryError(cl._cl._ErrorRecord(
             "clCreateBuffer failed", cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
             "clCreateBuffer"))
 
-    real = mod.cl.Buffer
-    monkeypatch.setattr(mod.cl, "Buffer", refuse)
+    real = cl.Buffer
+    monkeypatch.setattr(cl, "Buffer", refuse)
     with pytest.raises(DeviceMemoryError, match="CL_MEM_OBJECT_ALLOCATION_FAILURE") as ei:
         dev.alloc(1000)
     assert ei.value.asked == 1 << 20 and ei.value.cap == 64 << 20
     assert dev.pool.reserved == 0 and dev.pool.stats().arenas == 0
     # with an empty arena held, the device trims it and retries once
-    monkeypatch.setattr(mod.cl, "Buffer", real)
+    monkeypatch.setattr(cl, "Buffer", real)
     dev.free(dev.alloc(1000))
     calls = []
 
@@ -346,7 +344,7 @@ def test_driver_out_of_memory_is_a_device_memory_error(make, monkeypatch):
             refuse()
         return real(*args, **kw)
 
-    monkeypatch.setattr(mod.cl, "Buffer", refuse_once)
+    monkeypatch.setattr(cl, "Buffer", refuse_once)
     a = dev.alloc(2 << 20)
     assert len(calls) == 2 and dev.pool.stats().arenas == 1 and dev.pool.reserved == 2 << 20
     dev.free(a)
@@ -379,8 +377,7 @@ def test_first_touch_failure_is_a_device_memory_error(make, monkeypatch):
 def test_first_touch_orders_side_read_ins(make, monkeypatch):
     """The touch is not waited for: a side-queue read-in into the arena's first bytes
     waits for its event (a fill running after the copy would zero its data)."""
-    import bbmm.devices.opencl as mod
-    monkeypatch.setattr(mod, "TOUCH", "async")
+    monkeypatch.setenv("BBMM_TOUCH", "async")
     (dev,) = make(1, cap="64MiB", arena_size=1 << 20)
     dev.side = True
     a = dev.alloc(1000)
@@ -561,7 +558,7 @@ def test_dropped_host_copy_events_do_not_stop_the_host(make):
 def test_closing_a_device_forgets_its_kernels_arguments():
     """What a kernel holds is remembered per kernel object (so a launch sets only what
     changed) until its device is closed: nothing of a closed context stays referenced."""
-    from bbmm.devices.opencl import _KERNEL_ARGS
+    from bbmm.devices.kernelargs import KERNEL_ARGS as _KERNEL_ARGS
     (dev,) = make_devices(1, cap="8MiB", arena_size=1 << 20)
     k = dev.kernel(SCALE, "scale")
     out, a = dev.alloc(64), dev.alloc(64)
@@ -594,13 +591,11 @@ def test_pinned_arrays(make):
 
 def test_pinned_falls_back_to_numpy(make, monkeypatch):
     (dev,) = make(1, cap="8MiB")
-    import bbmm.devices.opencl as mod
-
     def fail(*args, **kw):
         raise cl.RuntimeError(cl._cl._ErrorRecord("map failed", cl.status_code.MAP_FAILURE,
                                                   "clEnqueueMapBuffer"))
 
-    monkeypatch.setattr(mod.cl, "enqueue_map_buffer", fail)
+    monkeypatch.setattr(cl, "enqueue_map_buffer", fail)
     a = pinned_empty(dev, (10, 10), np.float64)
     assert a.shape == (10, 10) and not is_pinned(a)
 
@@ -697,7 +692,7 @@ def test_small_read_in_behind_the_newest_kernel_takes_the_queue(make):
     or too large to wait behind the queue's later copies, it stays on the side queue."""
     import pyopencl as cl
 
-    from bbmm.devices import opencl as O
+    from bbmm.devices import cldevice as O
     dev, = make(1, cap="4MiB", arena_size=1 << 20)
     assert dev.side
     n = 1 << 14

@@ -8,7 +8,9 @@ import pyopencl as cl
 import pytest
 
 from bbmm.box import Box
-from bbmm.devices.opencl import CommandLog, PROFILE_LIMIT, _read_host, _write_host
+from bbmm.devices.commandlog import read_host as _read_host
+from bbmm.devices.commandlog import write_host as _write_host
+from bbmm.devices.opencl import PROFILE_LIMIT, CommandLog
 
 SCALE = """
 __kernel void twice(__global float *a, long off, int n)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pathlib
 import threading
 import types
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -60,11 +61,11 @@ def test_prebuilt_kernels_are_the_ones_launched_and_change_no_result(make, build
     module = load_driver(compile_program(POLYBENCH / f"{prog}.c"))
     params, scalars = PROGRAMS[prog]
     scalars = {k: v for k, v in scalars.items() if k in dict(module.FLOAT_PARAMS)}
-    monkeypatch.setattr(hostlib, "PREBUILD", False)
+    monkeypatch.setattr(hostlib, "_OPTIONS", replace(hostlib.options(), prebuild=False))
     plain = run(module, make(ndev), params, scalars)
     assert all(t == "MainThread" for t, _ in builds)
     builds.clear()
-    monkeypatch.setattr(hostlib, "PREBUILD", True)
+    monkeypatch.setattr(hostlib, "_OPTIONS", replace(hostlib.options(), prebuild=True))
     devs = make(ndev)
     threads = hostlib.prebuild(module, devs)
     assert len(threads) == ndev

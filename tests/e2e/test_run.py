@@ -422,11 +422,10 @@ def test_replay_checks_and_moves_the_same_bytes(path, params, replays, ndev, tmp
 def test_small_read_only_array_held_whole(tmp_path, monkeypatch):
     """fdtd2d's _fict_ is read at [t]: held whole it is read in once per device, not one
     element per step; BBMM_WHOLE=0 turns that off (and then no step repeats)."""
-    import bbmm.run
     path, params = POLYBENCH / "fdtd2d.c", ["tmax=9", "nx=16", "ny=12"]
     docs = {}
     for limit in (1 << 20, 0):
-        monkeypatch.setattr(bbmm.run, "WHOLE_LIMIT", limit)
+        monkeypatch.setenv("BBMM_WHOLE", str(limit))
         out = tmp_path / f"w{limit}.json"
         assert run(path, params, "--devices", 2, json_path=out) == 0
         docs[limit] = json.loads(out.read_text())
@@ -442,7 +441,6 @@ def test_pageable_host_arrays_are_reported(tmp_path, monkeypatch, capsys):
     copies run at a fraction of the pinned speed); pinned ones are not."""
     import pyopencl as cl
 
-    import bbmm.devices.opencl as ocl
     path, params = POLYBENCH / "mvt.c", ["m=24", "n=16"]
     out = tmp_path / "pinned.json"
     assert run(path, params, json_path=out) == 0
@@ -457,7 +455,7 @@ def test_pageable_host_arrays_are_reported(tmp_path, monkeypatch, capsys):
                                  "refused by the test")
         return real(ctx, flags, *a, **kw)
 
-    monkeypatch.setattr(ocl.cl, "Buffer", refuse)
+    monkeypatch.setattr(cl, "Buffer", refuse)
     out = tmp_path / "pageable.json"
     assert run(path, params, json_path=out) == 0
     doc = json.loads(out.read_text())
@@ -499,7 +497,7 @@ def test_side_readins_under_box_out(ndev, small, tmp_path, monkeypatch):
     the side queue, also the small ones behind the newest kernel
     (:meth:`~bbmm.devices.opencl.OpenCLDevice.side_for`)."""
     if small is not None:
-        import bbmm.devices.opencl as O
+        import bbmm.devices.cldevice as O
         monkeypatch.setattr(O, "SIDE_SMALL", small)
     out = tmp_path / "r.json"
     assert run(KERNELS / "slow_tiles.c", ["n=64", "m=256", "r=3000"], "--devices", ndev,

@@ -1,6 +1,6 @@
 """A bad $BBMM_* setting of each module that reads one, through the command line: one
-line and exit status 2, never a traceback (each run in a fresh interpreter: most settings
-are read when bbmm's modules load)."""
+line and exit status 2, never a traceback (each run in a fresh interpreter: a setting is
+read where it is used, bbmm/settings.py)."""
 import subprocess
 import sys
 from pathlib import Path

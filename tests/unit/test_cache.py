@@ -100,8 +100,10 @@ def test_library_swapped_after_check_is_not_loaded(home):
     lib = ref.build_library(FLOYD)
     good = lib.read_bytes()
     lib.write_bytes(good[:100])       # after build_library checked it
-    with pytest.raises(ref.BBMMError, match="changed"):
-        ref._load(str(lib.resolve()))
+    from bbmm.diagnostic import BBMMError
+    from bbmm.reference.calls import _load
+    with pytest.raises(BBMMError, match="changed"):
+        _load(str(lib.resolve()))
     lib.write_bytes(good)
     assert ref.load_library(lib) is not None
 

@@ -186,8 +186,19 @@ class _Event:
 
 
 class _Dev:
+    """A device of ``domain`` whose events are the fakes above (their status, as
+    OpenCL's, 0 when complete)."""
+
     def __init__(self, domain):
         self.domain = domain
+
+    @staticmethod
+    def done(e):
+        return e.command_execution_status == 0
+
+    @staticmethod
+    def wait(e):
+        e.wait()
 
 
 def test_host_order_waits_only_where_regions_overlap_across_devices():

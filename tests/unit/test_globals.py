@@ -1,5 +1,5 @@
 """File-scope arrays taken as parameters of the kernel (codegen/globals.py) and copied in
-and out of the C file's arrays around the sequential call (bbmm/reference.py)."""
+and out of the C file's arrays around the sequential call (bbmm/reference/)."""
 from __future__ import annotations
 
 import shutil

@@ -47,10 +47,11 @@ def test_auto_takes_a_process_per_gpu_from_four_gpus(machine, types, devices, wa
         assert a.devices == devices // want
 
 
-def test_auto_is_one_process_under_mpi_or_profile(machine):
+def test_auto_is_one_process_under_mpi_and_profiles_over_processes(machine):
     machine(["GPU"] * 4)
     assert procs.resolve_procs(args(mpi=True)) == 1
-    assert procs.resolve_procs(args(profile="t.json")) == 1
+    # a profile of a run over processes is one trace of them all (test_procs.py)
+    assert procs.resolve_procs(args(profile="t.json")) == 4
 
 
 def test_explicit_counts_split_the_devices():

@@ -338,5 +338,5 @@ def test_complete_prefix_bisects_an_in_order_queue(done, running):
     events = [_QueuedEvent(True) for _ in range(done)] + \
         [_QueuedEvent(False) for _ in range(running)]
     _QueuedEvent.reads = 0
-    assert complete_prefix(events) == done
+    assert complete_prefix(events, lambda e: e.command_execution_status == 0) == done
     assert _QueuedEvent.reads <= (done + running).bit_length()

@@ -215,7 +215,7 @@ def test_cache_reused(tmp_path, monkeypatch):
     def counting_run(*a, **k):
         calls.append(a)
         return real_run(*a, **k)
-    monkeypatch.setattr(ref.subprocess, "run", counting_run)
+    monkeypatch.setattr(subprocess, "run", counting_run)
     assert ref.build_library(src, cache_dir=tmp_path / "c") == lib1
     assert lib1.stat().st_ino == inode                   # not rewritten
     assert calls == []                                   # a cache hit runs no compiler

@@ -628,6 +628,8 @@ def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
     with cl_band (1, 0)) moves down to a multiple of ALIGN, the NDRange growing to still
     cover the loop's last index; the other dimension keeps its origin; ALIGN 1 leaves the
     loop's own bound (heat2d's j from 1: every warp straddled two memory segments)."""
+    from dataclasses import replace
+
     from bbmm import hostlib
     from bbmm.runtime import TileBuffers
 
@@ -643,7 +645,7 @@ def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
 
     grid = [(5, 99), (1, 1000)]  # band loop 0 (i, OpenCL dim 1), band loop 1 (j, dim 0)
     for align, g1 in [(32, 0), (1, 1), (7, 0), (16, 0)]:
-        monkeypatch.setattr(hostlib, "ALIGN", align)
+        monkeypatch.setattr(hostlib, "_OPTIONS", replace(hostlib.options(), align=align))
         dev = Dev()
         hostlib.launch(dev, TileBuffers(), "src", "k", [5, 99], grid, [1, 0], [],
                        local=(256, 1))
@@ -652,7 +654,7 @@ def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
         assert gsize[1] == 99 - 5 + 1          # rows as before
         assert gsize[0] % 256 == 0 and g1 + gsize[0] - 1 >= 1000 and g1 % align == 0
     # a 1-D band: dimension 0 is the tiled loop, its origin below the tile's lb
-    monkeypatch.setattr(hostlib, "ALIGN", 32)
+    monkeypatch.setattr(hostlib, "_OPTIONS", replace(hostlib.options(), align=32))
     dev = Dev()
     hostlib.launch(dev, TileBuffers(), "src", "k", [70, 140], [(70, 140)], [0], [],
                    local=(64,))
@@ -683,12 +685,29 @@ def test_last_resort_coalesces_parked_blocks():
     np.testing.assert_array_equal(rt.host.array("A"), A)
 
 
+class _PollDevice(NullDevice):
+    """A null device whose events, where a test hands it some, are fakes that report their
+    own status as OpenCL's do (0 when complete) and count their waits."""
+
+    @staticmethod
+    def done(e):
+        return e.command_execution_status == 0
+
+    @staticmethod
+    def wait(e):
+        e.wait()
+
+
+def polling(ndev):
+    return [_PollDevice(i, cap=1 << 24, arena_size=1 << 16) for i in range(ndev)]
+
+
 def test_stopped_reads_a_break_flag_where_its_newest_value_is(monkeypatch):
     """A loop's break flag (one int) set by a kernel on device 1: stopped() reads it from
     that device's copy, not from the host's stale one, and not again within STOP_PERIOD."""
     import bbmm.runtime as R
     flag = np.zeros(1, np.int32)
-    rt = Runtime(make(2), {"f": flag, "A": np.zeros(4)}, verify=True)
+    rt = Runtime(polling(2), {"f": flag, "A": np.zeros(4)}, verify=True)
     one = Box((0,), (0,))
 
     def set_to(v):
@@ -712,7 +731,7 @@ def test_stopped_reads_a_break_flag_where_its_newest_value_is(monkeypatch):
         def wait(self):
             self.waited += 1
     e = Pending()
-    rt._look = ("f", np.ones(1, np.int32), e, rt._calls)     # asked at the last call
+    rt._look = ("f", np.ones(1, np.int32), e, rt.devices[0], rt._calls)     # asked at the last call
     for _ in range(R.STOP_AHEAD - 1):
         assert not rt.stopped("f") and e.waited == 0
     assert rt.stopped("f") and e.waited == 1
@@ -725,7 +744,7 @@ def test_stopped_takes_the_host_value_once_its_store_is_done():
     answer to wait for (after STOP_AHEAD iterations at the latest), then the host's value."""
     import bbmm.runtime as R
     flag = np.zeros(1, np.int32)
-    rt = Runtime(make(1), {"f": flag})
+    rt = Runtime(polling(1), {"f": flag})
 
     class Pending:
         command_execution_status, waited = 1, 0

@@ -1,0 +1,142 @@
+"""The runtime's data types, apart from the code that uses them: a :class:`Tile` as the
+generated driver hands it over, a resident box (:class:`Copy`) as the buffer managers and
+the coherence directory keep it, and the boxes a tile got (:class:`TileBuffers`), from
+which its kernel's arguments are packed."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .box import Box
+from .devices.base import Allocation, Device
+
+__all__ = ["Tile", "Copy", "TileBuffers"]
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One tile of a parallel loop instance, with everything the runtime needs about it.
+
+    Boxes are in array coordinates (inclusive bounds); empty boxes are ignored.
+    ``writes`` must cover every element the kernel writes; ``flowout`` and
+    ``writeout`` are the bounding boxes of the compile-time flow-out and write-out
+    sets (optional for correctness: the runtime pulls what is missing, at a cost).
+    """
+
+    device: int
+    boxes: Mapping[str, Sequence[Box]]
+    """Initial bounding boxes per array, one per access function (Algorithm 1)."""
+    kernel: Callable[[Device, TileBuffers], Any]
+    """Launches the computation: ``kernel(device, buffers)``."""
+    writes: Mapping[str, Sequence[Box]] = field(default_factory=dict)
+    flowout: Mapping[str, Sequence[Box]] = field(default_factory=dict)
+    writeout: Mapping[str, Sequence[Box]] = field(default_factory=dict)
+    cleanup: Mapping[str, Sequence[bool]] = field(default_factory=dict)
+    """Per initial box: True when it depends on the serial iterators only (Section 7.2)."""
+    fresh: frozenset[str] = frozenset()
+    """Arrays the tile only writes, through exact write boxes: every element of their
+    boxes is overwritten, so new boxes need no read-in."""
+    name: str = ""
+    span: tuple[int, int] | None = None
+    """The range of the tiled iterator (band loop 0) over the tile, when the kernel runs
+    a part of it as ``kernel(device, buffers, rows=(lo, hi))``."""
+    writers: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    """Per array, ``(d, cmin, cmax)``: its element ``x`` along dimension ``d`` is written
+    only by points whose tiled iterator lies in ``[x - cmax, x - cmin]``
+    (:func:`codegen.flow.edge_writers`; only for a tiled loop that carries no
+    dependence, so that the tile's rows may run as several launches)."""
+    original: Tile | None = field(default=None, compare=False, repr=False)
+    """The tile as the driver gave it, when the runtime widened its boxes of arrays held
+    whole (taken instead if the widened tile does not fit the device)."""
+
+
+@dataclass(eq=False, slots=True)
+class Copy:
+    """A resident bounding box of one array on one device (the paper's box buffer)."""
+
+    array: str
+    box: Box
+    device: Device
+    alloc: Allocation
+    itemsize: int
+    stale: list[Box] = field(default_factory=list)
+    """Disjoint parts of ``box`` where this copy does not hold the newest value."""
+    uses: int = 0
+    """Tiles using the box now (Figure 7's usage count); 0 means it is on the unused list."""
+    cleanup_iter: object = None
+    """Serial iteration at whose end the box is freed (cleanup flag), or None."""
+    touched: bool = True
+    """Used by a tile since the last end of a serial iteration."""
+    last: Any = None
+    """The event of the last command that used the copy's memory (None: none pending
+    that a later user of the memory must wait for); handed to the device on free."""
+    _kargs: list | None = None
+    _bargs: tuple | None = None
+    _fits: bool | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.box.volume * self.itemsize
+
+    def kernel_args(self) -> list:
+        """``[buffer, base, strides...]`` of this copy for kernels (computed once)."""
+        if self._kargs is None:
+            box = self.box
+            shape = box.shape
+            strides = [1] * len(shape)
+            for d in range(len(shape) - 2, -1, -1):
+                strides[d] = strides[d + 1] * shape[d + 1]
+            base = self.element_offset()
+            top = 0  # the largest |x[d]| * stride[d] summed: what fits_int bounds
+            for l, h, st in zip(box.lo, box.hi, strides):
+                base -= l * st
+                top += max(abs(l), abs(h)) * st
+            # the kernel computes base + sum(x[d] * stride[d]) with each product in BBMM_IDX
+            self._fits = abs(base) + top < 2**31
+            self._kargs = [self.alloc.buf, np.int64(base)] + [np.int32(st) for st in strides[:-1]]
+        return self._kargs
+
+    def bound_args(self, piece: Box) -> list:
+        """``[lo..., hi...]`` of a piece of this copy as int32 kernel arguments (the last
+        piece's are kept: a tile takes the same piece of a copy again and again)."""
+        last = self._bargs
+        if last is not None and last[0] == piece:
+            return last[1]
+        args = [np.int32(v) for v in piece.lo] + [np.int32(v) for v in piece.hi]
+        self._bargs = (piece, args)
+        return args
+
+    def fits_int(self) -> bool:
+        """Every element offset of this copy in its arena fits a 32-bit int."""
+        if self._fits is None:
+            self.kernel_args()  # (which works it out)
+        return self._fits
+
+    def element_offset(self) -> int:
+        """Offset of the box's first element in its arena, in elements (a kernel argument)."""
+        return self.alloc.offset // self.itemsize
+
+    def __repr__(self) -> str:
+        return f"Copy({self.array}{self.box} on {self.device.name}, uses={self.uses})"
+
+
+@dataclass
+class TileBuffers:
+    """The tile's disjoint boxes per array and the resident copy holding each.
+
+    ``pieces[a][i] = (box, copy)``: ``box`` is the i-th disjoint box of array ``a``,
+    held by ``copy`` (whose own box contains it, and may be larger when the box was
+    found present). ``access[a][k]`` is the index of the single piece holding the
+    k-th initial box, or -1 when that access is split over several pieces (Fig. 9).
+    """
+
+    pieces: dict[str, list[tuple[Box, Copy]]] = field(default_factory=dict)
+    access: dict[str, list[int]] = field(default_factory=dict)
+    launches: dict[Any, Any] = field(default_factory=dict)
+    """Launch preparations derived from the pieces (kernel object, array arguments), per
+    device and kernel: the pieces never change, and a replayed tile launches again."""
+
+    def copies(self) -> list[Copy]:
+        return [c for ps in self.pieces.values() for _, c in ps]
