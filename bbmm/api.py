@@ -32,7 +32,7 @@ from .devices import logical_devices as make_devices
 from .diagnostic import UsageError
 
 OPTIONS = ("devices", "device_mem", "tile", "mode", "coherence", "fuse", "reuse", "replay",
-           "progress", "profile", "platform", "device_kind")
+           "progress", "profile", "platform", "device_kind", "tune")
 """The keywords of :meth:`Program.__call__` that are options of the run, not arguments
 of the kernel (a kernel argument of one of these names is passed with
 :meth:`Program.run`'s ``arguments``)."""
@@ -210,7 +210,7 @@ class Program:
             mode: str = "disjoint", coherence: str = "exact", fuse: float | None = None,
             reuse: bool = True, replay: bool | None = None, progress: bool = False,
             profile: str | os.PathLike | None = None, platform: str | int | None = None,
-            device_kind: str = "auto") -> RunStats:
+            device_kind: str = "auto", tune: Mapping[str, Any] | None = None) -> RunStats:
         """Run the kernel in place on ``arguments`` (C name -> value).
 
         :arg devices: a number of logical devices to make for this run (None: every GPU,
@@ -225,13 +225,18 @@ class Program:
             with profiling; devices passed in must have been made with ``profile=True``).
         :arg platform, device_kind: which OpenCL devices to make (``bbmm run``'s
             ``--platform``, ``--device-kind``).
+        :arg tune: tuning settings for this run, ``{"coarsen": 2, "stage": "off"}``, as
+            ``bbmm run --tune NAME=VALUE`` (:data:`bbmm.settings.TUNABLE`); they hold for
+            this run only, over the ``$BBMM_*`` variables.
         :returns: :class:`RunStats`.
         :raises UsageError: before anything runs, for a missing, unknown or mismatched
             argument.
         """
-        from .run import MODES, COHERENCE, execute, host_arrays
+        from . import hostlib, settings
+        from .run import MODES, COHERENCE
 
         params, scalars, given = self._check(arguments)
+        tuned = settings.parse_tune(dict(tune) if tune is not None else None)
         if mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if coherence not in COHERENCE:
@@ -243,6 +248,21 @@ class Program:
         if fuse is not None and not (isinstance(fuse, (int, float)) and 0 <= fuse < 1):
             raise UsageError(f"fuse must be a fraction in [0, 1), got {fuse!r}")
         module = self.module
+        before = hostlib.tune(tuned)
+        try:
+            return self._run(module, params, scalars, given, devices, device_mem, tile, mode,
+                             coherence, fuse, reuse, replay, progress, profile, platform,
+                             device_kind)
+        finally:
+            hostlib.untune(before)
+
+    def _run(self, module: Any, params: dict[str, int], scalars: dict[str, float],
+             given: dict[str, Any], devices: Any, device_mem: Any, tile: int | None,
+             mode: str, coherence: str, fuse: float | None, reuse: bool,
+             replay: bool | None, progress: bool, profile: Any, platform: Any,
+             device_kind: str) -> RunStats:
+        from .run import execute, host_arrays
+
         devs = _resolve_devices(devices, device_mem, platform, device_kind,
                                 profile is not None)
         made = not isinstance(devices, (list, tuple))   # made here: closed after the run

@@ -211,7 +211,10 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run_run(args: argparse.Namespace) -> int:
+    from .hostlib import tune
     from .procs import resolve_procs, run_procs
+    from .settings import parse_tune
+    tune(parse_tune(args.tune))  # this process's run (over processes: each takes them)
     procs = resolve_procs(args)  # refuses --procs P > 1 with --mpi
     if args.mpi:  # every rank of mpiexec -n R runs this (bbmm/mpirun.py)
         from .mpirun import run_cli

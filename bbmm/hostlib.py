@@ -28,9 +28,11 @@ def _block(spec: str | None) -> tuple[int, int]:
     try:
         r, q = (int(x) for x in text.lower().split("x"))
     except ValueError:
-        raise SettingError(f"BBMM_BLOCK: {text!r} is not RxQ (4x1)") from None
+        raise SettingError(f"{settings.label('BBMM_BLOCK')}: "
+                           f"{text!r} is not RxQ (4x1)") from None
     if not (1 <= r <= 32 and 1 <= q <= 32):
-        raise SettingError(f"BBMM_BLOCK: {text!r}: R and Q must lie in 1..32")
+        raise SettingError(f"{settings.label('BBMM_BLOCK')}: "
+                           f"{text!r}: R and Q must lie in 1..32")
     return q, r
 
 
@@ -47,9 +49,11 @@ def _stage(spec: str | None) -> tuple[int, int] | None:
     try:
         g, c = (int(x) for x in spec.lower().split("x"))
     except ValueError:
-        raise SettingError(f"BBMM_STAGE: {spec!r} is not 0, auto or GxC (16x128)") from None
+        raise SettingError(f"{settings.label('BBMM_STAGE')}: "
+                           f"{spec!r} is not 0, auto or GxC (16x128)") from None
     if not (1 <= g <= 64 and 1 <= c <= 1024):
-        raise SettingError(f"BBMM_STAGE: {spec!r}: G must lie in 1..64 and C in 1..1024")
+        raise SettingError(f"{settings.label('BBMM_STAGE')}: "
+                           f"{spec!r}: G must lie in 1..64 and C in 1..1024")
     return g, c
 
 
@@ -129,6 +133,29 @@ def options() -> KernelOptions:
     if o is None:
         o = _OPTIONS = KernelOptions.from_settings()
     return o
+
+
+def tune(values: Mapping[str, str]) -> dict[str, str]:
+    """Take the settings ``values`` (:func:`bbmm.settings.parse_tune`: ``--tune``,
+    ``tune=``) before the environment from now on, and read the kernel options again
+    from them at once (a bad value is a SettingError now, not at the first launch).
+    Returns what :func:`untune` restores."""
+    global _OPTIONS
+    before = settings.give(dict(values))
+    _OPTIONS = None
+    try:
+        options()
+    except BaseException:
+        untune(before)
+        raise
+    return before
+
+
+def untune(before: Mapping[str, str]) -> None:
+    """Undo :func:`tune`: the settings given before, the kernel options read again."""
+    global _OPTIONS
+    settings.restore(dict(before))
+    _OPTIONS = None
 
 
 _OPTION_NAMES = {"PREBUILD": "prebuild", "SPECIALIZE": "specialize", "ALIGN": "align",
@@ -511,9 +538,11 @@ def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
         try:
             shape = tuple(int(f) for f in item.lower().split("x"))
         except ValueError:
-            raise SettingError(f"BBMM_LOCAL: {item!r} is not a shape such as 128x2") from None
+            raise SettingError(f"{settings.label('BBMM_LOCAL')}: "
+                               f"{item!r} is not a shape such as 128x2") from None
         if not 1 <= len(shape) <= 3 or min(shape) < 1:
-            raise SettingError(f"BBMM_LOCAL: {item!r} needs 1 to 3 positive factors")
+            raise SettingError(f"{settings.label('BBMM_LOCAL')}: "
+                               f"{item!r} needs 1 to 3 positive factors")
         sizes[len(shape)] = shape
     return sizes
 

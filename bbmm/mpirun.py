@@ -334,8 +334,12 @@ def _finish(res: MPIResult, comm: Any, kernel: str, json_path: str | None) -> in
 def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
     """``bbmm run kernel.c --mpi ...`` on every rank (``comm``: the ranks' communicator,
     MPI's world by default; :mod:`bbmm.procs` passes its shared-memory one)."""
+    from .hostlib import tune
+    from .settings import parse_tune
+
     comm = world() if comm is None else comm
     args.node = comm.node_slot()  # ranks of one machine split its GPUs
+    tune(parse_tune(getattr(args, "tune", None)))
 
     def build() -> Any:
         from .run import check_output

@@ -528,6 +528,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "resident copies it overlaps by at most F of its points (one copy "
                         "where two nests read nearly the same box); default 1/64 or "
                         "$BBMM_FUSE; 0: the paper's exact disjoint boxes")
+    g.add_argument("--tune", action="append", default=[], metavar="NAME=VALUE",
+                   help="a tuning setting for this run (repeatable), e.g. --tune coarsen=2 "
+                        "--tune block=8x1 --tune stage=off; NAME is one of "
+                        + ", ".join(settings.TUNABLE) + " (the $BBMM_NAME variables, which "
+                        "it overrides; docs/cli.md lists what each does and its default)")
     g.add_argument("--no-reuse", action="store_true",
                    help="allocate and read in every tile's boxes afresh (no inter-tile reuse)")
     g.add_argument("--no-replay", action="store_true",
@@ -616,6 +621,14 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
     add_device_options(p)
     add_run_options(p)
     args = p.parse_args(argv)
+
+    def tuned() -> int:
+        from .hostlib import tune
+        tune(settings.parse_tune(args.tune))
+        return 0
+    rc = run_with_errors(tuned)
+    if rc:
+        return rc
     if args.procs not in ("1", "auto"):
         p.error(f"--procs {args.procs}: a generated driver runs in one process; use "
                 f"bbmm run FILE.c --procs {args.procs}, or mpiexec with --mpi")

@@ -760,9 +760,11 @@ def edge_points(spec: str | None) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise SettingError(f"BBMM_EDGE: {spec!r} is not a number of points (0: off)") from None
+        raise SettingError(f"{settings.label('BBMM_EDGE')}: "
+                           f"{spec!r} is not a number of points (0: off)") from None
     if n < 0:
-        raise SettingError(f"BBMM_EDGE: {n} is negative")
+        raise SettingError(f"{settings.label('BBMM_EDGE')}: "
+                           f"{n} is negative")
     return n
 
 
