@@ -262,7 +262,7 @@ class DistributedRuntime:
         # Replay (bbmm.replay) over ranks: each phase's exchange runs as the phase's
         # ``before``/``after`` callbacks, where the local runtime issues the phase, and the
         # regions received are part of the phase's key (:meth:`run_phase`).
-        self.local = Runtime(devices, arrays, **runtime)
+        self.local = Runtime(devices, arrays, shared_flowout=True, **runtime)
         counts = comm.allgather(len(devices))
         self.counts = list(counts)
         self.first = sum(counts[:self.rank])

@@ -314,6 +314,34 @@ def test_jacobi_halo_rows_only(nranks, per_rank):
             assert nb <= (steps - 1) * 2 * (n - 2) * 8
 
 
+@pytest.mark.parametrize("edge", ["default", "0"])
+def test_ranks_run_halo_rows_first(edge, monkeypatch):
+    """Over ranks a tile's flow-out goes to other processes: by default the rows writing
+    it run first, the rest after it is stored (as BBMM_EDGE does between devices of one
+    process); the result is the same either way, and BBMM_EDGE=0 turns it off."""
+    if edge != "default":
+        monkeypatch.setenv("BBMM_EDGE", edge)
+    n, steps = 16, 3
+    rng = np.random.default_rng(5)
+    A, B = rng.random((n, n)), np.zeros((n, n))
+
+    def rank(comm):
+        rt = DistributedRuntime(make(1), {"A": A.copy(), "B": B.copy()}, comm, verify=True,
+                                replay=False)
+        run_jacobi(rt, n, steps, tile=7, rows=True)
+        return rt.host.array("A").copy(), rt.host.array("B").copy(), rt.local.stats.edge_first
+
+    out = on_ranks(2, rank)
+    ra, rb = jacobi_reference(A, B, steps)
+    np.testing.assert_array_equal(out[0][0], ra)
+    np.testing.assert_array_equal(out[0][1], rb)
+    split = [e for *_, e in out]
+    if edge == "default":
+        assert all(e > 0 for e in split), split
+    else:
+        assert split == [0, 0]
+
+
 def test_distributed_result_stays_on_owners():
     n = 12
     path = floyd_input(n, 2)
