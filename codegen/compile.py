@@ -16,16 +16,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Mapping, Sequence
 
-from codegen.boxes import extract_initial_bounding_boxes
-from codegen.deps import Plan, dependences, plan as make_plan
-from codegen.flow import edge_writers, plan_flow
-from codegen.frontend import parse_file
-from codegen.host import NestCode, generate_host
-from codegen.names import c_text, in_c_names
-from codegen.opencl import generate_kernel
-from codegen.schedule import SCHEDULES, NotRescheduled, Rescheduled, reschedule
-from codegen.scop import Scop
-from codegen.tiling import tile_bound_names, tile_nest
+from bbmm.codegen.boxes import extract_initial_bounding_boxes
+from bbmm.codegen.deps import Plan, dependences, plan as make_plan
+from bbmm.codegen.flow import edge_writers, plan_flow
+from bbmm.codegen.frontend import parse_file
+from bbmm.codegen.host import NestCode, generate_host
+from bbmm.codegen.names import c_text, in_c_names
+from bbmm.codegen.opencl import generate_kernel
+from bbmm.codegen.schedule import SCHEDULES, NotRescheduled, Rescheduled, reschedule
+from bbmm.codegen.scop import Scop
+from bbmm.codegen.tiling import tile_bound_names, tile_nest
 from bbmm.diagnostic import BBMMWarning
 
 MAX_SLOTS = 4
@@ -44,7 +44,7 @@ class Program:
     host_source: str
     schedule: str = "as-written"
     """The loop order taken: ``as-written``, or ``isl`` (isl's scheduler,
-    :mod:`codegen.schedule`)."""
+    :mod:`bbmm.codegen.schedule`)."""
     rescheduled: Rescheduled | None = None
     """isl's schedule when :attr:`schedule` is ``isl``."""
     schedule_note: str = ""
@@ -60,7 +60,7 @@ class Program:
         out.append("  arrays: " + ", ".join(f"{a.ctype} {a.name}[{']['.join(a.dims)}]"
                                            for a in s.param_arrays))
         if s.c_names:   # below, the generated code and the dumps use the model names
-            from codegen.names import unsafe
+            from bbmm.codegen.names import unsafe
             out.append("  renamed: " + ", ".join(
                 f"{c} -> {m} ({unsafe(c)})"
                 for m, c in s.c_names))
@@ -166,7 +166,7 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
     without a parallel loop or with parallel loops only inside serial ones, and isl's
     schedule does better there (:func:`better`). ``reassociate``: floating-point sums
     into scalars may be split over a loop's iterations, which then run in parallel, in
-    another order of additions (:mod:`codegen.reductions`)."""
+    another order of additions (:mod:`bbmm.codegen.reductions`)."""
     from bbmm import __version__
     from bbmm.diagnostic import UsageError
 

@@ -3,7 +3,7 @@
 A scalar temporary assigned in a loop (or under an ``if``) below its declaration carries a
 value from one iteration to another: a reduction ``float s = 0; for (j ...) s += A[i][j];``,
 PolyBench's ``temp2`` declared before the scop, deriche's filter state. The front end
-(:mod:`codegen.frontend`) models it as a local array (:class:`codegen.scop.Array` with
+(:mod:`bbmm.codegen.frontend`) models it as a local array (:class:`bbmm.codegen.scop.Array` with
 ``local`` set), subscripted by the iterators of the loops that need their own copy of it;
 :func:`expand_scalars` decides which, from the value flow of a first model, and the
 builder is run again with the decision (a :data:`Plan`). Everything downstream sees an
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import islpy as isl
 
 from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError, _format_coord
-from codegen.scop import Affine, Scop
+from bbmm.codegen.scop import Affine, Scop
 
 __all__ = ["NeedsExpansion", "Plan", "affine_bound", "expand_scalars"]
 
@@ -92,7 +92,7 @@ def expand_scalars(build: Callable[..., Scop], taken: set[str]) -> Scop:
                       BBMMWarning, stacklevel=2)
     unpragma = frozenset(crossed)
     scop = build(plan, analysis=True, unpragma=unpragma)
-    from codegen.deps import parallel_loops
+    from bbmm.codegen.deps import parallel_loops
 
     par = parallel_loops(scop)
     narrow = {u: (loops, {s: (a, tuple(lid for lid in dims if par[lid]))
@@ -109,7 +109,7 @@ def _webs(scop: Scop, plan: Plan, taken: set[str]) -> tuple[Plan, dict[int, str]
     expanded over its declaration's loops; and the loops asserted parallel whose
     iterations a temporary's value flows across (loop id: its C name). Refuses a read that
     no assignment reaches (the value before the first one)."""
-    from codegen.deps import carried, value_flow
+    from bbmm.codegen.deps import carried, value_flow
 
     out: Plan = {}
     crossed: dict[int, str] = {}

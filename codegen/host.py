@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from codegen.boxes import NestBoxes
-from codegen.deps import Nest, Plan
-from codegen.flow import NestFlow
-from codegen.literals import py_comment, py_doc, py_str
-from codegen.opencl import KernelSource
-from codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
+from bbmm.codegen.boxes import NestBoxes
+from bbmm.codegen.deps import Nest, Plan
+from bbmm.codegen.flow import NestFlow
+from bbmm.codegen.literals import py_comment, py_doc, py_str
+from bbmm.codegen.opencl import KernelSource
+from bbmm.codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
                           Cmp, LoopNode, Scop)
-from codegen.tiling import ParamBox
+from bbmm.codegen.tiling import ParamBox
 
 
 class Emitter:
@@ -83,7 +83,7 @@ class NestCode:
     flow: NestFlow
     kernel: KernelSource
     writers: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
-    """:func:`codegen.flow.edge_writers`: where the tile's rows write each array."""
+    """:func:`bbmm.codegen.flow.edge_writers`: where the tile's rows write each array."""
 
 
 def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: str,

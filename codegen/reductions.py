@@ -42,7 +42,7 @@ are: each partial starts from 0 and adds its iterations' terms in their order, a
 partials are added to the value before the loop in the loop's order (``s -= e``: the
 partials of ``-= e`` are added). The result is then the sum in another order, within the
 rounding error of either order, not the C program's bits. Whether a split pays is the
-model's to say (:func:`codegen.frontend.parse_source` keeps it only where the loop turns
+model's to say (:func:`bbmm.codegen.frontend.parse_source` keeps it only where the loop turns
 parallel).
 
 .. autofunction:: reduction_loops
@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from pycparser import c_ast, c_generator, c_parser
 
 from bbmm import settings
-from codegen.csource import (
+from bbmm.codegen.csource import (
     block_items,
     const_int,
     identifiers,

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pycparser import c_generator, c_parser
 
-from codegen.deps import parallel_loops
-from codegen.frontend import parse_source
-from codegen.reductions import (
+from bbmm.codegen.deps import parallel_loops
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.reductions import (
     FLAT,
     STRIP,
     flat,
