@@ -18,7 +18,7 @@ import islpy as isl
 from pycparser import c_ast, c_generator
 from pycparser.c_parser import Coord
 
-from bbmm.diagnostic import UnsupportedProgramError, _format_coord
+from bbmm.diagnostic import UnsupportedProgramError, format_coord
 from bbmm.codegen.cexpr import (
     Ctx,
     Cur,
@@ -289,7 +289,7 @@ class Builder(Temporaries, Expressions, DataConditions):
                     what = "takes the address of" if n.op == "&" else "assigns"
                     raise self.err(
                         f"'{self.text(n)}' {what} local variable '{d.name}' (declared at "
-                        f"{_format_coord(self.coord(d))}) before '#pragma scop': bbmm models "
+                        f"{format_coord(self.coord(d))}) before '#pragma scop': bbmm models "
                         f"the value of its declaration only; assign it in its declaration "
                         f"or inside the modelled region", n)
 

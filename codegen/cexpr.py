@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import islpy as isl
 from pycparser import c_ast
 
-from bbmm.diagnostic import _format_coord
+from bbmm.diagnostic import format_coord
 from bbmm.codegen.csource import ELEM_CTYPES, INT_WORDS, elem_ctype, int_literal
 from bbmm.codegen.helpers import helper
 from bbmm.codegen.scop import (
@@ -242,7 +242,7 @@ class Expressions:
     def scalar_temp(self, n: str) -> str:
         """Message for a local variable of the kernel declared outside the scop that the
         front end does not model (scalars of other types, initialised arrays)."""
-        where = _format_coord(self.coord(self.outer_locals[n]))
+        where = format_coord(self.coord(self.outer_locals[n]))
         return (f"local variable '{n}' (declared at {where}, before '#pragma scop') is not "
                 f"modelled: bbmm takes scalars of type float, double or an integer type, "
                 f"and local arrays without an initialiser")

@@ -130,7 +130,7 @@ def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
     scop's context, or only for the values ``at`` (PolyBench's loops to ``n`` in arrays of
     the constant size ``N`` are in bounds for the ``n`` that ``main`` passes, not for all).
     """
-    from bbmm.diagnostic import _format_coord
+    from bbmm.diagnostic import format_coord
 
     bounds = {a.name: scop.bounds(a.name) for a in scop.arrays}
     context = scop.context if not at else scop.context.intersect(scop.params_set(at))
@@ -139,7 +139,7 @@ def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
         data = acc.relation.range().intersect_params(context)
         bad = data.subtract(bounds[acc.array])
         if not bad.is_empty():
-            where = _format_coord(acc.coord)
+            where = format_coord(acc.coord)
             out.append(f"{where + ': ' if where else ''}{acc.text} may be out of the bounds of "
                        f"{acc.array} (e.g. {bad.sample_point()}); the C program's behaviour, "
                        f"and bbmm's result, are then undefined")
@@ -149,9 +149,9 @@ def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
 def no_parallel_loop(scop: Scop) -> str:
     """The warning for a kernel none of whose loops is parallel: it still runs, honestly
     but uselessly for BBMM, as a single work-item on one device."""
-    from bbmm.diagnostic import _format_coord
+    from bbmm.diagnostic import format_coord
 
-    where = _format_coord(scop.loops()[0].coord)
+    where = format_coord(scop.loops()[0].coord)
     return (f"{where + ': ' if where else ''}no loop of {scop.function} is parallel: it runs "
             f"as a single work-item on one device (BBMM has no tiles to distribute)")
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import islpy as isl
 
-from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError, _format_coord
+from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError, format_coord
 from bbmm.codegen.scop import Affine, Scop
 
 __all__ = ["NeedsExpansion", "Plan", "affine_bound", "expand_scalars"]
@@ -85,7 +85,7 @@ def expand_scalars(build: Callable[..., Scop], taken: set[str]) -> Scop:
     plan, crossed = _webs(scop, plan, taken)
     for lid, name in sorted(crossed.items()):
         lp = scop.loop(lid)
-        where = _format_coord(lp.coord)
+        where = format_coord(lp.coord)
         warnings.warn(f"{where + ': ' if where else ''}the parallel pragma of this loop is not "
                       f"followed: the scalar '{name}' carries a value from one iteration to "
                       f"the next (a reduction), so the loop runs in the source's order",
@@ -134,7 +134,7 @@ def _webs(scop: Scop, plan: Plan, taken: set[str]) -> tuple[Plan, dict[int, str]
             bad = next(acc for acc in accs if acc.kind == "read" and not isl.UnionMap
                        .from_map(acc.relation).intersect(lost).is_empty())
             raise UnsupportedProgramError(
-                f"temporary '{a.local}' (declared at {_format_coord(a.coord)}) may be read "
+                f"temporary '{a.local}' (declared at {format_coord(a.coord)}) may be read "
                 f"here before it is assigned (on some iteration no assignment of it comes "
                 f"first)", bad.coord)
         flow = info.flow.intersect_params(scop.context)

@@ -54,7 +54,7 @@ from collections.abc import Mapping, Sequence
 
 from pycparser import c_ast, c_generator
 
-from bbmm.diagnostic import UnsupportedProgramError, _format_coord
+from bbmm.diagnostic import UnsupportedProgramError, format_coord
 from bbmm.codegen.builder import Builder
 from bbmm.codegen.csource import (
     ColumnMap,
@@ -177,7 +177,7 @@ def _split_reductions(func: c_ast.FuncDef, scop: Scop, kept: list, filename: str
     notes = []
     for k, (names, strip) in chosen.items():
         text, coord = describe(func, k, names, strip, reassociate)
-        where = _format_coord(src.cmap.fix(coord))
+        where = format_coord(src.cmap.fix(coord))
         notes.append(f"{where}: {text}" if where else text)
     return (scop.copy(reductions=tuple(notes)) if notes else scop), kept
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import islpy as isl
 from pycparser import c_ast
 
-from bbmm.diagnostic import UnsupportedProgramError, _format_coord
+from bbmm.diagnostic import UnsupportedProgramError, format_coord
 from bbmm.codegen.cexpr import Ctx, Cur, Ref, map_refs
 from bbmm.codegen.csource import OPENCL_RESERVED, elem_ctype, identifiers, scalar_type
 from bbmm.codegen.expand import NeedsExpansion, affine_bound
@@ -221,7 +221,7 @@ class Temporaries:
                 raise self.err(f"iterator '{t.name}' used outside its loop", node)
             if t.outside:
                 raise self.err(f"local variable '{t.name}' (declared at "
-                               f"{_format_coord(t.coord)}, before '#pragma scop') is read "
+                               f"{format_coord(t.coord)}, before '#pragma scop') is read "
                                f"before the modelled region assigns it", node)
             raise self.err(f"temporary '{t.name}' is read before it is assigned", node)
         v = self.versions[t.version]

@@ -273,3 +273,41 @@ def test_the_package_list_installs_no_top_level_codegen():
     assert config["package-dir"]["bbmm.codegen"] == "codegen"
 
 # }}}
+
+
+def _private_names_across(tree: ast.AST, other: str) -> set[str]:
+    """``module.name`` for each private name (one ``_``) ``tree`` imports from a module
+    whose dotted name starts with ``other`` (``from bbmm.diagnostic import _x``)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module and \
+                (node.module == other or node.module.startswith(other + ".")):
+            out.update(f"{node.module}.{a.name}" for a in node.names
+                       if a.name.startswith("_") and not a.name.startswith("__"))
+    return out
+
+
+def test_no_private_name_crosses_the_wall_between_compiler_and_runtime():
+    """The compiler (``codegen/``) imports only public names of bbmm's other modules (the
+    source locations of its messages: :func:`bbmm.diagnostic.format_coord`), and bbmm's
+    modules only public names of the compiler."""
+    root = BBMM.parent
+    crossing = {}
+    for path in sorted((root / "codegen").rglob("*.py")):
+        tree = _tree(path)
+        private = {n for n in _private_names_across(tree, "bbmm")
+                   if not n.startswith("bbmm.codegen")}
+        if private:
+            crossing[str(path.relative_to(root))] = sorted(private)
+    for path in sorted(BBMM.rglob("*.py")):
+        private = _private_names_across(_tree(path), "bbmm.codegen")
+        if private:
+            crossing[str(path.relative_to(root))] = sorted(private)
+    assert not crossing, crossing
+
+
+def test_the_private_name_check_sees_one():
+    tree = ast.parse("def f():\n    from bbmm.diagnostic import UsageError, _format_coord\n")
+    assert _private_names_across(tree, "bbmm") == {"bbmm.diagnostic._format_coord"}
+    assert not _private_names_across(ast.parse("from bbmm.diagnostic import format_coord\n"
+                                               "from bbmm import __version__\n"), "bbmm")
