@@ -24,6 +24,7 @@ from bbmm.codegen.host import NestCode, generate_host
 from bbmm.codegen.names import c_text, in_c_names
 from bbmm.codegen.opencl import generate_kernel
 from bbmm.codegen.schedule import SCHEDULES, NotRescheduled, Rescheduled, reschedule
+from bbmm.codegen.reductions import STRIP
 from bbmm.codegen.scop import Scop
 from bbmm.codegen.tiling import tile_bound_names, tile_nest
 from bbmm.diagnostic import BBMMWarning
@@ -159,22 +160,29 @@ def no_parallel_loop(scop: Scop) -> str:
 def compile_program(path: str | os.PathLike, function: str | None = None,
                     defines: Mapping[str, str] | None = None, *, split_all: bool = False,
                     fp64: bool = True, include_dirs: Sequence[str] = (),
-                    schedule: str = "auto", reassociate: bool = False) -> Program:
+                    schedule: str = "auto", reassociate: bool = False,
+                    strip: int | None = None) -> Program:
     """Compile one C kernel function (see the module docstring). ``schedule``: the loops
     as written (``as-written``), isl's schedule (``isl``, where it is legal and can be
     written as loops), or ``auto``: isl's where the loops as written leave some statement
     without a parallel loop or with parallel loops only inside serial ones, and isl's
     schedule does better there (:func:`better`). ``reassociate``: floating-point sums
     into scalars may be split over a loop's iterations, which then run in parallel, in
-    another order of additions (:mod:`bbmm.codegen.reductions`)."""
-    from bbmm import __version__
+    another order of additions (:mod:`bbmm.codegen.reductions`). ``strip``: iterations
+    of an inner loop per partial of a strip-mined reduction; None: ``$BBMM_STRIP``, read
+    here, once per compile, or :data:`bbmm.codegen.reductions.STRIP`."""
+    from bbmm import __version__, settings
     from bbmm.diagnostic import UsageError
 
     if schedule not in SCHEDULES:
         raise UsageError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    if strip is None:
+        strip = settings.integer("BBMM_STRIP", STRIP, lo=1)
+    elif isinstance(strip, bool) or not isinstance(strip, int) or strip < 1:
+        raise UsageError(f"strip must be an integer of at least 1, got {strip!r}")
     path = str(path)
     scop = parse_file(path, function=function, defines=dict(defines or {}),
-                      include_dirs=include_dirs, reassociate=reassociate)
+                      include_dirs=include_dirs, reassociate=reassociate, strip=strip)
     with in_c_names(dict(scop.c_names)):   # errors and warnings speak of the C names
         return _compile_scop(scop, path, split_all, fp64, __version__, schedule,
                              reassociate)

@@ -70,7 +70,8 @@ from bbmm.codegen.expand import Plan, expand_scalars
 from bbmm.codegen.globals import file_arrays, file_scalars
 from bbmm.codegen.inline import inline_helpers
 from bbmm.codegen.names import c_text, in_c_names, rename_unsafe
-from bbmm.codegen.reductions import describe, flat, reduction_loops, split_reductions, strips
+from bbmm.codegen.reductions import (STRIP, describe, flat, reduction_loops, split_reductions,
+                                     strips)
 from bbmm.codegen.scalarize import pointer_arrays, scalarize_small_arrays
 from bbmm.codegen.scop import Scop
 from bbmm.codegen.structure import (
@@ -87,24 +88,27 @@ _GEN = c_generator.CGenerator()
 
 def parse_file(path: str | os.PathLike, function: str | None = None,
                defines: Mapping[str, object] | None = None,
-               include_dirs: Sequence[str] = (), reassociate: bool = False) -> Scop:
+               include_dirs: Sequence[str] = (), reassociate: bool = False,
+               strip: int = STRIP) -> Scop:
     """Parse the kernel ``function`` of a C file (default: the function holding
     ``#pragma scop``, else the only function with a loop nest not named ``main``/
     ``init_*``/``print_*``); ``defines`` are extra ``-D`` macros, ``include_dirs`` the
     ``-I`` folders; ``reassociate``: floating-point sums into scalars may be split too
-    (:mod:`bbmm.codegen.reductions`), which changes their order of additions."""
+    (:mod:`bbmm.codegen.reductions`), which changes their order of additions; ``strip``:
+    iterations of an inner loop per partial of a strip-mined reduction."""
     from bbmm.codegen.csource import read_text
 
     path = os.fspath(path)
     text = read_text(path)
     return parse_source(text, path, function, defines, include_dirs,
-                        base_dir=os.path.dirname(path) or ".", reassociate=reassociate)
+                        base_dir=os.path.dirname(path) or ".", reassociate=reassociate,
+                        strip=strip)
 
 
 def parse_source(text: str, filename: str = "<input>", function: str | None = None,
                  defines: Mapping[str, object] | None = None,
                  include_dirs: Sequence[str] = (), base_dir: str | None = None,
-                 reassociate: bool = False) -> Scop:
+                 reassociate: bool = False, strip: int = STRIP) -> Scop:
     """Same as :func:`parse_file` for C text; ``filename`` is used in coordinates and
     quoted includes are looked up in ``base_dir`` (default: the current directory)."""
     src = read_source(text, filename, defines, include_dirs, base_dir)
@@ -140,7 +144,7 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
     # then runs in parallel (bbmm.codegen.reductions; the result is the same, bit for bit,
     # except for the floating-point sums that reassociate lets it split)
     scop, kept = _split_reductions(func, scop, kept, filename, src, stops, globs, returns,
-                                   reassociate)
+                                   reassociate, strip)
     for w in kept:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return scop
@@ -148,7 +152,8 @@ def parse_source(text: str, filename: str = "<input>", function: str | None = No
 
 def _split_reductions(func: c_ast.FuncDef, scop: Scop, kept: list, filename: str, src,
                       stops: frozenset[str], globs: list, returns: str | None,
-                      reassociate: bool = False) -> tuple[Scop, list]:
+                      reassociate: bool = False, width: int = STRIP
+                      ) -> tuple[Scop, list]:
     """``scop`` (the model of ``func``, built with the warnings ``kept``) with the
     reductions :func:`bbmm.codegen.reductions.reduction_loops` finds split where that pays
     (:func:`_pays`), outermost loop first, strip-mined where possible; and the warnings
@@ -159,14 +164,14 @@ def _split_reductions(func: c_ast.FuncDef, scop: Scop, kept: list, filename: str
     for k, names in reduction_loops(func, reassociate):
         if any(loops[k] in walk(loops[j]) for j in inside):
             continue
-        for strip in (True, False) if strips(func, k) and not flat(func, k, names,
+        for strip in (True, False) if strips(func, k, width) and not flat(func, k, names,
                                                                    reassociate) \
                 else (False,):
             trial = {**chosen, k: (names, strip)}
             with warnings.catch_warnings(record=True) as said:
                 warnings.simplefilter("always")
                 try:
-                    rewritten, parts = split_reductions(func, trial, reassociate)
+                    rewritten, parts = split_reductions(func, trial, reassociate, width)
                     split = _modelled(rewritten, filename, src, stops, globs, returns)
                 except UnsupportedProgramError:
                     continue
@@ -176,7 +181,7 @@ def _split_reductions(func: c_ast.FuncDef, scop: Scop, kept: list, filename: str
                 break
     notes = []
     for k, (names, strip) in chosen.items():
-        text, coord = describe(func, k, names, strip, reassociate)
+        text, coord = describe(func, k, names, strip, reassociate, width)
         where = format_coord(src.cmap.fix(coord))
         notes.append(f"{where}: {text}" if where else text)
     return (scop.copy(reductions=tuple(notes)) if notes else scop), kept
