@@ -256,8 +256,8 @@ def nest0_kernel(_bbmm_scalars, _bbmm_grid):
 def default_tile(_bbmm_params, _bbmm_ndev):
     """A tile size giving each device one tile of the global grid (one box per array)."""
     n = int(_bbmm_params['n'])
-    _bbmm_lo = min((0), 0)  # the grid starts at 0 or below
-    _bbmm_hi = max((n - 1), 0)
+    _bbmm_lo = 0  # the grid starts at 0 or below
+    _bbmm_hi = max(n - 1, 0)
     return max(1, -(-(_bbmm_hi - _bbmm_lo + 1) // _bbmm_ndev))
 
 
@@ -267,9 +267,9 @@ def run(_bbmm_rt, _bbmm_params, _bbmm_scalars, _bbmm_tile, _bbmm_progress=None):
     _bbmm_ndev = len(_bbmm_rt.devices)
     # the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest;
     # tiles _bbmm_t0 .. _bbmm_t0 + _bbmm_ntiles - 1 (t0 < 0 where a range starts below 0)
-    _bbmm_t0 = min((0), 0) // _bbmm_tile
-    _bbmm_ntiles = max(1, max((n - 1), 0) // _bbmm_tile + 1 - _bbmm_t0)
-    _bbmm_bar = Progress(max(0, (n - 1) - (0) + 1), 'floyd', _bbmm_progress)
+    _bbmm_t0 = 0
+    _bbmm_ntiles = max(1, max(n - 1, 0) // _bbmm_tile + 1 - _bbmm_t0)
+    _bbmm_bar = Progress(max(0, n), 'floyd', _bbmm_progress)
     for k in serial_range(_bbmm_rt, 0, n - 1 + 1):  # serial loop (host): for (int k = 0; k < n; k++)
         # nest 0: S0
         _bbmm_tiles = []

@@ -87,3 +87,16 @@ def test_the_comparison_sees_a_changed_line(tmp_path, capsys, monkeypatch):
     got = _generated(tmp_path, capsys)
     assert "def run(" in got and "nest0_tile" in got and "<version>" in got
     assert got.replace("def run(", "def run_(", 1) != GOLDEN.read_text()
+
+
+def test_grid_extents_and_trip_counts_are_folded():
+    """The driver's arithmetic on constants is done before it is written, and a term kept
+    means what it meant: ``min(0, 0)`` is ``0``, literals fold into one constant."""
+    from bbmm.codegen.host import _extremum
+    assert _extremum("min", ["0"]) == "0"
+    assert _extremum("max", ["n - 1", "-3", "n - 1", "5"]) == "max(n - 1, 5)"
+    assert _extremum("min", ["n - 1", "-3", "2"]) == "min(n - 1, -3)"
+    for n in (-4, 0, 1, 7):
+        assert eval(_extremum("max", ["n - 1", "-3"]), {"n": n}) == max(n - 1, -3, 0)
+        assert eval(_extremum("min", ["n - 1", "(n if n > 2 else 4)"]), {"n": n}) == \
+            min(n - 1, n if n > 2 else 4, 0)
