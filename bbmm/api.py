@@ -121,7 +121,7 @@ class Program:
     def __init__(self, compiled: Any, defines: Mapping[str, str] | None = None,
                  include_dirs: Sequence[str] = ()):
         self.compiled = compiled
-        """The compiler's :class:`codegen.compile.Program` (model, plan, sources)."""
+        """The compiler's :class:`bbmm.codegen.compile.Program` (model, plan, sources)."""
         self.defines = dict(defines or {})
         self.include_dirs = tuple(include_dirs)
         self._module: Any = None
@@ -133,7 +133,7 @@ class Program:
         written = {a.array for a in scop.accesses() if a.kind == "write"}
         read = {a.array for a in scop.accesses() if a.kind != "write"}
         from .run import DTYPES
-        from codegen.names import c_text
+        from bbmm.codegen.names import c_text
         self.arrays: dict[str, ArraySpec] = {}
         for a in scop.param_arrays:
             if a.name == scop.returns:
@@ -189,7 +189,7 @@ class Program:
     def module(self) -> Any:
         """The generated host driver (imported on first use, cached by content)."""
         if self._module is None:
-            from codegen.compile import load_driver
+            from bbmm.codegen.compile import load_driver
             self._module = load_driver(self.compiled)
         return self._module
 
@@ -425,7 +425,7 @@ def compile(path: str | os.PathLike | None = None, function: str | None = None,
     sums into scalars may run as partial sums in parallel, in another order of additions,
     as ``bbmm run --reassociate``. Compiled drivers are cached by content (the schedule
     taken and ``reassociate`` included), like ``bbmm run``'s."""
-    from codegen.compile import compile_program
+    from bbmm.codegen.compile import compile_program
 
     if example is not None:
         if path is not None:

@@ -178,7 +178,7 @@ def _run_compile(args: argparse.Namespace) -> int:
             for a in st.accesses:
                 print(f"  {a.kind:5} {a.text}: {a.relation}")
     if args.dump_deps or args.explain:
-        from codegen.deps import dependences
+        from bbmm.codegen.deps import dependences
         d = dependences(prog.scop)
         print(f"flow: {d.flow}")
         print(f"all:  {d.all}")
@@ -187,7 +187,7 @@ def _run_compile(args: argparse.Namespace) -> int:
     if args.dump_host or args.explain:
         print(prog.host_source)
     if args.output:
-        from codegen.compile import write_program
+        from bbmm.codegen.compile import write_program
         try:
             cl, py = write_program(prog, args.output)
         except OSError as e:

@@ -24,7 +24,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def one_line(text: object) -> str:
     """The first line of ``text``, printable."""
-    from codegen.literals import py_comment
+    from bbmm.codegen.literals import py_comment
     lines = str(text).splitlines()
     return py_comment(lines[0] if lines else "")
 

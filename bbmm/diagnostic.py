@@ -25,7 +25,7 @@ class UnsupportedProgramError(BBMMError):
 
     def __init__(self, message: str, coord: object | None = None):
         self.coord, self.message = coord, message
-        loc = _format_coord(coord)
+        loc = format_coord(coord)
         super().__init__(f"{loc}: {message}" if loc else message)
 
 
@@ -56,7 +56,11 @@ class BBMMWarning(UserWarning):
     """Root of bbmm's warnings."""
 
 
-def _format_coord(coord: object | None) -> str:
+def format_coord(coord: object | None) -> str:
+    """A source location as ``file:line[:column]`` (``<input>`` for text with no file):
+    ``coord`` is a pycparser ``Coord`` or anything with ``file``, ``line`` and ``column``;
+    one without a line is given as ``str(coord)``, and None as ``""``. The compiler's
+    messages and :class:`BBMMError`'s ``coord`` share this form."""
     if coord is None:
         return ""
     file = getattr(coord, "file", None)

@@ -84,7 +84,7 @@ class KernelOptions:
     heat2d, heat3d and lu, and within 2% of the best for fdtd2d and matmul
     (``python scripts/bench_floor.py --devices 1 --coarsen 2x1,2x4,1x8``)."""
     block: tuple[int, int] = (1, 4)
-    """Points per work-item of register-blocked kernels (:attr:`codegen.opencl.KernelSource.
+    """Points per work-item of register-blocked kernels (:attr:`bbmm.codegen.opencl.KernelSource.
     blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=RxQ``: R
     consecutive rows by Q columns. bbmm's matmul kernel on one H200 at n = 8192 (profiled,
     two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197
@@ -95,7 +95,7 @@ class KernelOptions:
     unroll: bool = True
     """Innermost loops inside a work-item are unrolled 8 times (``$BBMM_UNROLL=0``: not)."""
     stage: tuple[int, int] | None = (0, 0)
-    """Shape of staged kernels (:attr:`codegen.opencl.KernelSource.staged`): None = off,
+    """Shape of staged kernels (:attr:`bbmm.codegen.opencl.KernelSource.staged`): None = off,
     (0, 0) = on GPUs, chosen per launch by :func:`stage_shape` (``$BBMM_STAGE``)."""
     local: Mapping[int, tuple[int, ...]] = field(
         default_factory=lambda: local_sizes(None))
@@ -329,7 +329,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         # that a warp's loads of a row (whose boxes start at column 0 of rows a multiple
         # of ALIGN long) cover whole memory segments instead of straddling two (heat2d's
         # j from 1: its kernel 4.5% slower). Safe: every kernel skips the indices below its
-        # loop's lower bound and outside the tile (codegen.opencl), so the work-items added
+        # loop's lower bound and outside the tile (bbmm.codegen.opencl), so the work-items added
         # in front of the range do nothing.
         d0 = cl_band[0]
         lo, hi = grid[d0]

@@ -33,8 +33,8 @@ def defines(args: argparse.Namespace) -> dict[str, str]:
 
 
 def compile_args(args: argparse.Namespace) -> Any:
-    """The program of ``args.file`` compiled (the compiler: :mod:`codegen`)."""
-    from codegen.compile import compile_program
+    """The program of ``args.file`` compiled (the compiler: :mod:`bbmm.codegen`)."""
+    from bbmm.codegen.compile import compile_program
 
     if not os.path.exists(args.file):
         raise UsageError(f"{args.file}: no such file")
@@ -57,7 +57,7 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
     """What ``bbmm run`` needs after compiling (``--mpi`` too, on every rank): ``(params,
     scalars, module, devices, init, arrays, lib)``; ``arrays`` are the host arrays filled
     with the inputs ``init``, ``lib`` the reference library (None when unused)."""
-    from codegen.compile import load_driver, out_of_bounds
+    from bbmm.codegen.compile import load_driver, out_of_bounds
 
     scop = prog.scop
     defaults = dict(scop.param_defaults)

@@ -342,7 +342,7 @@ class Runtime:
 
     def stopped(self, flag: str) -> bool:
         """Whether the one element of the local array ``flag`` (a loop's ``break`` flag,
-        :attr:`codegen.scop.Loop.stop_flag`) was seen set; called once per iteration.
+        :attr:`bbmm.codegen.scop.Loop.stop_flag`) was seen set; called once per iteration.
 
         A copy of the element is asked for without waiting (at most every
         :data:`STOP_PERIOD` seconds): from the device copy holding its newest value, behind

@@ -45,7 +45,7 @@ class Tile:
     writers: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
     """Per array, ``(d, cmin, cmax)``: its element ``x`` along dimension ``d`` is written
     only by points whose tiled iterator lies in ``[x - cmax, x - cmin]``
-    (:func:`codegen.flow.edge_writers`; only for a tiled loop that carries no
+    (:func:`bbmm.codegen.flow.edge_writers`; only for a tiled loop that carries no
     dependence, so that the tile's rows may run as several launches)."""
     original: Tile | None = field(default=None, compare=False, repr=False)
     """The tile as the driver gave it, when the runtime widened its boxes of arrays held

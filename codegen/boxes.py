@@ -3,7 +3,7 @@
 
 For every read and write access of a nest's statements (kept separate, in access-id
 order), the data space of one tile is the image of the tile
-(``[n, k, lb, ub] -> { S0[k, i, j] : lb <= i <= ub and ... }``, :mod:`codegen.tiling`)
+(``[n, k, lb, ub] -> { S0[k, i, j] : lb <= i <= ub and ... }``, :mod:`bbmm.codegen.tiling`)
 under the access relation; its bounding box comes from ``dim_min``/``dim_max``. The
 runtime turns these initial boxes into disjoint ones (Algorithm 2, :mod:`bbmm.box`).
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from codegen.deps import Plan
-from codegen.scop import Access, Scop
-from codegen.tiling import NestTiling, ParamBox, param_box, tile_plan
+from bbmm.codegen.deps import Plan
+from bbmm.codegen.scop import Access, Scop
+from bbmm.codegen.tiling import NestTiling, ParamBox, param_box, tile_plan
 
 __all__ = ["AccessBox", "NestBoxes", "extract_initial_bounding_boxes", "plan_boxes",
            "access_box"]
@@ -101,7 +101,7 @@ class NestBoxes:
 
 def access_box(acc: Access, tiling: NestTiling, within: isl.Set | None = None) -> AccessBox:
     """``get_bounding_box(get_data_polyhedron(f))`` of one access for one tile (``within``:
-    the array's elements, see :func:`codegen.tiling.param_box`)."""
+    the array's elements, see :func:`bbmm.codegen.tiling.param_box`)."""
     data = acc.relation.intersect_domain(tiling.tile_of(acc.statement)).range()
     box = param_box(data, tiling.context, within=within, loose_divs=tiling.loose_divs)
     bounds = [tiling.lb, tiling.ub] if tiling.lb else []

@@ -2,11 +2,11 @@
 loops and statements, each statement with its iteration domain
 ``{ S[i, j] : 0 <= i < n and ... }`` and its 2d+1 schedule ``{ S[i, j] -> [b0, i, b1, j, b2] }``.
 
-:class:`Builder` holds the walk's state; expressions (:mod:`codegen.cexpr`),
-temporaries and local arrays (:mod:`codegen.temporaries`) and ``if`` statements
-(:mod:`codegen.dataif`) are its mixins. One walk builds
-one :class:`codegen.scop.Scop` for one plan of expanded temporaries;
-:func:`codegen.frontend.parse_source` runs it as often as scalar expansion needs.
+:class:`Builder` holds the walk's state; expressions (:mod:`bbmm.codegen.cexpr`),
+temporaries and local arrays (:mod:`bbmm.codegen.temporaries`) and ``if`` statements
+(:mod:`bbmm.codegen.dataif`) are its mixins. One walk builds
+one :class:`bbmm.codegen.scop.Scop` for one plan of expanded temporaries;
+:func:`bbmm.codegen.frontend.parse_source` runs it as often as scalar expansion needs.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import islpy as isl
 from pycparser import c_ast, c_generator
 from pycparser.c_parser import Coord
 
-from bbmm.diagnostic import UnsupportedProgramError, _format_coord
-from codegen.cexpr import (
+from bbmm.diagnostic import UnsupportedProgramError, format_coord
+from bbmm.codegen.cexpr import (
     Ctx,
     Cur,
     Expressions,
@@ -29,7 +29,7 @@ from codegen.cexpr import (
     unsupported,
     why,
 )
-from codegen.csource import (
+from bbmm.codegen.csource import (
     INT_WORDS,
     ColumnMap,
     block_items,
@@ -39,10 +39,10 @@ from codegen.csource import (
     scalar_type,
     walk,
 )
-from codegen.dataif import _SCOPE_CLOSE, _SCOPE_OPEN, DataConditions, _Scope
-from codegen.delinearize import FlatColumnError
-from codegen.expand import Plan, affine_bound
-from codegen.scop import (
+from bbmm.codegen.dataif import _SCOPE_CLOSE, _SCOPE_OPEN, DataConditions, _Scope
+from bbmm.codegen.delinearize import FlatColumnError
+from bbmm.codegen.expand import Plan, affine_bound
+from bbmm.codegen.scop import (
     AffExpr,
     Affine,
     AffMin,
@@ -60,7 +60,7 @@ from codegen.scop import (
     bound_shift,
     relate_isl,
 )
-from codegen.temporaries import Temporaries, Temporary, Version
+from bbmm.codegen.temporaries import Temporaries, Temporary, Version
 
 PARALLEL_PRAGMAS = ("omp parallel for", "omp for", "bbmm parallel")
 
@@ -95,7 +95,7 @@ _ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=")
 
 
 class Builder(Temporaries, Expressions, DataConditions):
-    """The walk of one C function into a :class:`codegen.scop.Scop`."""
+    """The walk of one C function into a :class:`bbmm.codegen.scop.Scop`."""
 
     def __init__(self, filename: str, cmap: ColumnMap,
                  plan: Plan | None = None, analysis: bool = False,
@@ -105,14 +105,14 @@ class Builder(Temporaries, Expressions, DataConditions):
                  rows: Mapping[str, tuple[str, ...]] | None = None,
                  stops: frozenset[str] = frozenset()):
         """``plan``: the temporaries (by unique name) to model as local arrays
-        (:func:`codegen.expand.expand_scalars` finds them); ``analysis``: subscript them by
+        (:func:`bbmm.codegen.expand.expand_scalars` finds them); ``analysis``: subscript them by
         their loops' iterators as they are (a model for the analyses, not for code);
         ``unpragma``: loop ids whose parallel pragma is not followed; ``helper_defs``: the
         file's other functions, which statements may call; ``private_plan``: per local
         array declared inside loops (by its array name) the loops it gets a copy per
         iteration of (default: all that enclose its declaration); ``rows``: flat arrays
-        read as rows of the parameter given (:mod:`codegen.delinearize`); ``stops``: the
-        break flags of :func:`codegen.structure.loop_jumps` (:attr:`Loop.stop_flag`)."""
+        read as rows of the parameter given (:mod:`bbmm.codegen.delinearize`); ``stops``: the
+        break flags of :func:`bbmm.codegen.structure.loop_jumps` (:attr:`Loop.stop_flag`)."""
         self.filename, self.cmap = filename, cmap
         self.rows = dict(rows or {})
         self.stops = stops
@@ -226,7 +226,7 @@ class Builder(Temporaries, Expressions, DataConditions):
 
     def array_param(self, p: c_ast.Decl, unsized: bool = False) -> Array:
         """The array ``p`` declares; with ``unsized``, the first size may be missing
-        (``float A[][n]``, or a pointer :func:`codegen.scalarize.pointer_arrays` made an
+        (``float A[][n]``, or a pointer :func:`bbmm.codegen.scalarize.pointer_arrays` made an
         array): :meth:`infer_sizes` finds it once the accesses are known."""
         dims, t = _array_decl(p)
         # 'float A[][n]': the first size missing; a table of row pointers (pointer_arrays:
@@ -289,7 +289,7 @@ class Builder(Temporaries, Expressions, DataConditions):
                     what = "takes the address of" if n.op == "&" else "assigns"
                     raise self.err(
                         f"'{self.text(n)}' {what} local variable '{d.name}' (declared at "
-                        f"{_format_coord(self.coord(d))}) before '#pragma scop': bbmm models "
+                        f"{format_coord(self.coord(d))}) before '#pragma scop': bbmm models "
                         f"the value of its declaration only; assign it in its declaration "
                         f"or inside the modelled region", n)
 
@@ -377,7 +377,7 @@ class Builder(Temporaries, Expressions, DataConditions):
 
     def stop_flag(self, node: c_ast.For) -> str | None:
         """The break flag whose test holds the loop's whole body (``{ if (!break_t) {...}
-        }``, :func:`codegen.structure.loop_jumps`), or None."""
+        }``, :func:`bbmm.codegen.structure.loop_jumps`), or None."""
         items = block_items(node.stmt)
         if len(items) == 1 and isinstance(items[0], c_ast.If) and items[0].iffalse is None:
             c = items[0].cond

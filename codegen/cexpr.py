@@ -1,13 +1,13 @@
 """C expressions in the model: affine subscripts, loop bounds and conditions, and the
 right-hand sides and array accesses of statements.
 
-The front end's walk (:class:`codegen.builder.Builder`) turns every C expression it meets
+The front end's walk (:class:`bbmm.codegen.builder.Builder`) turns every C expression it meets
 through :class:`Expressions`, mixed into it: :meth:`~Expressions.affine` for what must be
 affine in the iterators and integer parameters (subscripts, array sizes, bounds,
 conditions; C's ``/``, ``%``, ``<<``, ``>>`` by constants as floor divisions of dividends
 proved non-negative, :meth:`~Expressions.check_dividends`), :meth:`~Expressions.expr` for
 right-hand sides, :meth:`~Expressions.access` for array references, each an
-:class:`codegen.scop.Access` of ``{ S[i, j] -> A[a, b] }``. Also the walk's context
+:class:`bbmm.codegen.scop.Access` of ``{ S[i, j] -> A[a, b] }``. Also the walk's context
 (:class:`Ctx`) and the small helpers on pycparser nodes the walk shares.
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import islpy as isl
 from pycparser import c_ast
 
-from bbmm.diagnostic import _format_coord
-from codegen.csource import ELEM_CTYPES, INT_WORDS, elem_ctype, int_literal
-from codegen.helpers import helper
-from codegen.scop import (
+from bbmm.diagnostic import format_coord
+from bbmm.codegen.csource import ELEM_CTYPES, INT_WORDS, elem_ctype, int_literal
+from bbmm.codegen.helpers import helper
+from bbmm.codegen.scop import (
     Access,
     AffAnd,
     AffExpr,
@@ -47,7 +47,7 @@ from codegen.scop import (
 )
 
 if TYPE_CHECKING:
-    from codegen.temporaries import Temporary
+    from bbmm.codegen.temporaries import Temporary
 
 Cur = tuple  # (statement name, domain, list of its accesses) while a statement is built;
 # (None, None, list of Ref) while a temporary's assignment is read
@@ -65,7 +65,7 @@ KNOWN_CONSTANTS = {"M_PI": "double", "M_E": "double", "M_SQRT2": "double", "INFI
                    "FLT_MAX": "float", "FLT_MIN": "float", "DBL_MAX": "double",
                    "DBL_MIN": "double"}
 ELEM_TYPES = ELEM_CTYPES
-"""The element types of arrays (:data:`codegen.csource.ELEM_CTYPES`)."""
+"""The element types of arrays (:data:`bbmm.codegen.csource.ELEM_CTYPES`)."""
 _RHS_BINOPS = {"+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "&", "|",
                "^", "<<", ">>"}
 _CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
@@ -109,7 +109,7 @@ class Ref:
 
 
 class Expressions:
-    """C expressions to the model's: mixed into :class:`codegen.builder.Builder`, whose
+    """C expressions to the model's: mixed into :class:`bbmm.codegen.builder.Builder`, whose
     state (parameters, arrays, iterators in scope, temporaries) they read."""
 
     # {{{ affine expressions, bounds and conditions
@@ -204,7 +204,7 @@ class Expressions:
                                f"it for non-negative values only)", node)
 
     def affine_expr(self, a: Affine) -> Expr:
-        """An iterator's value (:meth:`codegen.builder.Builder.iterator`) as a
+        """An iterator's value (:meth:`bbmm.codegen.builder.Builder.iterator`) as a
         right-hand-side expression: ``-i_neg`` as before; ``2*i_s + 1``; a floor division
         is C's ``/``, its dividend being non-negative (checked where it was written)."""
         if len(a.terms) == 1 and a == -Affine.var(a.terms[0][0]):
@@ -242,7 +242,7 @@ class Expressions:
     def scalar_temp(self, n: str) -> str:
         """Message for a local variable of the kernel declared outside the scop that the
         front end does not model (scalars of other types, initialised arrays)."""
-        where = _format_coord(self.coord(self.outer_locals[n]))
+        where = format_coord(self.coord(self.outer_locals[n]))
         return (f"local variable '{n}' (declared at {where}, before '#pragma scop') is not "
                 f"modelled: bbmm takes scalars of type float, double or an integer type, "
                 f"and local arrays without an initialiser")
@@ -434,7 +434,7 @@ class Expressions:
     def private_access(self, c_name: str, subs: list[c_ast.Node], text: str,
                        node: c_ast.Node, ctx: Ctx, cur: Cur, kind: str) -> ArrayRef:
         """``w[k]`` of a local array declared inside loops: ``w[i - lo_i][k]``, the copy of
-        this iteration of its loops (:meth:`codegen.temporaries.Temporaries.private_array`)."""
+        this iteration of its loops (:meth:`bbmm.codegen.temporaries.Temporaries.private_array`)."""
         name, loops, declared = self.private[c_name]
         declared_index = self.subscripts(c_name, declared.ndim, subs, text, node, ctx)
         copy = tuple(Affine.var(self.loop_dom[lid][0][-1])

@@ -1,7 +1,7 @@
 """Kernel shapes for GPUs beyond one point per work-item: inner loops staged in local
 memory (a work-group loads a chunk of what its points read in common, as mvt's column
 walk) and register blocks (several rows and columns per work-item, as matmul's), with
-arrays held in registers across a loop (:func:`promotable`). :mod:`codegen.opencl`
+arrays held in registers across a loop (:func:`promotable`). :mod:`bbmm.codegen.opencl`
 picks one for a nest and emits the rest of its kernel.
 """
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codegen.clsource import UNROLL8, Emitter, cl_ctype, cl_elem, comment, store
-from codegen.scop import (
+from bbmm.codegen.clsource import UNROLL8, Emitter, cl_ctype, cl_elem, comment, store
+from bbmm.codegen.scop import (
     ArrayRef,
     LoopNode,
     Node,

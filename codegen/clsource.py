@@ -11,7 +11,7 @@ would pick float and reject ``sqrt(int)``), ``abs`` stays int, ``MIN``/``MAX``/`
 """
 from __future__ import annotations
 
-from codegen.scop import (
+from bbmm.codegen.scop import (
     ArrayRef,
     BinOp,
     Call,
@@ -53,7 +53,7 @@ def cl_ctype(t: str) -> str:
 
 
 def cl_elem(t: str) -> str:
-    """The OpenCL type of array elements of the C type ``t`` (:data:`codegen.csource.
+    """The OpenCL type of array elements of the C type ``t`` (:data:`bbmm.codegen.csource.
     ELEM_CTYPES`): the same width; ``_Bool`` as ``uchar`` (OpenCL's ``bool`` has no
     size a buffer may hold)."""
     return "uchar" if t == "_Bool" else cl_ctype(t)
@@ -260,8 +260,8 @@ UNROLL8 = "#if BBMM_UNROLL\n#pragma unroll 8\n#endif"
 
 def comment(text: str) -> str:
     """A C comment of one printable line that cannot end early
-    (:func:`codegen.literals.c_comment`): it may hold a path or the C source's text."""
-    from codegen.literals import c_comment
+    (:func:`bbmm.codegen.literals.c_comment`): it may hold a path or the C source's text."""
+    from bbmm.codegen.literals import c_comment
     return c_comment(text)
 
 

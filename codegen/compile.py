@@ -16,16 +16,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Mapping, Sequence
 
-from codegen.boxes import extract_initial_bounding_boxes
-from codegen.deps import Plan, dependences, plan as make_plan
-from codegen.flow import edge_writers, plan_flow
-from codegen.frontend import parse_file
-from codegen.host import NestCode, generate_host
-from codegen.names import c_text, in_c_names
-from codegen.opencl import generate_kernel
-from codegen.schedule import SCHEDULES, NotRescheduled, Rescheduled, reschedule
-from codegen.scop import Scop
-from codegen.tiling import tile_bound_names, tile_nest
+from bbmm.codegen.boxes import extract_initial_bounding_boxes
+from bbmm.codegen.deps import Plan, dependences, plan as make_plan
+from bbmm.codegen.flow import edge_writers, plan_flow
+from bbmm.codegen.frontend import parse_file
+from bbmm.codegen.host import NestCode, generate_host
+from bbmm.codegen.names import c_text, in_c_names
+from bbmm.codegen.opencl import generate_kernel
+from bbmm.codegen.schedule import SCHEDULES, NotRescheduled, Rescheduled, reschedule
+from bbmm.codegen.reductions import STRIP
+from bbmm.codegen.scop import Scop
+from bbmm.codegen.tiling import tile_bound_names, tile_nest
 from bbmm.diagnostic import BBMMWarning
 
 MAX_SLOTS = 4
@@ -44,7 +45,7 @@ class Program:
     host_source: str
     schedule: str = "as-written"
     """The loop order taken: ``as-written``, or ``isl`` (isl's scheduler,
-    :mod:`codegen.schedule`)."""
+    :mod:`bbmm.codegen.schedule`)."""
     rescheduled: Rescheduled | None = None
     """isl's schedule when :attr:`schedule` is ``isl``."""
     schedule_note: str = ""
@@ -60,7 +61,7 @@ class Program:
         out.append("  arrays: " + ", ".join(f"{a.ctype} {a.name}[{']['.join(a.dims)}]"
                                            for a in s.param_arrays))
         if s.c_names:   # below, the generated code and the dumps use the model names
-            from codegen.names import unsafe
+            from bbmm.codegen.names import unsafe
             out.append("  renamed: " + ", ".join(
                 f"{c} -> {m} ({unsafe(c)})"
                 for m, c in s.c_names))
@@ -130,7 +131,7 @@ def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
     scop's context, or only for the values ``at`` (PolyBench's loops to ``n`` in arrays of
     the constant size ``N`` are in bounds for the ``n`` that ``main`` passes, not for all).
     """
-    from bbmm.diagnostic import _format_coord
+    from bbmm.diagnostic import format_coord
 
     bounds = {a.name: scop.bounds(a.name) for a in scop.arrays}
     context = scop.context if not at else scop.context.intersect(scop.params_set(at))
@@ -139,7 +140,7 @@ def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
         data = acc.relation.range().intersect_params(context)
         bad = data.subtract(bounds[acc.array])
         if not bad.is_empty():
-            where = _format_coord(acc.coord)
+            where = format_coord(acc.coord)
             out.append(f"{where + ': ' if where else ''}{acc.text} may be out of the bounds of "
                        f"{acc.array} (e.g. {bad.sample_point()}); the C program's behaviour, "
                        f"and bbmm's result, are then undefined")
@@ -149,9 +150,9 @@ def out_of_bounds(scop: Scop, at: Mapping[str, int] | None = None) -> list[str]:
 def no_parallel_loop(scop: Scop) -> str:
     """The warning for a kernel none of whose loops is parallel: it still runs, honestly
     but uselessly for BBMM, as a single work-item on one device."""
-    from bbmm.diagnostic import _format_coord
+    from bbmm.diagnostic import format_coord
 
-    where = _format_coord(scop.loops()[0].coord)
+    where = format_coord(scop.loops()[0].coord)
     return (f"{where + ': ' if where else ''}no loop of {scop.function} is parallel: it runs "
             f"as a single work-item on one device (BBMM has no tiles to distribute)")
 
@@ -159,22 +160,29 @@ def no_parallel_loop(scop: Scop) -> str:
 def compile_program(path: str | os.PathLike, function: str | None = None,
                     defines: Mapping[str, str] | None = None, *, split_all: bool = False,
                     fp64: bool = True, include_dirs: Sequence[str] = (),
-                    schedule: str = "auto", reassociate: bool = False) -> Program:
+                    schedule: str = "auto", reassociate: bool = False,
+                    strip: int | None = None) -> Program:
     """Compile one C kernel function (see the module docstring). ``schedule``: the loops
     as written (``as-written``), isl's schedule (``isl``, where it is legal and can be
     written as loops), or ``auto``: isl's where the loops as written leave some statement
     without a parallel loop or with parallel loops only inside serial ones, and isl's
     schedule does better there (:func:`better`). ``reassociate``: floating-point sums
     into scalars may be split over a loop's iterations, which then run in parallel, in
-    another order of additions (:mod:`codegen.reductions`)."""
-    from bbmm import __version__
+    another order of additions (:mod:`bbmm.codegen.reductions`). ``strip``: iterations
+    of an inner loop per partial of a strip-mined reduction; None: ``$BBMM_STRIP``, read
+    here, once per compile, or :data:`bbmm.codegen.reductions.STRIP`."""
+    from bbmm import __version__, settings
     from bbmm.diagnostic import UsageError
 
     if schedule not in SCHEDULES:
         raise UsageError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    if strip is None:
+        strip = settings.integer("BBMM_STRIP", STRIP, lo=1)
+    elif isinstance(strip, bool) or not isinstance(strip, int) or strip < 1:
+        raise UsageError(f"strip must be an integer of at least 1, got {strip!r}")
     path = str(path)
     scop = parse_file(path, function=function, defines=dict(defines or {}),
-                      include_dirs=include_dirs, reassociate=reassociate)
+                      include_dirs=include_dirs, reassociate=reassociate, strip=strip)
     with in_c_names(dict(scop.c_names)):   # errors and warnings speak of the C names
         return _compile_scop(scop, path, split_all, fp64, __version__, schedule,
                              reassociate)

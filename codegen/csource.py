@@ -265,7 +265,7 @@ def _keep_floord(text: str) -> str:
     """``text`` with its one-line definitions of ``floord`` and ``ceild`` (Pluto's and
     CLooG's ``#define floord(n,d) (((n)<0) ? -((-(n)+(d)-1)/(d)) : (n)/(d))``) blanked,
     so that their uses stay calls, which the front end reads as the floor and ceiling
-    divisions they are (:meth:`codegen.cexpr.Expressions.affine`); the C compiler of the
+    divisions they are (:meth:`bbmm.codegen.cexpr.Expressions.affine`); the C compiler of the
     reference build still sees them."""
     return _FLOORD.sub(lambda m: " " * len(m.group(0)), text)
 

@@ -8,7 +8,7 @@ into an ``int`` temporary named after its line (``if12``), and every assignment 
 branch becomes ``X = c ? e : X``, which writes back the value C leaves where ``c`` is
 false, so that the model and every box stay exact; if/else pairs that assign the same
 things in the same order are one select each (``fl = c ? a : d;``, nothing read back).
-:class:`DataConditions` is a mixin of :class:`codegen.builder.Builder`.
+:class:`DataConditions` is a mixin of :class:`bbmm.codegen.builder.Builder`.
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from dataclasses import replace
 from pycparser import c_ast
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.cexpr import Ctx, NotAffine, conjuncts
-from codegen.csource import block_items
-from codegen.scop import AffAnd, cond_c, cond_isl
+from bbmm.codegen.cexpr import Ctx, NotAffine, conjuncts
+from bbmm.codegen.csource import block_items
+from bbmm.codegen.scop import AffAnd, cond_c, cond_isl
 
 __all__ = ["DataConditions"]
 
@@ -55,7 +55,7 @@ _SCOPE_OPEN, _SCOPE_CLOSE = _Scope(), _Scope()
 
 
 class DataConditions:
-    """The walk's handling of ``if`` (a mixin of :class:`codegen.builder.Builder`)."""
+    """The walk's handling of ``if`` (a mixin of :class:`bbmm.codegen.builder.Builder`)."""
 
     def if_branches(self, it: c_ast.If, ctx: Ctx):
         """:meth:`flatten` of an ``if``: an affine condition guards the branches' domains;

@@ -11,7 +11,7 @@ one integer parameter ``n`` (``a`` and ``b`` affine), the array is the two-dimen
 host, as long as ``0 <= b < n`` wherever the access runs. That keeps each element one
 pair ``(a, b)``, which the model needs (``(a + 1, b - n)`` would be the same element under
 another name, and its dependences would be lost); the front end proves it for every
-access (:meth:`codegen.builder.Builder.check_rows`) and refuses the program otherwise.
+access (:meth:`bbmm.codegen.builder.Builder.check_rows`) and refuses the program otherwise.
 A column written ``n - 1 - j`` (``A[i*n + n - 1 - j]``, a row read backwards) is found in a
 second reading, ``wrap``, that takes one ``n`` into the column of such subscripts: the
 row ``i`` at ``n - 1 - j`` rather than the row ``i + 1`` at ``-1 - j``.
@@ -27,14 +27,14 @@ from collections.abc import Iterable
 from pycparser import c_ast, c_generator
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import const_int, replace_children
+from bbmm.codegen.csource import const_int, replace_children
 
 __all__ = ["FlatColumnError", "delinearize"]
 
 
 class FlatColumnError(UnsupportedProgramError):
     """A flat array's column can leave ``0 .. n - 1`` where an access runs
-    (:meth:`codegen.builder.Builder.check_rows`); the front end then tries the reading with
+    (:meth:`bbmm.codegen.builder.Builder.check_rows`); the front end then tries the reading with
     ``wrap`` before it refuses the program."""
 
 

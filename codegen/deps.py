@@ -1,4 +1,4 @@
-"""Dependences, parallel loops and the kernel-nest plan of a :class:`codegen.scop.Scop`.
+"""Dependences, parallel loops and the kernel-nest plan of a :class:`bbmm.codegen.scop.Scop`.
 
 .. autofunction:: dependences
 .. autofunction:: carried
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from codegen.scop import LoopNode, Node, Scop, Statement
+from bbmm.codegen.scop import LoopNode, Node, Scop, Statement
 
 
 @dataclass(frozen=True)

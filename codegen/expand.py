@@ -3,7 +3,7 @@
 A scalar temporary assigned in a loop (or under an ``if``) below its declaration carries a
 value from one iteration to another: a reduction ``float s = 0; for (j ...) s += A[i][j];``,
 PolyBench's ``temp2`` declared before the scop, deriche's filter state. The front end
-(:mod:`codegen.frontend`) models it as a local array (:class:`codegen.scop.Array` with
+(:mod:`bbmm.codegen.frontend`) models it as a local array (:class:`bbmm.codegen.scop.Array` with
 ``local`` set), subscripted by the iterators of the loops that need their own copy of it;
 :func:`expand_scalars` decides which, from the value flow of a first model, and the
 builder is run again with the decision (a :data:`Plan`). Everything downstream sees an
@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 
 import islpy as isl
 
-from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError, _format_coord
-from codegen.scop import Affine, Scop
+from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError, format_coord
+from bbmm.codegen.scop import Affine, Scop
 
 __all__ = ["NeedsExpansion", "Plan", "affine_bound", "expand_scalars"]
 
@@ -85,14 +85,14 @@ def expand_scalars(build: Callable[..., Scop], taken: set[str]) -> Scop:
     plan, crossed = _webs(scop, plan, taken)
     for lid, name in sorted(crossed.items()):
         lp = scop.loop(lid)
-        where = _format_coord(lp.coord)
+        where = format_coord(lp.coord)
         warnings.warn(f"{where + ': ' if where else ''}the parallel pragma of this loop is not "
                       f"followed: the scalar '{name}' carries a value from one iteration to "
                       f"the next (a reduction), so the loop runs in the source's order",
                       BBMMWarning, stacklevel=2)
     unpragma = frozenset(crossed)
     scop = build(plan, analysis=True, unpragma=unpragma)
-    from codegen.deps import parallel_loops
+    from bbmm.codegen.deps import parallel_loops
 
     par = parallel_loops(scop)
     narrow = {u: (loops, {s: (a, tuple(lid for lid in dims if par[lid]))
@@ -109,7 +109,7 @@ def _webs(scop: Scop, plan: Plan, taken: set[str]) -> tuple[Plan, dict[int, str]
     expanded over its declaration's loops; and the loops asserted parallel whose
     iterations a temporary's value flows across (loop id: its C name). Refuses a read that
     no assignment reaches (the value before the first one)."""
-    from codegen.deps import carried, value_flow
+    from bbmm.codegen.deps import carried, value_flow
 
     out: Plan = {}
     crossed: dict[int, str] = {}
@@ -134,7 +134,7 @@ def _webs(scop: Scop, plan: Plan, taken: set[str]) -> tuple[Plan, dict[int, str]
             bad = next(acc for acc in accs if acc.kind == "read" and not isl.UnionMap
                        .from_map(acc.relation).intersect(lost).is_empty())
             raise UnsupportedProgramError(
-                f"temporary '{a.local}' (declared at {_format_coord(a.coord)}) may be read "
+                f"temporary '{a.local}' (declared at {format_coord(a.coord)}) may be read "
                 f"here before it is assigned (on some iteration no assignment of it comes "
                 f"first)", bad.coord)
         flow = info.flow.intersect_params(scop.context)

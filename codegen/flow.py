@@ -1,7 +1,7 @@
 """Flow-out and write-out sets of a tile (paper Section 8, Table III).
 
 *Flow-out* (``gpu_to_cpu_flowout``): the elements a tile writes whose value is read later
-by an instance in **another tile index**. The tile grid is global (:mod:`codegen.tiling`):
+by an instance in **another tile index**. The tile grid is global (:mod:`bbmm.codegen.tiling`):
 tile ``t`` holds ``p0`` in ``[lb, ub]`` in every nest at every host iteration and always
 runs on the same device, so a sink needs no flow-out when it lies in a band nest with its
 outermost band iterator in ``[lb, ub]`` (any nest, any later host iteration). A sink in an
@@ -10,8 +10,8 @@ empty-band nest, or outside any band, counts as another tile.
 *Write-out* (``gpu_to_cpu_writeout``): the elements a tile writes that no later write in
 the program overwrites (live-out, recipe 5).
 
-Both are parametric in the nest's :attr:`codegen.tiling.NestTiling.variables`
-(``n, k, lb, ub``) and come per array as :class:`SetBox` es (:class:`codegen.tiling.ParamBox`
+Both are parametric in the nest's :attr:`bbmm.codegen.tiling.NestTiling.variables`
+(``n, k, lb, ub``) and come per array as :class:`SetBox` es (:class:`bbmm.codegen.tiling.ParamBox`
 plus the array): the bounding box of the whole set, one box per write access (source
 statement) and, for flow-out, one box per disjunct of the set (Jacobi's halo rows ``lb``
 and ``ub`` are two exact boxes where their hull is not exact);
@@ -48,9 +48,9 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from codegen.deps import Dependences, Nest, Plan, carried, dependences
-from codegen.scop import Scop
-from codegen.tiling import NestTiling, ParamBox, param_box, tile_plan
+from bbmm.codegen.deps import Dependences, Nest, Plan, carried, dependences
+from bbmm.codegen.scop import Scop
+from bbmm.codegen.tiling import NestTiling, ParamBox, param_box, tile_plan
 
 __all__ = ["SetBox", "ArrayFlow", "NestFlow", "MAX_PIECES", "parallel_flow", "last_writer",
            "same_tile", "unordered", "nest_flow", "plan_flow", "edge_writers"]

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pycparser import c_ast
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import (
+from bbmm.codegen.csource import (
     INT_WORDS,
     append_params,
     assignments,

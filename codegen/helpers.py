@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pycparser import c_ast, c_generator
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import OPENCL_RESERVED, params_of, scalar_type
-from codegen.scop import Helper
+from bbmm.codegen.csource import OPENCL_RESERVED, params_of, scalar_type
+from bbmm.codegen.scop import Helper
 
 __all__ = ["helper", "opencl_definitions"]
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from codegen.boxes import NestBoxes
-from codegen.deps import Nest, Plan
-from codegen.flow import NestFlow
-from codegen.literals import py_comment, py_doc, py_str
-from codegen.opencl import KernelSource
-from codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
+from bbmm.codegen.boxes import NestBoxes
+from bbmm.codegen.deps import Nest, Plan
+from bbmm.codegen.flow import NestFlow
+from bbmm.codegen.literals import py_comment, py_doc, py_str
+from bbmm.codegen.opencl import KernelSource
+from bbmm.codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
                           Cmp, LoopNode, Scop)
-from codegen.tiling import ParamBox
+from bbmm.codegen.tiling import ParamBox
 
 
 class Emitter:
@@ -83,7 +83,7 @@ class NestCode:
     flow: NestFlow
     kernel: KernelSource
     writers: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
-    """:func:`codegen.flow.edge_writers`: where the tile's rows write each array."""
+    """:func:`bbmm.codegen.flow.edge_writers`: where the tile's rows write each array."""
 
 
 def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: str,
@@ -297,14 +297,39 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g()
 
 
+def _extremum(name: str, terms: list[str]) -> str:
+    """``min``/``max`` (``name``) of the Python expressions ``terms`` and 0, folded: the
+    integer literals among them become one constant, repeated terms go, and with nothing
+    left but the constant it stands alone (``min(0, 0)`` is ``0``)."""
+    pick = min if name == "min" else max
+    const, rest = 0, []
+    for t in terms:
+        try:
+            const = pick(const, int(t.strip()))
+        except ValueError:
+            if t not in rest:
+                rest.append(t)
+    return f"{name}({', '.join([*rest, str(const)])})" if rest else str(const)
+
+
 def _grid_extent(nests: list[NestCode]) -> tuple[str, str] | None:
     """Python expressions of the lowest and highest tiled iterator value over every nest,
     0 included (the global grid starts at 0 or below), or None without tiled nests."""
     ranges = [nc.boxes.p0_range for nc in nests if nc.boxes.p0_range is not None]
     if not ranges:
         return None
-    return (f"min({', '.join(f'({r.lo[0]})' for r in ranges)}, 0)",
-            f"max({', '.join(f'({r.hi[0]})' for r in ranges)}, 0)")
+    return (_extremum("min", [r.lo[0] for r in ranges]),
+            _extremum("max", [r.hi[0] for r in ranges]))
+
+
+def _trip_count(lp) -> str:
+    """Python source of the iterations of the serial loop ``lp`` (0 when it runs none),
+    folded where both bounds are affine: ``max(0, n)``, not ``max(0, (n - 1) - (0) + 1)``."""
+    lo, hi = lp.lower_expr, lp.upper_expr
+    if isinstance(lo, Affine) and isinstance(hi, Affine):
+        count = hi - lo + 1
+        return str(max(0, count.const)) if count.is_const() else f"max(0, {count.py()})"
+    return f"max(0, ({bound_py(hi)}) - ({bound_py(lo)}) + 1)"
 
 
 def _emit_default_tile(g: Emitter, scop: Scop, nests: list[NestCode]) -> None:
@@ -341,7 +366,7 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
         if extent is not None:
             g("# the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest;")
             g("# tiles _bbmm_t0 .. _bbmm_t0 + _bbmm_ntiles - 1 (t0 < 0 where a range starts below 0)")
-            g(f"_bbmm_t0 = {extent[0]} // _bbmm_tile")
+            g("_bbmm_t0 = 0" if extent[0] == "0" else f"_bbmm_t0 = {extent[0]} // _bbmm_tile")
             g(f"_bbmm_ntiles = max(1, {extent[1]} // _bbmm_tile + 1 - _bbmm_t0)")
         else:
             g("_bbmm_t0, _bbmm_ntiles = 0, 1")
@@ -349,8 +374,7 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
         outer = next((n for n in top if isinstance(n, LoopNode) and n.loop.id in serial), None)
         if outer is not None:
             lp = outer.loop
-            g(f"_bbmm_bar = Progress(max(0, ({bound_py(lp.upper_expr)}) - ({bound_py(lp.lower_expr)}) + 1),"
-              f" {scop.function!r}, _bbmm_progress)")
+            g(f"_bbmm_bar = Progress({_trip_count(lp)}, {scop.function!r}, _bbmm_progress)")
         else:
             g("_bbmm_bar = None")
         emitted: set[int] = set()

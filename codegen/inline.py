@@ -4,7 +4,7 @@ front end.
 C code factors a kernel into functions: ``smooth_row(n, B[i], A[i]);`` applies a row
 update, ``y[i] = dot(n, A[i], x);`` reduces a row, ``minmax(n, A[i], &lo, &hi);`` returns
 through pointers. A pure helper of scalars (``float sqr(float x)``) becomes an OpenCL
-function (:mod:`codegen.helpers`); one that takes an array or a pointer, or returns
+function (:mod:`bbmm.codegen.helpers`); one that takes an array or a pointer, or returns
 nothing, is inlined here instead, so that the model sees its loops and accesses as the
 kernel's own: a call statement becomes a block of the helper's body in which
 
@@ -19,9 +19,9 @@ kernel's own: a call statement becomes a block of the helper's body in which
 - ``return e;`` as the body's last statement becomes the assignment of the call's result
   (``y[i] = dot(...)`` -> ``... y[i] = s;``; ``float d = dot(...)`` declares ``d`` first);
   ``if (c) return ...;`` at the body's top level puts the rest of the body in its
-  ``else`` (:func:`codegen.structure.early_exits`, the value in a local ``result``), and
+  ``else`` (:func:`bbmm.codegen.structure.early_exits`, the value in a local ``result``), and
   a ``return`` inside loops sets a flag ``returned`` that ends the loops around it and
-  skips the rest (:func:`codegen.structure.return_flags`),
+  skips the rest (:func:`bbmm.codegen.structure.return_flags`),
 - a call inside an expression is evaluated first, into a temporary, when the helper
   writes nothing but its locals.
 
@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pycparser import c_ast, c_generator
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import (
+from bbmm.codegen.csource import (
     const_int,
     identifiers,
     is_void,
@@ -47,7 +47,7 @@ from codegen.csource import (
     replace_children,
     walk,
 )
-from codegen.structure import early_exits, returns_left
+from bbmm.codegen.structure import early_exits, returns_left
 
 __all__ = ["inline_helpers"]
 

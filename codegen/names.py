@@ -10,7 +10,7 @@ function's syntax tree; everything after the front end sees model names only.
 
 The user keeps the C names: ``--param iter=10``, ``--init``'s parameters matched by
 name, ``--check``'s messages and the front end's errors speak of ``iter``
-(:attr:`codegen.scop.Scop.c_names`, the driver's ``C_NAMES``, :func:`c_text`).
+(:attr:`bbmm.codegen.scop.Scop.c_names`, the driver's ``C_NAMES``, :func:`c_text`).
 
 .. autofunction:: rename_unsafe
 .. autofunction:: c_text
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from pycparser import c_ast
 
-from codegen.csource import OPENCL_RESERVED
+from bbmm.codegen.csource import OPENCL_RESERVED
 
 __all__ = ["ISL_KEYWORDS", "OPENCL_WORDS", "DRIVER_NAMES", "unsafe", "rename_unsafe",
            "c_text", "in_c_names"]

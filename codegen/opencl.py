@@ -3,7 +3,7 @@
 .. autoclass:: KernelSource
 .. autofunction:: generate_kernel
 
-One kernel per :class:`codegen.deps.Nest`. A work-item runs one point of the nest's
+One kernel per :class:`bbmm.codegen.deps.Nest`. A work-item runs one point of the nest's
 parallel band; everything below the band (loops and statements, in textual order)
 runs sequentially inside it. When the band's body is a single assignment, a build with
 ``-DBBMM_CO=c`` makes a work-item run ``c`` points of the innermost band loop,
@@ -30,10 +30,10 @@ Band mapping: the *innermost* band loop is OpenCL dimension 0 (consecutive
 work-items then touch consecutive elements of a row-major array, which coalesces on a
 GPU); :attr:`KernelSource.band_dim_of_cl_dim` records it.
 
-C semantics are kept where OpenCL differs (:mod:`codegen.clsource`: C's types of
+C semantics are kept where OpenCL differs (:mod:`bbmm.codegen.clsource`: C's types of
 expressions, their lowering, the access macros); without fp64 every double becomes float
 and double arrays are refused. Inner loops staged in local memory and register blocks
-are :mod:`codegen.clshapes`'.
+are :mod:`bbmm.codegen.clshapes`'.
 """
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from bbmm.diagnostic import UnsupportedProgramError, UsageError
-from codegen.clshapes import block_plan, emit_block, emit_staged, stage_plan
-from codegen.clsource import (
+from bbmm.codegen.clshapes import block_plan, emit_block, emit_staged, stage_plan
+from bbmm.codegen.clsource import (
     CL_MATH,
     UNROLL8,
     Emitter,
@@ -57,10 +57,10 @@ from codegen.clsource import (
     expr_type,
     store,
 )
-from codegen.deps import Nest, Plan
-from codegen.helpers import opencl_definitions
-from codegen.names import OPENCL_WORDS
-from codegen.scop import (
+from bbmm.codegen.deps import Nest, Plan
+from bbmm.codegen.helpers import opencl_definitions
+from bbmm.codegen.names import OPENCL_WORDS
+from bbmm.codegen.scop import (
     FLOORD_C,
     Affine,
     ArrayRef,
@@ -121,7 +121,7 @@ class KernelSource:
     loops) also ``r`` consecutive points of the next loop, dimension 1 ``r`` times
     smaller."""
     blocked: bool = False
-    """A register block (:func:`codegen.clshapes.block_plan`): like ``coarsen``,
+    """A register block (:func:`bbmm.codegen.clshapes.block_plan`): like ``coarsen``,
     ``BBMM_CO`` points of the innermost band loop ``get_local_size(0)`` apart and
     ``BBMM_CO1`` consecutive points of the next one per work-item, whose inner loop runs
     once for all of them (:data:`bbmm.hostlib.BLOCK` gives the shape)."""
@@ -130,7 +130,7 @@ class KernelSource:
     work-items (NDRange dimension 1 is ``g``): the ``BBMM_SL`` points of the 1-D band a
     group owns walk their inner loop in chunks of ``BBMM_SC`` trips, whose reads of
     read-only arrays all ``BBMM_SL * g`` work-items first stage in local memory
-    (:func:`codegen.clshapes.stage_plan`)."""
+    (:func:`bbmm.codegen.clshapes.stage_plan`)."""
 
     copy = replace
 
@@ -186,7 +186,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     lower = Lower(scop, fp64)
     used = set(scop.int_params) | {n for n, _ in scop.float_params} | \
         {a.name for a in scop.arrays} | {lp.iterator for lp in scop.loops()}
-    # the front end renamed every name OpenCL C cannot take (codegen.names)
+    # the front end renamed every name OpenCL C cannot take (bbmm.codegen.names)
     assert not used & OPENCL_WORDS, used & OPENCL_WORDS
 
     def fresh(n: str) -> str:
@@ -345,7 +345,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
 
     def emit_group(group: list[tuple[Statement, list[Temp]]]) -> None:
         """Statements side by side under the same guards, each after the assignments of
-        scalar temporaries it needs that the ones before it did not (codegen.scop.Temp)."""
+        scalar temporaries it needs that the ones before it did not (bbmm.codegen.scop.Temp)."""
         guards = group[0][0].guards
         out(comment("scalar temporaries, each computed once, where the source computes it"))
         out(f"if ({' && '.join(f'({g})' for g in guards)}) {{" if guards else "{")

@@ -1,8 +1,8 @@
 """isl piecewise-affine values and parameter conditions as Python expression source.
 
 The host driver evaluates tile bounds, grids and boxes with plain Python ints, so every
-parametric quantity of :mod:`codegen.tiling`, :mod:`codegen.boxes` and
-:mod:`codegen.flow` is also emitted as Python source over the names of the C program
+parametric quantity of :mod:`bbmm.codegen.tiling`, :mod:`bbmm.codegen.boxes` and
+:mod:`bbmm.codegen.flow` is also emitted as Python source over the names of the C program
 (``n``, ``k``) and the tile bounds (``lb``, ``ub``). isl's AST expression builder does
 the hard part (pieces, existentials, floor division); this module only prints its tree:
 
@@ -114,7 +114,7 @@ def pwaff_to_py(pa: isl.PwAff, context: isl.Set | None = None,
     ``context`` is a parameter set under which the expression will be evaluated: pieces
     are simplified against it and the result is only meaningful inside it. Outside
     ``pa.domain()`` the expression returns the value of some piece (isl's choice); make the
-    PwAff total first where that matters (:func:`codegen.boxes.param_box` does).
+    PwAff total first where that matters (:func:`bbmm.codegen.boxes.param_box` does).
     """
     if not pa.get_domain_space().is_params():
         raise ValueError(f"PwAff over set dimensions: {pa}; move them to parameters first")

@@ -42,7 +42,7 @@ are: each partial starts from 0 and adds its iterations' terms in their order, a
 partials are added to the value before the loop in the loop's order (``s -= e``: the
 partials of ``-= e`` are added). The result is then the sum in another order, within the
 rounding error of either order, not the C program's bits. Whether a split pays is the
-model's to say (:func:`codegen.frontend.parse_source` keeps it only where the loop turns
+model's to say (:func:`bbmm.codegen.frontend.parse_source` keeps it only where the loop turns
 parallel).
 
 .. autofunction:: reduction_loops
@@ -58,8 +58,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast, c_generator, c_parser
 
-from bbmm import settings
-from codegen.csource import (
+from bbmm.codegen.csource import (
     block_items,
     const_int,
     identifiers,
@@ -325,7 +324,8 @@ def reduction_loops(func: c_ast.FuncDef, reassociate: bool = False
 
 STRIP = 4
 """Iterations of the inner loop per partial when the loop is strip-mined (``$BBMM_STRIP``
-overrides it, for experiments; 1 turns strip-mining off). A work-item walks 4
+overrides it, for experiments: :func:`bbmm.codegen.compile.compile_program` reads it once
+and passes it down as ``width``; 1 turns strip-mining off). A work-item walks 4
 consecutive elements while its neighbours walk the next ones. Per sweep of converge.c's
 8192^2 grid on an H100 (``BBMM_STRIP=N python -m bbmm run tests/kernels/converge.c
 --param n=8192 --param tmax=40 --param tol=0 --devices 1``, against ``tmax=10``; see
@@ -336,13 +336,13 @@ partials for the rows to combine."""
 
 
 def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...], bool]],
-                     reassociate: bool = False
+                     reassociate: bool = False, width: int = STRIP
                      ) -> tuple[c_ast.FuncDef, dict[int, tuple[int, set[str]]]]:
     """A copy of ``func`` with the reductions of ``chosen`` (from :func:`reduction_loops`:
     preorder number of a loop -> its scalars, and whether to strip-mine the loop its body
     is; no loop inside another) split over the loop's iterations (see the module's text).
-    Strip-mined, the partials are per row and strip of :data:`STRIP` iterations of the
-    inner loop, combined per row (rows in parallel), then over the rows. Also returns, per
+    Strip-mined, the partials are per row and strip of ``width`` (default :data:`STRIP`)
+    iterations of the inner loop, combined per row (rows in parallel), then over the rows. Also returns, per
     loop of ``chosen``, the number of loops around it and the names of its partials'
     arrays: the split pays where a loop around their assignments, the split loop or one
     inside it, is parallel."""
@@ -353,7 +353,6 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
     loops = [n for n in walk(func.body) if isinstance(n, c_ast.For)]
     parents = {id(c): n for n in walk(func) for _, c in n.children()}
     parts: dict[int, tuple[int, set[str]]] = {}
-    width = settings.integer("BBMM_STRIP", STRIP, lo=1)
     for k, (names, strip) in chosen.items():
         lp = loops[k]
         parts[k] = (sum(1 for o in loops if o is not lp and lp in walk(o)), set())
@@ -412,10 +411,11 @@ def split_reductions(func: c_ast.FuncDef, chosen: dict[int, tuple[tuple[str, ...
 
 
 def describe(func: c_ast.FuncDef, k: int, names: tuple[str, ...], strip: bool,
-             reassociate: bool = False) -> tuple[str, object]:
+             reassociate: bool = False, width: int = STRIP) -> tuple[str, object]:
     """What :func:`split_reductions` does to loop ``k`` (for ``bbmm compile``'s report),
     and the loop's coordinate: ``max of 'diff' over loop 'i': a partial per row and strip
-    of 4``; a floating-point sum says that it is reassociated."""
+    of 4`` (``width``: the strip's iterations); a floating-point sum says that it is
+    reassociated."""
     types, scalars = _types(func), _scalars(func)
     lp = [n for n in walk(func.body) if isinstance(n, c_ast.For)][k]
     kinds = {u.s: u.kind for n in walk(lp.stmt)
@@ -428,7 +428,6 @@ def describe(func: c_ast.FuncDef, k: int, names: tuple[str, ...], strip: bool,
             return f"sum of '{s}' (reassociated, {scalars[s]})"
         return f"sum of '{s}'"
     what = ", ".join(what1(s) for s in names)
-    width = settings.integer("BBMM_STRIP", STRIP, lo=1)
     how = f"a partial per row and strip of {width}" if strip else "a partial per row"
     if _flat_loop(lp, names, scalars, types, reassociate):
         how = (f"a partial per strip of {FLAT[0]}, folded in blocks of "
@@ -527,10 +526,11 @@ def _split_flat(lp: c_ast.For, parent: c_ast.Node, names, scalars: dict[str, str
     _place(strip, parent, decl_nodes, after)
 
 
-def strips(func: c_ast.FuncDef, k: int) -> bool:
-    """Whether :func:`split_reductions` can strip-mine loop ``k``'s body: one ``for`` loop
-    counting up by 1 between bounds that use no loop's iterator."""
-    if settings.integer("BBMM_STRIP", STRIP, lo=1) == 1:
+def strips(func: c_ast.FuncDef, k: int, width: int = STRIP) -> bool:
+    """Whether :func:`split_reductions` can strip-mine loop ``k``'s body in strips of
+    ``width`` iterations: one ``for`` loop counting up by 1 between bounds that use no
+    loop's iterator, and ``width`` more than 1."""
+    if width == 1:
         return False
     lp = [n for n in walk(func.body) if isinstance(n, c_ast.For)][k]
     items = block_items(lp.stmt)

@@ -6,7 +6,7 @@ As an array it would be memory (a copy per iteration of the parallel loops, read
 written through the device's global memory: three times slower than the same stencil
 written with three scalars, on an H100); as the scalars ``w_0``, ``w_1``, ``w_2`` it is
 what the front end makes of any scalar temporary: a value a kernel keeps in a register,
-or, carried across iterations, an expanded local array (:mod:`codegen.expand`).
+or, carried across iterations, an expanded local array (:mod:`bbmm.codegen.expand`).
 
 Only arrays declared inside a loop, with constant sizes of at most :data:`MAX_ELEMENTS`
 elements and every use a full subscript by integer constants within bounds, change. A
@@ -32,7 +32,7 @@ from collections.abc import Iterable
 
 from pycparser import c_ast
 
-from codegen.csource import const_int, elem_ctype, identifiers, replace_children
+from bbmm.codegen.csource import const_int, elem_ctype, identifiers, replace_children
 
 __all__ = ["MAX_ELEMENTS", "pointer_arrays", "scalarize_small_arrays"]
 
@@ -88,7 +88,7 @@ def pointer_arrays(func: c_ast.FuncDef) -> tuple[c_ast.FuncDef, frozenset[str],
     p[][n]``, and tables of row pointers used only as ``p[e][f]``, ``T **p`` as ``T
     p[][]`` (``tables``: the C program gets a table of pointers into the rows of one
     block); the front end sizes them by their largest subscripts
-    (:meth:`codegen.builder.Builder.infer_sizes`). ``func`` itself when there is none. Any
+    (:meth:`bbmm.codegen.builder.Builder.infer_sizes`). ``func`` itself when there is none. Any
     other use (``p + 1``, ``*(p + i)``, ``p`` passed on, ``p[i]`` alone for ``T **p``)
     leaves the pointer, which the front end refuses with its reason."""
     params = func.decl.type.args.params if func.decl.type.args else []

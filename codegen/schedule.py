@@ -28,8 +28,8 @@ from dataclasses import dataclass, replace
 
 import islpy as isl
 
-from codegen.deps import Dependences
-from codegen.scop import (
+from bbmm.codegen.deps import Dependences
+from bbmm.codegen.scop import (
     Access,
     AffAnd,
     AffCond,

@@ -1,4 +1,4 @@
-"""The polyhedral model of one kernel function (a *scop*), as built by :mod:`codegen.frontend`.
+"""The polyhedral model of one kernel function (a *scop*), as built by :mod:`bbmm.codegen.frontend`.
 
 Every isl object lives in islpy's default context and carries **all** integer parameters
 of the kernel (``[n, m]`` below), so binary operations never need to align spaces.
@@ -488,7 +488,7 @@ class Loop:
     text: str = ""
     """The loop header as C text."""
     stop_flag: str | None = None
-    """A ``break`` flag of the loop (:func:`codegen.structure.loop_jumps`): its whole body
+    """A ``break`` flag of the loop (:func:`bbmm.codegen.structure.loop_jumps`): its whole body
     runs while the flag is 0, and nothing sets it back, so the loop may stop once it is
     set (the host does, for a serial loop: :meth:`bbmm.runtime.Runtime.stopped`)."""
 
@@ -502,7 +502,7 @@ class Temp:
     it needs, in source order, in its own instance, and models their array reads as its
     own accesses. That is exact because a temporary whose arrays could change between its
     assignment and a use is kept in memory instead, a local array
-    (:mod:`codegen.temporaries`).
+    (:mod:`bbmm.codegen.temporaries`).
     """
 
     name: str
@@ -593,7 +593,7 @@ def _loops(nodes: tuple[Node, ...]) -> Iterator[Loop]:
 @dataclass(frozen=True)
 class Helper:
     """A pure function of the C file that statements call (``static inline float sqr(float
-    x)``): scalars in, a scalar out, nothing else touched (:mod:`codegen.helpers`). The
+    x)``): scalars in, a scalar out, nothing else touched (:mod:`bbmm.codegen.helpers`). The
     kernels get its definition; the reference program calls its own."""
 
     name: str
@@ -636,29 +636,29 @@ class Scop:
     """The C file's functions that the statements call, callees before callers."""
     c_names: tuple[tuple[str, str], ...] = ()
     """(model name, C name) of each name of the C function that isl, the Python driver or
-    OpenCL cannot take, renamed by the front end (:mod:`codegen.names`): ``iter_``, ``iter``.
+    OpenCL cannot take, renamed by the front end (:mod:`bbmm.codegen.names`): ``iter_``, ``iter``.
     Every other field holds model names."""
     rows: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """(array, strides) of each flat array read as rows of its parameters, outermost first
-    (:mod:`codegen.delinearize`: ``A[i*n + j]`` as ``A[i][j]``, strides ``("n",)``)."""
+    (:mod:`bbmm.codegen.delinearize`: ``A[i*n + j]`` as ``A[i][j]``, strides ``("n",)``)."""
     pointers: tuple[str, ...] = ()
-    """Pointer parameters taken as arrays (:func:`codegen.scalarize.pointer_arrays`)."""
+    """Pointer parameters taken as arrays (:func:`bbmm.codegen.scalarize.pointer_arrays`)."""
     tables: tuple[str, ...] = ()
     """Those of them that are tables of row pointers (``double **A`` used as ``A[i][j]``):
     the sequential C program gets a table of pointers into the rows of the array."""
     inferred: tuple[str, ...] = ()
     """Arrays whose first size the front end inferred from their subscripts (pointers,
-    flat arrays, ``float B[][n]``: :meth:`codegen.builder.Builder.infer_sizes`)."""
+    flat arrays, ``float B[][n]``: :meth:`bbmm.codegen.builder.Builder.infer_sizes`)."""
     returns: str | None = None
     """The one-element array holding the value the kernel returns, its last argument
-    (:func:`codegen.structure.kernel_return`); None for a kernel returning nothing."""
+    (:func:`bbmm.codegen.structure.kernel_return`); None for a kernel returning nothing."""
     globals: tuple[str, ...] = ()
     """File-scope arrays the kernel uses, the last of :attr:`args` (not C parameters:
-    :func:`codegen.globals.file_arrays`; the reference copies them in and out)."""
+    :func:`bbmm.codegen.globals.file_arrays`; the reference copies them in and out)."""
     reductions: tuple[str, ...] = ()
     """Max and min reductions split over a loop's rows, as ``bbmm compile`` reports them
     (``converge.c:13:5: max of 'diff' over loop 'i': a partial per row and strip of 4``;
-    :mod:`codegen.reductions`)."""
+    :mod:`bbmm.codegen.reductions`)."""
 
     copy = replace
 

@@ -47,7 +47,7 @@ from collections.abc import Callable
 from pycparser import c_ast
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import (
+from bbmm.codegen.csource import (
     append_params,
     assignments,
     block_items,
@@ -201,7 +201,7 @@ def _parallel_breaks(body: c_ast.Node,
                      err: Callable[[str, c_ast.Node], UnsupportedProgramError]) -> None:
     """Refuse a ``break`` of a loop asserted parallel by a pragma before it (with
     ``collapse(n)``, of any of the n loops)."""
-    from codegen.builder import PARALLEL_PRAGMAS, collapse_count
+    from bbmm.codegen.builder import PARALLEL_PRAGMAS, collapse_count
     for block in walk(body):
         if not isinstance(block, c_ast.Compound):
             continue

@@ -6,8 +6,8 @@ models their array reads as its own, so no memory holds it; one computed from an
 written before it is read is kept in memory instead (:meth:`Temporaries.temp_writes`,
 :meth:`Temporaries.version_of`), as one carried across iterations is. A temporary
 carried across iterations (a reduction into a scalar) raises
-:class:`codegen.expand.NeedsExpansion` and becomes a local array, subscripted by the loops
-:func:`codegen.expand.expand_scalars` gives it copies over. Local arrays declared in the
+:class:`bbmm.codegen.expand.NeedsExpansion` and becomes a local array, subscripted by the loops
+:func:`bbmm.codegen.expand.expand_scalars` gives it copies over. Local arrays declared in the
 function (durbin's ``double z[n];``) or inside loops (``float w[3];`` per point: one copy
 per iteration of the parallel loops around it) are arrays no one reads in or writes back
 (:meth:`Temporaries.local_arrays`).
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 import islpy as isl
 from pycparser import c_ast
 
-from bbmm.diagnostic import UnsupportedProgramError, _format_coord
-from codegen.cexpr import Ctx, Cur, Ref, map_refs
-from codegen.csource import OPENCL_RESERVED, elem_ctype, identifiers, scalar_type
-from codegen.expand import NeedsExpansion, affine_bound
-from codegen.scop import (
+from bbmm.diagnostic import UnsupportedProgramError, format_coord
+from bbmm.codegen.cexpr import Ctx, Cur, Ref, map_refs
+from bbmm.codegen.csource import OPENCL_RESERVED, elem_ctype, identifiers, scalar_type
+from bbmm.codegen.expand import NeedsExpansion, affine_bound
+from bbmm.codegen.scop import (
     Affine,
     Array,
     ArrayRef,
@@ -51,10 +51,10 @@ class Temporary:
     ``unique[...]`` with one element per iteration of these loops (scalar expansion)."""
     webs: dict = field(default_factory=dict)
     """Statement name -> ``(array, loop ids)`` where the temporary's webs have arrays of
-    their own (:func:`codegen.expand.expand_scalars`)."""
+    their own (:func:`bbmm.codegen.expand.expand_scalars`)."""
     outside: bool = False
     when: int = 0
-    """How many run-time conditions (:attr:`codegen.cexpr.Ctx.when`) enclose the
+    """How many run-time conditions (:attr:`bbmm.codegen.cexpr.Ctx.when`) enclose the
     declaration: an assignment under more is guarded by the others only."""
     """Declared before ``#pragma scop``: whatever value it has there is not modelled."""
 
@@ -82,7 +82,7 @@ class Version:
 
 
 class Temporaries:
-    """Temporaries and local arrays: mixed into :class:`codegen.builder.Builder`, whose
+    """Temporaries and local arrays: mixed into :class:`bbmm.codegen.builder.Builder`, whose
     walk calls them at declarations, assignments and reads."""
 
     def local_decl(self, d: c_ast.Decl, ctx: Ctx, outside: bool = False) -> str | None:
@@ -155,7 +155,7 @@ class Temporaries:
         """``float w[3];`` inside loops: C gives every iteration of them a fresh array, so
         it becomes the local array ``w[i][j][3]``, one copy per iteration of the loops in
         :attr:`private_plan` (all that enclose it unless
-        :func:`codegen.frontend._narrow_private` narrowed them to the parallel ones:
+        :func:`bbmm.codegen.frontend._narrow_private` narrowed them to the parallel ones:
         reusing a copy across a serial loop's iterations only adds dependences that loop
         carries anyway)."""
         name, k = d.name, 0
@@ -194,7 +194,7 @@ class Temporaries:
     def new_version(self, t: Temporary, op: str, rhs: c_ast.Node | None, ctx: Ctx,
                     node: c_ast.Node) -> None:
         """Record one assignment of ``t``: its expression (array references kept as
-        :class:`codegen.cexpr.Ref` until a statement reads the value) and the assignments
+        :class:`bbmm.codegen.cexpr.Ref` until a statement reads the value) and the assignments
         it reads."""
         if ctx.iters != t.iters or ctx.guards != t.guards:
             raise NeedsExpansion(t.unique, t.loops)     # carried: a local array (parse_source)
@@ -215,13 +215,13 @@ class Temporaries:
         """The assignment of ``t`` a read at ``node`` sees; refused when it was never
         assigned. When an array its value was computed from has been written since, the
         value can no longer be recomputed here: ``t`` is kept in memory instead
-        (:class:`codegen.expand.NeedsExpansion`), as C keeps it."""
+        (:class:`bbmm.codegen.expand.NeedsExpansion`), as C keeps it."""
         if t.version is None:
             if t.name in self.seen_iters:
                 raise self.err(f"iterator '{t.name}' used outside its loop", node)
             if t.outside:
                 raise self.err(f"local variable '{t.name}' (declared at "
-                               f"{_format_coord(t.coord)}, before '#pragma scop') is read "
+                               f"{format_coord(t.coord)}, before '#pragma scop') is read "
                                f"before the modelled region assigns it", node)
             raise self.err(f"temporary '{t.name}' is read before it is assigned", node)
         v = self.versions[t.version]
@@ -243,7 +243,7 @@ class Temporaries:
         """A statement at ``ctx`` writes ``array``: values computed from it are stale from
         now on, and one read by a statement inside a loop that also holds this write (but
         not the assignment) would be recomputed from the new values on the next trip, so
-        that temporary is kept in memory instead (:class:`codegen.expand.NeedsExpansion`)."""
+        that temporary is kept in memory instead (:class:`bbmm.codegen.expand.NeedsExpansion`)."""
         here = {lp.id for lp in ctx.loops}
         for v in self.versions:
             if array not in v.arrays:
@@ -254,7 +254,7 @@ class Temporaries:
                     raise NeedsExpansion(v.temp.unique, v.temp.loops)
 
     def replay(self, uses: Sequence[int], ctx: Ctx, cur: Cur) -> tuple[Temp, ...]:
-        """The statement ``cur``'s :class:`codegen.scop.Temp` list: the assignments it
+        """The statement ``cur``'s :class:`bbmm.codegen.scop.Temp` list: the assignments it
         needs, their array references made accesses of this statement."""
         out, declared = [], set()
         loops = tuple(lp.id for lp in ctx.loops)

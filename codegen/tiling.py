@@ -13,7 +13,7 @@ the problem parameters (``n``), the nest's host iterators (``k``) and ``lb``/``u
 of Floyd-Warshall's nest is ``[n, k, lb, ub] -> { S0[k, i, j] : lb <= i <= ub and ... }``.
 
 :class:`ParamBox` is the bounding box of such a parametric set, as isl PwAffs and as Python
-source (:mod:`codegen.pyexpr`); :mod:`codegen.boxes` and :mod:`codegen.flow` build theirs
+source (:mod:`bbmm.codegen.pyexpr`); :mod:`bbmm.codegen.boxes` and :mod:`bbmm.codegen.flow` build theirs
 with :func:`param_box` too.
 
 .. autoclass:: ParamBox
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field, replace
 import islpy as isl
 
 from bbmm.hostlib import tile_range, tiles_covering
-from codegen.deps import Nest, Plan
-from codegen.pyexpr import compile_lambda, pwaff_to_py, set_to_py
-from codegen.scop import Scop, Statement, relate_isl
+from bbmm.codegen.deps import Nest, Plan
+from bbmm.codegen.pyexpr import compile_lambda, pwaff_to_py, set_to_py
+from bbmm.codegen.scop import Scop, Statement, relate_isl
 
 __all__ = ["ParamBox", "NestTiling", "param_box", "box_set", "tile_nest", "tile_plan",
            "tile_bounds", "tile_indices", "fresh_names"]

@@ -351,7 +351,7 @@ def bench_stencil(dev, n: int, repeat: int, strips: list[int],
                                  f"first {tuple(bad[0] + 1)}")
             add(name, _median_ms(q, lambda: kern(q, gsize, lsize, B, A, n32), repeat))
     if generated:
-        from codegen.compile import compile_program
+        from bbmm.codegen.compile import compile_program
         prog = compile_program(os.path.join(_ROOT, "polybench", "heat2d.c"))
     for co in generated:
         for start in (1, 0):
@@ -415,7 +415,7 @@ def _generated_mvt1(ctx, A, x, y, rows: int, W: int, small: bool = True):
     returns ``() -> kernel``."""
     from bbmm.box import Box
     from bbmm.hostlib import UNROLL
-    from codegen.compile import compile_program
+    from bbmm.codegen.compile import compile_program
 
     prog = compile_program(os.path.join(_ROOT, "polybench", "mvt.c"))
     knl = _whole_tile_kernel(

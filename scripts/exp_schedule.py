@@ -4,7 +4,7 @@ order on one device side by side.
 
 Kernels: the PolyBench/C 4.2 ports of ``tests/kernels/pb42`` and the example programs of
 ``polybench/``. For each, the script compiles with ``--schedule as-written`` and with
-``auto`` (``codegen.compile.compile_program``; the same information ``bbmm compile``
+``auto`` (``bbmm.codegen.compile.compile_program``; the same information ``bbmm compile``
 prints) and records:
 
 * ``auto_schedule``: the order ``auto`` took (``as-written`` or ``isl``) and why;
@@ -131,7 +131,7 @@ def sized(args: Any, name: str) -> dict[str, float]:
 def compile_both(path: Path) -> tuple[Any, Any]:
     """``(as-written, auto)`` programs of one kernel (warnings, such as "runs as a single
     work-item", are the table's to show, not stderr's)."""
-    from codegen.compile import compile_program
+    from bbmm.codegen.compile import compile_program
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -155,7 +155,7 @@ def time_run(name: str, prog: Any, params: Mapping[str, float], devs: Sequence[A
              args: Any) -> dict[str, Any]:
     """Median wall time of the driver's run (:func:`expcommon.measure`)."""
     from bbmm.reference import init_arrays
-    from codegen.compile import load_driver
+    from bbmm.codegen.compile import load_driver
 
     c = dict(prog.scop.c_names)       # model name -> C name (doitgen's np is np_)
     ints = {p: int(params[c.get(p, p)]) for p in prog.scop.int_params}

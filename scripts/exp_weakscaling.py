@@ -54,7 +54,7 @@ DEFAULT_PROGRAMS = ec.TABLE4
 # {{{ worker: one configuration, every rank (under mpiexec)
 
 def worker(cfg: dict[str, Any]) -> int:
-    from codegen.compile import compile_program, load_driver
+    from bbmm.codegen.compile import compile_program, load_driver
 
     from bbmm.devices.opencl import make_devices
     from bbmm.mpirun import check_mpi, execute_mpi, guarded, on_root, setup_all, world

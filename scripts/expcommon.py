@@ -372,7 +372,7 @@ def compiled(name: str, split_all: bool = False) -> tuple[Any, Any]:
     """``(Program, driver module)`` of a polybench program (compiled once per process)."""
     key = (name, split_all)
     if key not in _COMPILED:
-        from codegen.compile import compile_program, load_driver
+        from bbmm.codegen.compile import compile_program, load_driver
         prog = compile_program(PROGRAMS[name].path, split_all=split_all)
         _COMPILED[key] = (prog, load_driver(prog))
     return _COMPILED[key]
@@ -671,7 +671,7 @@ def _check(bench: Bench, rt: Runtime, host: Mapping[str, np.ndarray]) -> str:
 
 
 def _ev(e: Any, env: Mapping[str, Any]) -> Any:
-    from codegen.scop import AffMax, AffMin, AffSelect, Affine
+    from bbmm.codegen.scop import AffMax, AffMin, AffSelect, Affine
     if isinstance(e, Affine):
         out: Any = e.const
         for k, v in e.terms:
@@ -692,7 +692,7 @@ _CMP: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _cond(c: Any, env: Mapping[str, Any]) -> Any:
-    from codegen.scop import AffAnd, AffNot, Cmp
+    from bbmm.codegen.scop import AffAnd, AffNot, Cmp
     if isinstance(c, Cmp):
         return _CMP[c.op](_ev(c.lhs, env), _ev(c.rhs, env))
     if isinstance(c, AffNot):
@@ -744,7 +744,7 @@ def _isl_points(scop: Any, st: Any, params: Mapping[str, int]) -> dict[str, np.n
 
 
 def _betas(scop: Any) -> dict[str, tuple[int, ...]]:
-    from codegen.scop import LoopNode
+    from bbmm.codegen.scop import LoopNode
     out: dict[str, tuple[int, ...]] = {}
 
     def walk(nodes: Sequence[Any], prefix: tuple[int, ...]) -> None:

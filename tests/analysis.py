@@ -6,7 +6,7 @@ import pathlib
 
 import islpy as isl
 
-from codegen.frontend import parse_file, parse_source
+from bbmm.codegen.frontend import parse_file, parse_source
 
 KERNELS = pathlib.Path(__file__).resolve().parent / "kernels"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from bbmm.run import FIT_SHARE, _Enough, _Footprint, host_arrays, parse_params, whole_limit
-from codegen.compile import compile_program, load_driver
+from bbmm.codegen.compile import compile_program, load_driver
 
 
 def tile_footprint(path: str | Path, params: list[str] | dict[str, int], tile: int = 1,

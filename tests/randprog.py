@@ -657,7 +657,7 @@ class _Gen:
             return text
         from pycparser import c_ast, c_generator, c_parser
 
-        from codegen.csource import replace_children
+        from bbmm.codegen.csource import replace_children
         func = c_parser.CParser().parse(text).ext[0]
 
         def fix(x):
@@ -696,7 +696,7 @@ class _Gen:
 
         from pycparser import c_ast, c_generator, c_parser
 
-        from codegen.csource import replace_children, walk
+        from bbmm.codegen.csource import replace_children, walk
         gen = c_generator.CGenerator()
         func = c_parser.CParser().parse(text).ext[0]
         decls = {p.name: p for p in func.decl.type.args.params}

@@ -190,7 +190,7 @@ def _init_reach(scop, init: str, params: Mapping[str, int],
                 include_dirs: tuple[str, ...] | list[str]) -> dict[str, tuple[int, ...]]:
     """``{C name: extents}`` of the arrays the C file's function ``init`` touches, from
     bbmm's own model of it at ``params`` (empty where bbmm cannot model it)."""
-    from codegen.frontend import parse_file
+    from bbmm.codegen.frontend import parse_file
 
     try:
         s = parse_file(scop.filename, init, defines, include_dirs)
@@ -216,7 +216,7 @@ def call_init(lib: str | os.PathLike | ctypes.CDLL, scop, name: str, sig,
     kernel, arrays an array of the same element type and shape. Anything else is a
     :class:`UsageError` naming the parameter.
     """
-    from codegen.csource import const_int
+    from bbmm.codegen.csource import const_int
 
     fn = _entry(lib, name)
     kernel = scop.function

@@ -38,7 +38,7 @@ _DTYPES = {"float": np.dtype(np.float32), "double": np.dtype(np.float64),
            "unsigned short": np.dtype(np.uint16), "unsigned int": np.dtype(np.uint32),
            "long": np.dtype(np.int64), "unsigned long": np.dtype(np.uint64),
            "_Bool": np.dtype(np.bool_)}
-"""numpy dtype per array element type (:data:`codegen.csource.ELEM_CTYPES`): the width
+"""numpy dtype per array element type (:data:`bbmm.codegen.csource.ELEM_CTYPES`): the width
 of the C type on LP64 and of the OpenCL type bbmm's kernels use (``char`` signed: the
 reference is built with ``-fsigned-char``, as OpenCL's is; ``_Bool`` one byte, 0 or 1)."""
 

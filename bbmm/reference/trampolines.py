@@ -97,8 +97,8 @@ def _kernel_trampoline(scop) -> str:
 
 def init_signature(scop, name: str, defines: Mapping[str, object] | None = None,
                    include_dirs: tuple[str, ...] | list[str] = ()):
-    """Parameters (:class:`codegen.csource.CParam`) of the C file's function ``name``."""
-    from codegen import csource
+    """Parameters (:class:`bbmm.codegen.csource.CParam`) of the C file's function ``name``."""
+    from bbmm.codegen import csource
 
     src = csource.read_file(scop.filename, defines, include_dirs)
     f = csource.function_def(src.ast, name)

@@ -121,7 +121,7 @@ _DRIVERS: dict[str, Any] = {}
 def _driver(prog: str) -> Any:
     """The compiled driver module of ``polybench/<prog>.c`` (once per process)."""
     if prog not in _DRIVERS:
-        from codegen.compile import compile_program, load_driver
+        from bbmm.codegen.compile import compile_program, load_driver
         _DRIVERS[prog] = load_driver(compile_program(
             os.path.join(_ROOT, "polybench", f"{prog}.c")))
     return _DRIVERS[prog]

@@ -186,7 +186,7 @@ def test_blackscholes_matches_numpy(team, n, iterations):
 def test_numpy_inits_match_the_c_programs():
     """The baselines' numpy inputs equal bbmm's (init_<kernel> in C, or seeded random)."""
     from bbmm.reference import init_arrays
-    from codegen.frontend import parse_file
+    from bbmm.codegen.frontend import parse_file
 
     for prog, params, mine in [
             ("floyd", {"n": 19}, {"path": floyd.init_floyd(19)}),

@@ -1,4 +1,4 @@
-"""Generated kernels (codegen.opencl) run on the OpenCL device, one nest instance per test.
+"""Generated kernels (bbmm.codegen.opencl) run on the OpenCL device, one nest instance per test.
 
 No runtime: each array is placed by hand, either whole in one slot (``sel = 0``, plus
 unused slots as :func:`bbmm.runtime.kernel_args` pads them) or split into 2-3 row
@@ -24,10 +24,10 @@ from bbmm.buffers import Copy
 from bbmm.devices.base import Allocation
 from bbmm.diagnostic import UnsupportedProgramError
 from bbmm.runtime import TileBuffers, kernel_args
-from codegen.deps import plan
-from codegen.frontend import parse_file, parse_source
-from codegen.opencl import generate_kernel
-from codegen.scop import (
+from bbmm.codegen.deps import plan
+from bbmm.codegen.frontend import parse_file, parse_source
+from bbmm.codegen.opencl import generate_kernel
+from bbmm.codegen.scop import (
     AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, ArrayRef, BinOp, Call, Cast,
     Cmp, LoopNode, Num, Ternary, UnOp, Var)
 

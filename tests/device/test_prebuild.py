@@ -19,7 +19,7 @@ import bbmm.hostlib as hostlib
 from bbmm.devices.opencl import OpenCLDevice
 from bbmm.diagnostic import DeviceError
 from bbmm.run import execute, host_arrays
-from codegen.compile import compile_program, load_driver
+from bbmm.codegen.compile import compile_program, load_driver
 
 POLYBENCH = pathlib.Path(__file__).resolve().parents[2] / "polybench"
 

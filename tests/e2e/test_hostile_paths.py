@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.literals import c_comment, c_string, py_comment, py_doc, py_str
+from bbmm.codegen.literals import c_comment, c_string, py_comment, py_doc, py_str
 from needs import needs_cl
 
 ROOT = Path(__file__).resolve().parents[2]

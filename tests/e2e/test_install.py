@@ -138,11 +138,12 @@ def test_the_install_is_the_wheel_not_the_checkout(installed):
     print(f"bbmm {installed.how} into {installed.venv}")     # shown with pytest -rP
     assert not _inside(installed.cwd, ROOT)
     r = installed.run(installed.venv / "bin" / "python", "-c", (
-        "import json, bbmm, codegen, bbmm.example as ex\n"
+        "import importlib.util, json, bbmm, bbmm.codegen.compile, bbmm.example as ex\n"
         "from importlib.metadata import distribution\n"
         "d = distribution('bbmm')\n"
-        "print(json.dumps({'bbmm': bbmm.__file__, 'codegen': codegen.__file__, "
+        "print(json.dumps({'bbmm': bbmm.__file__, 'codegen': bbmm.codegen.__file__, "
         "'examples': str(ex.folder()), 'version': bbmm.__version__, "
+        "'top_level_codegen': importlib.util.find_spec('codegen') is not None, "
         "'direct_url': json.loads(d.read_text('direct_url.json') or 'null')}))"))
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
@@ -150,6 +151,10 @@ def test_the_install_is_the_wheel_not_the_checkout(installed):
         assert _inside(got[key], installed.site), (key, got[key], installed.how)
         assert not _inside(got[key], ROOT), (key, got[key])
     assert Path(got["examples"]) == installed.site / "bbmm" / "examples"
+    # the compiler is bbmm.codegen: no top-level "codegen" to clash with PyPI's of that name
+    assert Path(got["codegen"]) == installed.site / "bbmm" / "codegen" / "__init__.py"
+    assert not got["top_level_codegen"]
+    assert not (installed.site / "codegen").exists()
     import bbmm
     assert got["version"] == bbmm.__version__
     # installed from the wheel file, not editable (pip records how in direct_url.json)

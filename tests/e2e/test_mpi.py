@@ -233,7 +233,7 @@ def test_program_that_cannot_be_pickled_is_compiled_on_every_rank(tmp_path):
     import pickle
     import warnings
 
-    from codegen.compile import compile_program
+    from bbmm.codegen.compile import compile_program
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pickle.dumps(compile_program(ROOT / "tests" / "kernels" / "host_iterator_bound.c"))

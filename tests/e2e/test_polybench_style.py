@@ -94,7 +94,7 @@ def test_against_the_programs_own_dump(name, array, tmp_path):
     from bbmm.devices.opencl import make_devices
     from bbmm.reference import init_arrays
     from bbmm.run import execute, host_arrays
-    from codegen.compile import compile_program, load_driver
+    from bbmm.codegen.compile import compile_program, load_driver
 
     exe = tmp_path / name
     cc = shutil.which("cc") or shutil.which("gcc")
@@ -124,7 +124,7 @@ def test_against_the_programs_own_dump(name, array, tmp_path):
 @pytest.mark.parametrize("name", ["mvt-const", "gemm"])
 def test_compiled_driver_runs_without_param(name, tmp_path, capsys):
     from bbmm.run import driver_main
-    from codegen.compile import load_module
+    from bbmm.codegen.compile import load_module
 
     assert main(["compile", str(PB / f"{name}.c"), "-I", str(UTIL), "-DMINI_DATASET",
                  "-o", str(tmp_path)]) == 0

@@ -207,7 +207,7 @@ ISL_SEEDS = [0, 2, 3, 5, 9, 16]
 def test_random_kernel_isl_schedule(seed, tmp_path):
     import warnings
 
-    from codegen.compile import compile_program
+    from bbmm.codegen.compile import compile_program
     prog, path, _ = accepted_program(seed, tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

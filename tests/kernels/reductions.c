@@ -1,4 +1,4 @@
-/* Max and min reductions into scalars over 2-D sweeps (codegen.reductions): each row
+/* Max and min reductions into scalars over 2-D sweeps (bbmm.codegen.reductions): each row
  * gets its own partial, so the rows run in parallel, and the result must be the C
  * program's bit for bit, -0 against +0 and NaNs included (1/m tells the zeros apart);
  * integer sums likewise. */

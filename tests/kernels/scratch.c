@@ -1,5 +1,5 @@
 /* Scratch arrays written before they are read in each band point (no read-in needed:
- * codegen.flow's sourced_within) beside arrays whose reads are live-in. */
+ * bbmm.codegen.flow's sourced_within) beside arrays whose reads are live-in. */
 void scratch(int tsteps, int n, float A[n][n], float T[n][n], float u[n], float out[n],
              float w[n])
 {

@@ -1,4 +1,4 @@
-/* Scalar temporaries (codegen.scop.Temp): each statement that reads one recomputes the
+/* Scalar temporaries (bbmm.codegen.scop.Temp): each statement that reads one recomputes the
  * assignments it needs; side-by-side statements share them. Every pattern the front end
  * accepts, in a time loop so that tiles, boxes and coherence are exercised too. */
 void temps(int tsteps, int n, float alpha, float A[n][n], float x[n], float y[n],

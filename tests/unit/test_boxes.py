@@ -1,7 +1,7 @@
-"""Tiles, initial bounding boxes and the Python expression printer (codegen.tiling,
-codegen.boxes, codegen.pyexpr), checked against brute-force enumeration of the tiles at
+"""Tiles, initial bounding boxes and the Python expression printer (bbmm.codegen.tiling,
+bbmm.codegen.boxes, bbmm.codegen.pyexpr), checked against brute-force enumeration of the tiles at
 concrete sizes: every host iteration, every tile (partial and empty ones included), two
-tile sizes. Also the plan rule for all-sequential loops (codegen.deps.plan)."""
+tile sizes. Also the plan rule for all-sequential loops (bbmm.codegen.deps.plan)."""
 from __future__ import annotations
 
 import random
@@ -9,11 +9,11 @@ import random
 import islpy as isl
 import pytest
 
-from codegen.boxes import plan_boxes
-from codegen.deps import Nest, plan
-from codegen.frontend import parse_source
-from codegen.pyexpr import compile_lambda, pwaff_to_py, set_to_py
-from codegen.tiling import tile_bounds, tile_indices
+from bbmm.codegen.boxes import plan_boxes
+from bbmm.codegen.deps import Nest, plan
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.pyexpr import compile_lambda, pwaff_to_py, set_to_py
+from bbmm.codegen.tiling import tile_bounds, tile_indices
 
 from analysis import kernel, points
 

@@ -13,7 +13,7 @@ import pytest
 
 from bbmm import cache
 from bbmm import reference as ref
-from codegen.compile import compile_program, load_driver
+from bbmm.codegen.compile import compile_program, load_driver
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOYD = ROOT / "polybench" / "floyd.c"

@@ -11,8 +11,8 @@ import islpy as isl
 import pytest
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.frontend import parse_source
-from codegen.scop import Ternary, Var
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.scop import Ternary, Var
 
 
 def _scop(body: str, params: str = "int n, float A[n], float B[n], int C[n], float lo"):

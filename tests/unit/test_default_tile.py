@@ -14,7 +14,7 @@ from bbmm.diagnostic import UsageError
 from bbmm.hostlib import serial_range
 from bbmm.run import (FIT_SAMPLES, PIPELINE_BYTES, _Footprint, _spread, default_tile,
                       pipeline_split)
-from codegen.compile import compile_program, load_driver
+from bbmm.codegen.compile import compile_program, load_driver
 
 POLYBENCH = Path(__file__).resolve().parents[2] / "polybench"
 

@@ -9,9 +9,9 @@ import pytest
 from pycparser import c_generator, c_parser
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.delinearize import delinearize
-from codegen.deps import dependences
-from codegen.frontend import parse_source
+from bbmm.codegen.delinearize import delinearize
+from bbmm.codegen.deps import dependences
+from bbmm.codegen.frontend import parse_source
 
 
 def _rows(src: str, ints=("n", "m")):
@@ -174,7 +174,7 @@ def test_a_column_neither_reading_keeps_in_the_row_is_refused():
 def test_bbmm_compile_says_which_arrays_it_shaped(tmp_path):
     """Pointers, flat arrays and a first size left to the caller get their sizes from
     their subscripts; ``bbmm compile`` lists them, a pointer with its C name."""
-    from codegen.compile import compile_program
+    from bbmm.codegen.compile import compile_program
     p = tmp_path / "s.c"
     p.write_text("void s(int n, float *A, float *half, float B[][n]) {\n"
                  "  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {\n"

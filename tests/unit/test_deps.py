@@ -1,4 +1,4 @@
-"""Dependences, parallel loops and kernel nests (codegen.deps), checked against hand-written
+"""Dependences, parallel loops and kernel nests (bbmm.codegen.deps), checked against hand-written
 isl relations and against a brute-force simulation of the sequential program."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pathlib
 import islpy as isl
 import pytest
 
-from codegen.deps import Nest, carried, dependences, parallel_loops, plan
-from codegen.frontend import parse_file, parse_source
+from bbmm.codegen.deps import Nest, carried, dependences, parallel_loops, plan
+from bbmm.codegen.frontend import parse_file, parse_source
 
 KERNELS = pathlib.Path(__file__).resolve().parents[1] / "kernels"
 
@@ -107,7 +107,7 @@ def test_flow_where_isl_fails_is_conservative():
     (existentials from ``g = i + 1 + h % 2; ...; g += 2``); value_flow then keeps every
     true flow and adds only earlier writes of the element read (memory RAW), and the
     memory-based dependences stay exact."""
-    from codegen.deps import value_flow
+    from bbmm.codegen.deps import value_flow
     s = parse_file(pathlib.Path(__file__).resolve().parents[1] / "kernels" / "quasi"
                    / "stepped_mod.c")
     with pytest.raises(isl.Error):

@@ -1,5 +1,5 @@
 """Rows that write the flow-out run first (bbmm.runtime.Runtime._edges, ``$BBMM_EDGE``), and the
-compile-time facts it rests on (codegen.flow.edge_writers)."""
+compile-time facts it rests on (bbmm.codegen.flow.edge_writers)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,10 +9,10 @@ from bbmm.box import Box
 from bbmm.devices import NullDevice
 from bbmm.diagnostic import SettingError
 from bbmm.runtime import EDGE_POINTS, Runtime, Tile, edge_points
-from codegen.deps import dependences, plan
-from codegen.flow import edge_writers
-from codegen.frontend import parse_source
-from codegen.tiling import tile_plan
+from bbmm.codegen.deps import dependences, plan
+from bbmm.codegen.flow import edge_writers
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.tiling import tile_plan
 
 from analysis import kernel
 from drivers import jacobi_reference, run_jacobi
@@ -50,7 +50,7 @@ void two(int n, float A[n][n], float B[n][n], float C[n][n]) {
 
 def test_writers_of_a_stencil_are_its_rows():
     from pathlib import Path
-    from codegen.frontend import parse_file
+    from bbmm.codegen.frontend import parse_file
     heat = parse_file(Path(__file__).resolve().parents[2] / "polybench" / "heat2d.c")
     assert writers_of(heat) == [{"B": (0, 0, 0)}, {"A": (0, 0, 0)}]
 

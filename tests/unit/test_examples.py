@@ -83,13 +83,20 @@ def test_the_wheel_ships_the_examples(tmp_path):
     assert {f"bbmm/examples/{n}.c" for n in SHIPPED} <= files
     assert "bbmm/schemas/trace.schema.json" in files and "bbmm/example.py" in files
     assert "bbmm/timeline.py" in files
+    # the compiler ships inside bbmm (pyproject.toml maps codegen/ onto bbmm.codegen)
+    assert "bbmm/codegen/compile.py" in files and "bbmm/codegen/__init__.py" in files
+    assert not [f for f in files if f.startswith("codegen/")]
     # installed from the wheel (unpacked here), bbmm finds them in bbmm/examples
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
     r = subprocess.run([sys.executable, "-c", "from bbmm import example; "
-                        "print(example.folder()); print(example.path('lu'))"],
+                        "print(example.folder()); print(example.path('lu')); "
+                        "import bbmm.codegen.compile as c, importlib.util as u; "
+                        "print(c.__file__); print(u.find_spec('codegen') is None)"],
                        capture_output=True, text=True, cwd=tmp_path,
                        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
-    folder, lu = r.stdout.split()
+    folder, lu, compiler, no_top_level = r.stdout.split()
+    assert compiler == str(tmp_path / "site" / "bbmm" / "codegen" / "compile.py")
+    assert no_top_level == "True"
     assert folder == str(tmp_path / "site" / "bbmm" / "examples")
     assert lu == str(tmp_path / "site" / "bbmm" / "examples" / "lu.c")

@@ -1,4 +1,4 @@
-"""Scalar expansion in the front end (codegen.frontend._build): which local arrays a
+"""Scalar expansion in the front end (bbmm.codegen.frontend._build): which local arrays a
 carried scalar becomes, over which loops, and what the rest of the compiler makes of
 them (no write-out, subscripts in bounds, parallel loops kept). Ground truth for the
 results is the e2e tier (tests/e2e/test_scalar_expansion.py, against the C programs)."""
@@ -11,10 +11,10 @@ import islpy as isl
 import pytest
 
 from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError
-from codegen.compile import out_of_bounds
-from codegen.deps import parallel_loops, plan
-from codegen.flow import plan_flow
-from codegen.frontend import parse_file, parse_source
+from bbmm.codegen.compile import out_of_bounds
+from bbmm.codegen.deps import parallel_loops, plan
+from bbmm.codegen.flow import plan_flow
+from bbmm.codegen.frontend import parse_file, parse_source
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 EXPAND = sorted((KERNELS / "expand").glob("*.c")) + [

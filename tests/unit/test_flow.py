@@ -1,4 +1,4 @@
-"""Flow-out and write-out sets (codegen.flow) against a simulation of the program.
+"""Flow-out and write-out sets (bbmm.codegen.flow) against a simulation of the program.
 
 The simulation runs the statement instances in program order, except that the instances
 of one band-nest instance (same nest, same host iteration) see only the writes of earlier
@@ -13,10 +13,10 @@ import itertools
 import islpy as isl
 import pytest
 
-from codegen.deps import dependences, plan
-from codegen.flow import parallel_flow, plan_flow
-from codegen.pyexpr import compile_lambda
-from codegen.tiling import tile_bounds
+from bbmm.codegen.deps import dependences, plan
+from bbmm.codegen.flow import parallel_flow, plan_flow
+from bbmm.codegen.pyexpr import compile_lambda
+from bbmm.codegen.tiling import tile_bounds
 
 from analysis import kernel, points
 

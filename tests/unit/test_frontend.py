@@ -1,4 +1,4 @@
-"""Front end: C kernels -> polyhedral model (codegen.frontend, codegen.scop)."""
+"""Front end: C kernels -> polyhedral model (bbmm.codegen.frontend, bbmm.codegen.scop)."""
 from __future__ import annotations
 
 import itertools
@@ -9,8 +9,8 @@ import islpy as isl
 import pytest
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.frontend import parse_file, parse_source
-from codegen.scop import (
+from bbmm.codegen.frontend import parse_file, parse_source
+from bbmm.codegen.scop import (
     Affine, ArrayRef, BinOp, Call, Cast, LoopNode, Num, Statement, Ternary, Var, array_refs,
     to_c)
 
@@ -418,7 +418,7 @@ def _walk(e):
     ("char int", None), ("long long long", None), ("struct", None),
 ])
 def test_elem_ctype(words, ctype):
-    from codegen.csource import elem_ctype
+    from bbmm.codegen.csource import elem_ctype
     assert elem_ctype(words.split()) == ctype
 
 
@@ -436,7 +436,7 @@ def test_integer_and_bool_element_types_and_typedefs():
         "u": "unsigned long"}
     # casts to a typedef of char are to char; a cast to _Bool is a test against 0
     assert s.statements[0].text == "p[i] = s[i] + ((char) 3);"
-    from codegen.scop import to_c
+    from bbmm.codegen.scop import to_c
     assert to_c(s.statements[1].rhs) == "(p[i] != 0)"
 
 

@@ -10,8 +10,8 @@ from pycparser import c_generator, c_parser
 
 from bbmm.diagnostic import UnsupportedProgramError
 from bbmm.reference import trampoline
-from codegen.frontend import parse_source
-from codegen.globals import file_arrays
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.globals import file_arrays
 
 SRC = """
 static float A[8][8];
@@ -58,7 +58,7 @@ def test_the_reference_sees_the_values_bbmm_gives(tmp_path):
     """The sequential C program runs on the arrays bbmm made, and the init function that
     fills file-scope arrays fills bbmm's arrays."""
     from bbmm.reference import init_arrays, run_reference
-    from codegen.frontend import parse_file
+    from bbmm.codegen.frontend import parse_file
     p = tmp_path / "g.c"
     p.write_text("""
     #define N 6
@@ -89,7 +89,7 @@ int main(void) { m = 5; scale = 2.0; return 0; }"""
 
 
 def test_file_constants_are_written_in_and_variables_main_sets_become_parameters():
-    from codegen.globals import file_scalars
+    from bbmm.codegen.globals import file_scalars
     ast = c_parser.CParser().parse(SCALARS.replace("#define K 3", "").replace("K", "3"))
     g, names = file_scalars(ast, next(e for e in ast.ext if getattr(e, "decl", None)
                                       and e.decl.name == "f"), None)
@@ -126,7 +126,7 @@ def test_the_trampoline_points_a_table_into_the_rows():
 
 
 def test_an_allocator_of_matrices_is_no_kernel_candidate():
-    from codegen.csource import find_kernel
+    from bbmm.codegen.csource import find_kernel
     ast = c_parser.CParser().parse("""
     void *malloc(unsigned long);
     double **matrix(int n) { double **r = malloc(8 * n); for (int i = 0; i < n; i++) r[i] = 0;

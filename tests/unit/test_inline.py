@@ -10,10 +10,10 @@ import pytest
 from pycparser import c_generator, c_parser
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.csource import find_kernel
-from codegen.deps import dependences
-from codegen.frontend import parse_source
-from codegen.inline import inline_helpers
+from bbmm.codegen.csource import find_kernel
+from bbmm.codegen.deps import dependences
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.inline import inline_helpers
 
 
 def _inlined(src: str) -> str:

@@ -207,13 +207,107 @@ RUNTIME_PACKAGES = (*RUNTIME, "tiles", "hostlib", "settings", "diagnostic", "dev
                     "devices/commandlog", "devices/clerrors")
 
 
+def _compiler_imports(tree: ast.AST, module: str) -> set[str]:
+    """The modules of the compiler, ``bbmm.codegen`` (or a top-level ``codegen``, the name
+    it had before it was installed in bbmm), that ``tree`` imports anywhere; relative
+    imports are resolved against ``module``, the dotted name of ``tree``'s package."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".")[:len(module.split(".")) - (node.level - 1)]
+                base = ".".join(package + ([base] if base else []))
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        out.update(n for n in names
+                   if n.split(".")[0] == "codegen" or n == "bbmm.codegen"
+                   or n.startswith("bbmm.codegen."))
+    return out
+
+
 def test_the_runtime_imports_nothing_of_the_compiler():
     """The runtime (and the support code of generated drivers, :mod:`bbmm.hostlib`)
-    imports no module of ``codegen``, anywhere in its files."""
+    imports no module of :mod:`bbmm.codegen`, anywhere in its files."""
     for name in RUNTIME_PACKAGES:
         path = BBMM / f"{name}.py"
         assert path.exists(), path
-        compiler = {m for m in _imported(_tree(path)) if m.split(".")[0] == "codegen"}
+        package = ".".join(("bbmm", *Path(name).parts[:-1]))
+        compiler = _compiler_imports(_tree(path), package)
         assert not compiler, f"{path} imports {compiler}"
 
+
+def test_the_compiler_check_sees_each_form_of_import():
+    for src in ("import bbmm.codegen.compile\n", "from bbmm.codegen import tiling\n",
+                "from bbmm import codegen\n", "from .codegen.scop import Scop\n",
+                "def f():\n    from codegen.scop import Scop\n"):
+        assert _compiler_imports(ast.parse(src), "bbmm"), src
+    assert _compiler_imports(ast.parse("from ..codegen import scop\n"), "bbmm.devices")
+    assert not _compiler_imports(ast.parse("from bbmm import codegenx, tiles\n"
+                                           "from . import box\nimport codegenx\n"), "bbmm")
+
+
+def test_nothing_imports_the_compiler_by_its_old_top_level_name():
+    """The compiler installs as ``bbmm.codegen`` only (pyproject.toml maps ``codegen/``
+    onto it): an ``import codegen`` anywhere would load a second copy of its modules
+    from a checkout, or another distribution's ``codegen`` from an install."""
+    root = BBMM.parent
+    found = {}
+    for folder in ("bbmm", "codegen", "tests", "scripts"):
+        for path in sorted((root / folder).rglob("*.py")):
+            old = {m for m in _compiler_imports(_tree(path), "") if m.split(".")[0] == "codegen"}
+            if old:
+                found[str(path.relative_to(root))] = sorted(old)
+    assert not found, found
+
+
+def test_the_package_list_installs_no_top_level_codegen():
+    import pytest
+    tomllib = pytest.importorskip("tomllib")      # Python 3.11 on
+    config = tomllib.loads((BBMM.parent / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "bbmm.codegen" in config["packages"]
+    assert not [p for p in config["packages"] if p.split(".")[0] == "codegen"]
+    assert config["package-dir"]["bbmm.codegen"] == "codegen"
+
 # }}}
+
+
+def _private_names_across(tree: ast.AST, other: str) -> set[str]:
+    """``module.name`` for each private name (one ``_``) ``tree`` imports from a module
+    whose dotted name starts with ``other`` (``from bbmm.diagnostic import _x``)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module and \
+                (node.module == other or node.module.startswith(other + ".")):
+            out.update(f"{node.module}.{a.name}" for a in node.names
+                       if a.name.startswith("_") and not a.name.startswith("__"))
+    return out
+
+
+def test_no_private_name_crosses_the_wall_between_compiler_and_runtime():
+    """The compiler (``codegen/``) imports only public names of bbmm's other modules (the
+    source locations of its messages: :func:`bbmm.diagnostic.format_coord`), and bbmm's
+    modules only public names of the compiler."""
+    root = BBMM.parent
+    crossing = {}
+    for path in sorted((root / "codegen").rglob("*.py")):
+        tree = _tree(path)
+        private = {n for n in _private_names_across(tree, "bbmm")
+                   if not n.startswith("bbmm.codegen")}
+        if private:
+            crossing[str(path.relative_to(root))] = sorted(private)
+    for path in sorted(BBMM.rglob("*.py")):
+        private = _private_names_across(_tree(path), "bbmm.codegen")
+        if private:
+            crossing[str(path.relative_to(root))] = sorted(private)
+    assert not crossing, crossing
+
+
+def test_the_private_name_check_sees_one():
+    tree = ast.parse("def f():\n    from bbmm.diagnostic import UsageError, _format_coord\n")
+    assert _private_names_across(tree, "bbmm") == {"bbmm.diagnostic._format_coord"}
+    assert not _private_names_across(ast.parse("from bbmm.diagnostic import format_coord\n"
+                                               "from bbmm import __version__\n"), "bbmm")

@@ -12,9 +12,9 @@ from pycparser import c_parser
 
 from bbmm.diagnostic import UnsupportedProgramError, UsageError
 from bbmm.run import parse_params
-from codegen.compile import compile_program
-from codegen.frontend import parse_source
-from codegen.names import c_text, rename_unsafe, unsafe
+from bbmm.codegen.compile import compile_program
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.names import c_text, rename_unsafe, unsafe
 
 # {{{ which names
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bbmm import reference as ref
-from codegen.deps import plan
-from codegen.frontend import parse_file
+from bbmm.codegen.deps import plan
+from bbmm.codegen.frontend import parse_file
 
 POLYBENCH = pathlib.Path(__file__).resolve().parents[2] / "polybench"
 

@@ -1,4 +1,4 @@
-"""Quasi-affine expressions: floor divisions in :class:`codegen.scop.Affine` (its C, isl
+"""Quasi-affine expressions: floor divisions in :class:`bbmm.codegen.scop.Affine` (its C, isl
 and Python texts agree), loops with steps other than 1 and C's ``/`` and ``%`` by positive
 constants, each checked against the C semantics simulated in Python (brute force)."""
 from __future__ import annotations
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from needs import needs_cl  # skipped only without an OpenCL platform
 
 from bbmm.diagnostic import UnsupportedProgramError
-from codegen.frontend import parse_source
-from codegen.scop import Affine, AffMin, bound_floordiv, to_c
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.scop import Affine, AffMin, bound_floordiv, to_c
 
 # {{{ Affine with floor divisions
 
@@ -199,7 +199,7 @@ def test_remainder_of_a_negative_value_is_refused_unless_tested_against_zero():
 
 
 def test_kernel_defines_floord_only_when_used(tmp_path):
-    from codegen.compile import compile_program
+    from bbmm.codegen.compile import compile_program
     srcs = {"w": "void f(int n, float A[n]) { for (int i = 0; i < n; i += 2) A[i] = 1; }",
             "p": "void f(int n, float A[n]) { for (int i = 0; i < n; i++) A[i] = 1; }"}
     for k, text in srcs.items():
@@ -217,7 +217,7 @@ def test_kernel_defines_floord_only_when_used(tmp_path):
 def test_box_past_the_quota_is_a_larger_inexact_box(monkeypatch):
     """A set with floor divisions whose exact box isl cannot find within the quota gets the
     box of its rational projection: never smaller, marked not exact."""
-    from codegen import tiling
+    from bbmm.codegen import tiling
     S = isl.Set("[lb, ub, n] -> { A[x, y] : exists (e, f: x = 3e + 1 and y = 2f and "
                 "lb <= e <= ub and 0 <= y <= x and x < n) }")
     ctx = isl.Set("[lb, ub, n] -> { : 0 <= lb <= ub and n >= 0 }")
@@ -241,7 +241,7 @@ def test_box_past_the_quota_is_a_larger_inexact_box(monkeypatch):
 def test_programs_run_right_with_boxes_past_the_quota(monkeypatch, tmp_path):
     """Every box of the kernels with steps over-approximated still gives the C result."""
     from bbmm.cli import main
-    from codegen import tiling
+    from bbmm.codegen import tiling
     monkeypatch.setattr(tiling, "BOX_OPERATIONS", 20_000)
     kernels = Path(__file__).resolve().parents[1] / "kernels" / "quasi"
     for name, params in [("redblack", ["tsteps=3", "n=14"]), ("strides", ["tsteps=2", "n=13"])]:
@@ -292,7 +292,7 @@ def test_pluto_tiled_loops_model_what_c_runs():
     """floord/ceild are floor and ceiling divisions for every sign (isl's), max/min the
     macros' ternaries, lbp/ubp/lbv/ubv the expressions assigned just before the loops:
     the model's instances are those the C program runs, each once, in its order."""
-    from codegen.frontend import parse_file
+    from bbmm.codegen.frontend import parse_file
     s = parse_file(PLUTO / "seidel1d_tiled.c")
     (st,) = s.statements
     assert [lp.iterator for lp in s.loops()] == ["t1", "t2", "t3", "t4"]

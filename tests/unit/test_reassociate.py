@@ -10,9 +10,9 @@ from pycparser import c_ast
 
 import bbmm
 from bbmm.diagnostic import BBMMWarning
-from codegen.compile import compile_program
-from codegen.csource import walk
-from codegen.reductions import _GEN, reduction_loops, split_reductions
+from bbmm.codegen.compile import compile_program
+from bbmm.codegen.csource import walk
+from bbmm.codegen.reductions import _GEN, reduction_loops, split_reductions
 
 KERNEL = Path(__file__).resolve().parents[1] / "kernels" / "reassoc" / "dot_rows.c"
 SUM = """

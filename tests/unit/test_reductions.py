@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pycparser import c_generator, c_parser
 
-from codegen.deps import parallel_loops
-from codegen.frontend import parse_source
-from codegen.reductions import (
+from bbmm.codegen.deps import parallel_loops
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.reductions import (
     FLAT,
     STRIP,
     flat,
@@ -322,3 +322,26 @@ def test_a_non_strict_form_is_not_exact():
     assert _bits(got) != _bits(seq)
 
 # }}}
+
+
+def test_the_strip_width_comes_from_the_compile_not_the_environment(tmp_path, monkeypatch):
+    """``$BBMM_STRIP`` is read once, where :func:`bbmm.codegen.compile.compile_program`
+    starts, and passed down: ``strip=`` overrides it, the front end alone never reads it."""
+    from bbmm.codegen.compile import compile_program
+    from bbmm.diagnostic import UsageError
+    path = tmp_path / "c.c"
+    path.write_text(CONVERGE)
+
+    def how(prog) -> str:
+        (note,) = prog.scop.reductions
+        return note.split(": ", 1)[1]
+    monkeypatch.delenv("BBMM_STRIP", raising=False)
+    assert how(compile_program(path)).endswith(f"a partial per row and strip of {STRIP}")
+    assert how(compile_program(path, strip=8)).endswith("a partial per row and strip of 8")
+    assert how(compile_program(path, strip=1)).endswith("a partial per row")
+    monkeypatch.setenv("BBMM_STRIP", "16")
+    assert how(compile_program(path)).endswith("a partial per row and strip of 16")
+    assert how(compile_program(path, strip=8)).endswith("a partial per row and strip of 8")
+    assert parse_source(CONVERGE, "c.c").reductions[0].endswith(f"strip of {STRIP}")
+    with pytest.raises(UsageError, match="strip must be an integer of at least 1, got 0"):
+        compile_program(path, strip=0)

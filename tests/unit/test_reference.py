@@ -10,7 +10,7 @@ import pytest
 
 from bbmm import reference as ref
 from bbmm.diagnostic import BBMMError, BBMMWarning, UsageError
-from codegen.frontend import parse_file
+from bbmm.codegen.frontend import parse_file
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 

@@ -5,8 +5,8 @@ import pytest
 from pycparser import c_generator, c_parser
 
 from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError
-from codegen.frontend import parse_source
-from codegen.scalarize import MAX_ELEMENTS, pointer_arrays, scalarize_small_arrays
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.scalarize import MAX_ELEMENTS, pointer_arrays, scalarize_small_arrays
 
 
 def _run(body: str, taken=("n", "A", "i", "w")):

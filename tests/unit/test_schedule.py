@@ -10,10 +10,10 @@ import pytest
 
 import bbmm
 from bbmm.diagnostic import BBMMWarning, UsageError
-from codegen.compile import compile_program
-from codegen.deps import dependences, plan
-from codegen.frontend import parse_file
-from codegen.schedule import NotRescheduled, apply_schedule, reschedule
+from bbmm.codegen.compile import compile_program
+from bbmm.codegen.deps import dependences, plan
+from bbmm.codegen.frontend import parse_file
+from bbmm.codegen.schedule import NotRescheduled, apply_schedule, reschedule
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 GS = KERNELS / "sched" / "gauss_seidel.c"
@@ -60,7 +60,7 @@ def test_wavefront_tiles_rows_not_time_steps():
     """isl's own band is [s, r] (tiles of time steps: few, and boxes piecewise over the
     wavefront); the band is reordered to [r, s], which is as legal, and the tiled loop
     then runs over rows."""
-    from codegen.schedule import compute_schedule
+    from bbmm.codegen.schedule import compute_schedule
     scop = parse_file(GS)
     deps = dependences(scop)
     tiled = {}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pycparser import c_generator, c_parser
 
-from codegen.deps import dependences
-from codegen.frontend import parse_source
-from codegen.structure import loop_continues
+from bbmm.codegen.deps import dependences
+from bbmm.codegen.frontend import parse_source
+from bbmm.codegen.structure import loop_continues
 
 
 def _text(src: str) -> str:
@@ -46,7 +46,7 @@ def test_the_model_is_the_program_with_the_else_written_out():
 
 
 def test_a_kernel_returning_a_value_stores_it():
-    from codegen.structure import kernel_return
+    from bbmm.codegen.structure import kernel_return
     f = c_parser.CParser().parse("""float f(int n, float A[n]) {
         if (n < 2) return 0; float s = 0; for (int i = 0; i < n; i++) s += A[i]; return s; }
         """).ext[0]
@@ -64,7 +64,7 @@ def test_a_kernel_returning_a_value_stores_it():
 
 
 def test_a_switch_is_an_if_chain():
-    from codegen.structure import switches
+    from bbmm.codegen.structure import switches
     f = c_parser.CParser().parse("""void f(int n, int K[n], float A[n]) {
         for (int i = 0; i < n; i++) switch (K[i] & 3) {
           case 0: A[i] = 1; break;
@@ -77,7 +77,7 @@ def test_a_switch_is_an_if_chain():
 
 
 def test_switches_that_are_no_chain_stay():
-    from codegen.structure import switches
+    from bbmm.codegen.structure import switches
     for body in ("case 0: A[i] = 1; case 1: A[i] = 2; break;",     # falls through
                  "case 0: if (i) break; A[i] = 1; break;",          # leaves early
                  "case 0: A[i] = 1; break;"):
@@ -89,7 +89,7 @@ def test_switches_that_are_no_chain_stay():
 
 
 def _jumps(src: str) -> str:
-    from codegen.structure import loop_jumps
+    from bbmm.codegen.structure import loop_jumps
     f = c_parser.CParser().parse(src).ext[0]
     return " ".join(c_generator.CGenerator().visit(loop_jumps(f)[0]).split())
 
@@ -124,13 +124,13 @@ def test_flag_names_avoid_the_function_s_names():
 
 
 def test_a_function_without_jumps_is_itself():
-    from codegen.structure import loop_jumps
+    from bbmm.codegen.structure import loop_jumps
     f = c_parser.CParser().parse("void f(int n, float A[n]) { A[0] = 1; }").ext[0]
     assert loop_jumps(f) == (f, frozenset())
 
 
 def test_a_return_in_loops_ends_them_and_skips_the_rest():
-    from codegen.structure import return_flags
+    from bbmm.codegen.structure import return_flags
     f = c_parser.CParser().parse("""void f(int n, float A[n]) {
         if (n > 2) { for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
           if (A[j] > i) return; A[j] = 1; } A[0] = 2; } A[1] = 3; }""").ext[0]
@@ -142,7 +142,7 @@ def test_a_return_in_loops_ends_them_and_skips_the_rest():
 
 
 def test_a_kernel_returning_from_a_loop_gets_a_flag():
-    from codegen.structure import kernel_return, loop_jumps
+    from bbmm.codegen.structure import kernel_return, loop_jumps
     f = c_parser.CParser().parse("""float f(int n, float A[n]) { float s = 0;
         for (int i = 0; i < n; i++) { s += A[i]; if (s > 1) return s; } return -s; }
         """).ext[0]
@@ -159,7 +159,7 @@ def c_ast_compound(items):
 
 
 def _whiles(src: str) -> str:
-    from codegen.structure import while_loops
+    from bbmm.codegen.structure import while_loops
     f = c_parser.CParser().parse(src).ext[0]
     return " ".join(c_generator.CGenerator().visit(while_loops(f)).split())
 

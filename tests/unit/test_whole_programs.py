@@ -1,4 +1,4 @@
-"""Whole C programs in PolyBench/C's style (codegen.csource, the front end on them, and the
+"""Whole C programs in PolyBench/C's style (bbmm.codegen.csource, the front end on them, and the
 reference library's entry points for static kernels and init functions)."""
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pycparser import c_parser
 
 from bbmm import reference as ref
 from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError, UsageError
-from codegen import csource
-from codegen.compile import compile_program, out_of_bounds
-from codegen.frontend import parse_file, parse_source
+from bbmm.codegen import csource
+from bbmm.codegen.compile import compile_program, out_of_bounds
+from bbmm.codegen.frontend import parse_file, parse_source
 
 PB = Path(__file__).resolve().parents[1] / "kernels" / "polybench_style"
 UTIL = str(PB / "utilities")

@@ -1,7 +1,7 @@
 /* A loop with step 2 whose first value holds a remainder of a loop counting down
  * (g = i + 1 + h % 2), subscripting A[g][h] and B[g][g]: isl's compute_flow fails on
  * these access relations ("affine expression involves some of the domain dimensions"),
- * and bbmm's dependences then take a conservative flow (codegen.deps.value_flow). */
+ * and bbmm's dependences then take a conservative flow (bbmm.codegen.deps.value_flow). */
 void stepped_mod(int n, int m, double A[n + 1][m + 1], float B[n][n + 1]) {
   for (int i = 2; i < n; i++) {
     double t = 0.5f * (A[i][0] + A[i][0]);
