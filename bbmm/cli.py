@@ -26,7 +26,6 @@ from .run import (add_run_options, check_against_reference, check_output, execut
                   profile_path, report, report_header, report_stream, write_json)
 from .version import __version__
 
-_one_line_warnings = one_line_warnings  # the name bbmm.procs imports it by
 __all__ = ["main", "build_parser", "run_json", "COMMANDS", "add_device_options",
            "make_devices_from_args", "platform_arg", "device_mem", "prepare_run",
            "check_init_flags", "run_with_errors", "OneLineParser"]

@@ -75,7 +75,7 @@ def _auto(args: argparse.Namespace) -> int:
     :data:`AUTO_MIN_GPUS` of them."""
     if getattr(args, "mpi", False) or not shm.supported():
         return 1
-    from .cli import platform_arg
+    from .devargs import platform_arg
     from .devices.opencl import discover
 
     disc = discover(platform_arg(args), args.device_kind)
@@ -165,7 +165,7 @@ def _relay(logs: list[Any], codes: list[int]) -> None:
 
 def child_main(argv: list[str]) -> int:
     """A process started by :func:`run_procs`: ``python -m bbmm.procs PATH RANK SIZE``."""
-    from .cli import _one_line_warnings
+    from .console import one_line_warnings
     from .mpirun import run_cli
 
     path, rank, size = argv[0], int(argv[1]), int(argv[2])
@@ -175,7 +175,7 @@ def child_main(argv: list[str]) -> int:
         comm.barrier()
     except shm.PeerLost:
         return 1
-    _one_line_warnings()
+    one_line_warnings()
     try:
         return run_cli(args, comm)
     except KeyboardInterrupt:

@@ -17,8 +17,7 @@ import numpy as np
 
 from . import settings
 from .box import union_volume
-from .console import OneLineParser, exit_interrupted, run_with_errors, watch_interrupts
-from .devargs import add_device_options, make_devices_from_args, profile_path
+from .devargs import profile_path
 from .diagnostic import BBMMError, UsageError, format_bytes
 from .hostlib import prebuild
 from .profile import write_timeline
@@ -612,65 +611,3 @@ def check_against_reference(res: RunResult, c_path: str, scop: Any, initial: dic
             bad.append(str(m))
     res.check = "fail" if bad else "pass"
     res.mismatches = bad
-
-
-def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
-    """``python <kernel>_host.py ...``: run a generated driver on its own."""
-    p = OneLineParser(prog=f"{module.FUNCTION}_host.py",
-                      description=f"bbmm driver for {module.FUNCTION} ({module.SOURCE})")
-    add_device_options(p)
-    add_run_options(p)
-    args = p.parse_args(argv)
-
-    def tuned() -> int:
-        from .hostlib import tune
-        tune(settings.parse_tune(args.tune))
-        return 0
-    rc = run_with_errors(tuned)
-    if rc:
-        return rc
-    if args.procs not in ("1", "auto"):
-        p.error(f"--procs {args.procs}: a generated driver runs in one process; use "
-                f"bbmm run FILE.c --procs {args.procs}, or mpiexec with --mpi")
-    if args.mpi:
-        from .mpirun import driver_mpi  # the MPI launcher builds on this module
-        return run_with_errors(lambda: driver_mpi(module, args))
-
-    def go() -> int:
-        profile = profile_path(args)
-        check_output(args.json, "--json")
-        params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,
-                                       getattr(module, "PARAM_DEFAULTS", None),
-                                       getattr(module, "C_NAMES", None),
-                                       getattr(module, "INT_TYPES", None))
-        check_sizes(module, params, copies=1)
-        for name, _ in module.FLOAT_PARAMS:
-            scalars.setdefault(name, 1.5)
-        devices = make_devices_from_args(args)
-        arrays = host_arrays(module, params, devices)
-        rng = np.random.default_rng(args.seed)
-        for a in arrays.values():
-            if a.dtype.kind == "f":
-                a[...] = rng.random(a.shape)
-            else:
-                a[...] = rng.integers(0, 100, a.shape)
-        res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
-                      reuse=not args.no_reuse, coherence=args.coherence,
-                      progress=False if args.no_progress else None,
-                      replay=False if args.no_replay else None, fuse=args.fuse,
-                      profile=profile)
-        print(report(res, module.FUNCTION, getattr(module, "RETURNS", None)),
-              file=report_stream(args.json))
-        if args.json:
-            write_json(args.json, res.as_json(module.FUNCTION))
-        return 0
-
-    program = argv is None       # run as ``python <kernel>_host.py``, not called
-    if program:
-        watch_interrupts()       # Ctrl-C ends the driver within a second
-    try:
-        return run_with_errors(go)
-    except KeyboardInterrupt:
-        if program:
-            exit_interrupted()
-        raise

@@ -171,7 +171,7 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     with g:
         g("import sys")
         g()
-        g("from bbmm.run import driver_main")
+        g("from bbmm.driver import driver_main")
         g("sys.exit(driver_main(sys.modules[__name__]))")
     return g.source()
 

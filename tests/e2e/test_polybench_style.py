@@ -123,7 +123,7 @@ def test_against_the_programs_own_dump(name, array, tmp_path):
 @needs_cl
 @pytest.mark.parametrize("name", ["mvt-const", "gemm"])
 def test_compiled_driver_runs_without_param(name, tmp_path, capsys):
-    from bbmm.run import driver_main
+    from bbmm.driver import driver_main
     from bbmm.codegen.compile import load_module
 
     assert main(["compile", str(PB / f"{name}.c"), "-I", str(UTIL), "-DMINI_DATASET",

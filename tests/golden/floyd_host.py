@@ -296,5 +296,5 @@ def run(_bbmm_rt, _bbmm_params, _bbmm_scalars, _bbmm_tile, _bbmm_progress=None):
 if __name__ == "__main__":
     import sys
 
-    from bbmm.run import driver_main
+    from bbmm.driver import driver_main
     sys.exit(driver_main(sys.modules[__name__]))

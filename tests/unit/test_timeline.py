@@ -205,15 +205,17 @@ def test_bad_targets_are_one_line_usage_errors(tmp_path, monkeypatch):
         pf.load(str(tmp_path / "none.json"))
 
 
-def test_profile_is_refused_with_mpi(tmp_path, monkeypatch):
+def test_profile_path_over_mpi_too(tmp_path, monkeypatch):
+    """Every rank records its devices; rank 0 writes one trace of all
+    (:func:`bbmm.profile.merge_ranks`, tests/e2e/test_procs.py)."""
     from bbmm.run import profile_path
 
     monkeypatch.delenv(pf.ENV, raising=False)
-    args = argparse.Namespace(profile=str(tmp_path / "t.json"), mpi=True)
-    with pytest.raises(UsageError, match="--mpi"):
-        profile_path(args)
-    args.mpi = False
-    assert profile_path(args) == str(tmp_path / "t.json")
+    for mpi in (True, False):
+        args = argparse.Namespace(profile=str(tmp_path / "t.json"), mpi=mpi)
+        assert profile_path(args) == str(tmp_path / "t.json")
+    with pytest.raises(UsageError):
+        profile_path(argparse.Namespace(profile=str(tmp_path / "no" / "t.json"), mpi=True))
 
 
 @pytest.mark.parametrize("saved", ["trace", "old format"])
