@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import islpy as isl
 
-from bbmm.hostlib import tile_range, tiles_covering
+from bbmm.grid import tile_range, tiles_covering
 from bbmm.codegen.deps import Nest, Plan
 from bbmm.codegen.pyexpr import compile_lambda, pwaff_to_py, set_to_py
 from bbmm.codegen.scop import Scop, Statement, relate_isl

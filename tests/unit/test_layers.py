@@ -310,3 +310,35 @@ def test_the_private_name_check_sees_one():
     assert _private_names_across(tree, "bbmm") == {"bbmm.diagnostic._format_coord"}
     assert not _private_names_across(ast.parse("from bbmm.diagnostic import format_coord\n"
                                                "from bbmm import __version__\n"), "bbmm")
+
+
+COMPILER_MAY_USE = {"bbmm", "bbmm.diagnostic", "bbmm.grid", "bbmm.settings", "bbmm.version",
+                    "bbmm.cache"}
+"""What the compiler imports of the rest of bbmm: errors and their source locations, the
+tile grid's pure functions, the settings, the version and the cache of compiled drivers;
+nothing of the runtime (the code it *generates* imports the runtime, as text)."""
+
+
+def _compiler_uses(tree: ast.AST) -> set[str]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "bbmm":
+                out.update(f"bbmm.{a.name}" if a.name not in ("__version__",) else "bbmm"
+                           for a in node.names)
+            elif node.module.startswith("bbmm.") and not node.module.startswith("bbmm.codegen"):
+                out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names
+                       if a.name.startswith("bbmm") and not a.name.startswith("bbmm.codegen"))
+    return out
+
+
+def test_the_compiler_imports_nothing_of_the_runtime():
+    used = {p.name: _compiler_uses(ast.parse(p.read_text()))
+            for p in sorted((BBMM.parent / "codegen").glob("*.py"))}
+    bad = {name: sorted(u - COMPILER_MAY_USE) for name, u in used.items()
+           if u - COMPILER_MAY_USE}
+    assert not bad, bad
+    assert "bbmm.grid" in used["tiling.py"]  # the scan sees what it should
+    assert _compiler_uses(ast.parse("from bbmm.hostlib import launch\n")) == {"bbmm.hostlib"}
