@@ -245,19 +245,20 @@ def test_program_that_cannot_be_pickled_is_compiled_on_every_rank(tmp_path):
     assert json.loads(out.read_text())["check"] == "pass"
 
 
-N_RANDOM = int(os.environ.get("BBMM_RANDOM_MPI", "24"))
+N_RANDOM = int(os.environ.get("BBMM_RANDOM_MPI", "8"))
 
 
 def test_random_programs_over_ranks(tmp_path):
     """Randomized differential test over MPI: random programs (tests/randprog.py, time
     loops of 4-7 steps so that steps repeat) run with --check on 2 ranks of 1 and 2
     devices, with random tiles and modes, in one mpiexec. ``BBMM_RANDOM_MPI=N`` sets how
-    many (default 24: seed 21 caught replay over ranks); ``BBMM_RANDOM_SEED0`` shifts the seeds."""
+    many (default 8, seeds 14-21: seed 21 caught replay over ranks; 24 take three
+    minutes), ``BBMM_RANDOM_SEED0`` where they start (default 14)."""
     import random
 
     from test_random_kernels import accepted_program  # the same programs, redrawn alike
 
-    seed0 = int(os.environ.get("BBMM_RANDOM_SEED0", "0"))
+    seed0 = int(os.environ.get("BBMM_RANDOM_SEED0", "14"))
     runs, progs = [], {}
     for seed in range(seed0, seed0 + N_RANDOM):
         prog, path, s = accepted_program(seed, tmp_path)
