@@ -391,15 +391,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.verbose += getattr(args, "sub_verbose", 0)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="bbmm: %(name)s: %(message)s")
-    try:
+    def go() -> int:
         resolve_example(args)
         return args.run(args)
-    except UsageError as e:
-        print(f"bbmm: error: {one_line(e)}", file=sys.stderr)
-        return 2
-    except BBMMError as e:
-        print(f"bbmm: error: {one_line(e)}", file=sys.stderr)
-        return 1
+    try:
+        return run_with_errors(go)
     except MemoryError:
         print("bbmm: error: out of host memory (smaller --param sizes, or fewer copies: "
               "without --check)", file=sys.stderr)

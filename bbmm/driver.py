@@ -8,14 +8,12 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Sequence
 
-import numpy as np
-
 from . import settings
 from .console import OneLineParser, exit_interrupted, run_with_errors, watch_interrupts
 from .devargs import add_device_options, make_devices_from_args, profile_path
 from .mpirun import driver_mpi
-from .run import (add_run_options, check_output, check_sizes, execute, host_arrays,
-                  parse_params, report, report_stream, write_json)
+from .run import (add_run_options, check_output, check_sizes, execute, parse_params,
+                  random_inputs, report, report_stream, write_json)
 
 
 def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
@@ -47,16 +45,8 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
                                        getattr(module, "C_NAMES", None),
                                        getattr(module, "INT_TYPES", None))
         check_sizes(module, params, copies=1)
-        for name, _ in module.FLOAT_PARAMS:
-            scalars.setdefault(name, 1.5)
         devices = make_devices_from_args(args)
-        arrays = host_arrays(module, params, devices)
-        rng = np.random.default_rng(args.seed)
-        for a in arrays.values():
-            if a.dtype.kind == "f":
-                a[...] = rng.random(a.shape)
-            else:
-                a[...] = rng.integers(0, 100, a.shape)
+        arrays = random_inputs(module, params, scalars, devices, args.seed)
         res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
                       reuse=not args.no_reuse, coherence=args.coherence,
                       progress=False if args.no_progress else None,

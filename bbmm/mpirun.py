@@ -375,22 +375,14 @@ def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
     args.node = comm.node_slot()
 
     def setup() -> tuple[Any, ...]:
-        from .run import host_arrays, parse_params
+        from .run import parse_params, random_inputs
 
         params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,
                                        getattr(module, "PARAM_DEFAULTS", None),
                                        getattr(module, "C_NAMES", None))
-        for name, _ in module.FLOAT_PARAMS:
-            scalars.setdefault(name, 1.5)
         devices = make_devices_from_args(args)
-        arrays = host_arrays(module, params, devices)
-        rng = np.random.default_rng(args.seed)
-        for a in arrays.values():
-            if a.dtype.kind == "f":
-                a[...] = rng.random(a.shape)
-            else:
-                a[...] = rng.integers(0, 100, a.shape)
-        return params, scalars, devices, arrays
+        return params, scalars, devices, random_inputs(module, params, scalars, devices,
+                                                       args.seed)
 
     def go() -> int:
         params, scalars, devices, arrays = setup_all(comm, setup)

@@ -307,6 +307,22 @@ def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence
     return out
 
 
+def random_inputs(module: ModuleType, params: Mapping[str, int], scalars: dict[str, float],
+                  devices: Sequence[Any], seed: int) -> dict[str, np.ndarray]:
+    """A generated driver run on its own (``python <kernel>_host.py``, over MPI too): its
+    float parameters 1.5 where not given, and host arrays of seeded random data."""
+    for name, _ in module.FLOAT_PARAMS:
+        scalars.setdefault(name, 1.5)
+    arrays = host_arrays(module, params, devices)
+    rng = np.random.default_rng(seed)
+    for a in arrays.values():
+        if a.dtype.kind == "f":
+            a[...] = rng.random(a.shape)
+        else:
+            a[...] = rng.integers(0, 100, a.shape)
+    return arrays
+
+
 def whole_limit() -> int:
     """``$BBMM_WHOLE``: arrays the program never writes, of at most this many bytes, are
     held whole on every device that reads them (default 1 MiB; 0: never)."""

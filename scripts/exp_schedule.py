@@ -112,20 +112,7 @@ def base_sizes(name: str, sizes: str) -> dict[str, float]:
 def sized(args: Any, name: str) -> dict[str, float]:
     """The preset with the ``--param [KERNEL:]NAME=VALUE`` overrides (a name the kernel
     does not have is skipped unless the override names the kernel)."""
-    params = base_sizes(name, args.sizes)
-    for item in args.param:
-        target, _, rest = item.rpartition(":")
-        key, eq, value = rest.partition("=")
-        if not eq:
-            raise SystemExit(f"--param {item!r}: expected [KERNEL:]NAME=VALUE")
-        if target and target != name:
-            continue
-        if key in params:
-            params[key] = float(value) if isinstance(params[key], float) else int(value, 0)
-        elif target:
-            raise SystemExit(f"--param {item}: {name} has no parameter {key!r} "
-                             f"(its parameters: {', '.join(params)})")
-    return params
+    return ec.override_params(base_sizes(name, args.sizes), args.param, name, "KERNEL")
 
 
 def compile_both(path: Path) -> tuple[Any, Any]:

@@ -224,16 +224,23 @@ def program_params(args: argparse.Namespace, name: str, sizes: str | None = None
                    ) -> dict[str, int]:
     """The size parameters of ``name`` for ``--sizes`` with the ``--param`` overrides."""
     info = PROGRAMS[name]
-    params = dict(info.sizes[sizes or args.sizes])
-    for item in args.param:
+    return override_params(dict(info.sizes[sizes or args.sizes]), args.param, name, "PROG")
+
+
+def override_params(params: dict[str, Any], items: list[str], name: str,
+                    what: str = "PROG") -> dict[str, Any]:
+    """``params`` of program ``name`` with the ``--param [WHAT:]NAME=VALUE`` overrides
+    ``items`` (a name the program does not have is skipped unless the item names the
+    program); a float parameter stays a float."""
+    for item in items:
         target, _, rest = item.rpartition(":")
         key, eq, value = rest.partition("=")
         if not eq:
-            raise SystemExit(f"--param {item!r}: expected [PROG:]NAME=VALUE")
+            raise SystemExit(f"--param {item!r}: expected [{what}:]NAME=VALUE")
         if target and target != name:
             continue
         if key in params:
-            params[key] = int(value, 0)
+            params[key] = float(value) if isinstance(params[key], float) else int(value, 0)
         elif target:
             raise SystemExit(f"--param {item}: {name} has no parameter {key!r} "
                              f"(its parameters: {', '.join(params)})")
