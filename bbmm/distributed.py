@@ -298,8 +298,11 @@ class DistributedRuntime:
     def coherence(self) -> str:
         return self.local.coherence
 
-    def run_phase(self, tiles: Sequence[Tile], serial: object = None) -> None:
-        """Run one parallel loop instance: per stage, the exchange and this rank's tiles.
+    def run_phase(self, tiles: Sequence[Tile], serial: object = None, *,
+                  spec: Any = None, args: Sequence[Any] | None = None) -> None:
+        """Run one parallel loop instance: per stage, the exchange and this rank's tiles
+        (``spec``, ``args``: as :meth:`bbmm.runtime.Runtime.run_phase` takes them; a stage
+        is named by the phase's ``spec`` and the positions of its tiles in the phase).
 
         The exchange runs where the local runtime issues the stage's device operations
         (as the stage's ``before`` and ``after``): at once, or later when the local
@@ -312,15 +315,18 @@ class DistributedRuntime:
         plan = self.memo.plan(self.own, tiles, self.rank_of)
         st.plan_s += time.perf_counter() - t0
         self._step("plan", t0)
+        pos = None if spec is None else {id(t): i for i, t in enumerate(tiles)}
         for stage, msgs in plan:
             st.stages += 1
             mine = [t if lo == 0 else _moved(t, t.device - lo)
                     for t in stage if lo <= t.device < hi]
+            sub = None if pos is None else (
+                spec, tuple(pos[id(t)] for t in stage if lo <= t.device < hi))
             me = self.rank
             sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
             recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
             if not sends and not recvs:
-                self.local.run_phase(mine, serial)
+                self.local.run_phase(mine, serial, spec=sub, args=args)
                 continue
             # what the stage sends (the newest values it stores first) and receives (the
             # copies it makes stale) must repeat for the stage to be replayed
@@ -329,12 +335,13 @@ class DistributedRuntime:
             if recvs or self.local.directory.blocking:
                 self.local.run_phase(
                     mine, serial, before=partial(self._exchange_before, sends, recvs),
-                    key=key)
+                    key=key, spec=sub, args=args)
             else:
                 box: dict[str, Any] = {}
                 self.local.run_phase(mine, serial,
                                      before=partial(self._send_before, sends, box),
-                                     after=partial(self._send_after, sends, box), key=key)
+                                     after=partial(self._send_after, sends, box), key=key,
+                                     spec=sub, args=args)
 
     def end_serial(self, serial: object = None) -> None:
         self.local.end_serial(serial)

@@ -45,7 +45,8 @@ class Runtime(Protocol):
     managers: Sequence[BufferManager]
     stats: Stats
 
-    def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None) -> Any: ...
+    def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None,
+                args: Sequence[Any] | None = None) -> Any: ...
 
 
 def tile_key(t: Tile) -> Hashable:
@@ -95,6 +96,9 @@ class Tape:
 
     phases: list[tuple] = field(default_factory=list)
     """The :func:`phase_key` of each phase, in order."""
+    tiles_of: list[list[Tile]] = field(default_factory=list)
+    """The tiles of each phase as they ran (a phase named by its caller's ``spec`` is
+    replayed with these, and the new iteration's kernel arguments)."""
     ops: list[tuple[str, str, tuple]] = field(default_factory=list)
     timer: str = "memory_mgmt"
     """Where operations issued now are accounted (set by the runtime around each step)."""
@@ -109,12 +113,13 @@ class Tape:
         self.ops.append((self.timer, kind, args))
 
 
-def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object, Any, Any, Any]]
-           ) -> None:
+def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
     """Issue ``tape``'s operations again for ``phases`` (``(tiles, serial, before,
-    after, key)`` per recorded phase, the tiles matching the recorded keys), with this
-    iteration's kernels and scalars; a phase's ``before(True)`` and ``after()`` run where
-    the recording marked its start and end (:meth:`bbmm.runtime.Runtime.run_phase`)."""
+    after, key, spec, args)`` per recorded phase, the tiles matching the recorded keys),
+    with this iteration's kernels and scalars (a phase named by a ``spec``: the recorded
+    tiles, given this iteration's ``args``); a phase's ``before(True)`` and ``after()``
+    run where the recording marked its start and end
+    (:meth:`bbmm.runtime.Runtime.run_phase`)."""
     clock = time.perf_counter
     d = rt.directory
     times = rt.stats.times
@@ -122,7 +127,11 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple[list[Tile], object, Any, 
         t0 = clock()
         if kind == "launch":
             p, i, tb, rows = args
-            rt._launch(phases[p][0][i], tb, rows)
+            ph = phases[p]
+            if ph[5] is None:
+                rt._launch(ph[0][i], tb, rows, ph[6])
+            else:
+                rt._launch(tape.tiles_of[p][i], tb, rows, ph[6])
         elif kind == "begin":
             cb = phases[args[0]][2]
             if cb is not None:

@@ -407,7 +407,7 @@ class _Footprint:
     def sample(first: int, stop: int) -> Sequence[int]:
         return _spread(first, stop)
 
-    def run_phase(self, tiles: Sequence[Any], serial: tuple = ()) -> None:
+    def run_phase(self, tiles: Sequence[Any], serial: tuple = (), **_: Any) -> None:
         for t in tiles:
             need = sum(union_volume(b for b in boxes if not b.is_empty) * self.itemsize[a]
                        for a, boxes in t.boxes.items())

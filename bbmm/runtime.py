@@ -61,9 +61,11 @@ SMALL_PHASE = 1 / 64
 far runs each tile where most of its data is (:meth:`Runtime._place`)."""
 
 
-def _key(tiles: Sequence[Tile], extra: Hashable) -> Hashable:
-    """A phase's key for replay: its tiles', and what else its decisions depend on."""
-    return phase_key(tiles) if extra is None else (phase_key(tiles), extra)
+def _key(tiles: Sequence[Tile], extra: Hashable, spec: Hashable = None) -> Hashable:
+    """A phase's key for replay: its tiles' (or the ``spec`` its caller names them by,
+    :meth:`Runtime.run_phase`), and what else its decisions depend on."""
+    k = phase_key(tiles) if spec is None else ("spec", spec)
+    return k if extra is None else (k, extra)
 
 
 class Runtime:
@@ -147,7 +149,7 @@ class Runtime:
         """Record serial iterations and replay the ones that repeat (:mod:`bbmm.replay`)."""
         self._tape: Tape | None = None
         self._fixed: Tape | None = None     # the recorded fixed point being replayed
-        self._deferred: list[tuple[list[Tile], object, Any, Any, Hashable]] = []
+        self._deferred: list[tuple[list[Tile], object, Any, Any, Hashable, Hashable, Any]] = []
         self._prev_keys: tuple | None = None
         self._prev_sig: object = None
         self._record()
@@ -167,7 +169,8 @@ class Runtime:
 
     def run_phase(self, tiles: Sequence[Tile], serial: object = None, *,
                   before: Callable[[bool], None] | None = None,
-                  after: Callable[[], None] | None = None, key: Hashable = None) -> None:
+                  after: Callable[[], None] | None = None, key: Hashable = None,
+                  spec: Hashable = None, args: Sequence[Any] | None = None) -> None:
         """Run the tiles of one parallel loop instance (one serial iteration of one nest).
 
         While a recorded fixed point is being replayed, a phase whose tiles match the
@@ -181,45 +184,65 @@ class Runtime:
         :mod:`bbmm.distributed` exchanges data between processes there). ``key``: what
         else the phase's decisions depend on (the regions ``before`` receives): a phase
         matches a recorded one only if its key is the same too.
+
+        ``spec``: a value the caller guarantees to determine the tiles entirely (the
+        generated driver's key of a tile list it built once and hands over again while
+        the serial iterators stay in one regime, :func:`bbmm.codegen.regime`): the phase
+        is then matched by it, without looking at the tiles' boxes. ``args``: the
+        iteration's kernel arguments, given to every tile's kernel as
+        ``kernel(device, buffers, args=args)`` (the tiles of a list built once carry the
+        arguments of the iteration that built them).
         """
-        if self.place:
-            tiles = self._place(tiles)
-        if self.whole:
-            tiles = [self._promote(t) for t in tiles]
+        if spec is None:
+            tiles = self._arrange(tiles)
         if self._fixed is not None:
             t0 = time.perf_counter()
             i = len(self._deferred)
             fixed = self._fixed
-            match = (i < len(fixed.phases) and fixed.phases[i] == _key(tiles, key)
+            match = (i < len(fixed.phases) and fixed.phases[i] == _key(tiles, key, spec)
                      and (i > 0 or self._may_replay(serial)))
             self.stats.times["memory_mgmt"] += time.perf_counter() - t0
             if match:
-                self._deferred.append((list(tiles), serial, before, after, key))
+                self._deferred.append((list(tiles), serial, before, after, key, spec, args))
                 return
             self._abandon()
-        self._run_phase(tiles, serial, before, after, key)
+        if spec is not None:
+            tiles = self._arrange(tiles)
+        self._run_phase(tiles, serial, before, after, key, spec, args)
+
+    def _arrange(self, tiles: Sequence[Tile]) -> Sequence[Tile]:
+        """The tiles as they run: small phases placed by their data, arrays held whole
+        widened."""
+        if self.place:
+            tiles = self._place(tiles)
+        if self.whole:
+            tiles = [self._promote(t) for t in tiles]
+        return tiles
 
     def _run_phase(self, tiles: Sequence[Tile], serial: object,
                    before: Callable[[bool], None] | None = None,
-                   after: Callable[[], None] | None = None, key: Hashable = None) -> None:
+                   after: Callable[[], None] | None = None, key: Hashable = None,
+                   spec: Hashable = None, args: Sequence[Any] | None = None) -> None:
         if before is not None:
             before(False)
         if self._tape is not None and (before is not None or after is not None):
             self._tape.add("begin", (len(self._tape.phases),))
-        self._run_tiles(tiles, serial, key)
+        self._run_tiles(tiles, serial, key, spec, args)
         if self._tape is not None and (before is not None or after is not None):
             self._tape.add("end", (len(self._tape.phases) - 1,))
         if after is not None:
             after()
 
-    def _run_tiles(self, tiles: Sequence[Tile], serial: object, key: Hashable = None) -> None:
+    def _run_tiles(self, tiles: Sequence[Tile], serial: object, key: Hashable = None,
+                   spec: Hashable = None, args: Sequence[Any] | None = None) -> None:
         self._serial = serial
         times = self.stats.times
         clock = time.perf_counter
         directory = self.directory
         tape = self._tape
         if tape is not None:
-            tape.phases.append(_key(tiles, key))
+            tape.phases.append(_key(tiles, key, spec))
+            tape.tiles_of.append(list(tiles))
             phase_no = len(tape.phases) - 1
             index = {id(t): i for i, t in enumerate(tiles)}
             split0 = self.stats.split_accesses
@@ -228,7 +251,7 @@ class Runtime:
         def launch(t: Tile, tb: TileBuffers, rows: tuple[int, int] | None) -> None:
             if tape is not None:
                 tape.add("launch", (phase_no, index[id(t)], tb, rows))
-            self._launch(t, tb, rows)
+            self._launch(t, tb, rows, args)
         acquire = self.acquirer.acquire
         for rnd in self._rounds(tiles):
             t0 = clock()
@@ -521,8 +544,10 @@ class Runtime:
     def _serial(self, serial: object) -> None:
         self.acquirer.serial = serial
 
-    def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None = None) -> None:
-        """Run the tile's kernel callback (on its ``rows`` only, when given). What it
+    def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None = None,
+                args: Sequence[Any] | None = None) -> None:
+        """Run the tile's kernel callback (on its ``rows`` only, when given; with the
+        iteration's kernel ``args``, when given: see :meth:`run_phase`). What it
         enqueued last is the last use so far of every copy the tile took: a side read-in
         into their memory, once they are freed, waits for it. A callback that enqueued
         nothing leaves them as they were (the device's older kernel would understate a
@@ -532,7 +557,9 @@ class Runtime:
         if dev.profiling:
             dev.note({"tile": t.name, "rows": rows,
                       "boxes": [(c.array, c.box) for c in tb.copies()]})
-        if rows is None:
+        if args is not None:
+            t.kernel(dev, tb, rows=rows, args=args)
+        elif rows is None:
             t.kernel(dev, tb)
         else:
             t.kernel(dev, tb, rows=rows)
@@ -616,8 +643,10 @@ class Runtime:
         self.directory.tape = self._tape
         # _prev_keys and _prev_sig still describe the fixed point (set when it was found;
         # replay changes no state), which is where the held-back phases start from
-        for tiles, serial, before, after, key in deferred:
-            self._run_phase(tiles, serial, before, after, key)
+        for tiles, serial, before, after, key, spec, args in deferred:
+            if spec is not None:
+                tiles = self._arrange(tiles)
+            self._run_phase(tiles, serial, before, after, key, spec, args)
 
     # ---- steps -----------------------------------------------------------------------
 

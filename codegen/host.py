@@ -17,6 +17,7 @@ from bbmm.codegen.deps import Nest, Plan
 from bbmm.codegen.flow import NestFlow
 from bbmm.codegen.literals import py_comment, py_doc, py_str
 from bbmm.codegen.opencl import KernelSource
+from bbmm.codegen.regime import regime
 from bbmm.codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
                           Cmp, LoopNode, Scop)
 from bbmm.codegen.tiling import ParamBox
@@ -199,9 +200,7 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
         g(f"if {nb.empty_cond}:")
         with g:
             g("return None")
-        writeouts = {af.array: [af.write_out] if af.write_out.exact or
-                     len(af.write_out_parts) <= 1 else list(af.write_out_parts)
-                     for af in fl.arrays}
+        writeouts = _writeouts(fl)
         # a box that several accesses share (Floyd's path[i][j] is read and written) is
         # evaluated once: the tile's boxes are computed at every serial iteration
         every = [box_py(ab) for a in nb.arrays for ab in nb.of_array(a)]
@@ -284,9 +283,16 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     with g:
         g(f'"""The compute step of Algorithm 4 (line 13): launch {ks.name} on the tile '
           f'(``rows``: on its rows in that range only)."""')
-        g("def kernel(_bbmm_dev, _bbmm_tb, rows=None):")
+        if t.lb:
+            g("def kernel(_bbmm_dev, _bbmm_tb, rows=None, args=None):")
+        else:
+            g("def kernel(_bbmm_dev, _bbmm_tb, rows=None):")
         with g:
-            g(f"return launch(_bbmm_dev, _bbmm_tb, KERNELS, {ks.name!r}, _bbmm_scalars, _bbmm_grid,")
+            if t.lb:
+                g("# args: this serial iteration's scalars, for a tile built at an earlier one")
+                g("sc = _bbmm_scalars if args is None else [*args, *_bbmm_scalars[-2:]]")
+            sc_name = "sc" if t.lb else "_bbmm_scalars"
+            g(f"return launch(_bbmm_dev, _bbmm_tb, KERNELS, {ks.name!r}, {sc_name}, _bbmm_grid,")
             g(f"              NEST{nest.id}_CL_BAND, NEST{nest.id}_LAUNCH, "
               f"coarsen=NEST{nest.id}_COARSEN, staged=NEST{nest.id}_STAGED,")
             g(f"              blocked=NEST{nest.id}_BLOCKED, rows=rows)")
@@ -362,6 +368,8 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
         for p, ct in scop.float_params:
             g(f"{p} = {ftypes.get(ct, 'np.float64')}(_bbmm_scalars[{p!r}])")
         g("_bbmm_ndev = len(_bbmm_rt.devices)")
+        g("_bbmm_phases = {}  # tile lists built once per regime, by (nest, regime)")
+        g("_bbmm_run = object()  # names this run's tile lists for the runtime")
         extent = _grid_extent(nests)
         if extent is not None:
             g("# the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest;")
@@ -433,6 +441,60 @@ def _nest_below(node, by_stmt):
     return None
 
 
+def _writeouts(fl) -> dict:
+    return {af.array: [af.write_out] if af.write_out.exact or
+            len(af.write_out_parts) <= 1 else list(af.write_out_parts)
+            for af in fl.arrays}
+
+
+def _phase_regime(scop: Scop, nc: NestCode, host: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The comparisons of the serial iterators ``host`` through which the nest's tile
+    list depends on them (:func:`bbmm.codegen.regime.regime`), or None: built afresh at
+    every serial iteration."""
+    t = nc.boxes.tiling
+    if not host or not t.lb:
+        return None
+    nb, fl = nc.boxes, nc.flow
+    texts = [nb.empty_cond, t.p0_range_at.lo[0], t.p0_range_at.hi[0]]
+    texts += [box_py(ab) for a in nb.arrays for ab in nb.of_array(a)]
+    texts += [box_py(ab) for ab in nb.writes]
+    texts += [box_py(p) for af in fl.arrays for p in af.flow_out_boxes]
+    texts += [box_py(p) for ps in _writeouts(fl).values() for p in ps]
+    if t.grid is not None:
+        texts += [str(x) for x in (*t.grid.lo, *t.grid.hi)]
+    return regime(texts, host, scop.int_params)
+
+
+def _emit_tiles(g: Emitter, nc: NestCode, host: tuple[str, ...], sc: str) -> None:
+    """The loop building a tiled nest's tile list ``_bbmm_tiles`` at one serial iteration."""
+    t = nc.boxes.tiling
+    nid = nc.nest.id
+    g("_bbmm_tiles = []")
+    pr = t.p0_range_at
+    if host:
+        g(f"for _bbmm_t in tiles_covering({pr.lo[0]}, {pr.hi[0]}, _bbmm_tile):")
+    else:
+        g("# runs once: spread over every device even if narrower than the grid")
+        g(f"for _bbmm_t, {t.lb}, {t.ub}, _bbmm_d in once_tiles({pr.lo[0]}, {pr.hi[0]}, "
+          "_bbmm_tile, _bbmm_ntiles, _bbmm_ndev, _bbmm_t0):")
+    with g:
+        if host:
+            g(f"{t.lb}, {t.ub} = _bbmm_t * _bbmm_tile, _bbmm_t * _bbmm_tile + _bbmm_tile - 1")
+            g("_bbmm_d = device_of(_bbmm_t - _bbmm_t0, _bbmm_ntiles, _bbmm_ndev)")
+        g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
+        g("if _bbmm_spec is None:")
+        with g:
+            g("continue  # an empty tile")
+        g("_bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec")
+        args = f"({sc}{', ' if sc else ''}{t.lb}, {t.ub})"
+        g(f"_bbmm_tiles.append(Tile(_bbmm_d, _bbmm_b, nest{nid}_kernel("
+          f"_ints({args}), _bbmm_grid),")
+        g("                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST%d_FRESH, "
+          "name=f\"nest%d tile {_bbmm_t}\"," % (nid, nid))
+        span = "_bbmm_grid[0]" if t.grid is not None else "None"
+        g(f"                  span={span}, writers=NEST{nid}_WRITERS))")
+
+
 def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]) -> None:
     t = nc.boxes.tiling
     nid = nc.nest.id
@@ -440,32 +502,26 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]) -> 
     # kernel scalars in argument order: int params, float params, host iterators
     sc = ", ".join(list(t.params) + [p for p, _ in scop.float_params] + list(t.host))
     g(f"# nest {nid}: {', '.join(nc.nest.statements)}")
-    g("_bbmm_tiles = []")
-    if t.lb:
-        pr = t.p0_range_at
-        if host:
-            g(f"for _bbmm_t in tiles_covering({pr.lo[0]}, {pr.hi[0]}, _bbmm_tile):")
+    conds = _phase_regime(scop, nc, host)
+    if conds is not None:
+        it = ", ".join(host)
+        if conds:
+            g(f"# its tiles depend on {it} only through {', '.join(conds)}: built once per value")
         else:
-            g("# runs once: spread over every device even if narrower than the grid")
-            g(f"for _bbmm_t, {t.lb}, {t.ub}, _bbmm_d in once_tiles({pr.lo[0]}, {pr.hi[0]}, "
-              "_bbmm_tile, _bbmm_ntiles, _bbmm_ndev, _bbmm_t0):")
+            g(f"# its tiles do not depend on {it}: built once")
+        g(f"_bbmm_key = ({nid}, {''.join(c + ', ' for c in conds)})")
+        g("_bbmm_tiles = _bbmm_phases.get(_bbmm_key)")
+        g("if _bbmm_tiles is None:")
         with g:
-            if host:
-                g(f"{t.lb}, {t.ub} = _bbmm_t * _bbmm_tile, _bbmm_t * _bbmm_tile + _bbmm_tile - 1")
-                g("_bbmm_d = device_of(_bbmm_t - _bbmm_t0, _bbmm_ntiles, _bbmm_ndev)")
-            g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
-            g("if _bbmm_spec is None:")
-            with g:
-                g("continue  # an empty tile")
-            g("_bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec")
-            args = f"({sc}{', ' if sc else ''}{t.lb}, {t.ub})"
-            g(f"_bbmm_tiles.append(Tile(_bbmm_d, _bbmm_b, nest{nid}_kernel("
-              f"_ints({args}), _bbmm_grid),")
-            g("                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST%d_FRESH, "
-              "name=f\"nest%d tile {_bbmm_t}\"," % (nid, nid))
-            span = "_bbmm_grid[0]" if t.grid is not None else "None"
-            g(f"                  span={span}, writers=NEST{nid}_WRITERS))")
+            _emit_tiles(g, nc, host, sc)
+            g("_bbmm_phases[_bbmm_key] = _bbmm_tiles")
+        g(f"_bbmm_rt.run_phase(_bbmm_tiles, serial={key}, spec=(_bbmm_run, _bbmm_key), "
+          f"args=_ints(({sc}{',' if sc else ''})))")
+        return
+    if t.lb:
+        _emit_tiles(g, nc, host, sc)
     else:
+        g("_bbmm_tiles = []")
         g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
         g("if _bbmm_spec is not None:")
         with g:

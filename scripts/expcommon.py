@@ -491,8 +491,8 @@ class RecordingRuntime(Runtime):
                     cps[c] = c.nbytes
         return tb
 
-    def run_phase(self, tiles: Any, serial: object = None) -> None:
-        super().run_phase(tiles, serial)
+    def run_phase(self, tiles: Any, serial: object = None, **kw: Any) -> None:
+        super().run_phase(tiles, serial, **kw)
         if not self.record_boxes:
             return
         # per device: the copies its tiles used so far in this serial iteration that are

@@ -244,8 +244,10 @@ NEST0_WRITERS = {}  # array: (d, cmin, cmax): element x along d is written by ro
 
 def nest0_kernel(_bbmm_scalars, _bbmm_grid):
     """The compute step of Algorithm 4 (line 13): launch floyd_nest0 on the tile (``rows``: on its rows in that range only)."""
-    def kernel(_bbmm_dev, _bbmm_tb, rows=None):
-        return launch(_bbmm_dev, _bbmm_tb, KERNELS, 'floyd_nest0', _bbmm_scalars, _bbmm_grid,
+    def kernel(_bbmm_dev, _bbmm_tb, rows=None, args=None):
+        # args: this serial iteration's scalars, for a tile built at an earlier one
+        sc = _bbmm_scalars if args is None else [*args, *_bbmm_scalars[-2:]]
+        return launch(_bbmm_dev, _bbmm_tb, KERNELS, 'floyd_nest0', sc, _bbmm_grid,
                       NEST0_CL_BAND, NEST0_LAUNCH, coarsen=NEST0_COARSEN, staged=NEST0_STAGED,
                       blocked=NEST0_BLOCKED, rows=rows)
     return kernel
@@ -265,6 +267,8 @@ def run(_bbmm_rt, _bbmm_params, _bbmm_scalars, _bbmm_tile, _bbmm_progress=None):
     """Run the program on a runtime (Algorithm 4) with tile size ``_bbmm_tile``."""
     n = int(_bbmm_params['n'])
     _bbmm_ndev = len(_bbmm_rt.devices)
+    _bbmm_phases = {}  # tile lists built once per regime, by (nest, regime)
+    _bbmm_run = object()  # names this run's tile lists for the runtime
     # the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest;
     # tiles _bbmm_t0 .. _bbmm_t0 + _bbmm_ntiles - 1 (t0 < 0 where a range starts below 0)
     _bbmm_t0 = 0

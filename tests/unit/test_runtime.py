@@ -581,8 +581,8 @@ def test_small_writeouts_are_deferred_and_merged(ndev, cap):
         most = [0]
         real = rt._run_tiles
 
-        def run(tiles, serial, key=None, real=real, rt=rt, most=most):
-            real(tiles, serial, key)
+        def run(tiles, serial, *more, real=real, rt=rt, most=most):
+            real(tiles, serial, *more)
             most[0] = max(most[0], len(rt.directory.dirty["A"]))
         rt._run_tiles = run
         outs = []
@@ -617,8 +617,8 @@ def test_large_phases_keep_the_static_placement():
     rt = Runtime(make(2), {"path": path.copy()}, verify=True)
     seen = []
     real = rt._run_tiles
-    rt._run_tiles = lambda tiles, serial, key=None: (seen.append([t.device for t in tiles]),
-                                                     real(tiles, serial, key))
+    rt._run_tiles = lambda tiles, serial, *more: (seen.append([t.device for t in tiles]),
+                                                  real(tiles, serial, *more))
     run_floyd(rt, n, tile)
     assert all(s == [0, 1] for s in seen)
 
