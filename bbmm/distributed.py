@@ -312,7 +312,7 @@ class DistributedRuntime:
         lo, hi = self.first, self.first + len(self.local.devices)
         st = self.rank_stats
         t0 = time.perf_counter()
-        plan = self.memo.plan(self.own, tiles, self.rank_of)
+        plan = self.memo.plan(self.own, tiles, self.rank_of, spec)
         st.plan_s += time.perf_counter() - t0
         self._step("plan", t0)
         pos = None if spec is None else {id(t): i for i, t in enumerate(tiles)}

@@ -295,14 +295,37 @@ class PlanMemo:
     def __init__(self) -> None:
         self.exact: dict[Any, Any] = {}
         self.plans: dict[Any, Any] = {}
+        self.by_spec: dict[Any, Any] = {}
+        """Plans by the phase's ``spec`` and the records it met (:meth:`plan`)."""
         self.hits = self.misses = self.checked = self.rejected = 0
         self._streak = 0
         self._paused = 0
 
-    def plan(self, own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]
-             ) -> list[tuple[list[Tile], Messages]]:
+    def plan(self, own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int],
+             spec: Any = None) -> list[tuple[list[Tile], Messages]]:
         """:func:`plan_phase`, looked up where the same phase met the same records, or
-        a phase of the same order met records of the same order."""
+        a phase of the same order met records of the same order. ``spec``: a value that
+        determines the tiles (:meth:`bbmm.runtime.Runtime.run_phase`): a phase is then
+        looked up by it and the records alone, before its boxes are looked at."""
+        if spec is not None:
+            rk = (spec, _records_key(own))
+            same = self.by_spec.get(rk)
+            if same is not None:
+                self.hits += 1
+                self._streak = 0
+                parts, msgs, records, limit = same
+                own.records = {a: list(r) for a, r in records.items()}
+                own._limit = dict(limit)
+                return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
+            plan = self.plan(own, tiles, rank_of)
+            index = {id(t): i for i, t in enumerate(tiles)}
+            parts = tuple(tuple(index[id(t)] for t in st) for st, _ in plan)
+            if len(self.by_spec) >= self.SIZE:
+                self.by_spec.pop(next(iter(self.by_spec)))
+            self.by_spec[rk] = (parts, [m for _, m in plan],
+                                {a: tuple(r) for a, r in own.records.items()},
+                                dict(own._limit))
+            return plan
         if self._paused:
             self._paused -= 1
             return plan_phase(own, tiles, rank_of)
@@ -364,6 +387,12 @@ class PlanMemo:
             self.exact.pop(next(iter(self.exact)))
         self.exact[exact] = (parts, msgs, {a: tuple(r) for a, r in own.records.items()},
                              dict(own._limit))
+
+
+def _records_key(own: Ownership) -> tuple:
+    """The records as a comparable value: with a phase's ``spec``, all its plan depends on."""
+    return tuple((a, own._limit.get(a), tuple((b.lo, b.hi, o, h) for b, o, h in recs))
+                 for a, recs in own.records.items())
 
 
 def _flatten(own: Ownership, tiles: Sequence[Tile]

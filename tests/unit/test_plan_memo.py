@@ -49,14 +49,14 @@ def _same_plan(shape, ranks, got, want, tiles) -> None:
                 np.testing.assert_array_equal(c1, c2)
 
 
-def _check_sequence(phases, shape, ranks, ndev) -> PlanMemo:
-    """Every phase planned through a PlanMemo and afresh on a twin bookkeeping: the same
-    plan and the same bookkeeping after each."""
+def _check_sequence(phases, shape, ranks, ndev, specs=None) -> PlanMemo:
+    """Every phase planned through a PlanMemo (with ``specs``: named by them) and afresh
+    on a twin bookkeeping: the same plan and the same bookkeeping after each."""
     rank_of = [d * ranks // ndev for d in range(ndev)]
     memo = PlanMemo()
     own, twin = Ownership(["a"], ranks), Ownership(["a"], ranks)
-    for tiles in phases:
-        got = memo.plan(own, tiles, rank_of)
+    for i, tiles in enumerate(phases):
+        got = memo.plan(own, tiles, rank_of, None if specs is None else specs[i])
         want = plan_phase(twin, tiles, rank_of)
         _same_plan(shape, ranks, got, want, tiles)
         np.testing.assert_array_equal(_state(own, "a", shape, ranks),
@@ -135,6 +135,19 @@ def test_stencil_steps_are_looked_up():
     phases = [_jacobi(n, ndev, s % 2) for s in range(40)]
     memo = _check_sequence(phases, (n, n), 3, ndev)
     assert memo.misses <= 4 and memo.hits >= 36
+
+
+def test_phases_named_by_a_spec_are_looked_up_by_it_and_the_records():
+    """The driver's tile lists built once per regime: the second step of each nest on is
+    found by its spec alone, and plans as planning afresh; a phase whose spec repeats
+    while the records differ (the first steps) is planned."""
+    n, ndev = 64, 3
+    phases, specs = [], []
+    for s in range(40):
+        phases.append(_jacobi(n, ndev, s % 2))
+        specs.append(("jacobi", s % 2))
+    memo = _check_sequence(phases, (n, n), 3, ndev, specs)
+    assert len(memo.by_spec) <= 4 and memo.hits >= 36
 
 
 def test_a_template_that_differs_is_never_used(monkeypatch):
