@@ -266,6 +266,28 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     it runs as work-groups of :data:`STAGE_LANES` x G work-items (:func:`stage_shape`).
     With ``blocked`` each runs a register block of :attr:`~KernelOptions.block` points.
     """
+    fast = None
+    if rows is None and type(grid) is tuple and (local is None or type(local) is tuple):
+        # a tile launched again on the same boxes (a replayed iteration, a tile list built
+        # once per regime) differs only in its scalars: the rest is looked up
+        fast = (dev, name, source, grid, local)
+        got = tb.launches.get(fast)
+        if got is not None and got[0] is (_OPTIONS or options()):
+            return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
+    o, knl, gsize, lsize, args = _plan_launch(dev, tb, source, name, scalars, grid, cl_band,
+                                              arrays, local, coarsen, staged, blocked, rows)
+    if fast is not None:
+        tb.launches[fast] = (o, knl, gsize, lsize, args[len(scalars):])
+    return dev.launch(knl, gsize, lsize, args)
+
+
+def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
+                 grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
+                 arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None,
+                 coarsen: bool, staged: bool, blocked: bool, rows: tuple[int, int] | None
+                 ) -> tuple[Any, Any, tuple[int, ...], tuple[int, ...] | None, list[Any]]:
+    """:func:`launch`'s work before the enqueue: the options it read, the kernel object,
+    the NDRange, the work-group shape (None: the driver's) and the arguments."""
     if rows is not None:
         # a part of the tile is a smaller tile on the same boxes: the kernel's tile
         # bounds lb, ub (the last scalars) and band loop 0's range narrow to the rows
@@ -307,11 +329,10 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         args.append(int32(lo))
     args += array_args
     if not grid:
-        return dev.launch(knl, (1,), None, args)
+        return o, knl, (1,), None, args
     if stage:
         lanes = STAGE_LANES
-        return dev.launch(knl, (-(-extent[0] // lanes) * lanes, stage[0]), (lanes, stage[0]),
-                          args)
+        return o, knl, (-(-extent[0] // lanes) * lanes, stage[0]), (lanes, stage[0]), args
     units = getattr(dev, "compute_units", 0)
     gkey = (tuple(extent), co, None if local is None else tuple(local), units)
     shape = _SHAPES.get(gkey)  # a tile launches with the same extent every serial iteration
@@ -328,7 +349,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         if len(_SHAPES) >= 4096:
             _SHAPES.clear()
         shape = _SHAPES[gkey] = (gsize, tuple(local))
-    return dev.launch(knl, shape[0], shape[1], args)
+    return o, knl, shape[0], shape[1], args
 
 
 _SHAPES: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
