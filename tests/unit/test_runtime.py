@@ -277,8 +277,9 @@ def test_bad_fuse_slack_is_a_usage_error(monkeypatch):
     monkeypatch.setenv("BBMM_FUSE", "a lot")
     with pytest.raises(UsageError, match="BBMM_FUSE: 'a lot' is not a fraction"):
         Runtime(make(1), {"A": np.zeros(4)})
+    from bbmm.config import RuntimeConfig
     with pytest.raises(UsageError, match=r"fuse slack must lie in \[0, 1\), got 1.5"):
-        Runtime(make(1), {"A": np.zeros(4)}, fuse=1.5)
+        Runtime(make(1), {"A": np.zeros(4)}, fuse=1.5, config=RuntimeConfig())
 
 
 def _column_after_rows(n: int, rows: int):

@@ -133,3 +133,21 @@ def test_api_tune_holds_for_one_run(monkeypatch):
     assert seen == [2, KernelOptions().coarsen1]
     with pytest.raises(UsageError, match="no setting"):
         prog(n=n, path=path, devices=1, tune={"colour": 1})
+
+
+@pytest.mark.parametrize("name", settings.TUNABLE)
+def test_every_tunable_name_is_read_by_one_configuration_and_documented(name):
+    """Each name ``--tune`` takes is read, and checked, by the runtime's configuration or
+    the compiler's (a bad value is refused, naming the option as given), and has its row
+    in docs/cli.md's table of variables."""
+    from pathlib import Path
+
+    refused = []
+    for build in (RuntimeConfig.from_env, CompileOptions.from_env):
+        try:
+            build(tune={name: "bad value"})
+        except SettingError as e:
+            refused.append(str(e))
+    assert len(refused) == 1 and refused[0].startswith(f"--tune {name}: "), refused
+    table = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    assert f"| `BBMM_{name.upper()}" in table
