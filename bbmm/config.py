@@ -34,7 +34,7 @@ def _block(spec: str | None, label: str = "BBMM_BLOCK") -> tuple[int, int]:
 
 
 def _stage(spec: str | None, label: str = "BBMM_STAGE") -> tuple[int, int] | None:
-    """``$BBMM_STAGE``: ``0`` turns staged kernels off, ``GxC`` fixes their shape (G rows
+    """``$BBMM_STAGE``: ``0`` (or ``off``) turns staged kernels off, ``GxC`` fixes their shape (G rows
     of BBMM_SL work-items, C trips per chunk) on every device, unset or ``auto`` stages
     on GPUs only, in a shape picked per launch."""
     if spec is None or spec.strip().lower() in ("", "auto"):

@@ -40,6 +40,7 @@ def test_tune_overrides_the_environment(monkeypatch):
     assert RuntimeConfig.from_env(tune={"pipeline": 4, "edge": "off"}) == RuntimeConfig(
         pipeline=4, edge=0, kernels=KernelOptions(coarsen=3))
     assert RuntimeConfig.from_env().kernels.coarsen == 3     # nothing stays tuned
+    assert RuntimeConfig.from_env(tune={"stage": "off"}).kernels.stage is None   # docs/api.md
     assert CompileOptions.from_env(tune=["strip=8", "coarsen=2"]).strip == 8
     monkeypatch.setenv("BBMM_STRIP", "16")
     assert CompileOptions.from_env().strip == 16
