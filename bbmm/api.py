@@ -227,16 +227,18 @@ class Program:
             ``--platform``, ``--device-kind``).
         :arg tune: tuning settings for this run, ``{"coarsen": 2, "stage": "off"}``, as
             ``bbmm run --tune NAME=VALUE`` (:data:`bbmm.settings.TUNABLE`); they hold for
-            this run only, over the ``$BBMM_*`` variables.
+            this run only, over the ``$BBMM_*`` variables, which are read once, here
+            (:class:`bbmm.config.RuntimeConfig`); devices passed in keep their own
+            ``side``.
         :returns: :class:`RunStats`.
         :raises UsageError: before anything runs, for a missing, unknown or mismatched
             argument.
         """
-        from . import hostlib, settings
+        from .config import RuntimeConfig
         from .run import MODES, COHERENCE
 
         params, scalars, given = self._check(arguments)
-        tuned = settings.parse_tune(dict(tune) if tune is not None else None)
+        config = RuntimeConfig.from_env(tune=dict(tune) if tune is not None else None)
         if mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if coherence not in COHERENCE:
@@ -247,24 +249,19 @@ class Program:
             raise UsageError(f"tile must be a positive int or None, got {tile!r}")
         if fuse is not None and not (isinstance(fuse, (int, float)) and 0 <= fuse < 1):
             raise UsageError(f"fuse must be a fraction in [0, 1), got {fuse!r}")
-        module = self.module
-        before = hostlib.tune(tuned)
-        try:
-            return self._run(module, params, scalars, given, devices, device_mem, tile, mode,
-                             coherence, fuse, reuse, replay, progress, profile, platform,
-                             device_kind)
-        finally:
-            hostlib.untune(before)
+        return self._run(self.module, params, scalars, given, devices, device_mem, tile, mode,
+                         coherence, fuse, reuse, replay, progress, profile, platform,
+                         device_kind, config)
 
     def _run(self, module: Any, params: dict[str, int], scalars: dict[str, float],
              given: dict[str, Any], devices: Any, device_mem: Any, tile: int | None,
              mode: str, coherence: str, fuse: float | None, reuse: bool,
              replay: bool | None, progress: bool, profile: Any, platform: Any,
-             device_kind: str) -> RunStats:
+             device_kind: str, config: Any) -> RunStats:
         from .run import execute, host_arrays
 
         devs = _resolve_devices(devices, device_mem, platform, device_kind,
-                                profile is not None)
+                                profile is not None, config.side)
         made = not isinstance(devices, (list, tuple))   # made here: closed after the run
         done = False
         try:
@@ -277,7 +274,8 @@ class Program:
             res = execute(module, devs, params, scalars, arrays, tile=None if tile is None
                           else int(tile), mode=mode, reuse=reuse, coherence=coherence,
                           progress=progress, replay=replay, fuse=fuse,
-                          profile=None if profile is None else os.fspath(profile))
+                          profile=None if profile is None else os.fspath(profile),
+                          config=config)
             for spec in self.arrays.values():
                 if spec.written:
                     np.copyto(given[spec.name], arrays[spec.model], casting="no")
@@ -391,13 +389,13 @@ def _check_array(spec: ArraySpec, a: Any, shape: tuple[int, ...], at: str, flat:
 
 
 def _resolve_devices(devices: Any, device_mem: Any, platform: Any, kind: str,
-                     profile: bool) -> list[Any]:
+                     profile: bool, side: bool = True) -> list[Any]:
     from .devices.base import Device
 
     if devices is None or (isinstance(devices, (int, np.integer))
                            and not isinstance(devices, bool)):
         return make_devices(None if devices is None else int(devices), device_mem=device_mem,
-                            platform=platform, device_kind=kind, profile=profile)
+                            platform=platform, device_kind=kind, profile=profile, side=side)
     if isinstance(devices, (list, tuple)) and devices and \
             all(isinstance(d, Device) for d in devices):
         if device_mem is not None:
@@ -425,7 +423,7 @@ def compile(path: str | os.PathLike | None = None, function: str | None = None,
     sums into scalars may run as partial sums in parallel, in another order of additions,
     as ``bbmm run --reassociate``. Compiled drivers are cached by content (the schedule
     taken and ``reassociate`` included), like ``bbmm run``'s."""
-    from bbmm.codegen.compile import compile_program
+    from bbmm.codegen.compile import CompileOptions, compile_program
 
     if example is not None:
         if path is not None:
@@ -449,6 +447,7 @@ def compile(path: str | os.PathLike | None = None, function: str | None = None,
             k, _, v = str(d).partition("=")
             defs[k] = v or "1"
     dirs = [os.fspath(d) for d in include_dirs]
-    prog = compile_program(p, function=function, defines=defs, split_all=split_all,
-                           include_dirs=dirs, schedule=schedule, reassociate=reassociate)
+    prog = compile_program(p, function=function, defines=defs, include_dirs=dirs,
+                           options=CompileOptions.from_env(), split_all=split_all,
+                           schedule=schedule, reassociate=reassociate)
     return Program(prog, defs, dirs)

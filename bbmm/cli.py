@@ -210,10 +210,13 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from .hostlib import tune
+    from bbmm.codegen.compile import CompileOptions
+
+    from .config import RuntimeConfig
     from .procs import resolve_procs, run_procs
-    from .settings import parse_tune
-    tune(parse_tune(args.tune))  # this process's run (over processes: each takes them)
+    # this process's run, read once (over processes or ranks: each reads its own)
+    config = RuntimeConfig.from_env(tune=args.tune)
+    options = CompileOptions.from_env(tune=args.tune)
     procs = resolve_procs(args)  # refuses --procs P > 1 with --mpi
     if args.mpi:  # every rank of mpiexec -n R runs this (bbmm/mpirun.py)
         from .mpirun import run_cli
@@ -224,13 +227,14 @@ def _run_run(args: argparse.Namespace) -> int:
     check_init_flags(args)
     profile = profile_path(args)  # a bad path fails now, not after the run
     check_output(args.json, "--json")
-    prog = compile_args(args)
+    prog = compile_args(args, options)
     scop = prog.scop
-    params, scalars, module, devices, init, arrays, lib = prepare_run(args, prog)
+    params, scalars, module, devices, init, arrays, lib = prepare_run(args, prog, config)
     res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
                   reuse=not args.no_reuse, coherence=args.coherence,
                   progress=False if args.no_progress else None,
-                  replay=False if args.no_replay else None, fuse=args.fuse, profile=profile)
+                  replay=False if args.no_replay else None, fuse=args.fuse, profile=profile,
+                  config=config)
     if args.check:
         check_against_reference(res, args.file, scop, init, defines(args), lib=lib)
     out = report_stream(args.json)

@@ -44,16 +44,17 @@ def platform_arg(args: argparse.Namespace) -> str | int | None:
     return int(p) if p is not None and p.isdigit() else p
 
 
-def make_devices_from_args(args: argparse.Namespace) -> list[Any]:
+def make_devices_from_args(args: argparse.Namespace, side: bool = True) -> list[Any]:
     """The logical devices of ``--devices``, ``--device-mem``, ``--platform``,
-    ``--device-kind``; recording their commands with ``--profile`` (or $BBMM_PROFILE)."""
+    ``--device-kind``; recording their commands with ``--profile`` (or $BBMM_PROFILE);
+    ``side``: the run's :attr:`~bbmm.config.RuntimeConfig.side`."""
     from .devices.opencl import make_devices  # pyopencl: loaded when devices are made
 
     if args.devices is not None and args.devices < 1:
         raise UsageError(f"--devices must be at least 1, got {args.devices}")
     return make_devices(args.devices, cap=device_mem(args), platform=platform_arg(args),
                         kind=args.device_kind, node=getattr(args, "node", None),
-                        profile=profile_path(args) is not None)
+                        profile=profile_path(args) is not None, side=side)
 
 
 def profile_path(args: argparse.Namespace) -> str | None:

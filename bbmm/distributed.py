@@ -92,12 +92,13 @@ class MPIComm:
     """
 
     TAG = 0xBB
-    SPIN_S = settings.number("BBMM_MPI_SPIN_S", 2e-3, 0.0)
+    SPIN_S = 2e-3
     MAX_SLEEP_S = 1e-3
 
     def __init__(self, comm: Any = None):
         from mpi4py import MPI
 
+        self.SPIN_S = settings.number("BBMM_MPI_SPIN_S", self.SPIN_S, 0.0)  # not at import
         self.MPI = MPI
         self.comm = comm if comm is not None else MPI.COMM_WORLD
         self.rank = self.comm.Get_rank()

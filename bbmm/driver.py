@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Sequence
 
-from . import settings
+from .config import RuntimeConfig
 from .console import OneLineParser, exit_interrupted, run_with_errors, watch_interrupts
 from .devargs import add_device_options, make_devices_from_args, profile_path
 from .mpirun import driver_mpi
@@ -24,18 +24,20 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
     add_run_options(p)
     args = p.parse_args(argv)
 
-    def tuned() -> int:
-        from .hostlib import tune
-        tune(settings.parse_tune(args.tune))
+    config = RuntimeConfig()
+
+    def read() -> int:
+        nonlocal config
+        config = RuntimeConfig.from_env(tune=args.tune)   # the run's settings, read once
         return 0
-    rc = run_with_errors(tuned)
+    rc = run_with_errors(read)
     if rc:
         return rc
     if args.procs not in ("1", "auto"):
         p.error(f"--procs {args.procs}: a generated driver runs in one process; use "
                 f"bbmm run FILE.c --procs {args.procs}, or mpiexec with --mpi")
     if args.mpi:
-        return run_with_errors(lambda: driver_mpi(module, args))
+        return run_with_errors(lambda: driver_mpi(module, args, config))
 
     def go() -> int:
         profile = profile_path(args)
@@ -45,13 +47,13 @@ def driver_main(module: ModuleType, argv: Sequence[str] | None = None) -> int:
                                        getattr(module, "C_NAMES", None),
                                        getattr(module, "INT_TYPES", None))
         check_sizes(module, params, copies=1)
-        devices = make_devices_from_args(args)
+        devices = make_devices_from_args(args, side=config.side)
         arrays = random_inputs(module, params, scalars, devices, args.seed)
         res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
                       reuse=not args.no_reuse, coherence=args.coherence,
                       progress=False if args.no_progress else None,
                       replay=False if args.no_replay else None, fuse=args.fuse,
-                      profile=profile)
+                      profile=profile, config=config)
         print(report(res, module.FUNCTION, getattr(module, "RETURNS", None)),
               file=report_stream(args.json))
         if args.json:

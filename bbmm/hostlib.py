@@ -6,183 +6,50 @@ source. Everything generic lives here so drivers stay short and readable.
 """
 from __future__ import annotations
 
-import contextlib
 import re
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from . import settings
+from .config import KernelOptions, local_sizes  # noqa: F401 - local_sizes: re-exported
 # the tile grid, which generated drivers import from here
 from .grid import device_of, once_grid, once_tiles, tile_range, tiles_covering  # noqa: F401
 from .devices.base import Device
-from .diagnostic import SettingError
 from .runtime import TileBuffers, int32, kernel_args
 
 
-def _block(spec: str | None) -> tuple[int, int]:
-    """``$BBMM_BLOCK``: ``RxQ``, the rows and columns of a register block (default 4x1)."""
-    text = spec or "4x1"
-    try:
-        r, q = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise SettingError(f"{settings.label('BBMM_BLOCK')}: "
-                           f"{text!r} is not RxQ (4x1)") from None
-    if not (1 <= r <= 32 and 1 <= q <= 32):
-        raise SettingError(f"{settings.label('BBMM_BLOCK')}: "
-                           f"{text!r}: R and Q must lie in 1..32")
-    return q, r
+def kernel_options(rt: Any) -> KernelOptions:
+    """The kernel options of the run of runtime ``rt`` (its :class:`~bbmm.config.
+    RuntimeConfig`, read once where the run was set up; the local runtime of a
+    :class:`~bbmm.distributed.DistributedRuntime`); the defaults for a runtime without
+    one (a dry run's stand-in, :class:`bbmm.run._Footprint`). A generated driver takes
+    them once per run and passes them to every :func:`launch`."""
+    config = getattr(rt, "config", None)
+    if config is None:
+        config = getattr(getattr(rt, "local", None), "config", None)
+    return config.kernels if config is not None else _DEFAULT
 
 
-def _stage(spec: str | None) -> tuple[int, int] | None:
-    """``$BBMM_STAGE``: ``0`` turns staged kernels off, ``GxC`` fixes their shape (G rows
-    of BBMM_SL work-items, C trips per chunk) on every device, unset or ``auto`` stages
-    on GPUs only, in a shape picked per launch."""
-    if spec is None or spec.strip().lower() in ("", "auto"):
-        return (0, 0)
-    if spec.strip() == "0":
-        return None
-    try:
-        g, c = (int(x) for x in spec.lower().split("x"))
-    except ValueError:
-        raise SettingError(f"{settings.label('BBMM_STAGE')}: "
-                           f"{spec!r} is not 0, auto or GxC (16x128)") from None
-    if not (1 <= g <= 64 and 1 <= c <= 1024):
-        raise SettingError(f"{settings.label('BBMM_STAGE')}: "
-                           f"{spec!r}: G must lie in 1..64 and C in 1..1024")
-    return g, c
-
-
-@dataclass(frozen=True)
-class KernelOptions:
-    """How kernels are built and launched, from ``$BBMM_*`` settings (:func:`options`)."""
-
-    prebuild: bool = True
-    """Build kernels in the background from the moment the devices are made
-    (:func:`prebuild`; ``$BBMM_PREBUILD``)."""
-    specialize: bool = True
-    """Build each kernel for the slot of every access and the index width of the tile (one
-    build per distinct combination, cached): every unsplit access becomes one direct load
-    (``$BBMM_SPECIALIZE``)."""
-    align: int = 32
-    """The first work-item of OpenCL dimension 0 gets an index that is a multiple of this
-    (``$BBMM_ALIGN``; 1: the loop's lower bound): a warp of 32 floats then reads one
-    128-byte segment of a row that starts on one (:func:`launch`). On one H200 heat2d's
-    step at 12288^2 takes 0.675 ms with it against 0.705 from the lower bound, 1.16x and
-    1.21x the copy floor (``python scripts/bench_floor.py --floyd 0 --devices 1``,
-    ``BBMM_ALIGN=1`` for the lower bound)."""
-    coarsen: int = 1
-    """Points per work-item along OpenCL dimension 0 for kernels that take ``BBMM_CO``
-    (``$BBMM_COARSEN``)."""
-    coarsen1: int = 8
-    """Consecutive points per work-item along OpenCL dimension 1 (``BBMM_CO1``,
-    ``$BBMM_COARSEN1``). The default 1 x 8 was the fastest shape on one H200 for floyd,
-    heat2d, heat3d and lu, and within 2% of the best for fdtd2d and matmul
-    (``python scripts/bench_floor.py --devices 1 --coarsen 2x1,2x4,1x8``)."""
-    block: tuple[int, int] = (1, 4)
-    """Points per work-item of register-blocked kernels (:attr:`bbmm.codegen.opencl.KernelSource.
-    blocked`) as (along OpenCL dimension 0, along dimension 1), from ``$BBMM_BLOCK=RxQ``: R
-    consecutive rows by Q columns. bbmm's matmul kernel on one H200 at n = 8192 (profiled,
-    two rounds alike): 1 x 1 217 ms, **4 x 1 172**, 8 x 1 174, 16 x 1 235, 8 x 2 197
-    (``BBMM_BLOCK=RxQ python -m bbmm run polybench/matmul.c --param ni=8192 --param
-    nj=8192 --param nk=8192 --devices 1 --profile FILE``, then ``bbmm timeline FILE``)."""
-    restrict: bool = True
-    """Read-only arrays' pointers are ``restrict`` (``$BBMM_RESTRICT=0``: built without)."""
-    unroll: bool = True
-    """Innermost loops inside a work-item are unrolled 8 times (``$BBMM_UNROLL=0``: not)."""
-    stage: tuple[int, int] | None = (0, 0)
-    """Shape of staged kernels (:attr:`bbmm.codegen.opencl.KernelSource.staged`): None = off,
-    (0, 0) = on GPUs, chosen per launch by :func:`stage_shape` (``$BBMM_STAGE``)."""
-    local: Mapping[int, tuple[int, ...]] = field(
-        default_factory=lambda: local_sizes(None))
-    """Work-group shape per NDRange rank (:func:`local_sizes`, ``$BBMM_LOCAL``)."""
-    local_given: frozenset[int] = frozenset()
-    """NDRange ranks whose work-group shape ``$BBMM_LOCAL`` sets: taken as given."""
-
-    @classmethod
-    def from_settings(cls) -> KernelOptions:
-        """The options the environment sets (:mod:`bbmm.settings`); a bad value raises
-        :class:`~bbmm.diagnostic.SettingError`."""
-        local = settings.text("BBMM_LOCAL")
-        return cls(prebuild=settings.switch("BBMM_PREBUILD", True),
-                   specialize=settings.switch("BBMM_SPECIALIZE", True),
-                   align=settings.integer("BBMM_ALIGN", 32, 1, 1024),
-                   coarsen=settings.integer("BBMM_COARSEN", 1, 1, 64),
-                   coarsen1=settings.integer("BBMM_COARSEN1", 8, 1, 64),
-                   block=_block(settings.text("BBMM_BLOCK")),
-                   restrict=settings.switch("BBMM_RESTRICT", True),
-                   unroll=settings.switch("BBMM_UNROLL", True),
-                   stage=_stage(settings.text("BBMM_STAGE")),
-                   local=local_sizes(local),
-                   local_given=frozenset(item.count("x") + 1 for item in _local_items(local)))
-
-
-_OPTIONS: KernelOptions | None = None
-
-
-def options() -> KernelOptions:
-    """The kernel options of this process: read from the environment at the first call
-    (not when this module loads), then kept; :func:`points_per_work_item` and
-    :func:`staging` change them inside a block."""
-    global _OPTIONS
-    o = _OPTIONS
-    if o is None:
-        o = _OPTIONS = KernelOptions.from_settings()
-    return o
-
-
-def tune(values: Mapping[str, str]) -> dict[str, str]:
-    """Take the settings ``values`` (:func:`bbmm.settings.parse_tune`: ``--tune``,
-    ``tune=``) before the environment from now on, and read the kernel options again
-    from them at once (a bad value is a SettingError now, not at the first launch).
-    Returns what :func:`untune` restores."""
-    global _OPTIONS
-    before = settings.give(dict(values))
-    _OPTIONS = None
-    try:
-        options()
-    except BaseException:
-        untune(before)
-        raise
-    return before
-
-
-def untune(before: Mapping[str, str]) -> None:
-    """Undo :func:`tune`: the settings given before, the kernel options read again."""
-    global _OPTIONS
-    settings.restore(dict(before))
-    _OPTIONS = None
-
-
-_OPTION_NAMES = {"PREBUILD": "prebuild", "SPECIALIZE": "specialize", "ALIGN": "align",
-                 "COARSEN": "coarsen", "COARSEN1": "coarsen1", "BLOCK": "block",
-                 "RESTRICT": "restrict", "UNROLL": "unroll", "STAGE": "stage",
-                 "LOCAL_SIZES": "local"}
-
-
-def __getattr__(name: str) -> Any:
-    """``hostlib.COARSEN`` and the other option names: the current :func:`options`."""
-    field_name = _OPTION_NAMES.get(name)
-    if field_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(options(), field_name)
+_DEFAULT = KernelOptions()
+"""The options of a launch or prebuild that is given none: the defaults, not the
+environment (which only a run's :class:`~bbmm.config.RuntimeConfig` reads)."""
 
 
 STAGE_LANES = 32
 """Band points per work-group of a staged kernel (``BBMM_SL``: an NVIDIA warp)."""
 
 
-def stage_shape(extent: int, units: int, max_group: int) -> tuple[int, int]:
+def stage_shape(extent: int, units: int, max_group: int,
+                fixed: tuple[int, int] | None = None) -> tuple[int, int]:
     """(G, C) of a staged launch over ``extent`` band points: 16 rows of work-items
     staging chunks of 128 trips, 32 rows where the launch has fewer groups than twice
     the device's ``units`` (mvt's 2048 columns on 132 multiprocessors), never more than
     the device allows in one group (on one H200, 32x4 and 16x8 loads per work-item were
-    the fastest: docs/performance.md)."""
-    fixed = options().stage
+    the fastest: docs/performance.md); ``fixed``: a shape :attr:`KernelOptions.stage`
+    sets."""
     if fixed and fixed != (0, 0):
         g, c = fixed
     else:
@@ -205,33 +72,6 @@ def parse_points(spec: str) -> list[tuple[int, int]]:
     return out  # type: ignore[return-value]
 
 
-@contextlib.contextmanager
-def points_per_work_item(co: tuple[int, int]) -> Iterator[None]:
-    """Launch with ``co`` = (:attr:`~KernelOptions.coarsen`,
-    :attr:`~KernelOptions.coarsen1`) inside the block (kernels are cached per value, so
-    several can be compared in one process)."""
-    global _OPTIONS
-    saved = options()
-    _OPTIONS = replace(saved, coarsen=co[0], coarsen1=co[1])
-    try:
-        yield
-    finally:
-        _OPTIONS = saved
-
-
-@contextlib.contextmanager
-def staging(shape: tuple[int, int] | None) -> Iterator[None]:
-    """Inside the block, staged kernels take ``shape`` = (G, C) on every device (None:
-    not staged), as ``$BBMM_STAGE=GxC`` would (kernels are cached per shape)."""
-    global _OPTIONS
-    saved = options()
-    _OPTIONS = replace(saved, stage=shape)
-    try:
-        yield
-    finally:
-        _OPTIONS = saved
-
-
 def serial_range(rt: Any, first: int, stop: int) -> Sequence[int]:
     """The iterations ``first .. stop - 1`` of a serial loop, as the driver runs them: all
     of them, or, on a runtime that samples (the tile's dry run,
@@ -251,7 +91,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
            grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
            arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None = None,
            coarsen: bool = False, staged: bool = False, blocked: bool = False,
-           rows: tuple[int, int] | None = None) -> Any:
+           rows: tuple[int, int] | None = None, options: KernelOptions | None = None) -> Any:
     """Launch one tile's kernel (``rows``: only its points whose tiled iterator, band loop
     0, lies in ``[rows[0], rows[1]]``).
 
@@ -265,6 +105,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     ``staged`` (the kernel takes ``BBMM_SG``) and :attr:`~KernelOptions.stage` not off,
     it runs as work-groups of :data:`STAGE_LANES` x G work-items (:func:`stage_shape`).
     With ``blocked`` each runs a register block of :attr:`~KernelOptions.block` points.
+    ``options``: the run's (:func:`kernel_options`); None: the defaults.
     """
     fast = None
     if rows is None and type(grid) is tuple and (local is None or type(local) is tuple):
@@ -272,10 +113,11 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         # once per regime) differs only in its scalars: the rest is looked up
         fast = (dev, name, source, grid, local)
         got = tb.launches.get(fast)
-        if got is not None and got[0] is (_OPTIONS or options()):
+        if got is not None and got[0] is (_DEFAULT if options is None else options):
             return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
     o, knl, gsize, lsize, args = _plan_launch(dev, tb, source, name, scalars, grid, cl_band,
-                                              arrays, local, coarsen, staged, blocked, rows)
+                                              arrays, local, coarsen, staged, blocked, rows,
+                                              options)
     if fast is not None:
         tb.launches[fast] = (o, knl, gsize, lsize, args[len(scalars):])
     return dev.launch(knl, gsize, lsize, args)
@@ -284,7 +126,8 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
 def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
                  grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
                  arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None,
-                 coarsen: bool, staged: bool, blocked: bool, rows: tuple[int, int] | None
+                 coarsen: bool, staged: bool, blocked: bool, rows: tuple[int, int] | None,
+                 options: KernelOptions | None
                  ) -> tuple[Any, Any, tuple[int, ...], tuple[int, ...] | None, list[Any]]:
     """:func:`launch`'s work before the enqueue: the options it read, the kernel object,
     the NDRange, the work-group shape (None: the driver's) and the arguments."""
@@ -294,7 +137,7 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         lb, ub = max(int(scalars[-2]), rows[0]), min(int(scalars[-1]), rows[1])
         scalars = [*scalars[:-2], int32(lb), int32(ub)]
         grid = [(max(grid[0][0], rows[0]), min(grid[0][1], rows[1])), *grid[1:]]
-    o = _OPTIONS or options()
+    o = _DEFAULT if options is None else options
     align = o.align
     if grid and align > 1:
         # the work-items of OpenCL dimension 0 start on a multiple of ALIGN indices, so
@@ -313,15 +156,15 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
     stage = None
     if _runs_staged(dev, staged, len(extent), o.stage):
         stage = stage_shape(extent[0], getattr(dev, "compute_units", 0),
-                            getattr(dev, "max_group", 256))
+                            getattr(dev, "max_group", 256), o.stage)
     key = (id(dev), name, source, co, stage)
     prep = tb.launches.get(key)
     if prep is None:
-        prep = _prepare(dev, tb, source, name, arrays, co, stage)
+        prep = _prepare(dev, tb, source, name, arrays, o, co, stage)
         if stage:
             fit = _group_fit(dev, prep[0], stage)
             if fit != stage:  # a kernel with many registers: fewer rows per group
-                prep = _prepare(dev, tb, source, name, arrays, co, fit)
+                prep = _prepare(dev, tb, source, name, arrays, o, co, fit)
         tb.launches[key] = prep
     knl, array_args, stage = prep
     args = list(scalars)
@@ -334,7 +177,8 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         lanes = STAGE_LANES
         return o, knl, (-(-extent[0] // lanes) * lanes, stage[0]), (lanes, stage[0]), args
     units = getattr(dev, "compute_units", 0)
-    gkey = (tuple(extent), co, None if local is None else tuple(local), units)
+    gkey = (tuple(extent), co, None if local is None else tuple(local), units,
+            o.local[len(extent)], len(extent) in o.local_given)
     shape = _SHAPES.get(gkey)  # a tile launches with the same extent every serial iteration
     if shape is None:
         per = co + (1,) * (len(extent) - 2)  # points per work-item along each OpenCL dim
@@ -354,8 +198,8 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
 
 _SHAPES: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 """NDRange and work-group shape per (extent, points per work-item, given local size,
-compute units): a pure function of those (:attr:`KernelOptions.local` is fixed once
-read)."""
+compute units, the options' local size for the rank and whether it was set): a pure
+function of those."""
 
 
 def _points(coarsen: bool, bands: int, blocked: bool, o: KernelOptions) -> tuple[int, int]:
@@ -388,7 +232,8 @@ def _group_fit(dev: Device, knl: Any, stage: tuple[int, int]) -> tuple[int, int]
 
 
 def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
-             arrays: Sequence[tuple[str, int, int]], co: tuple[int, int] = (1, 1),
+             arrays: Sequence[tuple[str, int, int]], o: KernelOptions,
+             co: tuple[int, int] = (1, 1),
              stage: tuple[int, int] | None = None
              ) -> tuple[Any, list[Any], tuple[int, int] | None]:
     """The kernel object, the array arguments of one tile's launch on ``dev``, and the
@@ -396,7 +241,7 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
     args: list[Any] = []
     sels = []
     small = True
-    specialize = options().specialize
+    specialize = o.specialize
     for entry in arrays:
         a = entry[0]
         args += kernel_args(tb, a, entry[1], entry[2])
@@ -404,17 +249,16 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
             sels.append(tuple(tb.access.get(a, ())))
         for _, c in tb.pieces.get(a, ()):
             small = small and c.fits_int()
-    return _kernel(dev, source, name, arrays, tuple(sels), small, co, stage), args, stage
+    return _kernel(dev, source, name, arrays, tuple(sels), small, co, stage, o), args, stage
 
 
 def _kernel(dev: Device, source: str, name: str, arrays: Sequence[tuple],
             sels: tuple, small: bool, co: tuple[int, int], stage: tuple[int, int] | None,
-            wait: bool = True) -> Any:
+            o: KernelOptions = _DEFAULT, wait: bool = True) -> Any:
     """One kernel object per (kernel, slot of every access, index width) and device;
     built here unless cached (after the device's :func:`prebuild`, if any, is done:
     ``wait`` is False only in the prebuild thread itself)."""
     cache = dev.__dict__.setdefault("_bbmm_kernels", {})
-    o = options()
     key = (source, name, sels, small, co, o.restrict, o.unroll, stage)
     knl = cache.get(key)
     if knl is None and wait:
@@ -439,7 +283,8 @@ def _kernel(dev: Device, source: str, name: str, arrays: Sequence[tuple],
     return knl
 
 
-def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
+def prebuild(module: Any, devices: Sequence[Device],
+             options: KernelOptions | None = None) -> list[threading.Thread]:
     """Start building each nest's kernel on every OpenCL device in a background thread,
     in the variant a tile most likely takes (every access in one box, 32-bit offsets).
 
@@ -449,8 +294,9 @@ def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
     copies. Safe: the thread only fills the device's kernel cache; the first
     :func:`_kernel` call that misses waits for it, and a variant it did not guess is
     built then as before. Staged nests (shape chosen per launch) are left out, and so
-    is any failure (the launch builds again and reports it)."""
-    o = options()  # read here, in the caller's thread: a bad setting is its error
+    is any failure (the launch builds again and reports it). ``options``: the run's
+    (:attr:`bbmm.config.RuntimeConfig.kernels`); None: the defaults."""
+    o = _DEFAULT if options is None else options
     if not o.prebuild:
         return []
     nests = sorted(int(m.group(1)) for m in
@@ -479,7 +325,8 @@ def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
         def work(dev: Device = dev, jobs: list = jobs) -> None:
             for name, arrays, sels, co in jobs:
                 try:
-                    _kernel(dev, module.KERNELS, name, arrays, sels, True, co, None, wait=False)
+                    _kernel(dev, module.KERNELS, name, arrays, sels, True, co, None, o,
+                            wait=False)
                 except Exception:  # noqa: BLE001 - the launch builds again and reports it
                     return
 
@@ -490,37 +337,6 @@ def prebuild(module: Any, devices: Sequence[Device]) -> list[threading.Thread]:
         t.start()
         threads.append(t)
     return threads
-
-
-def local_sizes(spec: str | None) -> dict[int, tuple[int, ...]]:
-    """Work-group shape per NDRange rank, with ``spec`` (``$BBMM_LOCAL``, e.g.
-    ``"128x2,64x2x2"``: each item overrides the rank of its number of factors) applied
-    to the defaults; OpenCL dimension 0 is the innermost band loop (consecutive
-    work-items touch consecutive elements: coalesced).
-
-    The shape hardly matters on the H200 once kernels are built: warm sweeps of heat2d,
-    fdtd2d and heat3d put every shape tried (32x8 to 256x1, 32x4x2 to 256x1x1) within
-    8% of each other (results/h200x2-2026-11-22/local_sweep_warm.txt). The defaults are the
-    hand-written baselines' one-row groups. (Earlier sweeps that ran each program's
-    first, cold-compiling run with 32x8 showed 5-14x differences that were the build.)
-    """
-    sizes = {1: (256,), 2: (256, 1), 3: (128, 2, 1)}
-    for item in _local_items(spec):
-        try:
-            shape = tuple(int(f) for f in item.lower().split("x"))
-        except ValueError:
-            raise SettingError(f"{settings.label('BBMM_LOCAL')}: "
-                               f"{item!r} is not a shape such as 128x2") from None
-        if not 1 <= len(shape) <= 3 or min(shape) < 1:
-            raise SettingError(f"{settings.label('BBMM_LOCAL')}: "
-                               f"{item!r} needs 1 to 3 positive factors")
-        sizes[len(shape)] = shape
-    return sizes
-
-
-def _local_items(spec: str | None) -> list[str]:
-    """The shapes of a ``$BBMM_LOCAL`` spec (``"128x2, 64"`` -> ``["128x2", "64"]``)."""
-    return [item for item in (spec or "").replace(" ", "").split(",") if item]
 
 
 MIN_LOCAL = 32

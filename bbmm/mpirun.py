@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import settings
+from .config import RuntimeConfig
 from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
 from .devargs import make_devices_from_args, profile_path
@@ -142,8 +143,10 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
                 tile: int | None = None, mode: str = "disjoint", reuse: bool = True,
                 coherence: str = "exact", gather: bool = True,
                 progress: bool | None = None, fuse: float | None = None,
-                replay: bool | None = None, profile: str | None = None) -> MPIResult:
-    """Run a driver module over the ranks of ``comm``; every rank calls it. With
+                replay: bool | None = None, profile: str | None = None,
+                config: RuntimeConfig | None = None) -> MPIResult:
+    """Run a driver module over the ranks of ``comm``; every rank calls it, with the
+    run's settings ``config`` (None: read from the environment now). With
     ``profile`` (a file; the devices made with ``profile=True``) rank 0 writes there the
     timelines of every rank's devices and host steps, on one time axis
     (:func:`bbmm.profile.merge_ranks`: the ranks of one machine)."""
@@ -152,7 +155,7 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
     # is exchanged between ranks and each rank reads them in from its own host copy.
     rt = DistributedRuntime(devices, arrays, comm, gather=gather, mode=mode, reuse=reuse,
                             coherence=coherence, fuse=fuse, replay=replay,
-                            **runtime_options(module, arrays))
+                            **runtime_options(module, arrays, config))
     if tile is None:
         tile = module.default_tile(params, len(rt.devices))
     if tile < 1:
@@ -334,18 +337,18 @@ def _finish(res: MPIResult, comm: Any, kernel: str, json_path: str | None) -> in
 def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
     """``bbmm run kernel.c --mpi ...`` on every rank (``comm``: the ranks' communicator,
     MPI's world by default; :mod:`bbmm.procs` passes its shared-memory one)."""
-    from .hostlib import tune
-    from .settings import parse_tune
+    from bbmm.codegen.compile import CompileOptions
 
     comm = world() if comm is None else comm
     args.node = comm.node_slot()  # ranks of one machine split its GPUs
-    tune(parse_tune(getattr(args, "tune", None)))
+    tuned = getattr(args, "tune", None)
+    config = RuntimeConfig.from_env(tune=tuned)  # each rank's run: read once, here
 
     def build() -> Any:
         from .run import check_output
         check_init_flags(args)
         check_output(args.json, "--json")     # before the run, not after it
-        return compile_args(args)
+        return compile_args(args, CompileOptions.from_env(tune=tuned))
 
     def go() -> int:
         prog = on_root(comm, build)  # one compilation, not one per rank
@@ -354,13 +357,13 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
             if comm.rank != 0:  # rank 0 says it once
                 warnings.simplefilter("ignore")
             params, scalars, module, devices, init, arrays, lib = setup_all(
-                comm, lambda: prepare_run(args, prog))
+                comm, lambda: prepare_run(args, prog, config))
         res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
                           mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
                           gather=args.mpi_result == "gather", fuse=args.fuse,
                           progress=False if args.no_progress else None,
                           replay=False if args.no_replay else None,
-                          profile=profile_path(args))
+                          profile=profile_path(args), config=config)
         if args.check:
             check_mpi(res, comm, args.file, scop, init, defines(args), args.include_dirs,
                       lib=lib)
@@ -369,10 +372,14 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
     return guarded(comm, go)
 
 
-def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
-    """``python <kernel>_host.py --mpi ...`` on every rank (random inputs, no check)."""
+def driver_mpi(module: ModuleType, args: argparse.Namespace,
+               config: RuntimeConfig | None = None) -> int:
+    """``python <kernel>_host.py --mpi ...`` on every rank (random inputs, no check), with
+    the run's settings ``config`` (None: read from the environment now)."""
     comm = world()
     args.node = comm.node_slot()
+    if config is None:
+        config = RuntimeConfig.from_env()
 
     def setup() -> tuple[Any, ...]:
         from .run import parse_params, random_inputs
@@ -380,7 +387,7 @@ def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
         params, scalars = parse_params(args.param, module.INT_PARAMS, module.FLOAT_PARAMS,
                                        getattr(module, "PARAM_DEFAULTS", None),
                                        getattr(module, "C_NAMES", None))
-        devices = make_devices_from_args(args)
+        devices = make_devices_from_args(args, side=config.side)
         return params, scalars, devices, random_inputs(module, params, scalars, devices,
                                                        args.seed)
 
@@ -390,7 +397,7 @@ def driver_mpi(module: ModuleType, args: argparse.Namespace) -> int:
                           mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
                           gather=args.mpi_result == "gather", fuse=args.fuse,
                           progress=False if args.no_progress else None,
-                          replay=False if args.no_replay else None)
+                          replay=False if args.no_replay else None, config=config)
         return _finish(res, comm, module.FUNCTION, args.json)
 
     return guarded(comm, go)

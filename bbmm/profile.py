@@ -21,7 +21,7 @@ After the run, :func:`collect` reads the events' timestamps and builds one docum
 
 :func:`write` saves it as a trace (:func:`to_trace`): a JSON object with ``traceEvents``
 and ``displayTimeUnit``; one process per device, one thread per queue of it (``queue``,
-``side queue`` for read-ins that overlap kernels, ``first touch``), one process
+``side queue`` for read-ins that overlap kernels), one process
 ``host`` with the thread ``steps``, all named by metadata events (``"ph": "M"``); each
 command a complete event (``"ph": "X"``, ``ts``/``dur`` in microseconds) named with its
 kind and array and box (``h2d A[0:15, 0:127]``) or its kernel and tile, its bytes, copy
@@ -69,7 +69,7 @@ OLD_FORMAT = "bbmm-profile-1"
 """The format of timelines written before traces (still read: ``bbmm timeline``)."""
 GAPS = 10
 """Longest idle gaps kept per device in the document's summary."""
-QUEUES = ("queue", "side queue", "first touch")
+QUEUES = ("queue", "side queue")
 """A device's queues, in the order of their threads in a trace."""
 HOST_PID = 0
 

@@ -9,6 +9,7 @@ import os
 import warnings
 from typing import Any
 
+from .config import RuntimeConfig
 from .devargs import make_devices_from_args
 from .diagnostic import BBMMWarning, UsageError
 from .hostlib import prebuild
@@ -32,19 +33,26 @@ def defines(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
-def compile_args(args: argparse.Namespace) -> Any:
-    """The program of ``args.file`` compiled (the compiler: :mod:`bbmm.codegen`)."""
-    from bbmm.codegen.compile import compile_program
+def compile_args(args: argparse.Namespace, options: Any = None) -> Any:
+    """The program of ``args.file`` compiled (the compiler: :mod:`bbmm.codegen`) with the
+    command line's ``--schedule``, ``--reassociate``, ``--split-all`` over ``options``
+    (:class:`bbmm.codegen.compile.CompileOptions`; None: read from the environment and
+    ``args.tune`` now)."""
+    from dataclasses import replace
+
+    from bbmm.codegen.compile import CompileOptions, compile_program
 
     if not os.path.exists(args.file):
         raise UsageError(f"{args.file}: no such file")
     if os.path.isdir(args.file):
         raise UsageError(f"{args.file}: is a directory, not a C file")
+    if options is None:
+        options = CompileOptions.from_env(tune=getattr(args, "tune", None))
+    options = replace(options, split_all=getattr(args, "split_all", False),
+                      schedule=getattr(args, "schedule", "auto"),
+                      reassociate=getattr(args, "reassociate", False))
     return compile_program(args.file, function=args.function, defines=defines(args),
-                           split_all=getattr(args, "split_all", False),
-                           include_dirs=args.include_dirs,
-                           schedule=getattr(args, "schedule", "auto"),
-                           reassociate=getattr(args, "reassociate", False))
+                           include_dirs=args.include_dirs, options=options)
 
 
 def check_init_flags(args: argparse.Namespace) -> None:
@@ -53,10 +61,12 @@ def check_init_flags(args: argparse.Namespace) -> None:
         raise UsageError("--init and --no-init exclude each other")
 
 
-def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
-    """What ``bbmm run`` needs after compiling (``--mpi`` too, on every rank): ``(params,
-    scalars, module, devices, init, arrays, lib)``; ``arrays`` are the host arrays filled
-    with the inputs ``init``, ``lib`` the reference library (None when unused)."""
+def prepare_run(args: argparse.Namespace, prog: Any,
+                config: RuntimeConfig) -> tuple[Any, ...]:
+    """What ``bbmm run`` needs after compiling (``--mpi`` too, on every rank), with the
+    run's settings ``config``: ``(params, scalars, module, devices, init, arrays, lib)``;
+    ``arrays`` are the host arrays filled with the inputs ``init``, ``lib`` the reference
+    library (None when unused)."""
     from bbmm.codegen.compile import load_driver, out_of_bounds
 
     scop = prog.scop
@@ -77,8 +87,8 @@ def prepare_run(args: argparse.Namespace, prog: Any) -> tuple[Any, ...]:
     if init_name or args.check:          # one library for the init function and --check
         lib = reference_library(scop, defines(args), args.include_dirs, init=init_name,
                                 sources=sources(args))
-    devices = make_devices_from_args(args)
-    prebuild(module, devices)   # kernels build while the inputs are made
+    devices = make_devices_from_args(args, side=config.side)
+    prebuild(module, devices, config.kernels)   # kernels build while the inputs are made
     init, scalars = init_arrays(scop, params, seed=args.seed, scalars=scalars,
                                 defines=defines(args), use_init=not args.no_init,
                                 init=init_name, lib=lib, include_dirs=args.include_dirs)

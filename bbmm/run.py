@@ -19,6 +19,7 @@ from . import settings
 from .box import union_volume
 from .devargs import profile_path
 from .diagnostic import BBMMError, UsageError, format_bytes
+from .config import RuntimeConfig
 from .hostlib import prebuild
 from .profile import write_timeline
 from .reference import compare, run_reference
@@ -323,29 +324,18 @@ def random_inputs(module: ModuleType, params: Mapping[str, int], scalars: dict[s
     return arrays
 
 
-def whole_limit() -> int:
-    """``$BBMM_WHOLE``: arrays the program never writes, of at most this many bytes, are
-    held whole on every device that reads them (default 1 MiB; 0: never)."""
-    return settings.size("BBMM_WHOLE", 1 << 20)
-
-
 PIPELINE_BYTES = 64 << 20
 """The least data per tile when a program is cut into several tiles per device: its copies
 take about 1.2 ms at 55 GB/s, far above the host's and the queues' cost per tile (0.1-0.2
 ms; blackscholes with 80 MiB on one H200 ran slower in 4 tiles than in one)."""
 
 
-def pipeline_split() -> int:
-    """``$BBMM_PIPELINE``: at most this many tiles per device for a program whose nests
-    all run once (default 16; 1: one tile per device, the paper's grid)."""
-    return settings.integer("BBMM_PIPELINE", 16, 1)
-
-
 def default_tile(module: ModuleType, params: Mapping[str, int],
-                 arrays: Mapping[str, np.ndarray], ndev: int, split: int | None = None) -> int:
+                 arrays: Mapping[str, np.ndarray], ndev: int,
+                 split: int = RuntimeConfig.pipeline) -> int:
     """The tile size when none is given: one tile per device (the paper's grid), or, for a
     program with no serial loop and no array that two nests access (blackscholes,
-    matmul), up to ``split`` tiles per device of at least :data:`PIPELINE_BYTES` each.
+    matmul), up to ``split`` (:attr:`~bbmm.config.RuntimeConfig.pipeline`) tiles per device of at least :data:`PIPELINE_BYTES` each.
 
     One tile per device reads everything in, then computes, then writes everything back,
     each step waiting for the one before; with several, a tile's read-in (on the side
@@ -356,8 +346,6 @@ def default_tile(module: ModuleType, params: Mapping[str, int],
     an array: a later nest reads boxes of another shape than an earlier one left (mvt:
     A's columns over A's row blocks), and more row blocks cover them in more pieces, which
     costs copies (mvt in memory: 0.96x in 4 tiles per device, 0.58x in 16)."""
-    if split is None:
-        split = pipeline_split()
     if split > 1 and getattr(module, "RUNS_ONCE", False) and not getattr(module, "SHARED", True):
         total = sum(a.nbytes for a in arrays.values())
         split = max(1, min(split, total // (max(1, ndev) * PIPELINE_BYTES)))
@@ -458,33 +446,42 @@ def fitting_tile(module: ModuleType, params: Mapping[str, int], scalars: Mapping
     return tile
 
 
-def runtime_options(module: ModuleType, arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """The runtime's options that come from the driver: kernel slots per array, and the
-    small read-only arrays to hold whole (a parameter table read at ``[t]``, say: one copy
-    for the run instead of one element per serial iteration, and iterations that repeat)."""
+def runtime_options(module: ModuleType, arrays: Mapping[str, np.ndarray],
+                    config: RuntimeConfig | None = None) -> dict[str, Any]:
+    """The runtime's options for a run of the driver ``module``: kernel slots per array,
+    the small read-only arrays to hold whole (a parameter table read at ``[t]``, say: one
+    copy for the run instead of one element per serial iteration, and iterations that
+    repeat; :attr:`~bbmm.config.RuntimeConfig.whole`), and the run's ``config`` (None:
+    read from the environment now)."""
+    if config is None:
+        config = RuntimeConfig.from_env()
     ro = getattr(module, "READ_ONLY", frozenset())
-    limit = whole_limit()
-    whole = frozenset(a for a in ro if a in arrays and arrays[a].nbytes <= limit)
-    return {"max_pieces": module.SLOTS, "whole": whole}
+    whole = frozenset(a for a in ro if a in arrays and arrays[a].nbytes <= config.whole)
+    return {"max_pieces": module.SLOTS, "whole": whole, "config": config}
 
 
 def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
             scalars: dict[str, float], arrays: dict[str, np.ndarray], *, tile: int | None = None,
             mode: str = "disjoint", reuse: bool = True, coherence: str = "exact",
             progress: bool | None = None, replay: bool | None = None,
-            fuse: float | None = None, profile: str | None = None) -> RunResult:
-    """Run a driver module on devices and host arrays (which hold the inputs); with
+            fuse: float | None = None, profile: str | None = None,
+            config: RuntimeConfig | None = None) -> RunResult:
+    """Run a driver module on devices and host arrays (which hold the inputs) with the
+    run's settings ``config`` (None: read from the environment now); with
     ``profile`` (a file, :func:`profile_path`) write the devices' timeline there after the
     run (the devices must have been made with ``profile=True``) and print its summary on
     stderr. The run's wall time does not include reading the profile."""
+    if config is None:
+        config = RuntimeConfig.from_env()
     if tile is None:
         tile = fitting_tile(module, params, scalars, arrays, devices,
-                            default_tile(module, params, arrays, len(devices)))
+                            default_tile(module, params, arrays, len(devices),
+                                         config.pipeline))
     if tile < 1:
         raise UsageError(f"--tile must be at least 1, got {tile}")
     rt = Runtime(devices, arrays, mode=mode, reuse=reuse, coherence=coherence, replay=replay,
-                 fuse=fuse, **runtime_options(module, arrays))
-    prebuild(module, devices)  # unless started already: builds beside the first read-ins
+                 fuse=fuse, **runtime_options(module, arrays, config))
+    prebuild(module, devices, config.kernels)  # unless started already: beside the read-ins
     t0 = time.perf_counter()
     module.run(rt, params, scalars, tile, progress)
     wall = time.perf_counter() - t0

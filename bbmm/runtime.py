@@ -29,13 +29,13 @@ from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequenc
 import numpy as np
 
 from . import regions as R
-from . import settings
 from .acquire import Acquire, fuse_slack
+from .config import RuntimeConfig, edge_points  # noqa: F401 - edge_points: re-exported
 from .box import Box, disjoint
 from .buffers import BufferManager
 from .coherence import Directory, HostCopy
 from .devices.base import Device
-from .diagnostic import SettingError, UsageError
+from .diagnostic import UsageError
 from .replay import Tape, phase_key, replay, signature
 from .stats import DeviceStats, Stats
 from .tiles import Copy, Tile, TileBuffers
@@ -76,7 +76,7 @@ class Runtime:
                  max_pieces: Mapping[str, int] | None = None, verify: bool | None = None,
                  keep_idle: bool = False, replay: bool | None = None,
                  whole: Iterable[str] = (), fuse: float | None = None,
-                 shared_flowout: bool = False):
+                 shared_flowout: bool = False, config: RuntimeConfig | None = None):
         if mode not in MODES:
             raise UsageError(f"unknown allocation mode {mode!r}; choose from {', '.join(MODES)}")
         if coherence not in COHERENCE:
@@ -84,14 +84,17 @@ class Runtime:
         if not devices:
             raise UsageError("no devices to run on")
         self.devices = list(devices)
+        self.config = config = RuntimeConfig.from_env() if config is None else config
+        """The run's settings, read once where the run was set up; a generated driver's
+        launches take their kernel options from it (:func:`bbmm.hostlib.kernel_options`)."""
         self.host = arrays if isinstance(arrays, HostCopy) else HostCopy(dict(arrays))
         self.mode, self.reuse, self.coherence = mode, reuse, coherence
         self.stats = Stats([DeviceStats(d.name) for d in self.devices])
         self.directory = Directory(self.host, self.stats, reuse=reuse,
-                                   defer=settings.switch("BBMM_DEFER", True))
+                                   defer=config.defer)
         self.managers = [BufferManager(d, self.directory, s)
                          for d, s in zip(self.devices, self.stats.devices)]
-        self.verify = settings.switch("BBMM_DEBUG", False) if verify is None else verify
+        self.verify = config.debug if verify is None else verify
         self.keep_idle = keep_idle
         self.host_log: list[tuple[str, float, float]] | None = (
             [] if any(getattr(d, "profiling", False) for d in self.devices) else None)
@@ -99,13 +102,13 @@ class Runtime:
         ``time.perf_counter`` seconds (acquire, compute, flowout, flowin, writeout,
         release; replay for a replayed serial iteration), kept while a device profiles:
         the host's track of a timeline (:mod:`bbmm.profile`)."""
-        self.sync = settings.switch("BBMM_SYNC", False)
+        self.sync = config.sync
         """Wait for every kernel before flow-out (exact compute times); otherwise the host
         goes on at once and only waits where it needs a result (a blocking copy), so the
         devices keep computing while the host works: 'compute' then counts launches and
         the waits show up in the step that needed the data."""
         if fuse is None:
-            fuse = fuse_slack(settings.text("BBMM_FUSE"))
+            fuse = config.fuse
         if not 0 <= fuse < 1:
             raise UsageError(f"fuse slack must lie in [0, 1), got {fuse}")
         self.fuse = fuse
@@ -130,7 +133,7 @@ class Runtime:
                 continue  # not small next to the device memory: boxes as usual
             self.whole[a] = Box.from_shape(host.shape)
         if replay is None:
-            replay = settings.switch("BBMM_REPLAY", True)
+            replay = config.replay
         # Replay needs asynchronous host copies in program order (a blocking host copy
         # with hooks, as over MPI, has side effects beyond the device operations) and
         # no per-round waits (BBMM_SYNC measures exact kernel times).
@@ -139,8 +142,9 @@ class Runtime:
         """The flow-out goes to other processes (a rank of
         :class:`~bbmm.distributed.DistributedRuntime`): the tiles that read it next run
         there, whatever this process's devices hold."""
-        edges = edge_points(settings.text("BBMM_EDGE"),
-                            EDGE_POINTS_RANKS if shared_flowout else EDGE_POINTS)
+        edges = config.edge
+        if edges is None:
+            edges = EDGE_POINTS_RANKS if shared_flowout else EDGE_POINTS
         self.edges = (edges if (len(self.devices) > 1 or shared_flowout)
                       and not self.directory.blocking and not self.sync else 0)
         """Tiles that write at least this many points (0: none) run the rows that write
@@ -153,7 +157,7 @@ class Runtime:
         self._prev_keys: tuple | None = None
         self._prev_sig: object = None
         self._record()
-        place = settings.switch("BBMM_PLACE", True)
+        place = config.place
         self.place = place and len(self.devices) > 1
         """Move the tiles of small phases to their data (:meth:`_place`)."""
         self._looked = -STOP_PERIOD  # when stopped() last asked for a flag
@@ -793,26 +797,6 @@ H100s heat2d 12288^2 over two processes takes 0.441 ms per step with it against 
 without (one GPU: 0.866; ``python3 -m bbmm run polybench/heat2d.c --param n=12288
 --param tsteps=T --devices 2 --procs 2``, T = 20 and 220, with ``BBMM_EDGE=0`` for
 without; ``results/h100x2-2026-11-26``)."""
-
-
-def edge_points(spec: str | None, default: int = EDGE_POINTS) -> int:
-    """``$BBMM_EDGE``: ``0`` (or ``off``) never splits a tile, ``N`` splits tiles that write
-    at least N points (``1``: every tile with flow-out another device holds); unset:
-    ``default``."""
-    if spec is None or not spec.strip():
-        return default
-    text = spec.strip().lower()
-    if text in ("off", "no"):
-        return 0
-    try:
-        n = int(text)
-    except ValueError:
-        raise SettingError(f"{settings.label('BBMM_EDGE')}: "
-                           f"{spec!r} is not a number of points (0: off)") from None
-    if n < 0:
-        raise SettingError(f"{settings.label('BBMM_EDGE')}: "
-                           f"{n} is negative")
-    return n
 
 
 def int32(v: int) -> np.int32:

@@ -11,7 +11,7 @@ import importlib.util
 import os
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Mapping, Sequence
@@ -30,6 +30,52 @@ from bbmm.codegen.tiling import tile_bound_names, tile_nest
 from bbmm.diagnostic import BBMMWarning
 
 MAX_SLOTS = 4
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How :func:`compile_program` compiles: one frozen object, built once where the
+    command line or the API is read (:meth:`from_env` for the environment's part) and
+    passed down; the compiler reads no setting of its own."""
+
+    schedule: str = "auto"
+    """The loops as written (``as-written``), isl's schedule (``isl``, where it is legal
+    and can be written as loops), or ``auto``: isl's where the loops as written leave some
+    statement without a parallel loop or with parallel loops only inside serial ones, and
+    isl's schedule does better there (:func:`better`; ``--schedule``)."""
+    reassociate: bool = False
+    """Floating-point sums into scalars may be split over a loop's iterations, which then
+    run in parallel, in another order of additions (:mod:`bbmm.codegen.reductions`;
+    ``--reassociate``)."""
+    strip: int = STRIP
+    """Iterations of an inner loop per partial of a strip-mined reduction
+    (``$BBMM_STRIP``, ``--tune strip=N``; :data:`bbmm.codegen.reductions.STRIP`)."""
+    split_all: bool = False
+    """Every access takes the split (several-box) path in the kernels: the worst case of
+    ``scripts/exp_split.py``."""
+    fp64: bool = True
+    """Kernels may use ``double`` (a device without it runs ``float`` programs only)."""
+
+    def __post_init__(self) -> None:
+        from bbmm.diagnostic import UsageError
+
+        if self.schedule not in SCHEDULES:
+            raise UsageError(f"schedule must be one of {', '.join(SCHEDULES)}, "
+                             f"got {self.schedule!r}")
+        strip = self.strip
+        if isinstance(strip, bool) or not isinstance(strip, int) or strip < 1:
+            raise UsageError(f"strip must be an integer of at least 1, got {strip!r}")
+
+    @classmethod
+    def from_env(cls, tune: Sequence[str] | Mapping[str, object] | None = None
+                 ) -> CompileOptions:
+        """The options the ``$BBMM_*`` variables set (``$BBMM_STRIP``), with ``tune``
+        (``--tune NAME=VALUE`` items, :func:`bbmm.settings.parse_tune`) over them; the
+        rest keep their defaults, for the caller to set from its own options."""
+        from bbmm import settings
+
+        r = settings.Reader(settings.parse_tune(tune))
+        return cls(strip=r.integer("BBMM_STRIP", STRIP, lo=1))
 
 
 @dataclass(frozen=True)
@@ -158,34 +204,27 @@ def no_parallel_loop(scop: Scop) -> str:
 
 
 def compile_program(path: str | os.PathLike, function: str | None = None,
-                    defines: Mapping[str, str] | None = None, *, split_all: bool = False,
-                    fp64: bool = True, include_dirs: Sequence[str] = (),
-                    schedule: str = "auto", reassociate: bool = False,
+                    defines: Mapping[str, str] | None = None, *,
+                    include_dirs: Sequence[str] = (), options: CompileOptions | None = None,
+                    split_all: bool | None = None, fp64: bool | None = None,
+                    schedule: str | None = None, reassociate: bool | None = None,
                     strip: int | None = None) -> Program:
-    """Compile one C kernel function (see the module docstring). ``schedule``: the loops
-    as written (``as-written``), isl's schedule (``isl``, where it is legal and can be
-    written as loops), or ``auto``: isl's where the loops as written leave some statement
-    without a parallel loop or with parallel loops only inside serial ones, and isl's
-    schedule does better there (:func:`better`). ``reassociate``: floating-point sums
-    into scalars may be split over a loop's iterations, which then run in parallel, in
-    another order of additions (:mod:`bbmm.codegen.reductions`). ``strip``: iterations
-    of an inner loop per partial of a strip-mined reduction; None: ``$BBMM_STRIP``, read
-    here, once per compile, or :data:`bbmm.codegen.reductions.STRIP`."""
-    from bbmm import __version__, settings
-    from bbmm.diagnostic import UsageError
+    """Compile one C kernel function (see the module docstring) with ``options`` (None:
+    the defaults; the environment is not read here: :meth:`CompileOptions.from_env`);
+    ``split_all``, ``fp64``, ``schedule``, ``reassociate`` and ``strip``, where given,
+    replace the fields of ``options`` of the same names."""
+    from bbmm import __version__
 
-    if schedule not in SCHEDULES:
-        raise UsageError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
-    if strip is None:
-        strip = settings.integer("BBMM_STRIP", STRIP, lo=1)
-    elif isinstance(strip, bool) or not isinstance(strip, int) or strip < 1:
-        raise UsageError(f"strip must be an integer of at least 1, got {strip!r}")
+    given = {k: v for k, v in (("split_all", split_all), ("fp64", fp64),
+                               ("schedule", schedule), ("reassociate", reassociate),
+                               ("strip", strip)) if v is not None}
+    o = replace(options or CompileOptions(), **given)
     path = str(path)
     scop = parse_file(path, function=function, defines=dict(defines or {}),
-                      include_dirs=include_dirs, reassociate=reassociate, strip=strip)
+                      include_dirs=include_dirs, reassociate=o.reassociate, strip=o.strip)
     with in_c_names(dict(scop.c_names)):   # errors and warnings speak of the C names
-        return _compile_scop(scop, path, split_all, fp64, __version__, schedule,
-                             reassociate)
+        return _compile_scop(scop, path, o.split_all, o.fp64, __version__, o.schedule,
+                             o.reassociate)
 
 
 def _shape(scop: Scop, plan: Plan) -> tuple[int, int]:

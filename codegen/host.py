@@ -110,21 +110,9 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g("import numpy as np")
     g()
     g("from bbmm.box import Box")
-    g("from bbmm.diagnostic import SettingError")
+    g("from bbmm.hostlib import (Progress, device_of, kernel_options, launch, once_tiles,\n"
+      "                          scalars as _ints, serial_range, tiles_covering)")
     g("from bbmm.runtime import Tile")
-    g()
-    g("try:")
-    with g:
-        g("from bbmm.hostlib import (Progress, device_of, launch, once_tiles, scalars as _ints,\n"
-          "                               serial_range, tiles_covering)")
-    g("except SettingError as _bbmm_e:  # a bad $BBMM_* setting, read when hostlib loads")
-    with g:
-        g('if __name__ != "__main__":')
-        with g:
-            g("raise")
-        g("import sys")
-        g('print(f"bbmm: error: {_bbmm_e}", file=sys.stderr)  # one line, as bbmm run says it')
-        g("sys.exit(2)")
     g()
     g(f"FUNCTION = {fn!r}")
     g(f"SCHEDULE = {schedule!r}  # the loops as written, or isl's schedule")
@@ -279,7 +267,7 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
       f"is written by rows {t.band[0] if t.band else 'p0'} in [x - cmax, x - cmin]")
     g()
     g()
-    g(f"def nest{nest.id}_kernel(_bbmm_scalars, _bbmm_grid):")
+    g(f"def nest{nest.id}_kernel(_bbmm_scalars, _bbmm_grid, _bbmm_ko=None):")
     with g:
         g(f'"""The compute step of Algorithm 4 (line 13): launch {ks.name} on the tile '
           f'(``rows``: on its rows in that range only)."""')
@@ -295,7 +283,7 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
             g(f"return launch(_bbmm_dev, _bbmm_tb, KERNELS, {ks.name!r}, {sc_name}, _bbmm_grid,")
             g(f"              NEST{nest.id}_CL_BAND, NEST{nest.id}_LAUNCH, "
               f"coarsen=NEST{nest.id}_COARSEN, staged=NEST{nest.id}_STAGED,")
-            g(f"              blocked=NEST{nest.id}_BLOCKED, rows=rows)")
+            g(f"              blocked=NEST{nest.id}_BLOCKED, rows=rows, options=_bbmm_ko)")
         g("return kernel")
     g()
     g("# }}}")
@@ -368,6 +356,7 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
         for p, ct in scop.float_params:
             g(f"{p} = {ftypes.get(ct, 'np.float64')}(_bbmm_scalars[{p!r}])")
         g("_bbmm_ndev = len(_bbmm_rt.devices)")
+        g("_bbmm_ko = kernel_options(_bbmm_rt)  # the run's, read once where it was set up")
         g("_bbmm_phases = {}  # tile lists built once per regime, by (nest, regime)")
         g("_bbmm_run = object()  # names this run's tile lists for the runtime")
         extent = _grid_extent(nests)
@@ -488,7 +477,7 @@ def _emit_tiles(g: Emitter, nc: NestCode, host: tuple[str, ...], sc: str) -> Non
         g("_bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec")
         args = f"({sc}{', ' if sc else ''}{t.lb}, {t.ub})"
         g(f"_bbmm_tiles.append(Tile(_bbmm_d, _bbmm_b, nest{nid}_kernel("
-          f"_ints({args}), _bbmm_grid),")
+          f"_ints({args}), _bbmm_grid, _bbmm_ko),")
         g("                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST%d_FRESH, "
           "name=f\"nest%d tile {_bbmm_t}\"," % (nid, nid))
         span = "_bbmm_grid[0]" if t.grid is not None else "None"
@@ -526,7 +515,8 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]) -> 
         g("if _bbmm_spec is not None:")
         with g:
             g("_bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec")
-            g(f"_bbmm_tiles.append(Tile(0, _bbmm_b, nest{nid}_kernel(_ints(({sc}{',' if sc else ''})), _bbmm_grid),")
+            g(f"_bbmm_tiles.append(Tile(0, _bbmm_b, nest{nid}_kernel(_ints(({sc}{',' if sc else ''})), "
+              f"_bbmm_grid, _bbmm_ko),")
             g(f"                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST{nid}_FRESH, "
               f"name=\"nest{nid}\"))")
     g(f"_bbmm_rt.run_phase(_bbmm_tiles, serial={key})")

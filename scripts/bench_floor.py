@@ -51,6 +51,7 @@ import compare  # noqa: E402  (scripts/baselines/compare.py)
 from common import Team  # noqa: E402
 
 from bbmm import hostlib  # noqa: E402
+from bbmm.config import RuntimeConfig  # noqa: E402
 
 F = 4  # bytes per float
 
@@ -151,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.check = False
     try:
+        env = RuntimeConfig.from_env().kernels
         shapes = (hostlib.parse_points(args.coarsen) if args.coarsen else
-                  [(hostlib.COARSEN, hostlib.COARSEN1)])
+                  [(env.coarsen, env.coarsen1)])
     except ValueError as e:
         p.error(f"--coarsen {e}")
     progs: list[tuple[str, dict[str, int]]] = []
@@ -179,9 +181,10 @@ def main(argv: list[str] | None = None) -> int:
             variants = [(co, pr) for pr in args.procs.split(",") for co in shapes
                         if d > 1 or pr == args.procs.split(",")[0]]
             for co, pr in variants:
-                with hostlib.points_per_work_item(co):
-                    bb = steady_bbmm(prog, params, d, argparse.Namespace(**{**vars(args),
-                                                                           "procs": pr}))
+                # each run's points per work-item, given as bbmm run --tune
+                tune = [f"coarsen={co[0]}", f"coarsen1={co[1]}"] if args.coarsen else []
+                bb = steady_bbmm(prog, params, d, argparse.Namespace(
+                    **{**vars(args), "procs": pr, "tune": tune}))
                 rows.append({"program": prog, "params": params, "devices": d,
                              "floor_s": floor, "memory_bytes": mem, "coherence_bytes": coh,
                              "bbmm_s_per_iter": bb["s_per_iter"],

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from bbmm.run import FIT_SHARE, _Enough, _Footprint, host_arrays, parse_params, whole_limit
+from bbmm.config import RuntimeConfig
+from bbmm.run import FIT_SHARE, _Enough, _Footprint, host_arrays, parse_params
 from bbmm.codegen.compile import compile_program, load_driver
 
 
@@ -29,7 +30,7 @@ def tile_footprint(path: str | Path, params: list[str] | dict[str, int], tile: i
     except _Enough:
         pass
     whole = sum(arrays[a].nbytes for a in getattr(module, "READ_ONLY", ())
-                if a in arrays and arrays[a].nbytes <= whole_limit())
+                if a in arrays and arrays[a].nbytes <= RuntimeConfig.from_env().whole)
     return probe.peak + whole
 
 

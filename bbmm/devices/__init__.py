@@ -26,12 +26,13 @@ __all__ = ["Allocation", "Device", "DryDevice", "NullDevice", "rect_args", "spli
 
 def logical_devices(n: int | None = None, *, device_mem: int | str | None = None,
                     platform: str | int | None = None, device_kind: str = "auto",
-                    profile: bool = False) -> list[Any]:
+                    profile: bool = False, side: bool = True) -> list[Any]:
     """``n`` logical OpenCL devices (None: every GPU, or one CPU device), each with its own
     queue and memory cap ``device_mem`` (bytes or ``"2GiB"``; default: 90% of the physical
     device's memory, shared among the logical devices on it). Reusable across runs
     (``prog(..., devices=devs)``): kernels built once stay built. Exported as
-    ``bbmm.devices(...)``; see :func:`bbmm.devices.opencl.make_devices`."""
+    ``bbmm.devices(...)``; see :func:`bbmm.devices.opencl.make_devices` (``side``: read-ins
+    on a second queue of each device)."""
     from .opencl import make_devices as make  # pyopencl: loaded when devices are made
 
     if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
@@ -39,7 +40,7 @@ def logical_devices(n: int | None = None, *, device_mem: int | str | None = None
     if device_kind not in ("auto", "gpu", "cpu"):
         raise UsageError(f"device_kind must be auto, gpu or cpu, got {device_kind!r}")
     return make(None if n is None else int(n), cap=device_mem, platform=platform,
-                kind=device_kind, profile=profile)
+                kind=device_kind, profile=profile, side=side)
 
 
 def __getattr__(name: str) -> Any:

@@ -21,7 +21,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pyopencl as cl
 
-from .. import settings
 from ..box import Box
 from ..diagnostic import DeviceError, DeviceMemoryError, UsageError, format_bytes, parse_bytes
 from ..pool import Pool
@@ -36,7 +35,7 @@ from .geometry import COPY_KERNELS, check_inside, check_ndim, contiguous_run, ho
 from .kernelargs import forget, forget_context, set_changed
 from .pinned import pinned_empty
 
-__all__ = ["OpenCLDevice", "DEFAULT_ARENA", "CAP_FRACTION", "SIDE_SMALL", "TOUCHES"]
+__all__ = ["OpenCLDevice", "DEFAULT_ARENA", "CAP_FRACTION", "SIDE_SMALL"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,12 +47,6 @@ CAP_FRACTION = 0.9
 _FREED_PRUNE = 64
 _HELD_PRUNE = 64
 """Host-copy events held (:meth:`OpenCLDevice._hold`) before the completed ones go."""
-TOUCHES = ("async", "wait", "0", "off", "no")
-"""How a new arena is first touched (``$BBMM_TOUCH``, read when a device is made;
-:meth:`OpenCLDevice._create_buffer`): ``async`` (a 4 KiB fill enqueued on the device's
-queue, not waited for), ``wait`` (the fill on a queue of its own, waited for: an
-allocation failure reported only by the fill's event shows at once), ``0`` (none: for
-measurements only, a lazy driver's failure would show at some later copy)."""
 SIDE_SMALL = 1 << 20
 """A read-in of at most this many bytes that must wait for the device's newest kernel
 anyway runs on the device's own queue (:meth:`OpenCLDevice.side_for`)."""
@@ -70,20 +63,20 @@ class OpenCLDevice(Device):
     :arg profile: record every command (``queue`` must have ``PROFILING_ENABLE``), up
         to ``profile_limit`` of them; see :meth:`take_profile`.
     :arg side: run read-ins into new boxes on a second queue (:meth:`write_rect`), so
-        that they overlap the kernels before them; default ``$BBMM_SIDE`` (on).
+        that they overlap the kernels before them (the run's
+        :attr:`~bbmm.config.RuntimeConfig.side`, on by default).
     """
 
     def __init__(self, context: Any, queue: Any, device: Any, *, index: int = 0,
                  cap: int | str | None = None, name: str | None = None,
                  arena_size: int = DEFAULT_ARENA, programs: dict | None = None,
                  profile: bool = False, profile_limit: int = PROFILE_LIMIT,
-                 side: bool | None = None):
+                 side: bool = True):
         self.context = context
         self.domain = context
         """Devices with the same domain order each other's commands by events (one context)."""
         self._context_ptr = context.int_ptr
         self.queue = queue
-        self._touch_queue: Any = None      # first touch of new arenas (_create_buffer)
         self.cl_device = device
         self.index = index
         self.physical_name = device.name.strip()
@@ -114,9 +107,7 @@ class OpenCLDevice(Device):
         self._hboxes: dict[tuple, tuple] = {}
         self._kernels: dict[tuple[str, str, str], Any] = {}
         self._copy_kernels: dict[int, Any] | None = None
-        self.side = settings.switch("BBMM_SIDE", True) if side is None else side
-        self.touch = settings.word("BBMM_TOUCH", "async", TOUCHES)
-        """How a new arena is first touched (:data:`TOUCHES`)."""
+        self.side = side
         self._side_queue: Any = None
         # (buffer, first byte, end byte, event) of each freed allocation whose last use
         # may still be queued: what a side copy into that memory must wait for
@@ -130,10 +121,11 @@ class OpenCLDevice(Device):
     def create(cls, device: Any, *, index: int = 0, cap: int | str | None = None,
                name: str | None = None, arena_size: int = DEFAULT_ARENA,
                context: Any = None, programs: dict | None = None, profile: bool = False,
-               profile_limit: int = PROFILE_LIMIT) -> OpenCLDevice:
+               profile_limit: int = PROFILE_LIMIT, side: bool = True) -> OpenCLDevice:
         """A device with a queue of its own on the ``cl.Device`` ``device``, in ``context``
         (which must include ``device``; default: a new context of its own); with
-        ``profile`` the queue has ``PROFILING_ENABLE`` and the device records its commands."""
+        ``profile`` the queue has ``PROFILING_ENABLE`` and the device records its commands;
+        ``side``: as for the constructor."""
         label = name or f"cl{index}"
         props = cl.command_queue_properties.PROFILING_ENABLE if profile else 0
         try:
@@ -143,7 +135,7 @@ class OpenCLDevice(Device):
             raise _device_error(e, f"{label} ({device.name.strip()})",
                                 "creating a context") from None
         return cls(ctx, queue, device, index=index, cap=cap, name=name, arena_size=arena_size,
-                   programs=programs, profile=profile, profile_limit=profile_limit)
+                   programs=programs, profile=profile, profile_limit=profile_limit, side=side)
 
     # {{{ profiling
 
@@ -178,13 +170,9 @@ class OpenCLDevice(Device):
         if self._log is None:
             return None
         self.finish()
-        if self._touch_queue is not None:
-            self._touch_queue.finish()
         queues = {id(self.queue): "queue"}
         if self._side_queue is not None:
             queues[id(self._side_queue)] = "side queue"
-        if self._touch_queue is not None:
-            queues[id(self._touch_queue)] = "first touch"
         doc = self._log.take(queues)
         doc.update(name=self.name, physical=self.physical_name)
         return doc
@@ -227,18 +215,10 @@ class OpenCLDevice(Device):
         # call* (7 x 35 GiB created on a 140 GiB H200: the fill of the 4th raises
         # MEM_OBJECT_ALLOCATION_FAILURE), so enqueueing the fill is enough and
         # the host need not wait for the device (5 waits cost blackscholes ~0.5 ms).
+        # On the device's in-order queue: everything enqueued there later follows it.
         touch = min(nbytes, 4096)
-        if self.touch == "async":
-            # on the device's in-order queue: everything enqueued there later follows it
-            evt = self._fill(self.queue, buf, np.uint8(0), 0, touch)
-            self._last_use(buf, 0, touch, evt)  # a side read-in there waits for it
-        elif self.touch not in ("0", "off", "no"):
-            # waited for on a queue of its own: on the device's queue the wait would
-            # also wait for every copy queued before it (blackscholes' read-ins). Nothing
-            # else can use the new buffer before the wait returns.
-            if self._touch_queue is None:
-                self._touch_queue = self._queue_like()
-            self._fill(self._touch_queue, buf, np.uint8(0), 0, touch).wait()
+        evt = self._fill(self.queue, buf, np.uint8(0), 0, touch)
+        self._last_use(buf, 0, touch, evt)  # a side read-in there waits for it
         logger.debug("%s: new arena of %s", self.name, format_bytes(nbytes))
         return buf
 
@@ -339,9 +319,6 @@ class OpenCLDevice(Device):
         self.finish()
         forget_context(self._context_ptr)
         self.pool.close()
-        if self._touch_queue is not None:
-            self._touch_queue.finish()
-            self._touch_queue = None
         self._side_queue = None
         self._freed.clear()
         self._held[0].clear()

@@ -29,8 +29,8 @@ class CommandLog:
 
     ``kind`` is ``h2d``, ``d2h``, ``d2d``, ``kernel`` or ``fill``; ``label`` is a
     ``cl.Kernel`` (named when read), a rect copy's extent ``(row bytes, rows, slices)``,
-    or a string; ``queue`` is the queue it went to (a device has up to three: its own,
-    the side queue of read-ins, the queue of first touches); ``what`` is the device's
+    or a string; ``queue`` is the queue it went to (a device has up to two: its own and
+    the side queue of read-ins); ``what`` is the device's
     :attr:`what` when it was enqueued (the array and box of a copy, the tile of a
     kernel: :meth:`~bbmm.devices.opencl.OpenCLDevice.note`). Recording is one append; the events' timestamps
     are read only by :meth:`take`, after the queue has finished. Past ``limit`` records,

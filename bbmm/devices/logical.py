@@ -86,7 +86,8 @@ def plan_logical(n: int | None, disc: Discovery, node: tuple[int, int] | None = 
 def make_devices(n: int | None = None, cap: int | str | None = None,
                  platform: str | int | None = None, kind: str = "auto",
                  arena_size: int = DEFAULT_ARENA, contexts: str = "shared",
-                 node: tuple[int, int] | None = None, profile: bool = False) -> list[Device]:
+                 node: tuple[int, int] | None = None, profile: bool = False,
+                 side: bool = True) -> list[Device]:
     """``n`` logical OpenCL devices, each with its own queue and pool.
 
     :arg n: number of logical devices; None: every GPU, or 1 CPU device. With fewer
@@ -105,6 +106,8 @@ def make_devices(n: int | None = None, cap: int | str | None = None,
     :arg profile: record every command of every device with its OpenCL profiling event
         (queues with ``PROFILING_ENABLE``), :data:`PROFILE_LIMIT` commands in all;
         :func:`bbmm.profile.collect` reads them after the run.
+    :arg side: read-ins of new boxes on a second queue of each device
+        (:attr:`bbmm.config.RuntimeConfig.side`).
     """
     if contexts not in ("shared", "separate"):
         raise UsageError(f"contexts must be shared or separate, not {contexts!r}")
@@ -131,5 +134,5 @@ def make_devices(n: int | None = None, cap: int | str | None = None,
         c = cap_bytes if cap_bytes is not None else int(CAP_FRACTION * p.global_mem) // sharers
         devs.append(OpenCLDevice.create(p.cl_device, index=i, cap=c, arena_size=arena_size,
                                         context=ctx, programs=programs, profile=profile,
-                                        profile_limit=limit))
+                                        profile_limit=limit, side=side))
     return devs

@@ -110,6 +110,8 @@ def bbmm_once(prog: str, params: dict[str, Any], devices: int, args: argparse.Na
         argv += ["--device-kind", args.device_kind]
     if getattr(args, "procs", None) is not None:
         argv += ["--procs", str(args.procs)]
+    for item in getattr(args, "tune", None) or ():
+        argv += ["--tune", item]
     if check:
         argv.append("--check")
     return run_json(argv)

@@ -374,10 +374,9 @@ def test_first_touch_failure_is_a_device_memory_error(make, monkeypatch):
     dev.free(a)
 
 
-def test_first_touch_orders_side_read_ins(make, monkeypatch):
+def test_first_touch_orders_side_read_ins(make):
     """The touch is not waited for: a side-queue read-in into the arena's first bytes
     waits for its event (a fill running after the copy would zero its data)."""
-    monkeypatch.setenv("BBMM_TOUCH", "async")
     (dev,) = make(1, cap="64MiB", arena_size=1 << 20)
     dev.side = True
     a = dev.alloc(1000)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import pathlib
 import threading
 import types
-from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import bbmm.hostlib as hostlib
+from bbmm.config import KernelOptions, RuntimeConfig
 from bbmm.devices.opencl import OpenCLDevice
 from bbmm.diagnostic import DeviceError
 from bbmm.run import execute, host_arrays
@@ -45,12 +45,13 @@ def builds(monkeypatch):
     return seen
 
 
-def run(module, devs, params, scalars, seed=0):
+def run(module, devs, params, scalars, seed=0, prebuild=True):
     arrays = host_arrays(module, params, devs)
     rng = np.random.default_rng(seed)
     for a in arrays.values():
         a[...] = rng.random(a.shape) + 0.5
-    res = execute(module, devs, params, scalars, arrays, progress=False)
+    config = RuntimeConfig(kernels=KernelOptions(prebuild=prebuild))
+    res = execute(module, devs, params, scalars, arrays, progress=False, config=config)
     return {k: v.copy() for k, v in res.arrays.items()}
 
 
@@ -61,11 +62,9 @@ def test_prebuilt_kernels_are_the_ones_launched_and_change_no_result(make, build
     module = load_driver(compile_program(POLYBENCH / f"{prog}.c"))
     params, scalars = PROGRAMS[prog]
     scalars = {k: v for k, v in scalars.items() if k in dict(module.FLOAT_PARAMS)}
-    monkeypatch.setattr(hostlib, "_OPTIONS", replace(hostlib.options(), prebuild=False))
-    plain = run(module, make(ndev), params, scalars)
+    plain = run(module, make(ndev), params, scalars, prebuild=False)
     assert all(t == "MainThread" for t, _ in builds)
     builds.clear()
-    monkeypatch.setattr(hostlib, "_OPTIONS", replace(hostlib.options(), prebuild=True))
     devs = make(ndev)
     threads = hostlib.prebuild(module, devs)
     assert len(threads) == ndev
@@ -93,7 +92,7 @@ def test_a_failing_background_build_is_reported_by_the_launch(make, builds):
     sels = tuple(tuple(0 for _ in e[3]) for e in arrays if len(e) > 3)
     with pytest.raises(DeviceError, match="building an OpenCL program failed"):
         hostlib._kernel(dev, broken.KERNELS, "blackscholes_nest0", arrays, sels, True,
-                        (hostlib.COARSEN, 1), None)
+                        (KernelOptions().coarsen, 1), None)
 
 
 def test_no_prebuild_twice_nor_on_devices_without_a_compiler(make):

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import pytest
 
-from bbmm import hostlib
 from bbmm.cli import main
 import footprint
 from needs import needs_cl  # skipped only without an OpenCL platform
@@ -56,20 +55,6 @@ def _call(argv: list[str]) -> tuple[int | None, str, str | None]:
     except Exception:
         return None, err.getvalue(), traceback.format_exc()
     return rc, err.getvalue(), None
-
-
-@contextlib.contextmanager
-def _env(name: str, value: str):
-    """``$name`` set to ``value`` for the block, then restored."""
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = old
 
 
 def _array_bytes(prog, params: dict[str, int]) -> int:
@@ -112,8 +97,8 @@ def _options(prog, rng: random.Random) -> tuple[list[str], bool]:
     return opts, tight
 
 
-def _report(prog, path: Path, argv: list[str], what: str, env: str = "") -> str:
-    cmd = env + "bbmm " + " ".join(shlex.quote(a) for a in argv)
+def _report(prog, path: Path, argv: list[str], what: str) -> str:
+    cmd = "bbmm " + " ".join(shlex.quote(a) for a in argv)
     return (f"seed {prog.seed}: {what}\n--- command ---\n{cmd}\n"
             f"(write the program below to {path.name})\n--- program ---\n{prog.text}")
 
@@ -154,7 +139,7 @@ def check_seed(seed: int, tmp_path: Path, extra: tuple[str, ...] = ()) -> None:
     out = tmp_path / "r.json"
     argv = ["run", str(path), *prog.param_args(), *opts, "--check", "--no-progress",
             "--json", str(out)]
-    # points per work-item: the default (1 x 8 rows) or other shapes (bbmm.hostlib)
+    # points per work-item: the default (1 x 8 rows) or other shapes (--tune coarsen...)
     co = rng.choice([(1, 8), (1, 8), (2, 1), (1, 3), (3, 4)])
     # kernels whose inner loop can be staged: half the time staged, as on a GPU
     stage = rng.choice([None, (2, 3), (1, 1), (4, 16)])
@@ -162,11 +147,11 @@ def check_seed(seed: int, tmp_path: Path, extra: tuple[str, ...] = ()) -> None:
     # every tile they can, the others keep the default (these tiles are far below it);
     # drawn apart, so that the options above stay what they were for every seed
     edge = random.Random(f"edge-{s}").choice(["1", ""])
-    with hostlib.points_per_work_item(co), hostlib.staging(stage), _env("BBMM_EDGE", edge):
-        rc, err, tb = _call(argv)
-    env = f"BBMM_COARSEN={co[0]} BBMM_COARSEN1={co[1]} BBMM_EDGE={edge} " + \
-        (f"BBMM_STAGE={stage[0]}x{stage[1]} " if stage else "")
-    assert tb is None, _report(prog, path, argv, f"traceback:\n{tb}", env)
+    tune = [f"coarsen={co[0]}", f"coarsen1={co[1]}",
+            f"stage={stage[0]}x{stage[1]}" if stage else "stage=0"] + (["edge=1"] if edge else [])
+    argv += [a for t in tune for a in ("--tune", t)]
+    rc, err, tb = _call(argv)
+    assert tb is None, _report(prog, path, argv, f"traceback:\n{tb}")
     if rc != 0 and tight and "cannot allocate" in err and "raise --device-mem" in err:
         # the random cap is below one tile's boxes: check under a cap that fits (one
         # tile's footprint, from a dry run of the driver) instead of passing unchecked
@@ -176,10 +161,8 @@ def check_seed(seed: int, tmp_path: Path, extra: tuple[str, ...] = ()) -> None:
 
         def again(args: list[str]) -> tuple[int, str]:
             out.unlink(missing_ok=True)
-            with hostlib.points_per_work_item(co), hostlib.staging(stage), \
-                    _env("BBMM_EDGE", edge):
-                rc2, err2, tb2 = _call(args)
-            assert tb2 is None, _report(prog, path, args, f"traceback:\n{tb2}", env)
+            rc2, err2, tb2 = _call(args)
+            assert tb2 is None, _report(prog, path, args, f"traceback:\n{tb2}")
             return rc2, err2
         argv, rc, err = footprint.with_fitting_cap(argv, again, fp)
     detail = err.strip()
@@ -187,9 +170,9 @@ def check_seed(seed: int, tmp_path: Path, extra: tuple[str, ...] = ()) -> None:
         doc = json.loads(out.read_text())
         if doc.get("check") != "pass":
             detail += f"\ncheck: {doc.get('check')}; mismatches: {doc.get('mismatches')}"
-    assert rc == 0, _report(prog, path, argv, f"rc={rc}\n{detail}", env)
+    assert rc == 0, _report(prog, path, argv, f"rc={rc}\n{detail}")
     doc = json.loads(out.read_text())
-    assert doc["check"] == "pass", _report(prog, path, argv, detail, env)
+    assert doc["check"] == "pass", _report(prog, path, argv, detail)
 
 
 @needs_cl

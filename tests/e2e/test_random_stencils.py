@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from bbmm import hostlib
 from bbmm.cli import main
 import footprint
 from needs import needs_cl  # skipped only without an OpenCL platform
@@ -79,7 +78,7 @@ def stencil(seed: int) -> tuple[str, dict[str, int]]:
 
 @needs_cl
 @pytest.mark.parametrize("seed", range(N_SEEDS))
-def test_random_stencil(seed, tmp_path, monkeypatch):
+def test_random_stencil(seed, tmp_path):
     text, params = stencil(seed)
     path = tmp_path / f"st{seed}.c"
     path.write_text(text)
@@ -98,11 +97,12 @@ def test_random_stencil(seed, tmp_path, monkeypatch):
     # rows writing the flow-out first (bbmm.runtime.Runtime._edges): these tiles are far
     # below the default's size, so half the runs split every tile they can
     edge = rng.choice(["1", ""])
-    monkeypatch.setenv("BBMM_EDGE", edge)
+    argv += ["--tune", f"coarsen={co[0]}", "--tune", f"coarsen1={co[1]}"]
+    argv += ["--tune", "edge=1"] if edge else []
+
     def run(args: list[str]) -> tuple[int, str]:
         err = io.StringIO()
-        with hostlib.points_per_work_item(co), contextlib.redirect_stderr(err), \
-                contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             rc = main(args)
         return rc, err.getvalue()
 
@@ -114,8 +114,7 @@ def test_random_stencil(seed, tmp_path, monkeypatch):
         ndev = int(argv[argv.index("--devices") + 1])
         argv, rc, err = footprint.with_fitting_cap(
             argv, run, footprint.tile_footprint(path, params, tile, ndev))
-    cmd = (f"BBMM_COARSEN={co[0]} BBMM_COARSEN1={co[1]} BBMM_EDGE={edge} bbmm "
-           + " ".join(shlex.quote(a) for a in argv))
+    cmd = "bbmm " + " ".join(shlex.quote(a) for a in argv)
     assert rc == 0, f"{cmd}\n{err}\n{text}"
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["check"] == "pass", f"{cmd}\n{doc['mismatches']}\n{text}"

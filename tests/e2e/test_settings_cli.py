@@ -1,6 +1,6 @@
-"""A bad $BBMM_* setting of each module that reads one, through the command line: one
-line and exit status 2, never a traceback (each run in a fresh interpreter: a setting is
-read where it is used, bbmm/settings.py)."""
+"""A bad $BBMM_* setting of each part of a run's configuration, through the command line:
+one line and exit status 2, never a traceback (each run in a fresh interpreter: the
+settings are read once, when the run is set up: bbmm/config.py, CompileOptions)."""
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +16,7 @@ def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("cache")
 
 
-# each module that reads settings, one bad value each: the command line's answer
+# each part of the configuration, one bad value each: the command line's answer
 BAD = [("BBMM_DEBUG", "2", "BBMM_DEBUG: '2' is neither on nor off"),
        ("BBMM_REPLAY", "maybe", "BBMM_REPLAY: 'maybe' is neither on nor off"),
        ("BBMM_COARSEN1", "x", "BBMM_COARSEN1: 'x' is not an integer"),
@@ -24,7 +24,7 @@ BAD = [("BBMM_DEBUG", "2", "BBMM_DEBUG: '2' is neither on nor off"),
        ("BBMM_WHOLE", "big", "BBMM_WHOLE: 'big' is not a size such as 1048576 or 256KiB"),
        ("BBMM_PIPELINE", "-2", "BBMM_PIPELINE: -2 is less than 1"),
        ("BBMM_SIDE", "2", "BBMM_SIDE: '2' is neither on nor off"),
-       ("BBMM_TOUCH", "never", "BBMM_TOUCH: 'never' is not one of async, wait, 0, off, no"),
+       ("BBMM_STRIP", "0", "BBMM_STRIP: 0 is less than 1"),
        ("BBMM_EDGE", "-1", "BBMM_EDGE: -1 is negative")]
 
 

@@ -11,18 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from bbmm.box import Box
-from bbmm.diagnostic import SettingError
+from bbmm.hostlib import (Progress, device_of, kernel_options, launch, once_tiles,
+                          scalars as _ints, serial_range, tiles_covering)
 from bbmm.runtime import Tile
-
-try:
-    from bbmm.hostlib import (Progress, device_of, launch, once_tiles, scalars as _ints,
-                               serial_range, tiles_covering)
-except SettingError as _bbmm_e:  # a bad $BBMM_* setting, read when hostlib loads
-    if __name__ != "__main__":
-        raise
-    import sys
-    print(f"bbmm: error: {_bbmm_e}", file=sys.stderr)  # one line, as bbmm run says it
-    sys.exit(2)
 
 FUNCTION = 'floyd'
 SCHEDULE = 'as-written'  # the loops as written, or isl's schedule
@@ -242,14 +233,14 @@ NEST0_LAUNCH = tuple((a, SLOTS[a], n, ids) for a, n, ids in NEST0_ARRAYS)
 NEST0_WRITERS = {}  # array: (d, cmin, cmax): element x along d is written by rows i in [x - cmax, x - cmin]
 
 
-def nest0_kernel(_bbmm_scalars, _bbmm_grid):
+def nest0_kernel(_bbmm_scalars, _bbmm_grid, _bbmm_ko=None):
     """The compute step of Algorithm 4 (line 13): launch floyd_nest0 on the tile (``rows``: on its rows in that range only)."""
     def kernel(_bbmm_dev, _bbmm_tb, rows=None, args=None):
         # args: this serial iteration's scalars, for a tile built at an earlier one
         sc = _bbmm_scalars if args is None else [*args, *_bbmm_scalars[-2:]]
         return launch(_bbmm_dev, _bbmm_tb, KERNELS, 'floyd_nest0', sc, _bbmm_grid,
                       NEST0_CL_BAND, NEST0_LAUNCH, coarsen=NEST0_COARSEN, staged=NEST0_STAGED,
-                      blocked=NEST0_BLOCKED, rows=rows)
+                      blocked=NEST0_BLOCKED, rows=rows, options=_bbmm_ko)
     return kernel
 
 # }}}
@@ -267,6 +258,7 @@ def run(_bbmm_rt, _bbmm_params, _bbmm_scalars, _bbmm_tile, _bbmm_progress=None):
     """Run the program on a runtime (Algorithm 4) with tile size ``_bbmm_tile``."""
     n = int(_bbmm_params['n'])
     _bbmm_ndev = len(_bbmm_rt.devices)
+    _bbmm_ko = kernel_options(_bbmm_rt)  # the run's, read once where it was set up
     _bbmm_phases = {}  # tile lists built once per regime, by (nest, regime)
     _bbmm_run = object()  # names this run's tile lists for the runtime
     # the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest;
@@ -284,7 +276,7 @@ def run(_bbmm_rt, _bbmm_params, _bbmm_scalars, _bbmm_tile, _bbmm_progress=None):
             if _bbmm_spec is None:
                 continue  # an empty tile
             _bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec
-            _bbmm_tiles.append(Tile(_bbmm_d, _bbmm_b, nest0_kernel(_ints((n, k, lb, ub)), _bbmm_grid),
+            _bbmm_tiles.append(Tile(_bbmm_d, _bbmm_b, nest0_kernel(_ints((n, k, lb, ub)), _bbmm_grid, _bbmm_ko),
                               _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST0_FRESH, name=f"nest0 tile {_bbmm_t}",
                               span=_bbmm_grid[0], writers=NEST0_WRITERS))
         _bbmm_rt.run_phase(_bbmm_tiles, serial=(k, ))

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bbmm.config import RuntimeConfig
 from bbmm.diagnostic import UsageError
 from bbmm.hostlib import serial_range
-from bbmm.run import (FIT_SAMPLES, PIPELINE_BYTES, _Footprint, _spread, default_tile,
-                      pipeline_split)
+from bbmm.run import FIT_SAMPLES, PIPELINE_BYTES, _Footprint, _spread, default_tile
 from bbmm.codegen.compile import compile_program, load_driver
 
 POLYBENCH = Path(__file__).resolve().parents[2] / "polybench"
@@ -79,14 +79,14 @@ def test_serial_loops_or_shared_arrays_keep_one_tile_per_device(name, params, ti
 
 def test_pipeline_setting(monkeypatch):
     monkeypatch.delenv("BBMM_PIPELINE", raising=False)
-    assert pipeline_split() == 16
+    assert RuntimeConfig.from_env().pipeline == 16 == RuntimeConfig.pipeline
     monkeypatch.setenv("BBMM_PIPELINE", "3")
-    assert pipeline_split() == 3
+    assert RuntimeConfig.from_env().pipeline == 3
     for bad, msg in (("x", "BBMM_PIPELINE: 'x' is not an integer"),
                      ("0", "BBMM_PIPELINE: 0 is less than 1")):
         monkeypatch.setenv("BBMM_PIPELINE", bad)
         with pytest.raises(UsageError, match=msg):
-            pipeline_split()
+            RuntimeConfig.from_env()
 
 
 @given(st.integers(-50, 50), st.integers(0, 400), st.integers(2, 20))

@@ -8,6 +8,7 @@ import pytest
 from bbmm.box import Box
 from bbmm.devices import NullDevice
 from bbmm.diagnostic import SettingError
+from bbmm.config import RuntimeConfig
 from bbmm.runtime import EDGE_POINTS, Runtime, Tile, edge_points
 from bbmm.codegen.deps import dependences, plan
 from bbmm.codegen.flow import edge_writers
@@ -175,10 +176,14 @@ def test_tiles_stay_whole_by_default(monkeypatch):
     assert rt.stats.edge_first == 0
 
 
-@pytest.mark.parametrize("spec,points", [(None, EDGE_POINTS), ("", EDGE_POINTS), ("0", 0),
+@pytest.mark.parametrize("spec,points", [(None, None), ("", None), ("0", 0),
                                          ("off", 0), ("1", 1), (" 4096 ", 4096)])
 def test_edge_setting(spec, points):
+    """Unset is None: the runtime takes its kind's default (EDGE_POINTS in one process)."""
     assert edge_points(spec) == points
+    if points is None:
+        assert Runtime(make(2), {"A": np.zeros(4)},
+                       config=RuntimeConfig(edge=edge_points(spec))).edges == EDGE_POINTS
 
 
 @pytest.mark.parametrize("spec", ["yes", "-3", "1e6"])

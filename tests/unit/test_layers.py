@@ -89,14 +89,16 @@ def test_no_setting_is_read_when_the_modules_load(monkeypatch):
     import sys
     bad = {"BBMM_DEBUG": "2", "BBMM_REPLAY": "maybe", "BBMM_COARSEN1": "x",
            "BBMM_PREBUILD": "later", "BBMM_WHOLE": "big", "BBMM_PIPELINE": "-2",
-           "BBMM_SIDE": "2", "BBMM_TOUCH": "never", "BBMM_EDGE": "-1", "BBMM_LOCAL": "0x0",
+           "BBMM_SIDE": "2", "BBMM_EDGE": "-1", "BBMM_LOCAL": "0x0", "BBMM_STRIP": "0",
            "BBMM_STAGE": "huge", "BBMM_BLOCK": "wide", "BBMM_ALIGN": "0", "BBMM_FUSE": "much",
            "BBMM_SYNC": "2", "BBMM_PLACE": "2", "BBMM_DEFER": "2", "BBMM_CACHE_SIZE": "big"}
     for name, value in bad.items():
         monkeypatch.setenv(name, value)
     code = ("import bbmm.runtime, bbmm.hostlib, bbmm.devices.opencl, bbmm.run, bbmm.cli\n"
+            "import bbmm.api, bbmm.config, bbmm.distributed, bbmm.codegen.compile\n"
             "from bbmm.diagnostic import SettingError\n"
-            "try:\n    bbmm.hostlib.options()\nexcept SettingError as e:\n    print(e)\n")
+            "try:\n    bbmm.config.RuntimeConfig.from_env()\nexcept SettingError as e:\n"
+            "    print(e)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=BBMM.parent, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -200,7 +202,8 @@ def test_the_cycle_check_finds_a_cycle():
     assert "cli" in {n.module for n in _imports(tree, True)}
 
 
-RUNTIME_PACKAGES = (*RUNTIME, "tiles", "hostlib", "settings", "diagnostic", "devices/__init__",
+RUNTIME_PACKAGES = (*RUNTIME, "tiles", "hostlib", "settings", "config", "diagnostic",
+                    "devices/__init__",
                     "devices/opencl", "devices/cldevice", "devices/discovery", "devices/logical",
                     "devices/geometry", "devices/pinned", "devices/kernelargs",
                     "devices/commandlog", "devices/clerrors")

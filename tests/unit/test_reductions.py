@@ -324,10 +324,12 @@ def test_a_non_strict_form_is_not_exact():
 # }}}
 
 
-def test_the_strip_width_comes_from_the_compile_not_the_environment(tmp_path, monkeypatch):
-    """``$BBMM_STRIP`` is read once, where :func:`bbmm.codegen.compile.compile_program`
-    starts, and passed down: ``strip=`` overrides it, the front end alone never reads it."""
-    from bbmm.codegen.compile import compile_program
+def test_the_strip_width_comes_from_the_compile_options_not_the_environment(tmp_path,
+                                                                            monkeypatch):
+    """``$BBMM_STRIP`` is read once, into :class:`bbmm.codegen.compile.CompileOptions`
+    (``CompileOptions.from_env``, where the command line or the API starts), and passed
+    down: ``strip=`` overrides it, and neither the compiler nor the front end reads it."""
+    from bbmm.codegen.compile import CompileOptions, compile_program
     from bbmm.diagnostic import UsageError
     path = tmp_path / "c.c"
     path.write_text(CONVERGE)
@@ -335,13 +337,15 @@ def test_the_strip_width_comes_from_the_compile_not_the_environment(tmp_path, mo
     def how(prog) -> str:
         (note,) = prog.scop.reductions
         return note.split(": ", 1)[1]
-    monkeypatch.delenv("BBMM_STRIP", raising=False)
+    monkeypatch.setenv("BBMM_STRIP", "16")
     assert how(compile_program(path)).endswith(f"a partial per row and strip of {STRIP}")
     assert how(compile_program(path, strip=8)).endswith("a partial per row and strip of 8")
     assert how(compile_program(path, strip=1)).endswith("a partial per row")
-    monkeypatch.setenv("BBMM_STRIP", "16")
-    assert how(compile_program(path)).endswith("a partial per row and strip of 16")
-    assert how(compile_program(path, strip=8)).endswith("a partial per row and strip of 8")
+    read = CompileOptions.from_env()
+    assert how(compile_program(path, options=read)).endswith(
+        "a partial per row and strip of 16")
+    assert how(compile_program(path, options=read, strip=8)).endswith(
+        "a partial per row and strip of 8")
     assert parse_source(CONVERGE, "c.c").reductions[0].endswith(f"strip of {STRIP}")
     with pytest.raises(UsageError, match="strip must be an integer of at least 1, got 0"):
         compile_program(path, strip=0)

@@ -161,6 +161,7 @@ def test_staged_groups_fit_what_the_kernel_allows():
     its launch would fail: G is halved until the group fits, and the kernel is built for
     that G."""
     from bbmm import hostlib
+    from bbmm.config import KernelOptions
     from bbmm.runtime import TileBuffers
 
     class GPU:
@@ -181,9 +182,8 @@ def test_staged_groups_fit_what_the_kernel_allows():
 
     for limit, g in [(1024, 32), (512, 16), (384, 8), (40, 1)]:
         dev = GPU(limit)
-        with hostlib.staging((32, 128)):
-            hostlib.launch(dev, TileBuffers(), f"src{limit}", "k", [], [(0, 2047)], [0], [],
-                           staged=True)
+        hostlib.launch(dev, TileBuffers(), f"src{limit}", "k", [], [(0, 2047)], [0], [],
+                       staged=True, options=KernelOptions(stage=(32, 128)))
         opts, local = dev.launched[0]
         assert local == (32, g) and f"-DBBMM_SG={g} " in opts + " "
         assert 32 * g <= limit or g == 1
@@ -277,8 +277,9 @@ def test_bad_fuse_slack_is_a_usage_error(monkeypatch):
     monkeypatch.setenv("BBMM_FUSE", "a lot")
     with pytest.raises(UsageError, match="BBMM_FUSE: 'a lot' is not a fraction"):
         Runtime(make(1), {"A": np.zeros(4)})
+    from bbmm.config import RuntimeConfig
     with pytest.raises(UsageError, match=r"fuse slack must lie in \[0, 1\), got 1.5"):
-        Runtime(make(1), {"A": np.zeros(4)}, fuse=1.5)
+        Runtime(make(1), {"A": np.zeros(4)}, fuse=1.5, config=RuntimeConfig())
 
 
 def _column_after_rows(n: int, rows: int):
@@ -628,9 +629,8 @@ def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
     with cl_band (1, 0)) moves down to a multiple of ALIGN, the NDRange growing to still
     cover the loop's last index; the other dimension keeps its origin; ALIGN 1 leaves the
     loop's own bound (heat2d's j from 1: every warp straddled two memory segments)."""
-    from dataclasses import replace
-
     from bbmm import hostlib
+    from bbmm.config import KernelOptions
     from bbmm.runtime import TileBuffers
 
     class Dev:
@@ -645,19 +645,17 @@ def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
 
     grid = [(5, 99), (1, 1000)]  # band loop 0 (i, OpenCL dim 1), band loop 1 (j, dim 0)
     for align, g1 in [(32, 0), (1, 1), (7, 0), (16, 0)]:
-        monkeypatch.setattr(hostlib, "_OPTIONS", replace(hostlib.options(), align=align))
         dev = Dev()
         hostlib.launch(dev, TileBuffers(), "src", "k", [5, 99], grid, [1, 0], [],
-                       local=(256, 1))
+                       local=(256, 1), options=KernelOptions(align=align))
         gsize, local, args = dev.launched[0]
         assert args == [5, 99, 5, g1]          # lb, ub, then each band loop's first index
         assert gsize[1] == 99 - 5 + 1          # rows as before
         assert gsize[0] % 256 == 0 and g1 + gsize[0] - 1 >= 1000 and g1 % align == 0
     # a 1-D band: dimension 0 is the tiled loop, its origin below the tile's lb
-    monkeypatch.setattr(hostlib, "_OPTIONS", replace(hostlib.options(), align=32))
     dev = Dev()
     hostlib.launch(dev, TileBuffers(), "src", "k", [70, 140], [(70, 140)], [0], [],
-                   local=(64,))
+                   local=(64,), options=KernelOptions(align=32))
     gsize, _, args = dev.launched[0]
     assert args == [70, 140, 64] and 64 + gsize[0] - 1 >= 140
 

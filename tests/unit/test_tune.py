@@ -1,6 +1,7 @@
 """Tuning without environment variables: ``bbmm run --tune NAME=VALUE`` and the API's
 ``tune=`` give the ``$BBMM_*`` settings for one run, over the environment, with errors
-that name the option the user gave."""
+that name the option the user gave; the run's configuration (:class:`bbmm.config.
+RuntimeConfig`, :class:`bbmm.codegen.compile.CompileOptions`) is read once and frozen."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +10,11 @@ import sys
 import numpy as np
 import pytest
 
+from dataclasses import FrozenInstanceError
+
 from bbmm import hostlib, settings
+from bbmm.codegen.compile import CompileOptions
+from bbmm.config import KernelOptions, RuntimeConfig
 from bbmm.diagnostic import SettingError, UsageError
 from needs import needs_cl
 
@@ -27,33 +32,62 @@ def test_parse_tune_names_values_and_refusals():
         settings.parse_tune({"cache": "/tmp"})
 
 
-def test_tune_overrides_the_environment_and_is_undone(monkeypatch):
+def test_tune_overrides_the_environment(monkeypatch):
     monkeypatch.setenv("BBMM_COARSEN", "3")
-    hostlib.untune({})
-    assert hostlib.options().coarsen == 3
-    before = hostlib.tune(settings.parse_tune(["coarsen=2", "block=8x1"]))
-    try:
-        assert hostlib.options().coarsen == 2 and hostlib.options().block == (1, 8)
-    finally:
-        hostlib.untune(before)
-    assert hostlib.options().coarsen == 3
+    assert RuntimeConfig.from_env().kernels.coarsen == 3
+    tuned = RuntimeConfig.from_env(tune=["coarsen=2", "block=8x1", "sync=on", "strip=8"])
+    assert tuned.kernels.coarsen == 2 and tuned.kernels.block == (1, 8) and tuned.sync
+    assert RuntimeConfig.from_env(tune={"pipeline": 4, "edge": "off"}) == RuntimeConfig(
+        pipeline=4, edge=0, kernels=KernelOptions(coarsen=3))
+    assert RuntimeConfig.from_env().kernels.coarsen == 3     # nothing stays tuned
+    assert RuntimeConfig.from_env(tune={"stage": "off"}).kernels.stage is None   # docs/api.md
+    assert CompileOptions.from_env(tune=["strip=8", "coarsen=2"]).strip == 8
+    monkeypatch.setenv("BBMM_STRIP", "16")
+    assert CompileOptions.from_env().strip == 16
+    assert CompileOptions.from_env(tune={"strip": 2}).strip == 2
 
 
-def test_a_bad_tuned_value_names_the_option_and_changes_nothing(monkeypatch):
+def test_a_bad_tuned_value_names_the_option(monkeypatch):
     monkeypatch.delenv("BBMM_STAGE", raising=False)
-    hostlib.untune({})
-    want = hostlib.options()
     with pytest.raises(SettingError, match=r"--tune stage: 'sideways'"):
-        hostlib.tune(settings.parse_tune(["stage=sideways"]))
-    assert hostlib.options() == want
+        RuntimeConfig.from_env(tune=["stage=sideways"])
     with pytest.raises(SettingError, match=r"--tune coarsen: 0 is not in 1..64"):
-        hostlib.tune(settings.parse_tune(["coarsen=0"]))
+        RuntimeConfig.from_env(tune=["coarsen=0"])
+    with pytest.raises(SettingError, match=r"--tune fuse: '2' is not in \[0, 1\)"):
+        RuntimeConfig.from_env(tune={"fuse": 2})
+    with pytest.raises(SettingError, match=r"--tune strip: 0 is less than 1"):
+        CompileOptions.from_env(tune=["strip=0"])
+    with pytest.raises(UsageError, match="no setting 'touch'"):   # deleted: settled
+        RuntimeConfig.from_env(tune=["touch=wait"])
     monkeypatch.setenv("BBMM_COARSEN", "0")  # the environment's own name stays in its errors
-    hostlib.untune({})
     with pytest.raises(SettingError, match=r"^BBMM_COARSEN: 0"):
-        hostlib.options()
-    monkeypatch.delenv("BBMM_COARSEN")
-    hostlib.untune({})
+        RuntimeConfig.from_env()
+    assert RuntimeConfig.from_env(tune=["coarsen=2"]).kernels.coarsen == 2  # given: over it
+
+
+def test_configs_are_frozen_and_read_the_environment_once(monkeypatch):
+    """A configuration is read when it is built and never again: changing the environment
+    afterwards changes nothing of it, nor of the runtime it was given to (which then
+    reads no setting of its own)."""
+    from bbmm.devices import NullDevice
+    from bbmm.runtime import Runtime
+
+    for name, value in (("BBMM_COARSEN", "3"), ("BBMM_SYNC", "1"), ("BBMM_PLACE", "0"),
+                        ("BBMM_STRIP", "8")):
+        monkeypatch.setenv(name, value)
+    config, options = RuntimeConfig.from_env(), CompileOptions.from_env()
+    for obj, name in ((config, "sync"), (config.kernels, "coarsen"), (options, "strip")):
+        with pytest.raises(FrozenInstanceError):
+            setattr(obj, name, getattr(obj, name))
+    for name in ("BBMM_COARSEN", "BBMM_SYNC", "BBMM_PLACE", "BBMM_REPLAY", "BBMM_STRIP"):
+        monkeypatch.setenv(name, "garbage")        # a runtime given its config reads none
+    rt = Runtime([NullDevice(0), NullDevice(1)], {"A": np.zeros(4)}, config=config)
+    assert rt.config is config and rt.sync and not rt.place and rt.replay is False
+    assert hostlib.kernel_options(rt).coarsen == 3 and options.strip == 8
+    assert (config.sync, config.place, config.kernels.coarsen) == (True, False, 3)
+    with pytest.raises(SettingError, match="BBMM_SYNC: 'garbage'"):   # a new one reads anew
+        RuntimeConfig.from_env()
+    assert hostlib.kernel_options(object()) == KernelOptions()   # no config: the defaults
 
 
 @needs_cl
@@ -72,11 +106,13 @@ def test_run_tune_on_the_command_line(tmp_path):
 
 
 @needs_cl
-def test_api_tune_holds_for_one_run():
+def test_api_tune_holds_for_one_run(monkeypatch):
+    """``tune=`` reaches the run's configuration, which the runtime hands to the driver's
+    launches; the next call without it has the environment's."""
     import bbmm
+    from bbmm import run as run_module
 
-    hostlib.untune({})
-    default = hostlib.options()
+    monkeypatch.delenv("BBMM_COARSEN1", raising=False)
     prog = bbmm.compile(example="floyd")
     n = 24
     path = np.random.default_rng(1).integers(1, 9, (n, n)).astype(np.float32)
@@ -85,19 +121,34 @@ def test_api_tune_holds_for_one_run():
     for k in range(n):
         want = np.minimum(want, want[:, k:k + 1] + want[k:k + 1, :])
     seen = []
-    real = hostlib.options
+    real = run_module.execute
 
-    def spy():
-        o = real()
-        seen.append(o.coarsen1)
-        return o
-    hostlib.options, saved = spy, hostlib.options
-    try:
-        prog(n=n, path=path, devices=1, tune={"coarsen1": 2})
-    finally:
-        hostlib.options = saved
+    def spy(*args, **kw):
+        res = real(*args, **kw)
+        seen.append(hostlib.kernel_options(res.runtime).coarsen1)
+        return res
+    monkeypatch.setattr(run_module, "execute", spy)
+    prog(n=n, path=path, devices=1, tune={"coarsen1": 2})
     np.testing.assert_array_equal(path, want)
-    assert seen and set(seen) == {2}
-    assert hostlib.options() == default
+    prog(n=n, path=path.copy(), devices=1)
+    assert seen == [2, KernelOptions().coarsen1]
     with pytest.raises(UsageError, match="no setting"):
         prog(n=n, path=path, devices=1, tune={"colour": 1})
+
+
+@pytest.mark.parametrize("name", settings.TUNABLE)
+def test_every_tunable_name_is_read_by_one_configuration_and_documented(name):
+    """Each name ``--tune`` takes is read, and checked, by the runtime's configuration or
+    the compiler's (a bad value is refused, naming the option as given), and has its row
+    in docs/cli.md's table of variables."""
+    from pathlib import Path
+
+    refused = []
+    for build in (RuntimeConfig.from_env, CompileOptions.from_env):
+        try:
+            build(tune={name: "bad value"})
+        except SettingError as e:
+            refused.append(str(e))
+    assert len(refused) == 1 and refused[0].startswith(f"--tune {name}: "), refused
+    table = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    assert f"| `BBMM_{name.upper()}" in table
