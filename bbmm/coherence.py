@@ -276,6 +276,46 @@ class Directory:
         ds.copies += 1
         self.stats.bytes[what] += n
 
+    def replay_h2d(self, dst: Copy, region: Box, host: np.ndarray, what: str) -> None:
+        """:meth:`_h2d` of a replayed iteration (bbmm.replay): the same load, ordered the
+        same way; its bytes are counted once per replay."""
+        a = dst.array
+        self.host.loading(a, region)
+        dev = dst.device
+        waits = self.order.before(a, region, dev, False, 0)
+        if dev.profiling:
+            dev.note({"array": a, "box": region, "for": what})
+        e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
+                           blocking=self.blocking, side=False)
+        if not self.blocking:
+            self.order.after(a, region, dev, False, e, 0)
+        if e is not None:
+            dst.last = e
+
+    def replay_d2h(self, src: Copy, region: Box, host: np.ndarray, what: str) -> None:
+        """:meth:`_d2h` of a replayed iteration (bbmm.replay); bytes counted once per replay."""
+        a = src.array
+        dev = src.device
+        waits = self.order.before(a, region, dev, True)
+        if dev.profiling:
+            dev.note({"array": a, "box": region, "for": what})
+        e = dev.read_rect(src.alloc, src.box, region, host, wait_for=waits,
+                          blocking=self.blocking)
+        if not self.blocking:
+            self.order.after(a, region, dev, True, e)
+        if e is not None:
+            src.last = e
+        self.host.stored(a, region)
+
+    def replay_d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
+        """:meth:`_d2d` of a replayed iteration (bbmm.replay); bytes counted once per replay."""
+        item = self.host.array(dst.array).itemsize
+        if dst.device.profiling:
+            dst.device.note({"array": dst.array, "box": region, "for": what})
+        e = dst.device.copy_rect(dst.alloc, dst.box, src.alloc, src.box, region, item)
+        if e is not None:
+            dst.last = src.last = e
+
     # ---- the newest value ------------------------------------------------------
 
     def store(self, holder: Copy, region: Box, what: str) -> None:

@@ -104,6 +104,12 @@ class Tape:
     """Where operations issued now are accounted (set by the runtime around each step)."""
     mutated: bool = False
     """A copy was allocated or freed: not a fixed point."""
+    compiled: list | None = None
+    """The operations as :func:`replay` issues them (:func:`compile_tape`), once replayed."""
+    counts: dict = field(default_factory=dict)
+    """Bytes per (kind, device, purpose) that one replay moves."""
+    copy_counts: dict = field(default_factory=dict)
+    """Transfers per device that one replay makes."""
     tiles: int = 0
     split_accesses: int = 0
     boxes_present: dict[int, int] = field(default_factory=dict)
@@ -111,6 +117,36 @@ class Tape:
 
     def add(self, kind: str, args: tuple) -> None:
         self.ops.append((self.timer, kind, args))
+
+
+def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tuple]]]]:
+    """``tape``'s operations as :func:`replay` issues them: runs of operations under one
+    timer, each a bound routine with its arguments (host arrays looked up once), and the
+    bytes every transfer moves added up in ``tape.counts`` (counted once per replay)."""
+    d = rt.directory
+    counts: dict[tuple[str, int, str], int] = {}
+    copies: dict[int, int] = {}
+    segments: list[tuple[str, list[tuple[int, Any, tuple]]]] = []
+    for timer, kind, args in tape.ops:
+        if not segments or segments[-1][0] != timer:
+            segments.append((timer, []))
+        ops = segments[-1][1]
+        if kind in ("h2d", "d2h", "d2d"):
+            c, region, what = args[0], args[-2], args[-1]
+            host = d.host.array(c.array)
+            key = (kind, c.device.index, what)
+            counts[key] = counts.get(key, 0) + region.volume * host.itemsize
+            copies[c.device.index] = copies.get(c.device.index, 0) + 1
+            if kind == "d2d":
+                ops.append((0, d.replay_d2d, args))
+            else:
+                ops.append((0, d.replay_h2d if kind == "h2d" else d.replay_d2h,
+                            (c, region, host, what)))
+        else:
+            ops.append(({"launch": 1, "begin": 2, "end": 3}[kind], None, args))
+    tape.counts = counts
+    tape.copy_counts = copies
+    return segments
 
 
 def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
@@ -121,32 +157,43 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
     run where the recording marked its start and end
     (:meth:`bbmm.runtime.Runtime.run_phase`)."""
     clock = time.perf_counter
-    d = rt.directory
     times = rt.stats.times
-    for timer, kind, args in tape.ops:
+    compiled = tape.compiled
+    if compiled is None:
+        compiled = tape.compiled = compile_tape(rt, tape)
+    for timer, ops in compiled:
         t0 = clock()
-        if kind == "launch":
-            p, i, tb, rows = args
-            ph = phases[p]
-            if ph[5] is None:
-                rt._launch(ph[0][i], tb, rows, ph[6])
+        for code, fn, args in ops:
+            if code == 0:
+                fn(*args)
+            elif code == 1:
+                p, i, tb, rows = args
+                ph = phases[p]
+                if ph[5] is None:
+                    rt._launch(ph[0][i], tb, rows, ph[6])
+                else:
+                    rt._launch(tape.tiles_of[p][i], tb, rows, ph[6])
+            elif code == 2:
+                cb = phases[args[0]][2]
+                if cb is not None:
+                    cb(True)
             else:
-                rt._launch(tape.tiles_of[p][i], tb, rows, ph[6])
-        elif kind == "begin":
-            cb = phases[args[0]][2]
-            if cb is not None:
-                cb(True)
-        elif kind == "end":
-            cb = phases[args[0]][3]
-            if cb is not None:
-                cb()
-        elif kind == "h2d":
-            d._h2d(*args)
-        elif kind == "d2h":
-            d._d2h(*args)
-        else:
-            d._d2d(*args)
+                cb = phases[args[0]][3]
+                if cb is not None:
+                    cb()
         times[timer] += clock() - t0
+    devs = rt.stats.devices
+    for (kind, dev, what), n in tape.counts.items():
+        ds = devs[dev]
+        if kind == "h2d":
+            ds.h2d_bytes += n
+        elif kind == "d2h":
+            ds.d2h_bytes += n
+        else:
+            ds.d2d_bytes += n
+        rt.stats.bytes[what] += n
+    for dev, k in tape.copy_counts.items():
+        devs[dev].copies += k
     st = rt.stats
     st.tiles += tape.tiles
     st.split_accesses += tape.split_accesses
