@@ -19,17 +19,25 @@ argument, what the kernel expects and what was given. Nothing is converted: a fl
 array for a ``float`` kernel is refused, not copied into float32. The run copies the
 caller's arrays into bbmm's (page-locked) host arrays, runs on the devices, and copies
 every array the kernel writes back into the caller's arrays.
+
+``bbmm compile`` and ``bbmm run`` are a command line over this module: they compile
+through :func:`compile` and run through :meth:`Program.execute`, the layer under
+:meth:`Program.run` that takes inputs the command line made (``--init``, random data)
+and returns the host arrays for ``--check``; the report is :meth:`Program.stats`.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from .devices import logical_devices as make_devices
 from .diagnostic import UsageError
+
+if TYPE_CHECKING:
+    from .run import RunResult
 
 OPTIONS = ("devices", "device_mem", "tile", "mode", "coherence", "fuse", "reuse", "replay",
            "progress", "profile", "platform", "device_kind", "tune")
@@ -162,6 +170,11 @@ class Program:
             c.get(it, it) for it in (scop.loop(i).iterator for i in compiled.plan.serial_loops))
         """The serial loops, run on the host."""
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the imported driver (an MPI run hands the program to its
+        ranks; each imports the driver again from the cache)."""
+        return {**self.__dict__, "_module": None}
+
     # {{{ description
 
     def __str__(self) -> str:
@@ -238,7 +251,7 @@ class Program:
         from .run import MODES, COHERENCE
 
         params, scalars, given = self._check(arguments)
-        config = RuntimeConfig.from_env(tune=dict(tune) if tune is not None else None)
+        RuntimeConfig.from_env(tune=dict(tune) if tune is not None else None)  # refused now
         if mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if coherence not in COHERENCE:
@@ -249,36 +262,57 @@ class Program:
             raise UsageError(f"tile must be a positive int or None, got {tile!r}")
         if fuse is not None and not (isinstance(fuse, (int, float)) and 0 <= fuse < 1):
             raise UsageError(f"fuse must be a fraction in [0, 1), got {fuse!r}")
-        return self._run(self.module, params, scalars, given, devices, device_mem, tile, mode,
-                         coherence, fuse, reuse, replay, progress, profile, platform,
-                         device_kind, config)
+        specs = self.arrays.values()
+        res = self.execute(params, scalars, {s.model: given[s.name] for s in specs},
+                           outputs={s.model: given[s.name] for s in specs if s.written},
+                           devices=devices, device_mem=device_mem, platform=platform,
+                           device_kind=device_kind, tile=None if tile is None else int(tile),
+                           mode=mode, coherence=coherence, fuse=fuse, reuse=reuse,
+                           replay=replay, progress=progress,
+                           profile=None if profile is None else os.fspath(profile), tune=tune)
+        return self.stats(res)
 
-    def _run(self, module: Any, params: dict[str, int], scalars: dict[str, float],
-             given: dict[str, Any], devices: Any, device_mem: Any, tile: int | None,
-             mode: str, coherence: str, fuse: float | None, reuse: bool,
-             replay: bool | None, progress: bool, profile: Any, platform: Any,
-             device_kind: str, config: Any) -> RunStats:
+    def execute(self, params: Mapping[str, int], scalars: Mapping[str, float],
+                inputs: Mapping[str, np.ndarray], *,
+                outputs: Mapping[str, np.ndarray] | None = None,
+                devices: int | Sequence[Any] | None = None, device_mem: int | str | None = None,
+                platform: str | int | None = None, device_kind: str = "auto",
+                tile: int | None = None, mode: str = "disjoint", coherence: str = "exact",
+                fuse: float | None = None, reuse: bool = True, replay: bool | None = None,
+                progress: bool | None = False, profile: str | None = None,
+                tune: Mapping[str, Any] | Sequence[str] | None = None,
+                config: Any = None) -> RunResult:
+        """The run under :meth:`run` and ``bbmm run``: the arguments already taken apart
+        and checked, by bbmm's model names (``params``, ``scalars``: as
+        :func:`bbmm.run.parse_params` gives them; ``inputs``: the initial value of each
+        array, copied into bbmm's page-locked host arrays; ``outputs``: the arrays that
+        get the final values copied back before the devices made here are closed).
+
+        The options are :meth:`run`'s, unchecked (``tile`` below 1 is a
+        :class:`UsageError` of the run); ``tune`` (``{"coarsen": 2}`` or
+        ``["coarsen=2"]``) holds for this run only; ``config``: the run's
+        :class:`bbmm.config.RuntimeConfig` already built (``bbmm run``'s), instead of the
+        environment and ``tune``. Returns the run's
+        :class:`bbmm.run.RunResult`, whose ``arrays`` are the host arrays with the final
+        values, for ``--check`` and the report (:meth:`stats`)."""
+        from .config import RuntimeConfig
         from .run import execute, host_arrays
 
+        module = self.module
+        if config is None:
+            config = RuntimeConfig.from_env(
+                tune=dict(tune) if isinstance(tune, Mapping) else tune)
         devs = _resolve_devices(devices, device_mem, platform, device_kind,
                                 profile is not None, config.side)
-        made = not isinstance(devices, (list, tuple))   # made here: closed after the run
+        made = not isinstance(devices, (list, tuple))  # made here: closed after the run
         done = False
         try:
-            arrays = host_arrays(module, params, devs)
-            by_model = {s.model: s for s in self.arrays.values()}
-            for model, host in arrays.items():
-                spec = by_model.get(model)
-                if spec is not None:
-                    np.copyto(host, given[spec.name], casting="no")
-            res = execute(module, devs, params, scalars, arrays, tile=None if tile is None
-                          else int(tile), mode=mode, reuse=reuse, coherence=coherence,
-                          progress=progress, replay=replay, fuse=fuse,
-                          profile=None if profile is None else os.fspath(profile),
-                          config=config)
-            for spec in self.arrays.values():
-                if spec.written:
-                    np.copyto(given[spec.name], arrays[spec.model], casting="no")
+            arrays = host_arrays(module, params, devs, inputs)
+            res = execute(module, devs, dict(params), dict(scalars), arrays, tile=tile,
+                          mode=mode, reuse=reuse, coherence=coherence, progress=progress,
+                          replay=replay, fuse=fuse, profile=profile, config=config)
+            for name, out in (outputs or {}).items():
+                np.copyto(out, arrays[name], casting="no")
             done = True
         finally:
             if made:
@@ -288,8 +322,13 @@ class Program:
                     except Exception:  # noqa: BLE001 - the run's own error comes first
                         if done:
                             raise
+        return res
+
+    def stats(self, res: RunResult) -> RunStats:
+        """The report of a run (:meth:`execute`'s result, checked or not): ``bbmm run
+        --json``'s document and the returned value."""
         ret = self.compiled.scop.returns
-        returned = arrays[ret].reshape(-1)[0].item() if ret and ret in arrays else None
+        returned = res.arrays[ret].reshape(-1)[0].item() if ret and ret in res.arrays else None
         return RunStats(res.as_json(self.function), returned)
 
     # {{{ checks
@@ -413,7 +452,7 @@ def compile(path: str | os.PathLike | None = None, function: str | None = None,
             defines: Mapping[str, Any] | Sequence[str] | None = None,
             include_dirs: Sequence[str | os.PathLike] = (), *, example: str | None = None,
             split_all: bool = False, schedule: str = "auto",
-            reassociate: bool = False) -> Program:
+            reassociate: bool = False, options: Any = None) -> Program:
     """Compile the C kernel ``function`` of ``path`` (default: as ``bbmm run`` picks it)
     into a :class:`Program`. ``example``: one of the example kernels shipped with bbmm
     instead of ``path`` (``example="floyd"``, as ``bbmm run --example floyd``;
@@ -422,7 +461,8 @@ def compile(path: str | os.PathLike | None = None, function: str | None = None,
     ``"isl"`` or ``"auto"``, as ``bbmm run --schedule``; ``reassociate``: floating-point
     sums into scalars may run as partial sums in parallel, in another order of additions,
     as ``bbmm run --reassociate``. Compiled drivers are cached by content (the schedule
-    taken and ``reassociate`` included), like ``bbmm run``'s."""
+    taken and ``reassociate`` included), like ``bbmm run``'s. ``options``: the compiler's
+    settings (:class:`bbmm.codegen.compile.CompileOptions`; None: the environment's)."""
     from bbmm.codegen.compile import CompileOptions, compile_program
 
     if example is not None:
@@ -438,6 +478,8 @@ def compile(path: str | os.PathLike | None = None, function: str | None = None,
         p = os.fspath(path)
     if not os.path.exists(p):
         raise UsageError(f"{p}: no such file")
+    if os.path.isdir(p):
+        raise UsageError(f"{p}: is a directory, not a C file")
     defs: dict[str, str] = {}
     if isinstance(defines, Mapping):
         for k, v in defines.items():
@@ -448,6 +490,7 @@ def compile(path: str | os.PathLike | None = None, function: str | None = None,
             defs[k] = v or "1"
     dirs = [os.fspath(d) for d in include_dirs]
     prog = compile_program(p, function=function, defines=defs, include_dirs=dirs,
-                           options=CompileOptions.from_env(), split_all=split_all,
+                           options=CompileOptions.from_env() if options is None else options,
+                           split_all=split_all,
                            schedule=schedule, reassociate=reassociate)
     return Program(prog, defs, dirs)

@@ -21,9 +21,9 @@ from .console import (OneLineParser, exit_interrupted, one_line, one_line_warnin
                       run_with_errors, watch_interrupts)
 from .devargs import add_device_options, device_mem, make_devices_from_args, platform_arg
 from .diagnostic import BBMMError, CheckError, UsageError, format_bytes
-from .program import check_init_flags, compile_args, defines, prepare_run
-from .run import (add_run_options, check_against_reference, check_output, execute,
-                  profile_path, report, report_header, report_stream, write_json)
+from .program import check_init_flags, compile_args, prepare_run
+from .run import (add_run_options, check_against_reference, check_output, profile_path,
+                  report, report_header, report_stream, write_json)
 from .version import __version__
 
 __all__ = ["main", "build_parser", "run_json", "COMMANDS", "add_device_options",
@@ -169,26 +169,27 @@ def _run_compile(args: argparse.Namespace) -> int:
     if args.output and os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"-o {args.output}: exists and is not a folder (-o names the folder "
                          f"to write <kernel>.cl and <kernel>_host.py into)")
-    prog = compile_args(args)
-    print(prog.summary())
+    prog = compile_args(args)        # bbmm.compile: the API's compilation and cache
+    compiled = prog.compiled
+    print(compiled.summary())
     if args.dump_scop or args.explain:
-        for st in prog.scop.statements:
+        for st in compiled.scop.statements:
             print(f"{st.name}: {st.domain}")
             for a in st.accesses:
                 print(f"  {a.kind:5} {a.text}: {a.relation}")
     if args.dump_deps or args.explain:
         from bbmm.codegen.deps import dependences
-        d = dependences(prog.scop)
+        d = dependences(compiled.scop)
         print(f"flow: {d.flow}")
         print(f"all:  {d.all}")
     if args.dump_kernels or args.explain:
-        print(prog.kernel_source)
+        print(compiled.kernel_source)
     if args.dump_host or args.explain:
-        print(prog.host_source)
+        print(compiled.host_source)
     if args.output:
         from bbmm.codegen.compile import write_program
         try:
-            cl, py = write_program(prog, args.output)
+            cl, py = write_program(compiled, args.output)
         except OSError as e:
             raise UsageError(f"-o {args.output}: cannot write: {e.strerror or e}") from None
         print(f"wrote {cl} and {py}")
@@ -227,22 +228,23 @@ def _run_run(args: argparse.Namespace) -> int:
     check_init_flags(args)
     profile = profile_path(args)  # a bad path fails now, not after the run
     check_output(args.json, "--json")
-    prog = compile_args(args, options)
-    scop = prog.scop
-    params, scalars, module, devices, init, arrays, lib = prepare_run(args, prog, config)
-    res = execute(module, devices, params, scalars, arrays, tile=args.tile, mode=args.mode,
-                  reuse=not args.no_reuse, coherence=args.coherence,
-                  progress=False if args.no_progress else None,
-                  replay=False if args.no_replay else None, fuse=args.fuse, profile=profile,
-                  config=config)
+    prog = compile_args(args, options)  # bbmm.compile (bbmm.api)
+    scop = prog.compiled.scop
+    run = prepare_run(args, prog, config)  # --param, the devices, the inputs, the reference
+    res = prog.execute(run.params, run.scalars, run.init, devices=run.devices,
+                       tile=args.tile, mode=args.mode, reuse=not args.no_reuse,
+                       coherence=args.coherence, progress=False if args.no_progress else None,
+                       replay=False if args.no_replay else None, fuse=args.fuse,
+                       profile=profile, config=config)
     if args.check:
-        check_against_reference(res, args.file, scop, init, defines(args), lib=lib)
+        check_against_reference(res, prog.path, scop, run.init, prog.defines, lib=run.lib,
+                                include_dirs=list(prog.include_dirs))
     out = report_stream(args.json)
     print(report(res, scop.function, scop.returns), file=out)
     for m in res.mismatches:
         print(f"  mismatch: {m}", file=out)
     if args.json:
-        write_json(args.json, res.as_json(scop.function))
+        write_json(args.json, prog.stats(res).as_dict())
     if res.check == "fail":
         raise CheckError(f"{scop.function}: result differs from the sequential program "
                          f"({res.mismatches[0]})")

@@ -39,8 +39,8 @@ from .config import RuntimeConfig
 from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
 from .devargs import make_devices_from_args, profile_path
-from .program import check_init_flags, compile_args, defines, prepare_run
-from .run import runtime_options
+from .program import check_init_flags, compile_args, prepare_run
+from .run import host_arrays, runtime_options
 
 RESULTS = ("gather", "distributed")
 TRAFFIC = ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
@@ -352,12 +352,18 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
 
     def go() -> int:
         prog = on_root(comm, build)  # one compilation, not one per rank
-        scop = prog.scop
+        scop = prog.compiled.scop
+
+        def prepare() -> tuple[Any, dict[str, np.ndarray]]:
+            run = prepare_run(args, prog, config)
+            return run, host_arrays(run.module, run.params, run.devices, run.init)
+
         with warnings.catch_warnings():
             if comm.rank != 0:  # rank 0 says it once
                 warnings.simplefilter("ignore")
-            params, scalars, module, devices, init, arrays, lib = setup_all(
-                comm, lambda: prepare_run(args, prog, config))
+            run, arrays = setup_all(comm, prepare)
+        params, scalars, module, devices, init = (run.params, run.scalars, run.module,
+                                                  run.devices, run.init)
         res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
                           mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
                           gather=args.mpi_result == "gather", fuse=args.fuse,
@@ -365,8 +371,8 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
                           replay=False if args.no_replay else None,
                           profile=profile_path(args), config=config)
         if args.check:
-            check_mpi(res, comm, args.file, scop, init, defines(args), args.include_dirs,
-                      lib=lib)
+            check_mpi(res, comm, prog.path, scop, init, prog.defines,
+                      list(prog.include_dirs), lib=run.lib)
         return _finish(res, comm, scop.function, args.json)
 
     return guarded(comm, go)

@@ -288,11 +288,11 @@ def array_shapes(module: ModuleType, params: Mapping[str, int]) -> dict[str, tup
     return shapes
 
 
-def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence[Any]
-                ) -> dict[str, np.ndarray]:
-    """Zeroed host arrays for the driver's ARRAYS, page-locked where the platform allows
-    (a local array, an expanded temporary, is left as allocated: the program writes it
-    before it reads it)."""
+def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence[Any],
+                inputs: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Host arrays for the driver's ARRAYS, page-locked where the platform allows, holding
+    ``inputs`` (by model name) where given, else zeros (a local array, an expanded
+    temporary, is left as allocated: the program writes it before it reads it)."""
 
     out = {}
     pinned = getattr(devices[0], "pinned_empty", None) if devices else None
@@ -302,7 +302,9 @@ def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence
         shape = shapes[name]
         dt = DTYPES[ctype]
         a = pinned(shape, dt) if pinned is not None else np.empty(shape, dt)
-        if name not in locals_ or a.size == 1:   # (a loop's break flag starts at 0)
+        if inputs is not None and name in inputs:
+            a[...] = inputs[name]
+        elif name not in locals_ or a.size == 1:   # (a loop's break flag starts at 0)
             a[...] = 0
         out[name] = a
     return out
