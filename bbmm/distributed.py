@@ -276,6 +276,8 @@ class DistributedRuntime:
                 self.devices.extend(RemoteDevice(r, i) for i in range(c))
         self.own = Ownership(list(self.local.host.arrays), len(counts))
         self.memo = PlanMemo()
+        self._stages: dict[Any, list[tuple]] = {}
+        """This rank's stages of a phase, by :attr:`PlanMemo.last_spec_key`."""
         self.rank_stats = RankStats(self.rank, len(devices))
 
     # the runtime's attributes that reports and drivers read
@@ -310,39 +312,64 @@ class DistributedRuntime:
         runtime holds the stage back and replays a repeating serial iteration. A rank
         that receives exchanges before its tiles run; a rank that only sends enqueues its
         tiles first and sends after (:meth:`_send_before`)."""
-        lo, hi = self.first, self.first + len(self.local.devices)
         st = self.rank_stats
         t0 = time.perf_counter()
         plan = self.memo.plan(self.own, tiles, self.rank_of, spec)
         st.plan_s += time.perf_counter() - t0
         self._step("plan", t0)
-        pos = None if spec is None else {id(t): i for i, t in enumerate(tiles)}
-        for stage, msgs in plan:
+        if spec is not None:
+            # a phase named by its spec that met the same records has the same plan, and
+            # so the same stages of this rank (its tiles, what it sends and receives)
+            rk = self.memo.last_spec_key
+            stages = self._stages.get(rk)
+            if stages is None:
+                stages = self._stages[rk] = self._my_stages(plan, tiles, spec)
+                if len(self._stages) > PlanMemo.SIZE:
+                    self._stages.pop(next(iter(self._stages)))
+        else:
+            stages = self._my_stages(plan, tiles, None)
+        for mine, sub, sends, recvs, key, exchange in stages:
             st.stages += 1
-            mine = [t if lo == 0 else _moved(t, t.device - lo)
-                    for t in stage if lo <= t.device < hi]
-            sub = None if pos is None else (
-                spec, tuple(pos[id(t)] for t in stage if lo <= t.device < hi))
-            me = self.rank
-            sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
-            recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
-            if not sends and not recvs:
+            if key is None:
                 self.local.run_phase(mine, serial, spec=sub, args=args)
-                continue
-            # what the stage sends (the newest values it stores first) and receives (the
-            # copies it makes stale) must repeat for the stage to be replayed
-            key = (tuple((d, tuple(items)) for d, items in sends),
-                   tuple((s, tuple(items)) for s, items in recvs))
-            if recvs or self.local.directory.blocking:
-                self.local.run_phase(
-                    mine, serial, before=partial(self._exchange_before, sends, recvs),
-                    key=key, spec=sub, args=args)
+            elif exchange is not None:
+                self.local.run_phase(mine, serial, before=exchange, key=key, spec=sub,
+                                     args=args)
             else:
                 box: dict[str, Any] = {}
                 self.local.run_phase(mine, serial,
                                      before=partial(self._send_before, sends, box),
                                      after=partial(self._send_after, sends, box), key=key,
                                      spec=sub, args=args)
+
+    def _my_stages(self, plan: list[tuple[list[Tile], Messages]], tiles: Sequence[Tile],
+                   spec: Any) -> list[tuple]:
+        """Per stage of ``plan``: this rank's tiles (on its local devices), their spec
+        (``spec`` and their positions in the phase), what it sends and receives, the
+        stage's replay key (None: no exchange) and, where it receives or copies block, the
+        exchange to run before its tiles."""
+        lo, hi = self.first, self.first + len(self.local.devices)
+        pos = None if spec is None else {id(t): i for i, t in enumerate(tiles)}
+        me = self.rank
+        out = []
+        for stage, msgs in plan:
+            mine = [t if lo == 0 else _moved(t, t.device - lo)
+                    for t in stage if lo <= t.device < hi]
+            sub = None if pos is None else (
+                spec, tuple(pos[id(t)] for t in stage if lo <= t.device < hi))
+            sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
+            recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
+            if not sends and not recvs:
+                out.append((mine, sub, sends, recvs, None, None))
+                continue
+            # what the stage sends (the newest values it stores first) and receives (the
+            # copies it makes stale) must repeat for the stage to be replayed
+            key = (tuple((d, tuple(items)) for d, items in sends),
+                   tuple((s, tuple(items)) for s, items in recvs))
+            exchange = (partial(self._exchange_before, sends, recvs)
+                        if recvs or self.local.directory.blocking else None)
+            out.append((mine, sub, sends, recvs, key, exchange))
+        return out
 
     def end_serial(self, serial: object = None) -> None:
         self.local.end_serial(serial)

@@ -108,12 +108,14 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     ``options``: the run's (:func:`kernel_options`); None: the defaults.
     """
     fast = None
-    if rows is None and type(grid) is tuple and (local is None or type(local) is tuple):
+    if type(grid) is tuple and (local is None or type(local) is tuple):
         # a tile launched again on the same boxes (a replayed iteration, a tile list built
         # once per regime) differs only in its scalars: the rest is looked up
-        fast = (dev, name, source, grid, local)
+        fast = (dev, name, source, grid, local, rows)
         got = tb.launches.get(fast)
         if got is not None and got[0] is (_DEFAULT if options is None else options):
+            if rows is not None:
+                scalars = _rows_scalars(scalars, rows)
             return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
     o, knl, gsize, lsize, args = _plan_launch(dev, tb, source, name, scalars, grid, cl_band,
                                               arrays, local, coarsen, staged, blocked, rows,
@@ -121,6 +123,12 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     if fast is not None:
         tb.launches[fast] = (o, knl, gsize, lsize, args[len(scalars):])
     return dev.launch(knl, gsize, lsize, args)
+
+
+def _rows_scalars(scalars: Sequence[Any], rows: tuple[int, int]) -> list[Any]:
+    """A tile's scalars for its ``rows`` only: its bounds lb, ub (the last two) narrowed."""
+    return [*scalars[:-2], int32(max(int(scalars[-2]), rows[0])),
+            int32(min(int(scalars[-1]), rows[1]))]
 
 
 def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
@@ -134,8 +142,7 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
     if rows is not None:
         # a part of the tile is a smaller tile on the same boxes: the kernel's tile
         # bounds lb, ub (the last scalars) and band loop 0's range narrow to the rows
-        lb, ub = max(int(scalars[-2]), rows[0]), min(int(scalars[-1]), rows[1])
-        scalars = [*scalars[:-2], int32(lb), int32(ub)]
+        scalars = _rows_scalars(scalars, rows)
         grid = [(max(grid[0][0], rows[0]), min(grid[0][1], rows[1])), *grid[1:]]
     o = _DEFAULT if options is None else options
     align = o.align

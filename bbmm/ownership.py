@@ -297,6 +297,8 @@ class PlanMemo:
         self.plans: dict[Any, Any] = {}
         self.by_spec: dict[Any, Any] = {}
         """Plans by the phase's ``spec`` and the records it met (:meth:`plan`)."""
+        self.last_spec_key: Any = None
+        """The key of the last phase planned with a ``spec``: equal keys, equal plans."""
         self.hits = self.misses = self.checked = self.rejected = 0
         self._streak = 0
         self._paused = 0
@@ -308,7 +310,7 @@ class PlanMemo:
         determines the tiles (:meth:`bbmm.runtime.Runtime.run_phase`): a phase is then
         looked up by it and the records alone, before its boxes are looked at."""
         if spec is not None:
-            rk = (spec, _records_key(own))
+            rk = self.last_spec_key = (spec, _records_key(own))
             same = self.by_spec.get(rk)
             if same is not None:
                 self.hits += 1
