@@ -32,7 +32,7 @@ not hold (from their owners only), or leaves the result distributed.
 Correctness does not rest on the compile-time flow-out sets: a rank receives exactly
 the elements its tiles' boxes cover and that another rank wrote since it last had
 them. On Floyd-Warshall that is row ``k`` from its owner at iteration ``k``: one row
-per serial iteration to each other rank (``tests/e2e/test_mpi.py`` checks the bytes).
+per serial iteration to each other rank (``tests/app/e2e/test_mpi.py`` checks the bytes).
 
 The bookkeeping and the planning are in :mod:`bbmm.ownership`.
 

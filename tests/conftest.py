@@ -1,10 +1,12 @@
+"""The suite's setup: its own driver cache, and the device tier's marker, skip and
+fixture (:mod:`support.devicetier`). ``tests/`` is on the import path through
+pyproject.toml (``pythonpath``), so helpers are ``support.NAME``."""
 import atexit
 import os
 import shutil
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(__file__))  # shared test helpers (drivers.py)
+pytest_plugins = ["support.devicetier"]
 
 # The suite's own cache of drivers and reference libraries (subprocesses inherit it),
 # never the user's: $BBMM_TEST_CACHE names a folder to keep between runs, else a fresh

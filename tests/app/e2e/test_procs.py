@@ -1,0 +1,182 @@
+"""End-to-end over processes of one machine: ``bbmm run kernel.c --procs P --check`` on
+every PolyBench kernel and on random programs, the inter-process volume of
+Floyd-Warshall, the run report's fields, and the refusals of ``--procs``."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from support.needs import needs_cl
+from support.tracecheck import check_trace
+from test_mpi import KERNELS, POLYBENCH, ROOT, ci_params, floyd_sent_to
+
+from bbmm import shm
+
+pytestmark = [pytest.mark.e2e, needs_cl,
+              pytest.mark.skipif(not shm.supported(), reason="--procs needs x86-64")]
+
+
+def bbmm(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "bbmm", *argv], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=ROOT)
+
+
+# the runtime over processes is the one over MPI ranks, which test_mpi.py checks on
+# every kernel: here one of each kind (row k moving, a stencil, a shrinking corner,
+# several nests per step, a matrix-vector product)
+OVER_PROCESSES = [k for k in KERNELS if k.stem in ("floyd", "heat2d", "lu", "fdtd2d", "mvt")]
+
+
+@pytest.mark.parametrize("kernel", OVER_PROCESSES, ids=[k.stem for k in OVER_PROCESSES])
+def test_polybench_check_over_processes(kernel, tmp_path):
+    out = tmp_path / "r.json"
+    argv = ["run", str(kernel), "--procs", "2", "--devices", "2", "--check", "--no-progress",
+            "--json", str(out)]
+    for p in ci_params(kernel):
+        argv += ["--param", p]
+    r = bbmm(*argv)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass", doc["mismatches"]
+    assert doc["ranks"] == 2 and doc["devices_per_rank"] == [1, 1]
+    assert all(p["tiles"] > 0 for p in doc["per_rank"])
+    assert sum(p["sent_bytes"] for p in doc["per_rank"]) == \
+        sum(p["received_bytes"] for p in doc["per_rank"])
+    eq = doc["enqueues"]
+    assert eq["launches"] >= doc["tiles"] > 0 and eq["copies"] > 0
+    assert r.stderr == "", r.stderr
+
+
+@pytest.mark.parametrize("procs,devices", [(2, 4), (3, 3)])
+def test_floyd_rows_between_processes(procs, devices, tmp_path):
+    """Floyd-Warshall over processes sends what MPI ranks send: row k from its owner to
+    every other process, once per k."""
+    n = 24
+    out = tmp_path / "f.json"
+    r = bbmm("run", str(POLYBENCH / "floyd.c"), "--param", f"n={n}", "--procs", str(procs),
+             "--devices", str(devices), "--check", "--no-progress", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass"
+    want = floyd_sent_to(n, [devices // procs] * procs)
+    assert [p["sent_to"] for p in doc["per_rank"]] == want
+    assert doc["serial_iterations"] == n
+    # per serial iteration each process launches its tiles and moves row k once
+    assert doc["enqueues"]["launches"] == n * devices
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--procs", "3", "--devices", "2"], "--devices 2 does not split evenly over --procs 3"),
+    (["--procs", "0"], "--procs must be at least 1"),
+    (["--procs", "two"], "a number of processes or 'auto'"),
+    (["--procs", "2", "--mpi"], "--procs and --mpi exclude each other"),
+])
+def test_procs_refusals_are_one_line(argv, message):
+    r = bbmm("run", str(POLYBENCH / "floyd.c"), "--param", "n=16", *argv)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bbmm: error:") and message in lines[0], \
+        r.stderr
+
+
+def test_profile_over_processes_is_one_trace(tmp_path):
+    """--profile with --procs: rank 0 writes one trace with every process's devices and
+    host steps (their exchanges among them) on one time axis."""
+    out = tmp_path / "t.json"
+    r = bbmm("run", str(POLYBENCH / "floyd.c"), "--param", "n=32", "--procs", "2",
+             "--devices", "2", "--check", "--no-progress", "--profile", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "rank 0: cl0" in r.stderr and "rank 1: cl0" in r.stderr
+    trace = json.loads(out.read_text())
+    check_trace(trace)
+    ev = trace["traceEvents"]
+    threads = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"
+               and e["pid"] == 0}
+    assert threads == {"rank 0", "rank 1"}
+    procs = {e["args"]["name"].split(" (")[0] for e in ev
+             if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] > 0}
+    assert procs == {"rank 0: cl0", "rank 1: cl0"}
+    steps = [e for e in ev if e["ph"] == "X" and e["pid"] == 0]
+    for rank in (0, 1):
+        names = {e["name"] for e in steps if e["tid"] == rank}
+        assert {"run", "plan", "acquire"} <= names
+        assert names & {"exchange", "send"}, names
+    kernels = [e for e in ev if e["ph"] == "X" and e["cat"] == "kernel"]
+    assert {e["pid"] for e in kernels} == {1, 2} and len(kernels) == 2 * 32
+    runs = [e for e in steps if e["name"] == "run"]  # the ranks start together
+    assert abs(runs[0]["ts"] - runs[1]["ts"]) < 0.5 * max(e["dur"] for e in runs)
+
+
+def test_an_error_in_the_run_is_said_once():
+    """Every process fails to allocate its tile: the user reads one error, not one per
+    process, and the run ends with status 1."""
+    r = bbmm("run", str(POLYBENCH / "floyd.c"), "--param", "n=256", "--procs", "2",
+             "--devices", "2", "--device-mem", "1KiB", "--no-progress")
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot allocate" in lines[0], r.stderr
+
+
+N_RANDOM = int(os.environ.get("BBMM_RANDOM_PROCS", "6"))
+
+
+def test_random_programs_over_processes(tmp_path):
+    """Randomized differential test over processes: random programs (tests/support/randprog.py)
+    with --check on 2 processes of 1 or 2 devices, random tiles and modes.
+    ``BBMM_RANDOM_PROCS=N`` sets how many; ``BBMM_RANDOM_SEED0`` shifts the seeds."""
+    from test_random_kernels import accepted_program
+
+    seed0 = int(os.environ.get("BBMM_RANDOM_SEED0", "0"))
+    for seed in range(seed0, seed0 + N_RANDOM):
+        prog, path, s = accepted_program(seed, tmp_path)
+        rng = random.Random(f"procs-{s}")
+        params = dict(prog.params)
+        if "tsteps" in params:
+            params["tsteps"] = rng.randint(4, 7)
+        argv = ["run", str(path)] + [x for k, v in params.items()
+                                     for x in ("--param", f"{prog.renames.get(k, k)}={v}")]
+        if rng.random() < 0.5:
+            argv += ["--tile", str(rng.randint(1, 5))]
+        r = rng.random()
+        argv += ["--mode", "convex"] if r < 0.2 else ["--coherence", "block"] if r < 0.4 else []
+        out = tmp_path / f"p{s}.json"
+        argv += ["--procs", "2", "--devices", str(rng.choice([2, 4])), "--check",
+                 "--no-progress", "--json", str(out)]
+        res = bbmm(*argv)
+        cmd = "bbmm " + " ".join(argv[:argv.index("--json")])
+        assert res.returncode == 0 and out.exists(), \
+            f"seed {prog.seed}: exit {res.returncode}\n{cmd}\n{prog.text}\n{res.stderr[-2000:]}"
+        doc = json.loads(out.read_text())
+        assert doc["check"] == "pass", f"seed {prog.seed}: {doc['mismatches'][:2]}\n{cmd}"
+
+
+@pytest.mark.parametrize("program,params", [
+    ("heat2d", ["n=40", "tsteps=9"]),
+    ("fdtd2d", ["tmax=7", "nx=30", "ny=22"]),
+])
+def test_replay_over_processes_moves_the_same_bytes(program, params, tmp_path):
+    """Repeating steps replayed across processes: the result checks and every byte count
+    (between processes and between host and devices) is that of the run without replay."""
+    docs = {}
+    for replay in (True, False):
+        out = tmp_path / f"{replay}.json"
+        argv = ["run", str(POLYBENCH / f"{program}.c"), "--procs", "2", "--devices", "2",
+                "--check", "--no-progress", "--json", str(out)]
+        for p in params:
+            argv += ["--param", p]
+        r = bbmm(*argv, *([] if replay else ["--no-replay"]))
+        assert r.returncode == 0, r.stderr
+        docs[replay] = json.loads(out.read_text())
+        assert docs[replay]["check"] == "pass"
+    replayed = [p["runtime"]["replayed_iterations"] for p in docs[True]["per_rank"]]
+    assert all(n > 0 for n in replayed), replayed
+    assert all(p["runtime"]["replayed_iterations"] == 0 for p in docs[False]["per_rank"])
+    for key in ("exchange_bytes", "gather_bytes", "readin_bytes", "flowout_bytes",
+                "flowin_bytes", "writeout_bytes"):
+        assert docs[True][key] == docs[False][key], key

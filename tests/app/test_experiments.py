@@ -1,0 +1,479 @@
+"""The paper-experiment scripts (``scripts/exp_*.py``) at their tiniest settings.
+
+Each script's ``main`` runs on one or two programs at the CI sizes on 1-2 logical
+OpenCL devices (PoCL's CPU device is enough) into ``tmp_path``; the tests check that
+the CSV, JSON and PNG exist and that the figures are sane (convex >= disjoint >= exact
+footprint, block >= exact >= minimum coherence, ...). They are marked ``device`` and
+skipped, with the reason, only when there is no OpenCL device. The exact-counting
+helpers (``expcommon.Instances``) are checked without OpenCL. The whole file takes
+well under a minute once PoCL has its kernels cached (a first run builds them).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import expcommon as ec  # scripts/ is on the import path (pyproject.toml)
+from support.needs import needs_cl
+from support.paths import ROOT
+
+COMMON = ["--sizes", "tiny", "--repeat", "1", "--no-progress"]
+
+
+def _outputs(out: Path, exp: str) -> tuple[list[dict[str, str]], dict]:
+    for ext in ("csv", "json", "png"):
+        p = out / f"{exp}.{ext}"
+        assert p.exists() and p.stat().st_size > 0, p
+    assert (out / f"{exp}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with open(out / f"{exp}.csv") as f:
+        rows = list(csv.DictReader(f))
+    doc = json.loads((out / f"{exp}.json").read_text())
+    assert doc["meta"]["experiment"] == exp
+    assert len(doc["rows"]) == len(rows) > 0
+    return rows, doc
+
+
+def _f(x: str) -> float:
+    return float(x)
+
+
+# {{{ exact counting, no OpenCL
+
+
+def test_instances_floyd_footprint_and_min_coherence():
+    n, ndev = 16, 2
+    prog, mod = ec.compiled("floyd")
+    tile = mod.default_tile({"n": n}, ndev)
+    inst = ec.Instances(prog, {"n": n}, ndev, tile)
+    assert inst.n_instances == n ** 3
+    # a device reads its n/2 rows plus row k: (n/2 + 1) rows when k is another's row
+    assert inst.peak_footprint() == [(n // 2 + 1) * n * 4] * ndev
+    mins = inst.min_coherence()
+    assert sorted(mins) == list(range(n))
+    # row k+1 (written in iteration k) is read by the other device in iteration k+1
+    assert all(mins[k] == n * 4 for k in range(n - 1))
+    assert mins[n - 1] == 0
+    one = ec.Instances(prog, {"n": n}, 1, mod.default_tile({"n": n}, 1))
+    assert sum(one.min_coherence().values()) == 0
+    assert one.peak_footprint() == [n * n * 4]
+
+
+def test_instances_heat2d_min_coherence_is_the_halo():
+    n, ndev = 12, 2
+    prog, mod = ec.compiled("heat2d")
+    params = {"tsteps": 3, "n": n}
+    inst = ec.Instances(prog, params, ndev, mod.default_tile(params, ndev))
+    mins = inst.min_coherence()
+    # per time step: the boundary rows of B (nest 0) and of A (nest 1) cross, one
+    # interior row each way: 4 rows of n-2 elements; the last step sends only B's
+    halo = 2 * (n - 2) * 4
+    assert [mins[t] for t in range(3)] == [2 * halo, 2 * halo, halo]
+
+
+def test_narrow_nest_that_runs_once_is_spread_over_every_device():
+    """mvt with m = 2n: the product with A's columns spans half the global grid. Cut by
+    the grid it would run on device 0 alone (all of A read in there, device 1 idle); cut
+    by its own range each device gets half of its columns. The runtime (generated
+    driver on dry devices) and the exact counting agree on that."""
+    import bench_host
+    params = {"m": 96, "n": 48}
+    _, rt = bench_host.measure("mvt", params, 2, 1, None)
+    h2d = [d.h2d_bytes for d in rt.stats.devices]
+    peak = [d.peak_bytes for d in rt.stats.devices]
+    assert h2d[0] == h2d[1] and peak[0] == peak[1]
+    prog, mod = ec.compiled("mvt")
+    inst = ec.Instances(prog, params, 2, mod.default_tile(params, 2))
+    fp = inst.peak_footprint()
+    assert fp[0] == fp[1]
+
+
+def test_once_grid_covers_the_nest_and_spreads_it():
+    from bbmm.hostlib import device_of, once_grid, once_tiles
+    for lo, hi, size, ntiles, ndev in [(0, 47, 48, 2, 2), (0, 40959, 2048, 40, 2),
+                                       (1, 6, 8, 4, 4), (0, 99, 10, 10, 3), (5, 5, 4, 3, 2)]:
+        tiles = once_tiles(lo, hi, size, ntiles, ndev)
+        covered = [i for _, lb, ub, _ in tiles for i in range(max(lb, lo), min(ub, hi) + 1)]
+        assert covered == list(range(lo, hi + 1))           # each iteration exactly once
+        assert all(ub - lb + 1 <= size for _, lb, ub, _ in tiles)
+        devs = {d for *_, d in tiles}
+        assert len(devs) >= min(ndev, len(tiles))
+        if once_grid(lo, hi, size, ntiles, ndev) == (0, size, ntiles):  # the global grid
+            assert all(d == device_of(t, ntiles, ndev) and lb == t * size
+                       for t, lb, _, d in tiles)
+    # mvt's column product at the 5x-cap size on two devices: 20 tiles, 10 on each
+    tiles = once_tiles(0, 40959, 2048, 40, 2)
+    assert [d for *_, d in tiles] == [0] * 10 + [1] * 10
+
+
+def test_scaled_params_and_ntiles():
+    assert ec.scaled_params("floyd", {"n": 100}, 4) == {"n": 200}
+    assert ec.scaled_params("heat3d", {"tsteps": 3, "n": 10}, 8) == {"tsteps": 3, "n": 20}
+    assert ec.scaled_params("mvt", {"m": 80, "n": 48}, 2) == {"m": 160, "n": 48}
+    prog, _ = ec.compiled("floyd")
+    assert ec.ntiles_of(prog, {"n": 64}, 32) == 2
+    assert ec.ntiles_of(prog, {"n": 65}, 32) == 3
+
+# }}}
+
+
+# {{{ the scripts
+
+
+@pytest.mark.device
+@needs_cl
+def test_table4(tmp_path):
+    import exp_table4
+    assert exp_table4.main(["--programs", "floyd,mvt", "--devices", "2", "--check",
+                            "--out", str(tmp_path), *COMMON]) == 0
+    rows, _doc = _outputs(tmp_path, "table4")
+    by = {r["program"]: r for r in rows}
+    assert by["floyd"]["A"] == "1" and by["floyd"]["B"] == "2"
+    assert by["mvt"]["B"] == "2"
+    # floyd's row k lies inside its tile's box (reused); mvt's column block reuses the part
+    # of A its row block holds since boxes are split around resident copies
+    assert by["floyd"]["E"] == "yes" and by["mvt"]["E"] in ("yes", "no")
+    for r in rows:
+        assert 0 <= _f(r["F_percent"]) <= 100
+        assert 0 <= _f(r["F_nocopy_percent"]) <= _f(r["F_percent"]) + 1e-9
+        assert int(r["D_resident"]) >= 1 and int(r["D_tile"]) >= 1
+        assert r["check"] == "pass"
+
+
+@pytest.mark.device
+@needs_cl
+def test_datascaling(tmp_path):
+    import exp_datascaling
+    assert exp_datascaling.main(["--programs", "floyd,blackscholes", "--devices", "1,2",
+                                 "--out", str(tmp_path), *COMMON]) == 0
+    rows, doc = _outputs(tmp_path, "datascaling")
+    by = {(r["program"], int(r["ndev"])): r for r in rows}
+    assert by[("floyd", 1)]["params"] == "n=64" and by[("floyd", 2)]["params"] == "n=91"
+    assert by[("blackscholes", 2)]["params"] == "n=8192"
+    assert _f(by[("floyd", 1)]["speedup_per_iter"]) == pytest.approx(1.0)
+    assert by[("floyd", 2)]["per"] == "iteration" and by[("blackscholes", 2)]["per"] == "run"
+    for r in rows:
+        assert _f(r["speedup_per_iter"]) > 0
+    assert "2" in doc["geomean"]
+
+
+@pytest.mark.device
+@needs_cl
+def test_datascaling_steady(tmp_path, capsys):
+    """--steady EXTRA: a time-stepped program gets a steady time per step from a run EXTRA
+    steps longer; a program without time steps gets none."""
+    import exp_datascaling
+    assert exp_datascaling.main(["--programs", "heat2d,mvt", "--devices", "1,2", "--steady", "6",
+                                 "--out", str(tmp_path), *COMMON]) == 0
+    assert "steady t(1)/t(N)" in capsys.readouterr().out
+    rows, _doc = _outputs(tmp_path, "datascaling")
+    by = {(r["program"], int(r["ndev"])): r for r in rows}
+    for nd in (1, 2):
+        assert _f(by[("heat2d", nd)]["steady_s"]) != 0
+        assert by[("mvt", nd)]["steady_s"] in ("", None)
+    assert _f(by[("heat2d", 1)]["speedup_steady"]) == pytest.approx(1.0)
+    with pytest.raises(SystemExit):
+        exp_datascaling.main(["--steady", "-1", "--out", str(tmp_path)])
+
+
+@pytest.mark.device
+@needs_cl
+def test_allocation(tmp_path):
+    import exp_allocation
+    assert exp_allocation.main(["--programs", "floyd,heat2d", "--devices", "2", "--check",
+                                "--out", str(tmp_path), "--sizes", "tiny",
+                                "--no-progress"]) == 0
+    rows, _doc = _outputs(tmp_path, "allocation")
+    for r in rows:
+        exact, du, dh = _f(r["exact_pct"]), _f(r["disjoint_union_pct"]), _f(r["disjoint_held_pct"])
+        cu, ch = _f(r["convex_union_pct"]), _f(r["convex_held_pct"])
+        assert 0 < exact <= du + 1e-9
+        assert du <= cu + 1e-9
+        assert cu <= 100 + 1e-9
+        assert dh >= du - 1e-9 and ch >= cu - 1e-9
+        assert r["disjoint_check"] == "pass" and r["convex_check"] == "pass"
+    floyd = next(r for r in rows if r["program"] == "floyd")
+    assert _f(floyd["exact_pct"]) == pytest.approx(100 * 33 / 64)
+    assert _f(floyd["convex_union_pct"]) == pytest.approx(100.0)   # the hull: whole array
+
+
+@pytest.mark.device
+@needs_cl
+def test_split(tmp_path):
+    import exp_split
+    assert exp_split.main(["--programs", "heat2d,floyd", "--devices", "2", "--check",
+                           "--out", str(tmp_path), *COMMON]) == 0
+    rows, _doc = _outputs(tmp_path, "split")
+    by = {r["program"]: r for r in rows}
+    assert by["floyd"]["how"] == "split_all vs normal"
+    assert by["heat2d"]["how"] == "disjoint vs convex"
+    assert int(by["heat2d"]["nosplit_split_accesses"]) == 0      # convex: never split
+    for r in rows:
+        assert _f(r["perf_compute"]) > 0 and _f(r["perf_wall"]) > 0
+        assert r["split_check"] == "pass" and r["nosplit_check"] == "pass"
+
+
+@pytest.mark.device
+@needs_cl
+def test_reuse(tmp_path):
+    import exp_reuse
+    assert exp_reuse.main(["--programs", "heat2d,floyd", "--devices", "2", "--check",
+                           "--out", str(tmp_path), *COMMON]) == 0
+    rows, _doc = _outputs(tmp_path, "reuse")
+    for r in rows:
+        assert _f(r["speedup"]) > 0
+        assert int(r["off_h2d_bytes"]) >= int(r["on_h2d_bytes"])
+        assert int(r["off_boxes_present"]) == 0 and int(r["on_boxes_present"]) > 0
+        assert r["on_check"] == "pass" and r["off_check"] == "pass"
+
+
+@pytest.mark.device
+@needs_cl
+def test_coherence(tmp_path):
+    import exp_coherence
+    assert exp_coherence.main(["--programs", "floyd,heat2d", "--devices", "2", "--check",
+                               "--out", str(tmp_path), "--sizes", "tiny",
+                               "--no-progress"]) == 0
+    rows, doc = _outputs(tmp_path, "coherence")
+    for r in rows:
+        block, exact, mn = (_f(r["block_total_bytes"]), _f(r["exact_total_bytes"]),
+                            _f(r["minimum_bytes"]))
+        assert block >= exact >= mn > 0
+        assert r["exact_check"] == "pass" and r["block_check"] == "pass"
+    floyd = next(r for r in rows if r["program"] == "floyd")
+    assert _f(floyd["minimum_bytes"]) == 63 * 64 * 4               # one row per iteration
+    assert len(doc["per_iteration"]["floyd/2"]["minimum"]) == 64
+
+
+@pytest.mark.device
+@needs_cl
+def test_boxinout(tmp_path):
+    import exp_boxinout
+    assert exp_boxinout.main(["--programs", "blackscholes,mvt", "--devices", "1",
+                              "--device-mem", "64KiB", "--factors", "0.5,3", "--check",
+                              "--out", str(tmp_path), "--repeat", "1", "--no-progress"]) == 0
+    rows, _doc = _outputs(tmp_path, "boxinout")
+    for r in rows:
+        assert not r["error"], r["error"]
+        assert r["check"] == "pass"
+        assert _f(r["throughput"]) > 0
+        if _f(r["size_over_cap"]) > 1.5:
+            assert int(r["evictions"]) > 0
+    bs = [r for r in rows if r["program"] == "blackscholes"]
+    assert int(min(bs, key=lambda r: _f(r["factor"]))["evictions"]) == 0
+
+# }}}
+
+
+def test_plot_results_redraws_gpu_results(tmp_path):
+    """The committed GPU result files (made with --no-plot) plot here, one PNG each."""
+    import shutil
+
+    import plot_results
+    src = ROOT / "results" / "h200x2-2026-11-22"
+    for name in ("compare_paper.json", "datascaling.json", "boxinout.json", "reuse.json",
+                 "split.json"):
+        shutil.copy(src / name, tmp_path / name)
+    (tmp_path / "pool.json").write_text("{}")  # not a plotted kind: ignored
+    assert plot_results.main([str(tmp_path)]) == 0
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert pngs == ["boxinout.png", "compare_paper.png", "datascaling.png", "reuse.png",
+                    "split.png"]
+    for p in tmp_path.glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert plot_results.main([str(empty)]) == 1
+
+
+def test_plot_results_knows_allocation_table4_and_coherence(tmp_path, capsys):
+    """The result files of exp_allocation, exp_table4 and exp_coherence plot with the
+    scripts' own figure functions."""
+    import shutil
+
+    import plot_results
+    pytest.importorskip("matplotlib")
+    src = ROOT / "results" / "pocl-cpu-2026-11-22"
+    for name in ("allocation.json", "table4.json", "coherence.json"):
+        shutil.copy(src / name, tmp_path / name)
+    shutil.copy(ROOT / "results" / "h200x2-2026-11-25" / "table4.json",
+                tmp_path / "table4_h200.json")
+    assert plot_results.main([str(tmp_path)]) == 0
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert pngs == ["allocation.png", "coherence.png", "table4.png", "table4_h200.png"]
+    for p in tmp_path.glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert capsys.readouterr().out.count("wrote ") == 4
+
+
+def test_no_matplotlib_skips_the_plot_with_one_note(tmp_path, monkeypatch, capsys):
+    """Without matplotlib an experiment still writes its CSV and JSON and says once that
+    the plot was skipped; plot_results.py says so and draws nothing."""
+    import argparse
+    import shutil
+
+    import exp_coherence
+    import plot_results
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError):
+        ec.plt()
+    rows = [{"program": "floyd", "ndev": 1, "block_total_per_iter": 10.0,
+             "exact_total_per_iter": 5.0, "minimum_per_iter": 4.0}]
+    args = argparse.Namespace(no_plot=False, sizes="tiny", platform=None)
+    paths = ec.finish("coherence", args, tmp_path, rows, "the table",
+                      lambda path: exp_coherence.draw(rows, path, note="n"))
+    assert sorted(paths) == ["csv", "json"]
+    assert (tmp_path / "coherence.csv").read_text().startswith("program,ndev,")
+    assert json.loads((tmp_path / "coherence.json").read_text())["rows"] == rows
+    assert not (tmp_path / "coherence.png").exists()
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("coherence: no matplotlib here: plot skipped")
+    assert "the table" in captured.out and "coherence.png" not in captured.out
+    # an ImportError of something else is not taken for a missing matplotlib
+    def broken(path):
+        import bbmm_no_such_module  # noqa: F401
+    with pytest.raises(ImportError):
+        ec.try_plot(broken, tmp_path / "x.png", "x")
+    # plot_results.py: one note, exit 1, no figure
+    folder = tmp_path / "res"
+    folder.mkdir()
+    shutil.copy(ROOT / "results" / "pocl-cpu-2026-11-22" / "table4.json", folder)
+    assert plot_results.main([str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("plot_results: no matplotlib here") and err.count("\n") == 1
+    assert not list(folder.glob("*.png"))
+
+
+def test_one_progress_bar(monkeypatch, capsys):
+    """The scripts draw hostlib's progress bar (generated drivers draw it too)."""
+    from bbmm.hostlib import Progress
+
+    assert ec.Progress is Progress and not hasattr(ec, "Bar")
+    bar = Progress(2, "exp", enabled=True)
+    bar.show("floyd x1")
+    bar.step(what="floyd x1")
+    bar.step(what="mvt x1")
+    bar.close()
+    err = capsys.readouterr().err
+    assert "exp [" in err and "2/2" in err and err.rstrip().endswith("mvt x1")
+    quiet = Progress(2, "exp", enabled=False)
+    quiet.step(what="x")
+    assert quiet.done == 1 and capsys.readouterr().err == ""
+
+
+def test_floor_bytes_are_the_exact_minimum():
+    """bench_floor's per-device bytes: floyd reads and writes its row block and moves row
+    k; heat2d's two nests each read one array and write the other, with halo rows."""
+    import bench_floor as bf
+    assert bf.floor_bytes("floyd", 100, 1) == (2 * 4 * 100 * 100, 0)
+    assert bf.floor_bytes("floyd", 100, 3) == (2 * 4 * 100 * 34, 400)
+    assert bf.floor_bytes("heat2d", 64, 2) == (4 * 4 * 64 * 32, 4 * 4 * 64)
+    assert bf.floor_bytes("heat2d", 64, 4)[1] == 2 * 4 * 4 * 64
+
+
+@needs_cl
+def test_bench_floor(tmp_path, capsys):
+    import bench_floor as bf
+    assert bf.main(["--floyd", "32", "--heat2d", "32:2", "--devices", "1,2",
+                    "--bw-bytes", str(1 << 20), "--extra-steps", "2", "--repeat", "1", "--json", str(tmp_path / "f.json")]) == 0
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert {(r["program"], r["devices"]) for r in doc["rows"]} == {
+        (p, d) for p in ("floyd", "heat2d") for d in (1, 2)}
+    assert all(r["floor_s"] > 0 and r["baseline_loop_s_per_iter"] > 0 for r in doc["rows"])
+    assert doc["bandwidth"]["d2d"] > 0 and "bbmm/floor" in capsys.readouterr().out
+
+
+def test_bench_floor_skips_a_program_given_0(tmp_path):
+    import bench_floor as bf
+    assert bf.main(["--floyd", "24", "--heat2d", "0", "--devices", "1", "--bw-bytes",
+                    str(1 << 20), "--repeat", "1", "--json", str(tmp_path / "f.json")]) == 0
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert [r["program"] for r in doc["rows"]] == ["floyd"]
+
+
+def test_bench_floor_measures_kernel_shapes_side_by_side(tmp_path, capsys):
+    """--coarsen: one bbmm row per points-per-work-item shape, the baseline measured once;
+    a malformed list is refused."""
+    import bench_floor as bf
+    assert bf.main(["--floyd", "0", "--heat2d", "24:2", "--devices", "1", "--bw-bytes",
+                    str(1 << 20), "--extra-steps", "2", "--repeat", "1",
+                    "--coarsen", "2x1,1x4", "--json", str(tmp_path / "f.json")]) == 0
+    rows = json.loads((tmp_path / "f.json").read_text())["rows"]
+    assert [r["coarsen"] for r in rows] == ["2x1", "1x4"]
+    assert rows[0]["baseline_loop_s_per_iter"] == rows[1]["baseline_loop_s_per_iter"]
+    with pytest.raises(SystemExit):
+        bf.main(["--coarsen", "2by1"])
+    assert "--coarsen '2by1'" in capsys.readouterr().err
+
+
+def test_bench_host_on_dry_devices(tmp_path, capsys):
+    """Host time per serial iteration without a GPU: the runtime runs whole, nothing moves;
+    heat2d's steps repeat (replayed), floyd's do not."""
+    import bench_host as bh
+    assert bh.main(["--programs", "floyd,heat2d", "--devices", "1,2", "--sizes", "tiny",
+                    "--param", "heat2d:tsteps=8", "--repeat", "1",
+                    "--json", str(tmp_path / "h.json")]) == 0
+    rows = {(r["program"], r["devices"]): r for r in
+            json.loads((tmp_path / "h.json").read_text())["rows"]}
+    assert set(rows) == {(p, d) for p in ("floyd", "heat2d") for d in (1, 2)}
+    assert rows[("floyd", 2)]["serial_iters"] == 64 and rows[("floyd", 2)]["replayed"] == 0
+    assert rows[("heat2d", 2)]["serial_iters"] == 8 and rows[("heat2d", 2)]["replayed"] == 4
+    for r in rows.values():
+        assert r["ms_per_iter"] > 0 and r["launches"] == r["tiles"]
+    assert "us/tile" in capsys.readouterr().out
+
+
+def test_dry_device_keeps_no_data():
+    import numpy as np
+
+    from bbmm.box import Box
+    from bbmm.devices import DryDevice
+    d = DryDevice(0)
+    a = d.alloc(1 << 34)                       # 16 GiB: only bookkeeping
+    host = np.zeros((4, 4), np.float32)
+    assert d.write_rect(a, Box((0, 0), (3, 3)), Box((1, 1), (2, 2)), host) is None
+    assert d.log == [("h2d", Box((1, 1), (2, 2)), 16)]
+    assert d.kernel("src", "k") == "k" and d.launch("k", (1,), None, []) is None
+    assert d.launches == 1
+
+
+@pytest.mark.device
+@needs_cl
+def test_schedule_table(tmp_path, capsys):
+    """Two PolyBench ports that ``auto`` reschedules and an example program it keeps, at
+    the tests' sizes on one device: the CSV has every column, the orders are the ones
+    ``bbmm compile`` reports, and both orders pass --check."""
+    import exp_schedule
+    assert exp_schedule.main(["--programs", "seidel2d,atax,mvt", "--run", "--check",
+                              "--markdown", "--no-plot", "--out", str(tmp_path),
+                              *COMMON]) == 0
+    with open(tmp_path / "schedule.csv") as f:
+        rows = list(csv.DictReader(f))
+    want = {"kernel", "auto_schedule", "written_parallel", "auto_parallel", "written_bands",
+            "auto_bands", "written_one_item", "auto_one_item", "params", "written_s",
+            "auto_s", "speedup", "written_check", "auto_check"}
+    assert want <= set(rows[0]), want - set(rows[0])
+    by = {r["kernel"]: r for r in rows}
+    assert by["seidel2d"]["auto_schedule"] == "isl"
+    assert by["seidel2d"]["written_parallel"] == "none"
+    assert int(by["seidel2d"]["written_one_item"]) == 1
+    assert by["seidel2d"]["auto_bands"] == "[c1,c2]" and by["seidel2d"]["params"] == \
+        "tsteps=3 n=13"
+    assert by["atax"]["auto_schedule"] == "isl"
+    assert by["mvt"]["auto_schedule"] == "as-written"
+    assert by["mvt"]["written_s"] == by["mvt"]["auto_s"]      # the same program, timed once
+    for r in rows:
+        assert _f(r["written_s"]) > 0 and _f(r["auto_s"]) > 0
+        assert _f(r["speedup"]) == pytest.approx(_f(r["written_s"]) / _f(r["auto_s"]),
+                                                 rel=0.01)   # the CSV rounds
+        assert r["written_check"] == "pass" and r["auto_check"] == "pass"
+    doc = json.loads((tmp_path / "schedule.json").read_text())
+    assert doc["meta"]["experiment"] == "schedule" and len(doc["rows"]) == 3
+    md = (tmp_path / "schedule.md").read_text().splitlines()
+    assert md[0].startswith("| kernel | auto takes |") and len(md) == 2 + 3
+    assert "| seidel2d | isl |" in capsys.readouterr().out
