@@ -4,7 +4,11 @@ The driver mirrors the C program's loop tree: serial (host) loops become Python
 ``for`` loops, each kernel nest becomes one *phase* per host iteration whose tiles
 (Algorithm 1's closed-form boxes, Section 8's flow-out and write-out boxes) go to
 :meth:`bbmm.runtime.Runtime.run_phase`, and each host iteration ends with
-``bb_cleanup``. The module is runnable on its own
+``bb_cleanup``. Each nest's ``nest<N>_tile`` returns a tile's boxes as a
+:class:`bbmm.tiles.TileSpec`, their bounds simplified under the tile's non-empty
+condition, one box for the accesses that share it; the driver's own variables go without
+bbmm's prefix where no C name is in their way (:class:`Locals`), and ``run`` says which
+step of Algorithm 4 each call of the runtime is. The module is runnable on its own
 (``python floyd_host.py --devices 2 --param n=4096``) and importable (``run(rt, ...)``).
 """
 from __future__ import annotations
