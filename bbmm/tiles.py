@@ -1,18 +1,35 @@
 """The runtime's data types, apart from the code that uses them: a :class:`Tile` as the
-generated driver hands it over, a resident box (:class:`Copy`) as the buffer managers and
+generated driver hands it over (built from the :class:`TileSpec` of its ``nest<N>_tile``
+functions), a resident box (:class:`Copy`) as the buffer managers and
 the coherence directory keep it, and the boxes a tile got (:class:`TileBuffers`), from
 which its kernel's arguments are packed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from .box import Box
 from .devices.base import Allocation, Device
 
-__all__ = ["Tile", "Copy", "TileBuffers"]
+__all__ = ["Tile", "TileSpec", "Copy", "TileBuffers"]
+
+
+class TileSpec(NamedTuple):
+    """What a generated driver's ``nest<N>_tile`` function returns for a non-empty tile:
+    its boxes at one serial iteration, evaluated from the compiler's closed forms, read by
+    field when the driver builds the :class:`Tile` (fields as there)."""
+
+    boxes: Mapping[str, Sequence[Box]]
+    """Initial bounding boxes per array, one per distinct access (Algorithm 1)."""
+    writes: Mapping[str, Sequence[Box]]
+    flowout: Mapping[str, Sequence[Box]]
+    writeout: Mapping[str, Sequence[Box]]
+    cleanup: Mapping[str, Sequence[bool]]
+    """Per box of :attr:`boxes`: freed at the end of the serial iteration (Section 7.2)."""
+    grid: tuple[tuple[int, int], ...]
+    """``(lo, hi)`` of each band iterator over the tile: the kernel's NDRange."""
 
 
 @dataclass(frozen=True)
@@ -27,7 +44,8 @@ class Tile:
 
     device: int
     boxes: Mapping[str, Sequence[Box]]
-    """Initial bounding boxes per array, one per access function (Algorithm 1)."""
+    """Initial bounding boxes per array (Algorithm 1): one per access function, or one for
+    the accesses whose boxes are the same (the generated drivers')."""
     kernel: Callable[[Device, TileBuffers], Any]
     """Launches the computation: ``kernel(device, buffers)``."""
     writes: Mapping[str, Sequence[Box]] = field(default_factory=dict)

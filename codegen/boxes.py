@@ -16,6 +16,8 @@ Floyd-Warshall, tile rows ``lb..ub`` at iteration ``k`` (``path[k][j]``; ``else 
 
 Every box is exact as a bounding box (the smallest one); :attr:`ParamBox.exact` says
 whether it also equals the data space (a rectangular copy moves no extra element).
+Accesses with the same box share it (:meth:`NestBoxes.shared`): the runtime gets one box
+for them and the kernel one slot argument.
 
 .. autoclass:: AccessBox
 .. autoclass:: NestBoxes
@@ -97,6 +99,28 @@ class NestBoxes:
     def of_array(self, array: str) -> tuple[AccessBox, ...]:
         """S_a^init of Algorithm 1: the boxes of every access to ``array``."""
         return tuple(a for a in self.accesses if a.array == array)
+
+    def shared(self) -> dict[int, int]:
+        """Access id -> the id of the first access (in access-id order) with the same
+        initial bounding box and cleanup flag, itself for that one. Accesses that share a
+        box (Floyd's ``path[i][j]``, read twice by its ``MIN`` macro and written) give the
+        runtime one box between them and the kernel one slot argument: what a tile does
+        with a box depends on the box alone, not on how many references name it or
+        whether they read or write (the writes are :attr:`writes`)."""
+        first: dict[tuple, int] = {}
+        return {a.access_id: first.setdefault((a.array, a.lo, a.hi, a.cleanup), a.access_id)
+                for a in self.accesses}
+
+    def distinct(self, array: str) -> tuple[AccessBox, ...]:
+        """The boxes of ``array`` that :meth:`shared` keeps, one per distinct box, each
+        the first access holding it."""
+        rep = self.shared()
+        return tuple(a for a in self.of_array(array) if rep[a.access_id] == a.access_id)
+
+    def sharers(self, box: AccessBox) -> tuple[AccessBox, ...]:
+        """The accesses whose box is ``box``'s (itself included), in access-id order."""
+        rep = self.shared()
+        return tuple(a for a in self.accesses if rep[a.access_id] == rep[box.access_id])
 
 
 def access_box(acc: Access, tiling: NestTiling, within: isl.Set | None = None) -> AccessBox:

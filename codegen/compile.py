@@ -279,7 +279,7 @@ def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: s
         for a in nb.arrays:
             # accesses with the same box (blackscholes' S[i], read by several
             # statements) share one slot: a tile's boxes are disjoint
-            counts[a] = max(counts.get(a, 1), len({(b.lo, b.hi) for b in nb.of_array(a)}))
+            counts[a] = max(counts.get(a, 1), len({(b.lo, b.hi) for b in nb.distinct(a)}))
     # room for a box split around resident copies (mvt's column block around its row
     # block: 3 pieces) without falling back to a duplicate whole box
     slots = {a.name: min(MAX_SLOTS, max(counts.get(a.name, 1), 3 if len(a.dims) > 1 else 2))
@@ -288,10 +288,12 @@ def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: s
     nests = []
     kernels = []
     for n, t, nb, fl in zip(plan.nests, tilings, boxes, flows):
-        ks = generate_kernel(scop, plan, n, slots, split_all=split_all, fp64=fp64)
+        ks = generate_kernel(scop, plan, n, slots, split_all=split_all, fp64=fp64,
+                             share=nb.shared())
         for a, ids in zip(ks.arrays, ks.access_ids):
-            # the kernel's A_sel arguments follow the order of the runtime's initial boxes
-            want = tuple(ab.access_id for ab in nb.of_array(a))
+            # the kernel's A_sel arguments follow the order of the runtime's initial boxes,
+            # one per distinct box
+            want = tuple(ab.access_id for ab in nb.distinct(a))
             assert tuple(ids) == want, (a, ids, want)
         kernels.append(ks.source)
         nests.append(NestCode(n, nb, fl, ks, edge_writers(scop, n, t, deps)))

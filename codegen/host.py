@@ -4,19 +4,26 @@ The driver mirrors the C program's loop tree: serial (host) loops become Python
 ``for`` loops, each kernel nest becomes one *phase* per host iteration whose tiles
 (Algorithm 1's closed-form boxes, Section 8's flow-out and write-out boxes) go to
 :meth:`bbmm.runtime.Runtime.run_phase`, and each host iteration ends with
-``bb_cleanup``. The module is runnable on its own
+``bb_cleanup``. Each nest's ``nest<N>_tile`` returns a tile's boxes as a
+:class:`bbmm.tiles.TileSpec`, their bounds simplified under the tile's non-empty
+condition, one box for the accesses that share it; the driver's own variables go without
+bbmm's prefix where no C name is in their way (:class:`Locals`), and ``run`` says which
+step of Algorithm 4 each call of the runtime is. The module is runnable on its own
 (``python floyd_host.py --devices 2 --param n=4096``) and importable (``run(rt, ...)``).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bbmm.codegen.boxes import NestBoxes
+import islpy as isl
+
+from bbmm.codegen.boxes import AccessBox, NestBoxes
 from bbmm.codegen.deps import Nest, Plan
 from bbmm.codegen.flow import NestFlow
 from bbmm.codegen.literals import py_comment, py_doc, py_str
 from bbmm.codegen.opencl import KernelSource
+from bbmm.codegen.pyexpr import pwaff_to_py, set_to_py
 from bbmm.codegen.regime import regime
 from bbmm.codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
                           Cmp, LoopNode, Scop)
@@ -29,6 +36,8 @@ class Emitter:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.level = 0
+        self.tile_sources: dict[int, str] = {}
+        """Each nest's ``nest<N>_tile`` function as emitted (:func:`_phase_regime`)."""
 
     def __call__(self, line: str = "") -> None:
         self.lines.append(("    " * self.level + line) if line else "")
@@ -71,8 +80,47 @@ def _extents_py(a: Array) -> tuple[str, ...]:
     return a.dims if a.local else tuple(e.py() for e in a.extents)
 
 
-def box_py(b: ParamBox) -> str:
-    return f"Box.unchecked(({', '.join(b.lo)},), ({', '.join(b.hi)},))"
+def _tuple(xs: Sequence[str]) -> str:
+    return f"({xs[0]},)" if len(xs) == 1 else f"({', '.join(xs)})"
+
+
+def box_py(b: ParamBox, within: isl.Set | None = None) -> tuple[str, str | None]:
+    """``(box, cond)``: Python source of a box of the tile and of the condition under which
+    the tile has it, None where it always does (then ``box`` is all there is).
+
+    ``within`` is the parameter set the driver evaluates the box in (the tile not empty):
+    ``cond`` is said within it, and the bounds within it and ``cond``, as ``min``/``max``
+    where isl finds them such (Floyd's ``max(0, lb)``, not ``0 if lb <= -1 else lb``; the
+    row ``(k, 0)..(k, n - 1)`` without a condition). Outside ``cond`` the box is empty,
+    ``lo = 0 > hi = -1`` as :class:`ParamBox`'s are. Without ``within``: the box as the
+    :class:`ParamBox` prints it."""
+    if within is None or not b.lo:
+        return f"Box.unchecked({_tuple(b.lo)}, {_tuple(b.hi)})", None
+    within = within.intersect_params(b.context)
+    has = b.nonempty.intersect_params(within).coalesce()
+    if has.is_empty():
+        return _empty_py(len(b.lo)), None
+    cond = None if within.is_subset(has) else _cond_py(has, within)
+    lo = [pwaff_to_py(pa, has, min_max=True) for pa in b.lo_isl]
+    hi = [pwaff_to_py(pa, has, min_max=True) for pa in b.hi_isl]
+    return f"Box.unchecked({_tuple(lo)}, {_tuple(hi)})", cond
+
+
+def _cond_py(s: isl.Set, within: isl.Set) -> str:
+    """Python source of the parameter set ``s`` within ``within``, what all of its parts
+    have in common first (their convex hull), then what tells them apart:
+    ``lb <= k + 1 <= ub and (ub <= n - 2 or lb >= 1)``, not each part in full."""
+    hull = isl.Set.from_basic_set(s.polyhedral_hull())
+    common, rest = set_to_py(hull, within), set_to_py(s, within.intersect(hull))
+    if rest == "True":
+        return common
+    if common == "True":
+        return rest
+    return f"{common} and ({rest})" if " or " in rest else f"{common} and {rest}"
+
+
+def _empty_py(ndim: int) -> str:
+    return f"Box.unchecked({_tuple(['0'] * ndim)}, {_tuple(['-1'] * ndim)})"
 
 
 @dataclass(frozen=True)
@@ -112,7 +160,7 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g("from bbmm.box import Box")
     g("from bbmm.hostlib import (Progress, device_of, kernel_options, launch, once_tiles,\n"
       "                          scalars as _ints, serial_range, tiles_covering)")
-    g("from bbmm.runtime import Tile")
+    g("from bbmm.tiles import Tile, TileSpec")
     g()
     g(f"FUNCTION = {fn!r}")
     g(f"SCHEDULE = {schedule!r}  # the loops as written, or isl's schedule")
@@ -165,9 +213,34 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     return g.source()
 
 
+class Locals:
+    """The driver's own variable names: each as wanted (``rt``, ``tile``, ``spec``) unless
+    the C program has a name so spelt (its parameters, iterators and arrays are the
+    driver's variables too), then with the prefix ``_bbmm_``, which no name of a compiled
+    program has (:func:`bbmm.codegen.names.unsafe` renames such C names)."""
+
+    def __init__(self, scop: Scop, more: Iterable[str] = ()) -> None:
+        self.taken = (set(scop.int_params) | {p for p, _ in scop.float_params}
+                      | {lp.iterator for lp in scop.loops()} | {a.name for a in scop.arrays}
+                      | set(more))
+
+    def __getitem__(self, want: str) -> str:
+        return f"_bbmm_{want}" if want in self.taken else want
+
+
+def _roles(boxes: Sequence[AccessBox]) -> str:
+    """``path[i][j] (read x2, write)``: the references that share one box, and how."""
+    texts = list(dict.fromkeys(py_comment(b.text) for b in boxes))
+    kinds = [b.kind for b in boxes]
+    how = [k if kinds.count(k) == 1 else f"{k} x{kinds.count(k)}"
+           for k in dict.fromkeys(kinds)]
+    return f"{', '.join(texts)} ({', '.join(how)})"
+
+
 def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> None:
     nest, nb, fl, ks = nc.nest, nc.boxes, nc.flow, nc.kernel
     t = nb.tiling
+    L = Locals(scop, t.variables)
     stmts = ", ".join(nest.statements)
     band = ", ".join(t.band) or "none: one work-item"
     host = ", ".join(t.host) or "none"
@@ -175,74 +248,113 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g()
     g()
     args = ", ".join(t.variables)
+    first = len(g.lines)
     g(f"def nest{nest.id}_tile({args}):")
     with g:
         if t.lb:
-            g(f'"""One tile ({t.lb} <= {t.band[0]} <= {t.ub}) of nest {nest.id}, or None when '
-              f'it is empty."""')
+            g(f'"""The boxes of tile {t.lb} <= {t.band[0]} <= {t.ub} of nest {nest.id} at '
+              f'one serial iteration, or None if it is empty."""')
         else:
-            g(f'"""The single instance of nest {nest.id} at one host iteration, or None."""')
+            g(f'"""The boxes of nest {nest.id}\'s single instance at one serial iteration, '
+              f'or None if it is empty."""')
         for sname in nest.statements:
             st = scop.statement(sname)
             g(f"# {sname}: {py_comment(st.text)}")
-        g(f"if {nb.empty_cond}:")
-        with g:
-            g("return None")
-        writeouts = _writeouts(fl)
-        # a box that several accesses share (Floyd's path[i][j] is read and written) is
-        # evaluated once: the tile's boxes are computed at every serial iteration
-        every = [box_py(ab) for a in nb.arrays for ab in nb.of_array(a)]
-        every += [box_py(ab) for ab in nb.writes]
-        every += [box_py(p) for af in fl.arrays for p in af.flow_out_boxes]
-        every += [box_py(p) for ps in writeouts.values() for p in ps]
+        within = t.nonempty
+        if nb.empty_cond != "False":
+            g(f"if {nb.empty_cond}:")
+            with g:
+                g("return None  # an empty tile")
+            g(f"# from here on {set_to_py(t.nonempty, t.context)}: the bounds below are "
+              f"simplified under that")
+        writeouts = {af.array: [af.write_out] if af.write_out.exact or
+                     len(af.write_out_parts) <= 1 else list(af.write_out_parts)
+                     for af in fl.arrays}
+        printed: dict[int, tuple[str, str | None]] = {}
+
+        def printed_of(b: ParamBox) -> tuple[str, str | None]:
+            if id(b) not in printed:
+                printed[id(b)] = box_py(b, within)
+            return printed[id(b)]
+
+        # a box that several references or lists share (Floyd's path[i][j] is read and
+        # written, its write-out is the same box) is evaluated once: the tile's boxes are
+        # computed at every serial iteration
+        every = [printed_of(ab)[0] for a in nb.arrays for ab in nb.distinct(a)]
+        every += [printed_of(p)[0] for af in fl.arrays for p in af.flow_out_boxes]
+        every += [printed_of(p)[0] for ps in writeouts.values() for p in ps]
         shared: dict[str, str] = {}
         for text in every:
             if every.count(text) > 1 and text not in shared:
-                shared[text] = f"_bbmm_b{len(shared)}"
-        if shared:
-            g("# boxes that several accesses share, evaluated once")
+                shared[text] = L[f"b{len(shared)}"]
         for text, name in shared.items():
             g(f"{name} = {text}")
 
         def ref(b: ParamBox) -> str:
-            text = box_py(b)
-            return shared.get(text, text)
+            box, cond = printed_of(b)
+            box = shared.get(box, box)
+            return box if cond is None else f"{box} if {cond} else {_empty_py(len(b.lo))}"
 
-        g("# Algorithm 1: the initial bounding box of every access, per array")
-        g("_bbmm_boxes = {")
+        def item(b: ParamBox, comment: str = "") -> None:
+            # one box of a list, its condition on lines of their own where it is long
+            text = ref(b) + "," + (f"  # {comment}" if comment else "")
+            box, cond = printed_of(b)
+            if cond is None or len(text) + 4 * g.level <= 100:
+                g(text)
+                return
+            g(shared.get(box, box) + (f"  # {comment}" if comment else ""))
+            g(f"if {cond}")
+            g(f"else {_empty_py(len(b.lo))},")
+
+        def lists(field: str, boxes: dict[str, Sequence[ParamBox]]) -> None:
+            # {array: [box, ...]} on one line where it fits, else a box a line
+            one = "%s={%s}," % (field, ", ".join(
+                f"{a!r}: [{', '.join(ref(b) for b in bs)}]" for a, bs in boxes.items()))
+            if len(one) + 4 * g.level <= 100:
+                g(one)
+                return
+            g(f"{field}={{")
+            with g:
+                for a, bs in boxes.items():
+                    g(f"{a!r}: [")
+                    with g:
+                        for b in bs:
+                            item(b)
+                    g("],")
+            g("},")
+
+        g("return TileSpec(")
         with g:
-            for a in nb.arrays:
-                g(f"{a!r}: [")
-                with g:
-                    for ab in nb.of_array(a):
-                        g(f"{ref(ab)},  # {py_comment(ab.text)} ({ab.kind}"
-                          f"{', cleanup' if ab.cleanup else ''})")
-                g("],")
-        g("}")
-        g("_bbmm_writes = {")
-        with g:
-            for a in dict.fromkeys(ab.array for ab in nb.writes):
-                g(f"{a!r}: [{', '.join(ref(ab) for ab in nb.writes if ab.array == a)}],")
-        g("}")
-        g("# Table III: flow-out (read later by other tiles) and write-out (final values)")
-        g("_bbmm_flowout = {")
-        with g:
-            for af in fl.arrays:
-                g(f"{af.array!r}: [{', '.join(ref(p) for p in af.flow_out_boxes)}],")
-        g("}")
-        g("_bbmm_writeout = {")
-        with g:
-            for a, parts in writeouts.items():
-                g(f"{a!r}: [{', '.join(ref(p) for p in parts)}],")
-        g("}")
-        g("_bbmm_cleanup = {%s}" % ", ".join(
-            f"{a!r}: {[ab.cleanup for ab in nb.of_array(a)]!r}" for a in nb.arrays))
-        if t.grid is not None:
-            g("_bbmm_grid = (%s,)  # band iterator ranges over the tile (the NDRange)" % ", ".join(
-                f"({lo}, {hi})" for lo, hi in zip(t.grid.lo, t.grid.hi)))
-        else:
-            g("_bbmm_grid = ()")
-        g("return _bbmm_boxes, _bbmm_writes, _bbmm_flowout, _bbmm_writeout, _bbmm_cleanup, _bbmm_grid")
+            g("# Algorithm 1: the initial bounding box of each access, one for the references")
+            g("# that share it, per array")
+            g("boxes={")
+            with g:
+                for a in nb.arrays:
+                    g(f"{a!r}: [")
+                    with g:
+                        for ab in nb.distinct(a):
+                            item(ab, _roles(nb.sharers(ab)))
+                    g("],")
+            g("},")
+            writes = {a: [ab for ab in nb.writes if ab.array == a]
+                      for a in dict.fromkeys(ab.array for ab in nb.writes)}
+            lists("writes", writes)
+            g("# Table III: flow-out (read later by other tiles) and write-out (final values)")
+            lists("flowout", {af.array: af.flow_out_boxes for af in fl.arrays})
+            lists("writeout", writeouts)
+            g("# Section 7.2: a box of the serial iteration, freed at its end (bb_cleanup)")
+            g("cleanup={%s}," % ", ".join(
+                f"{a!r}: {[ab.cleanup for ab in nb.distinct(a)]!r}" for a in nb.arrays))
+            if t.grid is not None:
+                ranges = [f"({pwaff_to_py(lo, within, min_max=True)}, "
+                          f"{pwaff_to_py(hi, within, min_max=True)})"
+                          for lo, hi in zip(t.grid.lo_isl, t.grid.hi_isl)]
+                g("# each band iterator's range over the tile: the NDRange")
+                g(f"grid={_tuple(ranges)},")
+            else:
+                g("grid=(),")
+        g(")")
+    g.tile_sources[nest.id] = "\n".join(g.lines[first:])
     g()
     g()
     arrays = [(a, len(scop.array(a).dims)) for a in ks.arrays]
@@ -257,7 +369,7 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
       f"boxes: no read-in")
     ids = dict(zip(ks.arrays, ks.access_ids))
     g(f"NEST{nest.id}_ARRAYS = {tuple((a, n, tuple(ids[a])) for a, n in arrays)!r}"
-      f"  # (array, ndim, access ids) in kernel order")
+      f"  # (array, ndim, ids of the accesses whose boxes the kernel takes) in kernel order")
     g(f"NEST{nest.id}_CL_BAND = {tuple(ks.band_dim_of_cl_dim)!r}  # band loop of each OpenCL dim")
     g(f"NEST{nest.id}_COARSEN = {ks.coarsen!r}  # several points per work-item (one assignment)")
     g(f"NEST{nest.id}_BLOCKED = {ks.blocked!r}  # a register block of points per work-item")
@@ -267,23 +379,25 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
       f"is written by rows {t.band[0] if t.band else 'p0'} in [x - cmax, x - cmin]")
     g()
     g()
-    g(f"def nest{nest.id}_kernel(_bbmm_scalars, _bbmm_grid, _bbmm_ko=None):")
+    # no name of the C program is in scope here: these locals cannot clash
+    g(f"def nest{nest.id}_kernel(scalars, grid, options=None):")
     with g:
         g(f'"""The compute step of Algorithm 4 (line 13): launch {ks.name} on the tile '
-          f'(``rows``: on its rows in that range only)."""')
+          f'(``rows``: on its rows in that range only; ``options``: the run\'s kernel '
+          f'options)."""')
         if t.lb:
-            g("def kernel(_bbmm_dev, _bbmm_tb, rows=None, args=None):")
+            g("def kernel(dev, buffers, rows=None, args=None):")
         else:
-            g("def kernel(_bbmm_dev, _bbmm_tb, rows=None):")
+            g("def kernel(dev, buffers, rows=None):")
         with g:
             if t.lb:
                 g("# args: this serial iteration's scalars, for a tile built at an earlier one")
-                g("sc = _bbmm_scalars if args is None else [*args, *_bbmm_scalars[-2:]]")
-            sc_name = "sc" if t.lb else "_bbmm_scalars"
-            g(f"return launch(_bbmm_dev, _bbmm_tb, KERNELS, {ks.name!r}, {sc_name}, _bbmm_grid,")
+                g("sc = scalars if args is None else [*args, *scalars[-2:]]")
+            g(f"return launch(dev, buffers, KERNELS, {ks.name!r}, "
+              f"{'sc' if t.lb else 'scalars'}, grid,")
             g(f"              NEST{nest.id}_CL_BAND, NEST{nest.id}_LAUNCH, "
               f"coarsen=NEST{nest.id}_COARSEN, staged=NEST{nest.id}_STAGED,")
-            g(f"              blocked=NEST{nest.id}_BLOCKED, rows=rows, options=_bbmm_ko)")
+            g(f"              blocked=NEST{nest.id}_BLOCKED, rows=rows, options=options)")
         g("return kernel")
     g()
     g("# }}}")
@@ -291,29 +405,34 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g()
 
 
-def _extremum(name: str, terms: list[str]) -> str:
-    """``min``/``max`` (``name``) of the Python expressions ``terms`` and 0, folded: the
-    integer literals among them become one constant, repeated terms go, and with nothing
-    left but the constant it stands alone (``min(0, 0)`` is ``0``)."""
-    pick = min if name == "min" else max
-    const, rest = 0, []
-    for t in terms:
-        try:
-            const = pick(const, int(t.strip()))
-        except ValueError:
-            if t not in rest:
-                rest.append(t)
-    return f"{name}({', '.join([*rest, str(const)])})" if rest else str(const)
-
-
 def _grid_extent(nests: list[NestCode]) -> tuple[str, str] | None:
     """Python expressions of the lowest and highest tiled iterator value over every nest,
-    0 included (the global grid starts at 0 or below), or None without tiled nests."""
+    0 included (the global grid starts at 0 or below), or None without tiled nests; the
+    minimum and maximum taken by isl, so that they come out folded (lu's ``0``, not
+    ``min(0 if n == 1 else 1, 0)``)."""
     ranges = [nc.boxes.p0_range for nc in nests if nc.boxes.p0_range is not None]
     if not ranges:
         return None
-    return (_extremum("min", [r.lo[0] for r in ranges]),
-            _extremum("max", [r.hi[0] for r in ranges]))
+    ctx = ranges[0].context
+    lo = hi = isl.PwAff.val_on_domain(ctx, isl.Val(0))
+    for r in ranges:
+        lo, hi = lo.min(r.lo_isl[0]), hi.max(r.hi_isl[0])
+    return (pwaff_to_py(lo.coalesce(), ctx, min_max=True),
+            pwaff_to_py(hi.coalesce(), ctx, min_max=True))
+
+
+def _operand(text: str) -> str:
+    """The Python expression ``text`` as an operand of ``//``: parenthesised unless it is a
+    name, a literal or one call (``max(n - 1, 0)``)."""
+    if text.isidentifier() or text.isdigit():
+        return text
+    if text.split("(", 1)[0].isidentifier() and text.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0 and ch == ")":
+                return text if i == len(text) - 1 else f"({text})"
+    return f"({text})"
 
 
 def _trip_count(lp) -> str:
@@ -327,16 +446,17 @@ def _trip_count(lp) -> str:
 
 
 def _emit_default_tile(g: Emitter, scop: Scop, nests: list[NestCode]) -> None:
-    g("def default_tile(_bbmm_params, _bbmm_ndev):")
+    L = Locals(scop)
+    g(f"def default_tile({L['params']}, {L['ndev']}):")
     with g:
         g('"""A tile size giving each device one tile of the global grid (one box per array)."""')
         for p in scop.int_params:
-            g(f"{p} = int(_bbmm_params[{p!r}])")
+            g(f"{p} = int({L['params']}[{p!r}])")
         extent = _grid_extent(nests)
         if extent is not None:
-            g(f"_bbmm_lo = {extent[0]}  # the grid starts at 0 or below")
-            g(f"_bbmm_hi = {extent[1]}")
-            g("return max(1, -(-(_bbmm_hi - _bbmm_lo + 1) // _bbmm_ndev))")
+            g(f"{L['lo']} = {extent[0]}  # the grid starts at 0 or below")
+            g(f"{L['hi']} = {extent[1]}")
+            g(f"return max(1, -(-({L['hi']} - {L['lo']} + 1) // {L['ndev']}))")
         else:
             g("return 1")
     g()
@@ -348,63 +468,78 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
     band_first = {nc.nest.band[0]: nc for nc in nests if nc.nest.band}
     serial = set(plan.serial_loops)
     ftypes = {"float": "np.float32", "double": "np.float64"}
-    g("def run(_bbmm_rt, _bbmm_params, _bbmm_scalars, _bbmm_tile, _bbmm_progress=None):")
+    L = Locals(scop, [x for nc in nests for x in nc.boxes.tiling.variables])
+    rt, tile = L["rt"], L["tile"]
+    g(f"def run({rt}, {L['params']}, {L['scalars']}, {tile}, {L['progress']}=None):")
     with g:
-        g('"""Run the program on a runtime (Algorithm 4) with tile size ``_bbmm_tile``."""')
+        g(f'"""Run the program on the runtime ``{rt}`` with tile size ``{tile}``: '
+          f'Algorithm 4."""')
         for p in scop.int_params:
-            g(f"{p} = int(_bbmm_params[{p!r}])")
+            g(f"{p} = int({L['params']}[{p!r}])")
         for p, ct in scop.float_params:
-            g(f"{p} = {ftypes.get(ct, 'np.float64')}(_bbmm_scalars[{p!r}])")
-        g("_bbmm_ndev = len(_bbmm_rt.devices)")
-        g("_bbmm_ko = kernel_options(_bbmm_rt)  # the run's, read once where it was set up")
-        g("_bbmm_phases = {}  # tile lists built once per regime, by (nest, regime)")
-        g("_bbmm_run = object()  # names this run's tile lists for the runtime")
+            g(f"{p} = {ftypes.get(ct, 'np.float64')}({L['scalars']}[{p!r}])")
+        g(f"{L['ndev']} = len({rt}.devices)")
+        g(f"{L['ko']} = kernel_options({rt})  # the run's, read once where it was set up")
+        g(f"{L['phases']} = {{}}  # tile lists built once per regime, by (nest, regime)")
+        g(f"{L['run_id']} = object()  # names this run's tile lists for the runtime")
         extent = _grid_extent(nests)
+        t0, ntiles = L["t0"], L["ntiles"]
         if extent is not None:
-            g("# the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest;")
-            g("# tiles _bbmm_t0 .. _bbmm_t0 + _bbmm_ntiles - 1 (t0 < 0 where a range starts below 0)")
-            g("_bbmm_t0 = 0" if extent[0] == "0" else f"_bbmm_t0 = {extent[0]} // _bbmm_tile")
-            g(f"_bbmm_ntiles = max(1, {extent[1]} // _bbmm_tile + 1 - _bbmm_t0)")
+            g(f"# the global tile grid: tile t holds rows [t*{tile}, t*{tile} + {tile} - 1] of "
+              f"every nest;")
+            g(f"# tiles {t0} .. {t0} + {ntiles} - 1 ({t0} < 0 where a range starts below 0)")
+            g(f"{t0} = 0" if extent[0] == "0" else f"{t0} = {_operand(extent[0])} // {tile}")
+            g(f"{ntiles} = max(1, {_operand(extent[1])} // {tile} + 1 - {t0})")
         else:
-            g("_bbmm_t0, _bbmm_ntiles = 0, 1")
+            g(f"{t0}, {ntiles} = 0, 1")
         top = [n for n in scop.tree]
         outer = next((n for n in top if isinstance(n, LoopNode) and n.loop.id in serial), None)
         if outer is not None:
             lp = outer.loop
-            g(f"_bbmm_bar = Progress({_trip_count(lp)}, {scop.function!r}, _bbmm_progress)")
+            g(f"{L['bar']} = Progress({_trip_count(lp)}, {scop.function!r}, {L['progress']})")
         else:
-            g("_bbmm_bar = None")
+            g(f"{L['bar']} = None")
         emitted: set[int] = set()
-        _emit_nodes(g, scop, top, serial, by_stmt, band_first, emitted, (), outer)
-        g("_bbmm_rt.finish()")
-        g("if _bbmm_bar is not None:")
+        _emit_nodes(g, scop, top, serial, by_stmt, band_first, emitted, (), outer, L)
+        g(f"{rt}.finish()  # the last write-outs done: the results are in the host's arrays")
+        g(f"if {L['bar']} is not None:")
         with g:
-            g("_bbmm_bar.close()")
-        g("return _bbmm_rt")
+            g(f"{L['bar']}.close()")
+        g(f"return {rt}")
 
 
-def _emit_nodes(g, scop, nodes, serial, by_stmt, band_first, emitted, host, outer) -> None:
+def _upper_py(lp) -> str:
+    """The exclusive upper end of the serial loop ``lp``, folded where affine (``n``, not
+    ``n - 1 + 1``)."""
+    hi = lp.upper_expr
+    return (hi + 1).py() if isinstance(hi, Affine) else f"{bound_py(hi)} + 1"
+
+
+def _emit_nodes(g, scop, nodes, serial, by_stmt, band_first, emitted, host, outer, L) -> None:
+    rt = L["rt"]
     for node in nodes:
         if isinstance(node, LoopNode) and node.loop.id in serial:
             lp = node.loop
-            g(f"for {lp.iterator} in serial_range(_bbmm_rt, {bound_py(lp.lower_expr)}, "
-              f"{bound_py(lp.upper_expr)} + 1):  # serial loop (host): {lp.text.strip() or lp.iterator}")
+            g(f"# Algorithm 4: each iteration of the serial loop runs the parallel phases in it")
+            g(f"for {lp.iterator} in serial_range({rt}, {bound_py(lp.lower_expr)}, "
+              f"{_upper_py(lp)}):  # {lp.text.strip() or lp.iterator}")
             with g:
                 _emit_nodes(g, scop, node.children, serial, by_stmt, band_first, emitted,
-                            host + (lp.iterator,), outer)
-                key = "(" + "".join(f"{h}, " for h in host + (lp.iterator,)) + ")"
-                g(f"_bbmm_rt.end_serial({key})  # bb_cleanup (Algorithm 4, line 19)")
+                            host + (lp.iterator,), outer, L)
+                key = _tuple([*host, lp.iterator])
+                g(f"{rt}.end_serial({key})  # bb_cleanup (Algorithm 4, line 19): the "
+                  f"boxes of this iteration")
                 flag = next((a.name for a in scop.arrays if a.local and lp.stop_flag in (
                     a.name, a.local)), None) if lp.stop_flag else None
                 if flag is not None:
-                    g(f"if _bbmm_rt.stopped({flag!r}):  # the loop's 'break' was taken: every "
+                    g(f"if {rt}.stopped({flag!r}):  # the loop's 'break' was taken: every "
                       "later iteration would do nothing")
                     with g:
                         g("break")
                 if node is outer:
-                    g("if _bbmm_bar is not None:")
+                    g(f"if {L['bar']} is not None:")
                     with g:
-                        g("_bbmm_bar.step()")
+                        g(f"{L['bar']}.step()")
             continue
         nc = None
         if isinstance(node, LoopNode):
@@ -416,7 +551,7 @@ def _emit_nodes(g, scop, nodes, serial, by_stmt, band_first, emitted, host, oute
         if nc is None or nc.nest.id in emitted:
             continue
         emitted.add(nc.nest.id)
-        _emit_phase(g, scop, nc, host)
+        _emit_phase(g, scop, nc, host, L)
 
 
 def _nest_below(node, by_stmt):
@@ -430,94 +565,91 @@ def _nest_below(node, by_stmt):
     return None
 
 
-def _writeouts(fl) -> dict:
-    return {af.array: [af.write_out] if af.write_out.exact or
-            len(af.write_out_parts) <= 1 else list(af.write_out_parts)
-            for af in fl.arrays}
+def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...], L: Locals) -> None:
+    t = nc.boxes.tiling
+    nid = nc.nest.id
+    rt, tile, tiles, spec, ti = L["rt"], L["tile"], L["tiles"], L["spec"], L["t"]
+    key = _tuple(host) if host else "()"
+    # kernel scalars in argument order: int params, float params, host iterators
+    sc = list(t.params) + [p for p, _ in scop.float_params] + list(t.host)
+    g(f"# nest {nid} ({', '.join(nc.nest.statements)}): one parallel phase, its tiles")
+    conds = _phase_regime(g, scop, nc, host)
+    if conds is not None:
+        it = ", ".join(host)
+        g(f"# (they depend on {it} only through {', '.join(conds)}: built once per value)"
+          if conds else f"# (they do not depend on {it}: built once)")
+        g(f"{L['key']} = {_tuple([str(nid), *conds])}")
+        g(f"{tiles} = {L['phases']}.get({L['key']})")
+        g(f"if {tiles} is None:")
+        g.level += 1
+    g(f"{tiles} = []")
+
+    def tile_lines(device: str, name: str, more: list[str]) -> None:
+        g("# Algorithm 1 and Table III: the tile's initial bounding boxes, its flow-out "
+          "and")
+        g("# write-out boxes")
+        g(f"{spec} = nest{nid}_tile({', '.join(t.variables)})")
+        if t.lb:
+            g(f"if {spec} is None:")
+            with g:
+                g("continue  # an empty tile")
+        else:
+            g(f"if {spec} is not None:")
+            g.level += 1
+        scalars = _tuple(sc + ([t.lb, t.ub] if t.lb else [])) if sc or t.lb else "()"
+        pad = " " * len(f"{tiles}.append(Tile(")
+        g(f"{tiles}.append(Tile({device}, {spec}.boxes,")
+        g(f"{pad}nest{nid}_kernel(_ints({scalars}), {spec}.grid, {L['ko']}),")
+        g(f"{pad}{spec}.writes, {spec}.flowout, {spec}.writeout, {spec}.cleanup,")
+        last = [f"fresh=NEST{nid}_FRESH", f"name={name}", *more]
+        if len(pad) + len(", ".join(last)) + 4 * g.level + 2 <= 100:
+            g(f"{pad}{', '.join(last)}))")
+        else:
+            g(f"{pad}{', '.join(last[:2])},")
+            g(f"{pad}{', '.join(last[2:])}))")
+        if not t.lb:
+            g.level -= 1
+
+    if t.lb:
+        pr = t.p0_range_at
+        if host:
+            g(f"for {ti} in tiles_covering({pr.lo[0]}, {pr.hi[0]}, {tile}):")
+            with g:
+                g(f"{t.lb}, {t.ub} = {ti} * {tile}, {ti} * {tile} + {tile} - 1")
+                tile_lines(f"device_of({ti} - {L['t0']}, {L['ntiles']}, {L['ndev']})",
+                           f'f"nest{nid} tile {{{ti}}}"',
+                           [f"span={spec}.grid[0]", f"writers=NEST{nid}_WRITERS"])
+        else:
+            g("# runs once: spread over every device even if narrower than the grid")
+            g(f"for {ti}, {t.lb}, {t.ub}, {L['d']} in once_tiles({pr.lo[0]}, {pr.hi[0]}, "
+              f"{tile}, {L['ntiles']}, {L['ndev']}, {L['t0']}):")
+            with g:
+                tile_lines(L["d"], f'f"nest{nid} tile {{{ti}}}"',
+                           [f"span={spec}.grid[0]", f"writers=NEST{nid}_WRITERS"])
+    else:
+        tile_lines("0", f'"nest{nid}"', [])
+    if conds is not None:
+        g(f"{L['phases']}[{L['key']}] = {tiles}")
+        g.level -= 1
+    g(f"# per tile on its device (Algorithm 4, lines 4-18): its disjoint boxes (Algorithm 2),")
+    g(f"# bb_present or bb_alloc and bb_readin of each, the compute step, flow-out; then")
+    g(f"# flow-in and write-out")
+    if conds is None:
+        g(f"{rt}.run_phase({tiles}, serial={key})")
+    else:
+        g(f"{rt}.run_phase({tiles}, serial={key}, spec=({L['run_id']}, {L['key']}),")
+        g(" " * len(f"{rt}.run_phase(") + f"args=_ints({_tuple(sc) if sc else '()'}))")
 
 
-def _phase_regime(scop: Scop, nc: NestCode, host: tuple[str, ...]) -> tuple[str, ...] | None:
+def _phase_regime(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]
+                  ) -> tuple[str, ...] | None:
     """The comparisons of the serial iterators ``host`` through which the nest's tile
-    list depends on them (:func:`bbmm.codegen.regime.regime`), or None: built afresh at
-    every serial iteration."""
+    list depends on them (:func:`bbmm.codegen.regime.regime` over the nest's tile
+    function as emitted and its tile range), or None: built afresh at every serial
+    iteration."""
     t = nc.boxes.tiling
     if not host or not t.lb:
         return None
-    nb, fl = nc.boxes, nc.flow
-    texts = [nb.empty_cond, t.p0_range_at.lo[0], t.p0_range_at.hi[0]]
-    texts += [box_py(ab) for a in nb.arrays for ab in nb.of_array(a)]
-    texts += [box_py(ab) for ab in nb.writes]
-    texts += [box_py(p) for af in fl.arrays for p in af.flow_out_boxes]
-    texts += [box_py(p) for ps in _writeouts(fl).values() for p in ps]
-    if t.grid is not None:
-        texts += [str(x) for x in (*t.grid.lo, *t.grid.hi)]
-    return regime(texts, host, scop.int_params)
-
-
-def _emit_tiles(g: Emitter, nc: NestCode, host: tuple[str, ...], sc: str) -> None:
-    """The loop building a tiled nest's tile list ``_bbmm_tiles`` at one serial iteration."""
-    t = nc.boxes.tiling
-    nid = nc.nest.id
-    g("_bbmm_tiles = []")
     pr = t.p0_range_at
-    if host:
-        g(f"for _bbmm_t in tiles_covering({pr.lo[0]}, {pr.hi[0]}, _bbmm_tile):")
-    else:
-        g("# runs once: spread over every device even if narrower than the grid")
-        g(f"for _bbmm_t, {t.lb}, {t.ub}, _bbmm_d in once_tiles({pr.lo[0]}, {pr.hi[0]}, "
-          "_bbmm_tile, _bbmm_ntiles, _bbmm_ndev, _bbmm_t0):")
-    with g:
-        if host:
-            g(f"{t.lb}, {t.ub} = _bbmm_t * _bbmm_tile, _bbmm_t * _bbmm_tile + _bbmm_tile - 1")
-            g("_bbmm_d = device_of(_bbmm_t - _bbmm_t0, _bbmm_ntiles, _bbmm_ndev)")
-        g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
-        g("if _bbmm_spec is None:")
-        with g:
-            g("continue  # an empty tile")
-        g("_bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec")
-        args = f"({sc}{', ' if sc else ''}{t.lb}, {t.ub})"
-        g(f"_bbmm_tiles.append(Tile(_bbmm_d, _bbmm_b, nest{nid}_kernel("
-          f"_ints({args}), _bbmm_grid, _bbmm_ko),")
-        g("                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST%d_FRESH, "
-          "name=f\"nest%d tile {_bbmm_t}\"," % (nid, nid))
-        span = "_bbmm_grid[0]" if t.grid is not None else "None"
-        g(f"                  span={span}, writers=NEST{nid}_WRITERS))")
-
-
-def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]) -> None:
-    t = nc.boxes.tiling
-    nid = nc.nest.id
-    key = "(" + "".join(f"{h}, " for h in host) + ")"
-    # kernel scalars in argument order: int params, float params, host iterators
-    sc = ", ".join(list(t.params) + [p for p, _ in scop.float_params] + list(t.host))
-    g(f"# nest {nid}: {', '.join(nc.nest.statements)}")
-    conds = _phase_regime(scop, nc, host)
-    if conds is not None:
-        it = ", ".join(host)
-        if conds:
-            g(f"# its tiles depend on {it} only through {', '.join(conds)}: built once per value")
-        else:
-            g(f"# its tiles do not depend on {it}: built once")
-        g(f"_bbmm_key = ({nid}, {''.join(c + ', ' for c in conds)})")
-        g("_bbmm_tiles = _bbmm_phases.get(_bbmm_key)")
-        g("if _bbmm_tiles is None:")
-        with g:
-            _emit_tiles(g, nc, host, sc)
-            g("_bbmm_phases[_bbmm_key] = _bbmm_tiles")
-        g(f"_bbmm_rt.run_phase(_bbmm_tiles, serial={key}, spec=(_bbmm_run, _bbmm_key), "
-          f"args=_ints(({sc}{',' if sc else ''})))")
-        return
-    if t.lb:
-        _emit_tiles(g, nc, host, sc)
-    else:
-        g("_bbmm_tiles = []")
-        g(f"_bbmm_spec = nest{nid}_tile({', '.join(t.variables)})")
-        g("if _bbmm_spec is not None:")
-        with g:
-            g("_bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec")
-            g(f"_bbmm_tiles.append(Tile(0, _bbmm_b, nest{nid}_kernel(_ints(({sc}{',' if sc else ''})), "
-              f"_bbmm_grid, _bbmm_ko),")
-            g(f"                  _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST{nid}_FRESH, "
-              f"name=\"nest{nid}\"))")
-    g(f"_bbmm_rt.run_phase(_bbmm_tiles, serial={key})")
+    return regime([g.tile_sources[nc.nest.id], pr.lo[0], pr.hi[0]], host, scop.int_params)
 

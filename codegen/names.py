@@ -50,7 +50,7 @@ the kernels call (``min``, ``get_global_id``, ``barrier``); the names the genera
 declares itself (``lb``, ``g0``, ``slot``) are chosen around the program's."""
 
 DRIVER_NAMES = frozenset({
-    "Box", "Tile", "np", "launch", "device_of", "once_tiles", "tiles_covering", "serial_range",
+    "Box", "Tile", "TileSpec", "np", "launch", "device_of", "once_tiles", "tiles_covering", "serial_range",
     "Progress",
     "_ints", "KERNELS", "SLOTS", "ARRAYS", "FUNCTION", "SOURCE", "INT_PARAMS", "FLOAT_PARAMS",
     "run", "default_tile", "annotations", "PARAM_DEFAULTS", "C_NAMES", "LOCALS", "READ_ONLY",

@@ -13,7 +13,9 @@ as a few *slots*, one per disjoint bounding box the tile holds of it on the devi
 (:func:`bbmm.runtime.kernel_args` packs them), and every array reference goes through
 an access macro. Per access function the host passes ``A_sel<id>``: the slot whose
 box holds everything that access touches in this tile, or -1 when the access is split
-over several boxes. A selected slot is picked by a ternary on that uniform value (no
+over several boxes (one ``A_sel`` for the accesses with the same box, given as
+``share``: Floyd's three ``path[i][j]``). A selected slot is picked by a ternary on that
+uniform value (no
 bounds test, no divergence); a split access tests each slot's ``lo``/``hi`` in order
 and uses the first holding the index (Figure 9's ``split`` path).
 
@@ -24,7 +26,8 @@ Argument order (``KernelSource.arg_names``)::
     per array accessed (scop order), per slot s:
         __global T* A_buf<s>, long A_base<s>, int A_st<s>_<d> (d < ndim-1),
         int A_lo<s>_<d>..., int A_hi<s>_<d>...
-    then int A_sel<access id>... (access ids of the array in the nest, increasing)
+    then int A_sel<access id>... (access ids of the array in the nest, increasing; of
+                                     the first access of each box where boxes are shared)
 
 Band mapping: the *innermost* band loop is OpenCL dimension 0 (consecutive
 work-items then touch consecutive elements of a row-major array, which coalesces on a
@@ -39,7 +42,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from bbmm.diagnostic import UnsupportedProgramError, UsageError
@@ -107,7 +110,9 @@ class KernelSource:
     access_ids: tuple[tuple[int, ...], ...] = ()
     """Per array (parallel to :attr:`arrays`), the access ids whose ``A_sel<id>`` arguments
     follow its slots, in order: ``TileBuffers.access[a][k]`` must describe
-    ``access_ids[a][k]`` (one initial bounding box per access function)."""
+    ``access_ids[a][k]`` (one initial bounding box per access function, or per distinct
+    box where :func:`generate_kernel`'s ``share`` names the access whose box another
+    takes)."""
     band_iterators: tuple[str, ...] = ()
     host_iterators: tuple[str, ...] = ()
     split_all: bool = False
@@ -163,7 +168,8 @@ def _nodes_of(scop: Scop, nest: Nest) -> tuple[Node, ...]:
 
 
 def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *,
-                    split_all: bool = False, fp64: bool = True) -> KernelSource:
+                    split_all: bool = False, fp64: bool = True,
+                    share: Mapping[int, int] | None = None) -> KernelSource:
     """OpenCL C for one kernel nest, parameterised on bounding-box slots (Figure 9).
 
     :arg slots: kernel slots per array accessed by the nest (at least 1); the host
@@ -172,7 +178,11 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         Figure 10(c)); ``A_sel`` arguments are still taken and ignored.
     :arg fp64: the device supports doubles; without, doubles become float and a double
         array is an :class:`UnsupportedProgramError`.
+    :arg share: access id -> the access id whose ``A_sel`` argument it takes (accesses
+        with the same initial bounding box, :meth:`bbmm.codegen.boxes.NestBoxes.shared`:
+        Floyd's three ``path[i][j]``); an access not named has its own.
     """
+    share = dict(share or {})
     if nest not in plan.nests:
         raise UsageError(f"nest {nest.id} is not a nest of the given plan")
     name = f"{scop.function}_nest{nest.id}"
@@ -227,7 +237,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                          + [("int", f"{a.name}_st{s}_{d}") for d in range(a.ndim - 1)])
             lines.append([("int", f"{a.name}_lo{s}_{d}") for d in range(a.ndim)]
                          + [("int", f"{a.name}_hi{s}_{d}") for d in range(a.ndim)])
-        ids = tuple(acc.id for acc in accesses if acc.array == a.name)
+        ids = tuple(dict.fromkeys(share.get(acc.id, acc.id) for acc in accesses
+                                  if acc.array == a.name))
         access_ids.append(ids)
         lines.append([("int", f"{a.name}_sel{k}") for k in ids])
         groups.append((f"array {a.name}: {ns} slot(s) (buffer, base, strides; box), then "
@@ -330,7 +341,8 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         out.directive("#endif")
 
     def ref(r: ArrayRef) -> str:
-        return f"{r.array}_REF({r.array}_sel{r.access}_v, {', '.join(str(x) for x in r.index)})"
+        sel = share.get(r.access, r.access)
+        return f"{r.array}_REF({r.array}_sel{sel}_v, {', '.join(str(x) for x in r.index)})"
 
     def temp_line(t: Temp, declare: bool) -> str:
         return (f"{lower.real(cl_ctype(t.ctype))} " if declare else "") + \

@@ -29,6 +29,7 @@ Parentheses are only written where Python's precedence needs them.
 """
 from __future__ import annotations
 
+import contextlib
 import keyword
 from collections.abc import Callable, Mapping, Sequence
 
@@ -107,14 +108,29 @@ def params_universe(obj: isl.PwAff | isl.Set) -> isl.Set:
     return isl.Set.universe(sp.params())
 
 
+@contextlib.contextmanager
+def _detect_min_max(ctx: isl.Context, on: bool):
+    """isl's AST builder writes pieces that are the minimum or maximum of their
+    expressions as ``min``/``max`` within the block (isl's option
+    ``ast_build_detect_min_max``), as it did before after it."""
+    old = ctx.get_ast_build_detect_min_max()
+    ctx.set_ast_build_detect_min_max(int(on))
+    try:
+        yield
+    finally:
+        ctx.set_ast_build_detect_min_max(old)
+
+
 def pwaff_to_py(pa: isl.PwAff, context: isl.Set | None = None,
-                names: Mapping[str, str] | None = None) -> str:
+                names: Mapping[str, str] | None = None, min_max: bool = False) -> str:
     """Python source of a PwAff over parameters only (``[n, lb, ub] -> { [(...)] }``).
 
     ``context`` is a parameter set under which the expression will be evaluated: pieces
     are simplified against it and the result is only meaningful inside it. Outside
     ``pa.domain()`` the expression returns the value of some piece (isl's choice); make the
     PwAff total first where that matters (:func:`bbmm.codegen.boxes.param_box` does).
+    ``min_max``: pieces that are the minimum or maximum of their expressions are written
+    as ``min``/``max`` (``max(0, lb)``, not ``0 if lb <= -1 else lb``).
     """
     if not pa.get_domain_space().is_params():
         raise ValueError(f"PwAff over set dimensions: {pa}; move them to parameters first")
@@ -122,8 +138,9 @@ def pwaff_to_py(pa: isl.PwAff, context: isl.Set | None = None,
         context = params_universe(pa)
     if pa.domain().intersect_params(context).is_empty():
         return "0"
-    build = isl.AstBuild.from_context(context)
-    return ast_to_py(build.expr_from_pw_aff(pa.gist_params(context)), names)
+    with _detect_min_max(pa.get_ctx(), min_max):
+        build = isl.AstBuild.from_context(context)
+        return ast_to_py(build.expr_from_pw_aff(pa.gist_params(context)), names)
 
 
 def set_to_py(s: isl.Set, context: isl.Set | None = None,

@@ -31,9 +31,10 @@ class _NotRegime(Exception):
 def regime(texts: Iterable[str], serial: Sequence[str], params: Iterable[str]
            ) -> tuple[str, ...] | None:
     """The distinct comparisons (as Python source, in order of appearance) through which
-    the expressions ``texts`` depend on the ``serial`` iterators; ``()`` when they do not
-    depend on them; None when a serial iterator is used in any other way, or in a
-    comparison that also reads a name neither serial nor a parameter."""
+    ``texts`` (expressions, or whole functions: the driver's ``nest<N>_tile``) depend on
+    the ``serial`` iterators; ``()`` when they do not depend on them; None when a serial
+    iterator is read in any other way, or in a comparison that also reads a name neither
+    serial nor a parameter."""
     serial_set = frozenset(serial)
     allowed = serial_set | frozenset(params)
     found: dict[str, None] = {}
@@ -55,9 +56,9 @@ def regime(texts: Iterable[str], serial: Sequence[str], params: Iterable[str]
 
     try:
         for text in texts:
-            visit(ast.parse(text, mode="eval"))
+            visit(ast.parse(text))
     except _NotRegime:
         return None
-    except SyntaxError as e:  # the driver's own expressions: cannot be
-        raise AssertionError(f"not a Python expression: {e}") from None
+    except SyntaxError as e:  # the driver's own code: cannot be
+        raise AssertionError(f"not Python: {e}") from None
     return tuple(found)

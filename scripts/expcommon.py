@@ -773,8 +773,8 @@ def bound_value(expr: str, params: Mapping[str, int]) -> int:
 
 
 def grid_of(prog: Any, params: Mapping[str, int], tile: int) -> tuple[int, int]:
-    """The driver's global tile grid: its first tile and its size (``_bbmm_t0``,
-    ``_bbmm_ntiles``)."""
+    """The driver's global tile grid: its first tile and its size (``t0``,
+    ``ntiles``)."""
     ranges = [nc.boxes.p0_range for nc in prog.nests if nc.boxes.p0_range is not None]
     if not ranges:
         return 0, 1
@@ -784,7 +784,7 @@ def grid_of(prog: Any, params: Mapping[str, int], tile: int) -> tuple[int, int]:
 
 
 def ntiles_of(prog: Any, params: Mapping[str, int], tile: int) -> int:
-    """The driver's global tile grid size (``_bbmm_ntiles``)."""
+    """The driver's global tile grid size (``ntiles``)."""
     return grid_of(prog, params, tile)[1]
 
 

@@ -90,14 +90,92 @@ def test_the_comparison_sees_a_changed_line(tmp_path, capsys, monkeypatch):
     assert got.replace("def run(", "def run_(", 1) != GOLDEN.read_text()
 
 
-def test_grid_extents_and_trip_counts_are_folded():
+def test_grid_extents_and_trip_counts_are_folded(tmp_path):
     """The driver's arithmetic on constants is done before it is written, and a term kept
-    means what it meant: ``min(0, 0)`` is ``0``, literals fold into one constant."""
-    from bbmm.codegen.host import _extremum
-    assert _extremum("min", ["0"]) == "0"
-    assert _extremum("max", ["n - 1", "-3", "n - 1", "5"]) == "max(n - 1, 5)"
-    assert _extremum("min", ["n - 1", "-3", "2"]) == "min(n - 1, -3)"
+    means what it meant: LU's grid starts at ``0``, not at ``min(0 if n == 1 else 1, 0)``,
+    and an expression divided by the tile size is parenthesised where it has to be."""
+    from bbmm.codegen.compile import compile_program
+    from bbmm.codegen.host import _operand
+    host = compile_program(ROOT / "polybench" / "lu.c").host_source
+    assert "    t0 = 0\n" in host and "min(0 if" not in host
+    assert "ntiles = max(1, (n - 1) // tile + 1 - t0)" in host
+    assert "serial_range(rt, 0, n)" in host
+    for text, want in (("n", "n"), ("12", "12"), ("-3", "(-3)"), ("n - 1", "(n - 1)"),
+                       ("max(n - 1, 0)", "max(n - 1, 0)"), ("max(a, 0) + min(b, 1)",
+                                                            "(max(a, 0) + min(b, 1))")):
+        assert _operand(text) == want
     for n in (-4, 0, 1, 7):
-        assert eval(_extremum("max", ["n - 1", "-3"]), {"n": n}) == max(n - 1, -3, 0)
-        assert eval(_extremum("min", ["n - 1", "(n if n > 2 else 4)"]), {"n": n}) == \
-            min(n - 1, n if n > 2 else 4, 0)
+        assert eval(f"{_operand('n - 1 if n > 2 else 4')} // 3", {"n": n}) == \
+            (n - 1 if n > 2 else 4) // 3
+
+
+def test_the_floyd_driver_reads_like_algorithm_4():
+    """What a reader of the golden file finds: named tile specs, names without bbmm's
+    prefix (Floyd has no C name in their way), the boxes folded under the tile's non-empty
+    condition, one box and one kernel argument for the three references of ``MIN``'s
+    seven accesses, and the runtime's calls named after Algorithm 4's steps."""
+    text = GOLDEN.read_text()
+    assert "_bbmm_" not in text.split('KERNELS = r"""')[0] + text.split('\n"""\n', 2)[-1]
+    assert "b0 = Box.unchecked((max(0, lb), 0), (min(ub, n - 1), n - 1))" in text
+    assert "Box.unchecked((k, 0), (k, n - 1)),  # path[k][j] (read x2)" in text
+    assert "b0,  # path[i][j] (read x2, write)" in text
+    assert "cleanup={'path': [False, False, True]}" in text
+    assert "int path_sel0, int path_sel1, int path_sel2\n" in text and "path_sel3" not in text
+    assert "NEST0_ARRAYS = (('path', 2, (0, 1, 2)),)" in text
+    assert "return TileSpec(" in text and "spec.boxes" in text and "spec.grid" in text
+    assert "for k in serial_range(rt, 0, n):" in text
+    for step in ("Algorithm 1", "Table III", "Algorithm 2", "bb_alloc", "bb_readin",
+                 "flow-out", "flow-in", "write-out", "bb_cleanup"):
+        assert step in text.split("def run(")[1], step
+
+
+@pytest.mark.parametrize("name", ["floyd", "lu", "mvt", "heat2d"])
+def test_simplified_boxes_are_the_compilers_boxes(name):
+    """Each ``nest<N>_tile`` of a generated driver, its bounds simplified under the tile's
+    non-empty condition, gives at every small parameter point where its tile is not empty
+    the boxes of the compiler's total closed forms (:class:`bbmm.codegen.tiling.ParamBox`),
+    one for each set of accesses that share one; and None where the tile is empty."""
+    import itertools
+
+    from bbmm.box import Box
+    from bbmm.codegen.compile import compile_program
+    from bbmm.codegen.pyexpr import compile_lambda, set_to_py
+
+    prog = compile_program(ROOT / "polybench" / f"{name}.c")
+    module: dict = {"__name__": f"{name}_host"}
+    exec(compile(prog.host_source, f"{name}_host.py", "exec"), module)  # noqa: S102
+
+    def box(pb, args, vals):
+        lo, hi = pb.evaluator(args)(*vals)
+        return Box.unchecked(lo, hi)
+
+    def same(a, b):
+        return a == b or (a.is_empty and b.is_empty)
+
+    checked = 0
+    for nc in prog.nests:
+        t, nb = nc.boxes.tiling, nc.boxes
+        args = t.variables
+        inside = compile_lambda(args, set_to_py(t.context))
+        empty = compile_lambda(args, t.empty_cond)
+        tile_fn = module[f"nest{nc.nest.id}_tile"]
+        for vals in itertools.product(range(-1, 6), repeat=len(args)):
+            if not inside(*vals):
+                continue
+            spec = tile_fn(*vals)
+            if empty(*vals):
+                assert spec is None
+                continue
+            checked += 1
+            for a in nb.arrays:
+                want = [box(ab, args, vals) for ab in nb.distinct(a)]
+                assert all(same(g, w) for g, w in zip(spec.boxes[a], want, strict=True)), \
+                    (name, a, vals, spec.boxes[a], want)
+            for af in nc.flow.arrays:
+                want = [box(p, args, vals) for p in af.flow_out_boxes]
+                assert all(same(g, w) for g, w in zip(spec.flowout[af.array], want,
+                                                      strict=True)), (name, vals)
+            if t.grid is not None:
+                lo, hi = t.grid.evaluator(args)(*vals)
+                assert spec.grid == tuple(zip(lo, hi)), (name, vals, spec.grid)
+    assert checked > 20

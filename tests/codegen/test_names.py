@@ -27,6 +27,7 @@ from bbmm.codegen.names import c_text, rename_unsafe, unsafe
     ("iter", False, "Python built-in"), ("np", False, "host driver"),
     ("nest3_tile", False, "host driver"), ("NEST0_FRESH", False, "host driver"),
     ("_bbmm_x", False, "host driver"), ("C_NAMES", False, "host driver"),
+    ("TileSpec", False, "host driver"),
 ])
 def test_unsafe_names_say_why(name, array, why):
     assert why in unsafe(name, array)
@@ -143,7 +144,8 @@ def test_parse_params_takes_and_names_c_names():
 
 @settings(deadline=None, max_examples=15)
 @given(st.permutations(["iter", "lambda", "min", "S1", "half", "np", "run", "lb", "slot",
-                        "get_global_id", "nest0_tile", "float2", "NEST1_FRESH"]))
+                        "get_global_id", "nest0_tile", "float2", "NEST1_FRESH", "rt",
+                        "spec", "tile", "TileSpec"]))
 def test_any_awkward_names_give_valid_python_and_opencl_names(names):
     """A heat stencil with every name drawn from the awkward ones: the model holds no
     name unsafe anywhere, and the driver compiles as Python."""

@@ -13,7 +13,7 @@ import numpy as np
 from bbmm.box import Box
 from bbmm.hostlib import (Progress, device_of, kernel_options, launch, once_tiles,
                           scalars as _ints, serial_range, tiles_covering)
-from bbmm.runtime import Tile
+from bbmm.tiles import Tile, TileSpec
 
 FUNCTION = 'floyd'
 SCHEDULE = 'as-written'  # the loops as written, or isl's schedule
@@ -73,7 +73,7 @@ __kernel void floyd_nest0(
     int path_lo1_0, int path_lo1_1, int path_hi1_0, int path_hi1_1,
     __global float* path_buf2, long path_base2, int path_st2_0,
     int path_lo2_0, int path_lo2_1, int path_hi2_0, int path_hi2_1,
-    int path_sel0, int path_sel1, int path_sel2, int path_sel3, int path_sel4, int path_sel5, int path_sel6
+    int path_sel0, int path_sel1, int path_sel2
 )
 {
   /* band loop 0 'i' (loop 1): OpenCL dimension 1; outside the tile or the loop: nothing to do */
@@ -96,26 +96,6 @@ __kernel void floyd_nest0(
 #define path_sel2_v (path_SEL2_IS)
 #else
 #define path_sel2_v path_sel2
-#endif
-#ifdef path_SEL3_IS
-#define path_sel3_v (path_SEL3_IS)
-#else
-#define path_sel3_v path_sel3
-#endif
-#ifdef path_SEL4_IS
-#define path_sel4_v (path_SEL4_IS)
-#else
-#define path_sel4_v path_sel4
-#endif
-#ifdef path_SEL5_IS
-#define path_sel5_v (path_SEL5_IS)
-#else
-#define path_sel5_v path_sel5
-#endif
-#ifdef path_SEL6_IS
-#define path_sel6_v (path_SEL6_IS)
-#else
-#define path_sel6_v path_sel6
 #endif
   /* S0: path[i][j] = (path[i][j] < (path[i][k] + path[k][j])) ? (path[i][j]) : (path[i][k] + path[k][j]); */
   /* all loads first, then the stores */
@@ -154,7 +134,7 @@ __kernel void floyd_nest0(
       for (int u = 0; u < BBMM_CO; u++) {
         const int j = j0 + u * (int)get_local_size(0);
         if (!(i < lb || i > ub || i < 0 || i > n - 1) && !(j < 0 || j > n - 1))
-          v[r][u] = ((path_REF(path_sel0_v, i, j) < (path_REF(path_sel1_v, i, k) + path_REF(path_sel2_v, k, j))) ? path_REF(path_sel3_v, i, j) : (path_REF(path_sel4_v, i, k) + path_REF(path_sel5_v, k, j)));
+          v[r][u] = ((path_REF(path_sel0_v, i, j) < (path_REF(path_sel1_v, i, k) + path_REF(path_sel2_v, k, j))) ? path_REF(path_sel0_v, i, j) : (path_REF(path_sel1_v, i, k) + path_REF(path_sel2_v, k, j)));
       }
     }
   }
@@ -165,7 +145,7 @@ __kernel void floyd_nest0(
     for (int u = 0; u < BBMM_CO; u++) {
       const int j = j0 + u * (int)get_local_size(0);
       if (!(i < lb || i > ub || i < 0 || i > n - 1) && !(j < 0 || j > n - 1))
-        path_REF(path_sel6_v, i, j) = v[r][u];
+        path_REF(path_sel0_v, i, j) = v[r][u];
     }
   }
 }
@@ -178,53 +158,47 @@ __kernel void floyd_nest0(
 #undef path_sel0_v
 #undef path_sel1_v
 #undef path_sel2_v
-#undef path_sel3_v
-#undef path_sel4_v
-#undef path_sel5_v
-#undef path_sel6_v
 """
 
 # {{{ nest 0: S0; parallel band (i, j); host loops (k)
 
 
 def nest0_tile(n, k, lb, ub):
-    """One tile (lb <= i <= ub) of nest 0, or None when it is empty."""
+    """The boxes of tile lb <= i <= ub of nest 0 at one serial iteration, or None if it is empty."""
     # S0: path[i][j] = (path[i][j] < (path[i][k] + path[k][j])) ? (path[i][j]) : (path[i][k] + path[k][j]);
     if ub <= -1 or lb >= n:
-        return None
-    # boxes that several accesses share, evaluated once
-    _bbmm_b0 = Box.unchecked((lb if lb >= 0 and n >= lb + 1 else 0, 0,), (ub if ub >= 0 and n >= ub + 2 else n - 1 if n >= lb + 1 and ub + 1 >= n else -1, n - 1 if ub >= 0 and n >= lb + 1 else -1,))
-    _bbmm_b1 = Box.unchecked((lb if lb >= 0 and n >= lb + 1 else 0, k if ub >= 0 and n >= lb + 1 else 0,), (ub if ub >= 0 and n >= ub + 1 else n - 1 if n >= lb + 1 and ub >= n else -1, k if ub >= 0 and n >= lb + 1 else -1,))
-    _bbmm_b2 = Box.unchecked((k if ub >= 0 and n >= lb + 1 else 0, 0,), (k if ub >= 0 and n >= lb + 1 else -1, n - 1 if ub >= 0 and n >= lb + 1 else -1,))
-    # Algorithm 1: the initial bounding box of every access, per array
-    _bbmm_boxes = {
-        'path': [
-            _bbmm_b0,  # path[i][j] (read)
-            _bbmm_b1,  # path[i][k] (read)
-            _bbmm_b2,  # path[k][j] (read, cleanup)
-            _bbmm_b0,  # path[i][j] (read)
-            _bbmm_b1,  # path[i][k] (read)
-            _bbmm_b2,  # path[k][j] (read, cleanup)
-            _bbmm_b0,  # path[i][j] (write)
-        ],
-    }
-    _bbmm_writes = {
-        'path': [_bbmm_b0],
-    }
-    # Table III: flow-out (read later by other tiles) and write-out (final values)
-    _bbmm_flowout = {
-        'path': [Box.unchecked((k + 1 if n >= ub + 2 and ub >= k + 1 and k + 1 >= lb or lb >= 1 and ub + 1 >= n and n >= k + 2 and k + 1 >= lb else 0, 0,), (k + 1 if n >= ub + 2 and ub >= k + 1 and k + 1 >= lb or lb >= 1 and ub + 1 >= n and n >= k + 2 and k + 1 >= lb else -1, n - 1 if n >= ub + 2 and ub >= k + 1 and k + 1 >= lb or lb >= 1 and ub + 1 >= n and n >= k + 2 and k + 1 >= lb else -1,))],
-    }
-    _bbmm_writeout = {
-        'path': [Box.unchecked((lb if lb >= 0 and n >= lb + 1 and k + 1 == n else 0, 0,), (ub if ub >= 0 and n >= ub + 2 and k + 1 == n else n - 1 if n >= lb + 1 and ub + 1 >= n and k + 1 == n else -1, n - 1 if ub >= 0 and n >= lb + 1 and k + 1 == n else -1,))],
-    }
-    _bbmm_cleanup = {'path': [False, False, True, False, False, True, False]}
-    _bbmm_grid = ((lb if lb >= 0 and n >= lb + 1 else 0, ub if ub >= 0 and n >= ub + 2 else n - 1 if n >= lb + 1 and ub + 1 >= n else -1), (0, n - 1 if ub >= 0 and n >= lb + 1 else -1),)  # band iterator ranges over the tile (the NDRange)
-    return _bbmm_boxes, _bbmm_writes, _bbmm_flowout, _bbmm_writeout, _bbmm_cleanup, _bbmm_grid
+        return None  # an empty tile
+    # from here on ub >= 0 and n >= lb + 1: the bounds below are simplified under that
+    b0 = Box.unchecked((max(0, lb), 0), (min(ub, n - 1), n - 1))
+    return TileSpec(
+        # Algorithm 1: the initial bounding box of each access, one for the references
+        # that share it, per array
+        boxes={
+            'path': [
+                b0,  # path[i][j] (read x2, write)
+                Box.unchecked((max(0, lb), k), (min(ub, n - 1), k)),  # path[i][k] (read x2)
+                Box.unchecked((k, 0), (k, n - 1)),  # path[k][j] (read x2)
+            ],
+        },
+        writes={'path': [b0]},
+        # Table III: flow-out (read later by other tiles) and write-out (final values)
+        flowout={
+            'path': [
+                Box.unchecked((k + 1, 0), (k + 1, n - 1))
+                if n >= k + 2 and ub >= k + 1 and k + 1 >= lb and (n >= ub + 2 or lb >= 1)
+                else Box.unchecked((0, 0), (-1, -1)),
+            ],
+        },
+        writeout={'path': [b0 if k + 1 == n else Box.unchecked((0, 0), (-1, -1))]},
+        # Section 7.2: a box of the serial iteration, freed at its end (bb_cleanup)
+        cleanup={'path': [False, False, True]},
+        # each band iterator's range over the tile: the NDRange
+        grid=((max(0, lb), min(ub, n - 1)), (0, n - 1)),
+    )
 
 
 NEST0_FRESH = frozenset([])  # written before read, through exact boxes: no read-in
-NEST0_ARRAYS = (('path', 2, (0, 1, 2, 3, 4, 5, 6)),)  # (array, ndim, access ids) in kernel order
+NEST0_ARRAYS = (('path', 2, (0, 1, 2)),)  # (array, ndim, ids of the accesses whose boxes the kernel takes) in kernel order
 NEST0_CL_BAND = (1, 0)  # band loop of each OpenCL dim
 NEST0_COARSEN = True  # several points per work-item (one assignment)
 NEST0_BLOCKED = False  # a register block of points per work-item
@@ -233,60 +207,66 @@ NEST0_LAUNCH = tuple((a, SLOTS[a], n, ids) for a, n, ids in NEST0_ARRAYS)
 NEST0_WRITERS = {}  # array: (d, cmin, cmax): element x along d is written by rows i in [x - cmax, x - cmin]
 
 
-def nest0_kernel(_bbmm_scalars, _bbmm_grid, _bbmm_ko=None):
-    """The compute step of Algorithm 4 (line 13): launch floyd_nest0 on the tile (``rows``: on its rows in that range only)."""
-    def kernel(_bbmm_dev, _bbmm_tb, rows=None, args=None):
+def nest0_kernel(scalars, grid, options=None):
+    """The compute step of Algorithm 4 (line 13): launch floyd_nest0 on the tile (``rows``: on its rows in that range only; ``options``: the run's kernel options)."""
+    def kernel(dev, buffers, rows=None, args=None):
         # args: this serial iteration's scalars, for a tile built at an earlier one
-        sc = _bbmm_scalars if args is None else [*args, *_bbmm_scalars[-2:]]
-        return launch(_bbmm_dev, _bbmm_tb, KERNELS, 'floyd_nest0', sc, _bbmm_grid,
+        sc = scalars if args is None else [*args, *scalars[-2:]]
+        return launch(dev, buffers, KERNELS, 'floyd_nest0', sc, grid,
                       NEST0_CL_BAND, NEST0_LAUNCH, coarsen=NEST0_COARSEN, staged=NEST0_STAGED,
-                      blocked=NEST0_BLOCKED, rows=rows, options=_bbmm_ko)
+                      blocked=NEST0_BLOCKED, rows=rows, options=options)
     return kernel
 
 # }}}
 
 
-def default_tile(_bbmm_params, _bbmm_ndev):
+def default_tile(params, ndev):
     """A tile size giving each device one tile of the global grid (one box per array)."""
-    n = int(_bbmm_params['n'])
-    _bbmm_lo = 0  # the grid starts at 0 or below
-    _bbmm_hi = max(n - 1, 0)
-    return max(1, -(-(_bbmm_hi - _bbmm_lo + 1) // _bbmm_ndev))
+    n = int(params['n'])
+    lo = 0  # the grid starts at 0 or below
+    hi = n - 1
+    return max(1, -(-(hi - lo + 1) // ndev))
 
 
-def run(_bbmm_rt, _bbmm_params, _bbmm_scalars, _bbmm_tile, _bbmm_progress=None):
-    """Run the program on a runtime (Algorithm 4) with tile size ``_bbmm_tile``."""
-    n = int(_bbmm_params['n'])
-    _bbmm_ndev = len(_bbmm_rt.devices)
-    _bbmm_ko = kernel_options(_bbmm_rt)  # the run's, read once where it was set up
-    _bbmm_phases = {}  # tile lists built once per regime, by (nest, regime)
-    _bbmm_run = object()  # names this run's tile lists for the runtime
+def run(rt, params, scalars, tile, progress=None):
+    """Run the program on the runtime ``rt`` with tile size ``tile``: Algorithm 4."""
+    n = int(params['n'])
+    ndev = len(rt.devices)
+    ko = kernel_options(rt)  # the run's, read once where it was set up
+    phases = {}  # tile lists built once per regime, by (nest, regime)
+    run_id = object()  # names this run's tile lists for the runtime
     # the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest;
-    # tiles _bbmm_t0 .. _bbmm_t0 + _bbmm_ntiles - 1 (t0 < 0 where a range starts below 0)
-    _bbmm_t0 = 0
-    _bbmm_ntiles = max(1, max(n - 1, 0) // _bbmm_tile + 1 - _bbmm_t0)
-    _bbmm_bar = Progress(max(0, n), 'floyd', _bbmm_progress)
-    for k in serial_range(_bbmm_rt, 0, n - 1 + 1):  # serial loop (host): for (int k = 0; k < n; k++)
-        # nest 0: S0
-        _bbmm_tiles = []
-        for _bbmm_t in tiles_covering(0, n - 1, _bbmm_tile):
-            lb, ub = _bbmm_t * _bbmm_tile, _bbmm_t * _bbmm_tile + _bbmm_tile - 1
-            _bbmm_d = device_of(_bbmm_t - _bbmm_t0, _bbmm_ntiles, _bbmm_ndev)
-            _bbmm_spec = nest0_tile(n, k, lb, ub)
-            if _bbmm_spec is None:
+    # tiles t0 .. t0 + ntiles - 1 (t0 < 0 where a range starts below 0)
+    t0 = 0
+    ntiles = max(1, (n - 1) // tile + 1 - t0)
+    bar = Progress(max(0, n), 'floyd', progress)
+    # Algorithm 4: each iteration of the serial loop runs the parallel phases in it
+    for k in serial_range(rt, 0, n):  # for (int k = 0; k < n; k++)
+        # nest 0 (S0): one parallel phase, its tiles
+        tiles = []
+        for t in tiles_covering(0, n - 1, tile):
+            lb, ub = t * tile, t * tile + tile - 1
+            # Algorithm 1 and Table III: the tile's initial bounding boxes, its flow-out and
+            # write-out boxes
+            spec = nest0_tile(n, k, lb, ub)
+            if spec is None:
                 continue  # an empty tile
-            _bbmm_b, _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, _bbmm_grid = _bbmm_spec
-            _bbmm_tiles.append(Tile(_bbmm_d, _bbmm_b, nest0_kernel(_ints((n, k, lb, ub)), _bbmm_grid, _bbmm_ko),
-                              _bbmm_w, _bbmm_fo, _bbmm_wo, _bbmm_c, fresh=NEST0_FRESH, name=f"nest0 tile {_bbmm_t}",
-                              span=_bbmm_grid[0], writers=NEST0_WRITERS))
-        _bbmm_rt.run_phase(_bbmm_tiles, serial=(k, ))
-        _bbmm_rt.end_serial((k, ))  # bb_cleanup (Algorithm 4, line 19)
-        if _bbmm_bar is not None:
-            _bbmm_bar.step()
-    _bbmm_rt.finish()
-    if _bbmm_bar is not None:
-        _bbmm_bar.close()
-    return _bbmm_rt
+            tiles.append(Tile(device_of(t - t0, ntiles, ndev), spec.boxes,
+                              nest0_kernel(_ints((n, k, lb, ub)), spec.grid, ko),
+                              spec.writes, spec.flowout, spec.writeout, spec.cleanup,
+                              fresh=NEST0_FRESH, name=f"nest0 tile {t}",
+                              span=spec.grid[0], writers=NEST0_WRITERS))
+        # per tile on its device (Algorithm 4, lines 4-18): its disjoint boxes (Algorithm 2),
+        # bb_present or bb_alloc and bb_readin of each, the compute step, flow-out; then
+        # flow-in and write-out
+        rt.run_phase(tiles, serial=(k,))
+        rt.end_serial((k,))  # bb_cleanup (Algorithm 4, line 19): the boxes of this iteration
+        if bar is not None:
+            bar.step()
+    rt.finish()  # the last write-outs done: the results are in the host's arrays
+    if bar is not None:
+        bar.close()
+    return rt
 
 
 if __name__ == "__main__":

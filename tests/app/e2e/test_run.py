@@ -95,6 +95,7 @@ PROGRAMS = [
     # names isl, Python or OpenCL C cannot take, given by their C names (codegen/names.py)
     (KERNELS / "names" / "badnames.c", ["iter=3", "len=14", "S1=2", "lambda=0.5"], "1KiB"),
     (KERNELS / "names" / "helper_words.c", ["n=30"], "128B"),
+    (KERNELS / "names" / "driver_names.c", ["rt=13", "tile=3"], "1KiB"),
 ]
 STAGED = [p for p in PROGRAMS if p[0].stem in ("mvt", "adi", "staged")]
 
