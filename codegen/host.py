@@ -38,6 +38,8 @@ class Emitter:
         self.level = 0
         self.tile_sources: dict[int, str] = {}
         """Each nest's ``nest<N>_tile`` function as emitted (:func:`_phase_regime`)."""
+        self.regimes = 0
+        """Phases emitted with their tile lists built once per regime."""
 
     def __call__(self, line: str = "") -> None:
         self.lines.append(("    " * self.level + line) if line else "")
@@ -480,6 +482,7 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
             g(f"{p} = {ftypes.get(ct, 'np.float64')}({L['scalars']}[{p!r}])")
         g(f"{L['ndev']} = len({rt}.devices)")
         g(f"{L['ko']} = kernel_options({rt})  # the run's, read once where it was set up")
+        regime_lines = len(g.lines)
         g(f"{L['phases']} = {{}}  # tile lists built once per regime, by (nest, regime)")
         g(f"{L['run_id']} = object()  # names this run's tile lists for the runtime")
         extent = _grid_extent(nests)
@@ -501,6 +504,8 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
             g(f"{L['bar']} = None")
         emitted: set[int] = set()
         _emit_nodes(g, scop, top, serial, by_stmt, band_first, emitted, (), outer, L)
+        if not g.regimes:  # every phase's tiles built at every serial iteration
+            del g.lines[regime_lines:regime_lines + 2]
         g(f"{rt}.finish()  # the last write-outs done: the results are in the host's arrays")
         g(f"if {L['bar']} is not None:")
         with g:
@@ -575,6 +580,7 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...], L: 
     g(f"# nest {nid} ({', '.join(nc.nest.statements)}): one parallel phase, its tiles")
     conds = _phase_regime(g, scop, nc, host)
     if conds is not None:
+        g.regimes += 1
         it = ", ".join(host)
         g(f"# (they depend on {it} only through {', '.join(conds)}: built once per value)"
           if conds else f"# (they do not depend on {it}: built once)")

@@ -233,8 +233,6 @@ def run(rt, params, scalars, tile, progress=None):
     n = int(params['n'])
     ndev = len(rt.devices)
     ko = kernel_options(rt)  # the run's, read once where it was set up
-    phases = {}  # tile lists built once per regime, by (nest, regime)
-    run_id = object()  # names this run's tile lists for the runtime
     # the global tile grid: tile t holds rows [t*tile, t*tile + tile - 1] of every nest;
     # tiles t0 .. t0 + ntiles - 1 (t0 < 0 where a range starts below 0)
     t0 = 0
