@@ -27,7 +27,7 @@ from bbmm.codegen.pyexpr import pwaff_to_py, set_to_py
 from bbmm.codegen.regime import regime
 from bbmm.codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
                           Cmp, LoopNode, Scop)
-from bbmm.codegen.tiling import ParamBox
+from bbmm.codegen.tiling import BOX_OPERATIONS, ParamBox, _isl_quota
 
 
 class Emitter:
@@ -96,8 +96,17 @@ def box_py(b: ParamBox, within: isl.Set | None = None) -> tuple[str, str | None]
     row ``(k, 0)..(k, n - 1)`` without a condition). Outside ``cond`` the box is empty,
     ``lo = 0 > hi = -1`` as :class:`ParamBox`'s are. Without ``within``: the box as the
     :class:`ParamBox` prints it."""
+    plain = f"Box.unchecked({_tuple(b.lo)}, {_tuple(b.hi)})", None
     if within is None or not b.lo:
-        return f"Box.unchecked({_tuple(b.lo)}, {_tuple(b.hi)})", None
+        return plain
+    try:
+        with _isl_quota(BOX_OPERATIONS):
+            return _box_within(b, within)
+    except isl.Error:
+        return plain            # over the quota (sets with floor divisions): as it is
+
+
+def _box_within(b: ParamBox, within: isl.Set) -> tuple[str, str | None]:
     within = within.intersect_params(b.context)
     has = b.nonempty.intersect_params(within).coalesce()
     if has.is_empty():
@@ -111,7 +120,10 @@ def box_py(b: ParamBox, within: isl.Set | None = None) -> tuple[str, str | None]
 def _cond_py(s: isl.Set, within: isl.Set) -> str:
     """Python source of the parameter set ``s`` within ``within``, what all of its parts
     have in common first (their convex hull), then what tells them apart:
-    ``lb <= k + 1 <= ub and (ub <= n - 2 or lb >= 1)``, not each part in full."""
+    ``lb <= k + 1 <= ub and (ub <= n - 2 or lb >= 1)``, not each part in full (the set as
+    isl prints it where it has existentially quantified variables: their hull is costly)."""
+    if any(p.dim(isl.dim_type.div) for p in s.get_basic_sets()):
+        return set_to_py(s, within)
     hull = isl.Set.from_basic_set(s.polyhedral_hull())
     common, rest = set_to_py(hull, within), set_to_py(s, within.intersect(hull))
     if rest == "True":
