@@ -220,41 +220,22 @@ class Directory:
 
     def _h2d(self, dst: Copy, region: Box, what: str, side: bool = False) -> None:
         host = self.host.array(dst.array)
-        self.host.loading(dst.array, region)
         dev = dst.device
         n = region.volume * host.itemsize
         lane = 1 if side and dev.side and not self.blocking and dev.side_for(dst.alloc, n) else 0
-        waits = self.order.before(dst.array, region, dev, False, lane)
-        if dev.profiling:
-            dev.note({"array": dst.array, "box": region, "for": what})
-        e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
-                           blocking=self.blocking, side=bool(lane))
-        if not self.blocking:
-            self.order.after(dst.array, region, dev, False, e, lane)
-        if e is not None:
-            dst.last = e
+        self.replay_h2d(dst, region, host, what, lane)
         if self.tape is not None:
             self.tape.add("h2d", (dst, region, what))
-        ds = self.stats.devices[dst.device.index]
+        ds = self.stats.devices[dev.index]
         ds.h2d_bytes += n
         ds.copies += 1
         self.stats.bytes[what] += n
 
     def _d2h(self, src: Copy, region: Box, what: str) -> None:
         host = self.host.array(src.array)
-        dev = src.device
-        waits = self.order.before(src.array, region, dev, True)
-        if dev.profiling:
-            dev.note({"array": src.array, "box": region, "for": what})
-        e = dev.read_rect(src.alloc, src.box, region, host, wait_for=waits,
-                          blocking=self.blocking)
-        if not self.blocking:
-            self.order.after(src.array, region, dev, True, e)
-        if e is not None:
-            src.last = e
         if self.tape is not None:
             self.tape.add("d2h", (src, region, what))
-        self.host.stored(src.array, region)
+        self.replay_d2h(src, region, host, what)
         n = region.volume * host.itemsize
         ds = self.stats.devices[src.device.index]
         ds.d2h_bytes += n
@@ -262,38 +243,35 @@ class Directory:
         self.stats.bytes[what] += n
 
     def _d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
-        item = self.host.array(dst.array).itemsize
-        if dst.device.profiling:
-            dst.device.note({"array": dst.array, "box": region, "for": what})
-        e = dst.device.copy_rect(dst.alloc, dst.box, src.alloc, src.box, region, item)
-        if e is not None:
-            dst.last = src.last = e
+        self.replay_d2d(dst, src, region, what)
         if self.tape is not None:
             self.tape.add("d2d", (dst, src, region, what))
-        n = region.volume * item
+        n = region.volume * self.host.array(dst.array).itemsize
         ds = self.stats.devices[dst.device.index]
         ds.d2d_bytes += n
         ds.copies += 1
         self.stats.bytes[what] += n
 
-    def replay_h2d(self, dst: Copy, region: Box, host: np.ndarray, what: str) -> None:
-        """:meth:`_h2d` of a replayed iteration (bbmm.replay): the same load, ordered the
-        same way; its bytes are counted once per replay."""
+    def replay_h2d(self, dst: Copy, region: Box, host: np.ndarray, what: str,
+                   lane: int = 0) -> None:
+        """The load of :meth:`_h2d` (``lane`` 1: on the device's side queue), without
+        recording or counting it: a replayed iteration (bbmm.replay) issues it so, its
+        bytes counted once per replay."""
         a = dst.array
         self.host.loading(a, region)
         dev = dst.device
-        waits = self.order.before(a, region, dev, False, 0)
+        waits = self.order.before(a, region, dev, False, lane)
         if dev.profiling:
             dev.note({"array": a, "box": region, "for": what})
         e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
-                           blocking=self.blocking, side=False)
+                           blocking=self.blocking, side=bool(lane))
         if not self.blocking:
-            self.order.after(a, region, dev, False, e, 0)
+            self.order.after(a, region, dev, False, e, lane)
         if e is not None:
             dst.last = e
 
     def replay_d2h(self, src: Copy, region: Box, host: np.ndarray, what: str) -> None:
-        """:meth:`_d2h` of a replayed iteration (bbmm.replay); bytes counted once per replay."""
+        """The store of :meth:`_d2h`, without recording or counting it (a replay's)."""
         a = src.array
         dev = src.device
         waits = self.order.before(a, region, dev, True)
@@ -308,7 +286,7 @@ class Directory:
         self.host.stored(a, region)
 
     def replay_d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
-        """:meth:`_d2d` of a replayed iteration (bbmm.replay); bytes counted once per replay."""
+        """The copy of :meth:`_d2d`, without recording or counting it (a replay's)."""
         item = self.host.array(dst.array).itemsize
         if dst.device.profiling:
             dst.device.note({"array": dst.array, "box": region, "for": what})

@@ -313,20 +313,9 @@ class PlanMemo:
             rk = self.last_spec_key = (spec, _records_key(own))
             same = self.by_spec.get(rk)
             if same is not None:
-                self.hits += 1
-                self._streak = 0
-                parts, msgs, records, limit = same
-                own.records = {a: list(r) for a, r in records.items()}
-                own._limit = dict(limit)
-                return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
+                return self._hit(own, tiles, same)
             plan = self.plan(own, tiles, rank_of)
-            index = {id(t): i for i, t in enumerate(tiles)}
-            parts = tuple(tuple(index[id(t)] for t in st) for st, _ in plan)
-            if len(self.by_spec) >= self.SIZE:
-                self.by_spec.pop(next(iter(self.by_spec)))
-            self.by_spec[rk] = (parts, [m for _, m in plan],
-                                {a: tuple(r) for a, r in own.records.items()},
-                                dict(own._limit))
+            self._keep(self.by_spec, rk, _parts(plan, tiles), plan, own)
             return plan
         if self._paused:
             self._paused -= 1
@@ -335,12 +324,7 @@ class PlanMemo:
         exact = (skel, tuple((a, tuple(f)) for a, f in flat.items()))
         same = self.exact.get(exact)
         if same is not None:
-            self.hits += 1
-            self._streak = 0
-            parts, msgs, records, limit = same
-            own.records = {a: list(r) for a, r in records.items()}
-            own._limit = dict(limit)
-            return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
+            return self._hit(own, tiles, same)
         orders, bases = _order(flat, ndims, self.GAP)
         key = (skel, orders)
         got = self.plans.get(key)
@@ -373,9 +357,8 @@ class PlanMemo:
             self._paused = self.PAUSE
             self._streak = 0
         plan = plan_phase(own, tiles, rank_of)
-        index = {id(t): i for i, t in enumerate(tiles)}
-        parts = tuple(tuple(index[id(t)] for t in st) for st, _ in plan)
-        self._keep(exact, parts, [m for _, m in plan], own)
+        parts = _parts(plan, tiles)
+        self._keep(self.exact, exact, parts, plan, own)
         if got is None and len(plan) <= self.STAGES:
             template = _template(plan, parts, own, bases, self.SHIFT)
             if template is not None:
@@ -384,11 +367,30 @@ class PlanMemo:
                 self.plans[key] = (parts, *template, dict(own._limit), None)
         return plan
 
-    def _keep(self, exact: Any, parts: tuple, msgs: list[Messages], own: Ownership) -> None:
-        if len(self.exact) >= self.SIZE:
-            self.exact.pop(next(iter(self.exact)))
-        self.exact[exact] = (parts, msgs, {a: tuple(r) for a, r in own.records.items()},
-                             dict(own._limit))
+    def _keep(self, table: dict[Any, Any], key: Any, parts: tuple,
+              plan: list[tuple[list[Tile], Messages]], own: Ownership) -> None:
+        """Keep ``plan`` (its stages as ``parts``, positions of the phase's tiles) and the
+        records it left under ``key`` of ``table`` (:attr:`exact`, :attr:`by_spec`)."""
+        if len(table) >= self.SIZE:
+            table.pop(next(iter(table)))
+        table[key] = (parts, [m for _, m in plan],
+                      {a: tuple(r) for a, r in own.records.items()}, dict(own._limit))
+
+    def _hit(self, own: Ownership, tiles: Sequence[Tile], same: tuple
+             ) -> list[tuple[list[Tile], Messages]]:
+        """A plan kept by :meth:`_keep`, for ``tiles``: the records it left restored."""
+        self.hits += 1
+        self._streak = 0
+        parts, msgs, records, limit = same
+        own.records = {a: list(r) for a, r in records.items()}
+        own._limit = dict(limit)
+        return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
+
+
+def _parts(plan: list[tuple[list[Tile], Messages]], tiles: Sequence[Tile]) -> tuple:
+    """Each stage of ``plan`` as the positions of its tiles in ``tiles``."""
+    index = {id(t): i for i, t in enumerate(tiles)}
+    return tuple(tuple(index[id(t)] for t in st) for st, _ in plan)
 
 
 def _records_key(own: Ownership) -> tuple:
