@@ -125,6 +125,12 @@ def baseline_loop(prog: str, params: dict[str, int], team: Team, reps: int) -> f
     return min(loops[1:]) / compare.iterations_of(prog, params)
 
 
+def _splits(procs: str, devices: int) -> bool:
+    """Whether ``--procs procs`` can share ``devices`` (a number of processes must divide
+    them; 'auto' and 'd' always can): other pairs are left out of the table."""
+    return not procs.isdigit() or (0 < int(procs) <= devices and devices % int(procs) == 0)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -179,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             floor = mem / bw["d2d"] + coh / min(bw["h2d"], bw["d2h"])
             base = baseline_loop(prog, params, team, args.repeat)
             variants = [(co, pr) for pr in args.procs.split(",") for co in shapes
-                        if d > 1 or pr == args.procs.split(",")[0]]
+                        if (d > 1 or pr == args.procs.split(",")[0]) and _splits(pr, d)]
             for co, pr in variants:
                 # each run's points per work-item, given as bbmm run --tune
                 tune = [f"coarsen={co[0]}", f"coarsen1={co[1]}"] if args.coarsen else []
