@@ -55,7 +55,7 @@ from .box import Box
 from .coherence import HostCopy
 from .devices.base import Device
 from .ownership import Messages, Ownership, PlanMemo, plan_gather
-from .runtime import Runtime, Tile
+from .runtime import SMALL_PHASE, Runtime, Tile
 
 
 # {{{ communication
@@ -279,6 +279,12 @@ class DistributedRuntime:
         self._stages: dict[Any, list[tuple]] = {}
         """This rank's stages of a phase, by :attr:`PlanMemo.last_spec_key`."""
         self.rank_stats = RankStats(self.rank, len(devices))
+        self.place = self.local.config.place and len(counts) > 1
+        """Move the tiles of small phases to the rank holding their data (:meth:`_place`)."""
+        self._largest_phase = 0
+        self._nests: dict[Any, list] = {}  # kernel code -> [phases seen, small]
+        self.placed = 0
+        """Tiles run on another rank than the driver's placement (:meth:`_place`)."""
 
     # the runtime's attributes that reports and drivers read
     @property
@@ -314,6 +320,8 @@ class DistributedRuntime:
         tiles first and sends after (:meth:`_send_before`)."""
         st = self.rank_stats
         t0 = time.perf_counter()
+        if spec is None and self.place:
+            tiles = self._place(tiles)
         plan = self.memo.plan(self.own, tiles, self.rank_of, spec)
         st.plan_s += time.perf_counter() - t0
         self._step("plan", t0)
@@ -341,6 +349,64 @@ class DistributedRuntime:
                                      before=partial(self._send_before, sends, box),
                                      after=partial(self._send_after, sends, box), key=key,
                                      spec=sub, args=args)
+
+    def _place(self, tiles: Sequence[Tile]) -> Sequence[Tile]:
+        """Tiles of a small phase run on the rank holding the newest values of most of
+        their boxes (by the records every rank keeps alike, so every rank moves them
+        alike), the driver's placement winning ties.
+
+        The driver tiles every nest by one global grid, so a small nest along another
+        dimension than the big ones (LU's scaling of row ``k`` along ``j``, fdtd2d's
+        ``ey[0][j]``) has a tile on every rank while one rank holds its data: every
+        rank would receive its piece of the row and send it back, two exchanges per
+        serial iteration instead of one. A small phase's kernels are too short for load
+        balance to matter; any placement is correct (the exchange follows the records).
+        Phases named by a ``spec`` keep their placement (their plan is kept by it).
+        """
+        if not tiles:
+            return tiles
+        # measured for the first 16 phases of a nest (its tiles share their kernel
+        # callback's code), then for a large nest at every 16th only, as the local
+        # runtime's placement does
+        nest = getattr(tiles[0].kernel, "__code__", None)
+        seen = self._nests.get(nest)
+        if seen is None or seen[1] or seen[0] < 16 or seen[0] % 16 == 0 or nest is None:
+            size = 0
+            for t in tiles:
+                for bs in t.boxes.values():
+                    for b in bs:
+                        size += b.volume
+            if size > self._largest_phase:
+                self._largest_phase = size
+            small = size <= SMALL_PHASE * self._largest_phase
+            if nest is not None:
+                if len(self._nests) >= 256:
+                    self._nests.clear()
+                self._nests[nest] = [1 if seen is None else seen[0] + 1, small]
+        else:
+            seen[0] += 1
+            small = seen[1]
+        if not small:
+            return tiles
+        first = [sum(self.counts[:r]) for r in range(len(self.counts))]
+        out = []
+        for t in tiles:
+            score = [0] * len(self.counts)
+            for a, bs in t.boxes.items():
+                recs = self.own.records.get(a, ())
+                for b in dict.fromkeys(bs):
+                    for rb, _, holders in recs:
+                        inter = rb.intersect(b)
+                        if inter is not None:
+                            for r in holders:
+                                score[r] += inter.volume
+            home = self.rank_of[t.device]
+            best = max(range(len(score)), key=lambda r: (score[r], r == home))
+            if best != home:
+                t = _moved(t, first[best])
+                self.placed += 1
+            out.append(t)
+        return out
 
     def _my_stages(self, plan: list[tuple[list[Tile], Messages]], tiles: Sequence[Tile],
                    spec: Any) -> list[tuple]:

@@ -65,14 +65,13 @@ class Ownership:
                 out.append(r)
         mine = frozenset((rank,))
         same = [r[0] for r in out if r[1] == rank and r[2] == mine]
-        if same:  # this rank's own pieces that form one box with the new one
-            merged = merge_adjacent([*same, box])
-            if len(merged) <= len(same):
-                out = [r for r in out if not (r[1] == rank and r[2] == mine)]
-                out.extend((b, rank, mine) for b in merged)
-                self.records[array] = out
-                return
-        out.append((box, rank, mine))
+        merged = merge_adjacent([*same, box]) if same else None
+        if merged is not None and len(merged) <= len(same):
+            # this rank's own pieces that form one box with the new one
+            out = [r for r in out if not (r[1] == rank and r[2] == mine)]
+            out.extend((b, rank, mine) for b in merged)
+        else:
+            out.append((box, rank, mine))
         self.records[array] = out
         if len(out) > self._limit.get(array, self.LIMIT):
             self.compact(array)

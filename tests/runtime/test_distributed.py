@@ -419,6 +419,79 @@ def test_random_program_over_ranks(seed):
                                   err_msg=f"ranks={nranks}x{per_rank} reuse={reuse} coh={coh}")
 
 
+def _lu_like(comm, n, x, place):
+    """LU's two nests per k with integers: row k scaled along j (a small phase whose
+    tiles the driver spreads over every device), then the rows below it updated (tiled
+    by rows). Returns the result on rank 0, this rank's messages and tiles moved by
+    placement, and the longest list of ownership records."""
+    import dataclasses
+    from bbmm.config import RuntimeConfig
+
+    cfg = dataclasses.replace(RuntimeConfig.from_env(), place=place)
+    rt = DistributedRuntime([NullDevice(0, cap=1 << 22, arena_size=1 << 14, align=8)],
+                            {"A": x.copy()}, comm, config=cfg)
+    ndev = comm.size
+    longest = 0
+    for k in range(n - 1):
+        scale = []
+        for lb, ub, dev in tiles_of(n - k - 1, -(-(n - k - 1) // ndev), ndev):
+            row = Box((k, k + 1 + lb), (k, k + 1 + ub))
+            piv = Box((k, k), (k, k))
+
+            def kern(d, tb, row=row, piv=piv):
+                p = gather(d, tb, "A", piv, np.int64)[0, 0]
+                scatter(d, tb, "A", row, (gather(d, tb, "A", row, np.int64) * 3 + p) % MOD)
+            scale.append(Tile(dev, {"A": [row, piv]}, kern, writes={"A": [row]},
+                              flowout={"A": [row]}))
+        rt.run_phase(scale, serial=(k,))
+        update = []
+        for lb, ub, dev in tiles_of(n, -(-n // ndev), ndev):
+            lo = max(lb, k + 1)
+            if lo > ub:
+                continue
+            mine, col = Box((lo, k + 1), (ub, n - 1)), Box((lo, k), (ub, k))
+            rowk = Box((k, k + 1), (k, n - 1))
+
+            def kern(d, tb, mine=mine, col=col, rowk=rowk):
+                a = gather(d, tb, "A", mine, np.int64)
+                c = gather(d, tb, "A", col, np.int64)
+                r = gather(d, tb, "A", rowk, np.int64)
+                scatter(d, tb, "A", mine, (a + c * r) % MOD)
+            update.append(Tile(dev, {"A": [mine, col, rowk]}, kern, writes={"A": [mine]},
+                               flowout={"A": [Box((k + 1, k + 1), (k + 1, n - 1))]
+                                        if lo <= k + 1 <= ub else []}))
+        rt.run_phase(update, serial=(k,))
+        rt.end_serial((k,))
+        longest = max(longest, len(rt.own.records["A"]))
+    rt.finish()
+    return rt.host.array("A").copy(), rt.rank_stats.messages_sent, rt.placed, longest
+
+
+def test_small_phase_runs_on_the_rank_holding_its_data():
+    """LU's scaling of row k (tiled along j over every rank) runs on the rank that owns
+    row k: one exchange per k (row k to the others) instead of two, the same result.
+    The owner's writes then extend its own records, which stay compacted."""
+    n, ranks = 136, 4  # the scaling phase small beside the update (bbmm.runtime.SMALL_PHASE)
+    x = np.random.default_rng(5).integers(0, 1000, size=(n, n)).astype(np.int64)
+    want = x.copy()
+    for k in range(n - 1):
+        want[k, k + 1:] = (want[k, k + 1:] * 3 + want[k, k]) % MOD
+        want[k + 1:, k + 1:] = (want[k + 1:, k + 1:]
+                                + want[k + 1:, k:k + 1] * want[k, k + 1:]) % MOD
+    runs = {}
+    for place in (True, False):
+        out = on_ranks(ranks, lambda comm: _lu_like(comm, n, x, place))
+        np.testing.assert_array_equal(out[0][0], want, err_msg=f"place={place}")
+        runs[place] = (sum(o[1] for o in out), sum(o[2] for o in out))
+        if place:
+            assert max(o[3] for o in out) <= 2 * Ownership.LIMIT
+    (msgs, placed), (msgs_static, placed_static) = runs[True], runs[False]
+    assert placed_static == 0 and placed > 0
+    # at most row k to each other rank per k, and the result gathered on rank 0
+    assert msgs <= (ranks - 1) * (n - 1) + ranks - 1
+    assert msgs_static > 2 * msgs
+
+
 def test_ranks_of_one_machine_split_its_gpus():
     """node_share: a block of GPUs per rank when there are enough, else one each round-robin;
     CPU devices are shared by every rank."""
@@ -540,3 +613,4 @@ def test_ownership_compaction_keeps_other_owners_apart():
     assert sum(b.volume for b, o, _ in recs if o == 1) == 10
 
 # }}}
+
