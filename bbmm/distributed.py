@@ -41,7 +41,6 @@ The bookkeeping and the planning are in :mod:`bbmm.ownership`.
 """
 from __future__ import annotations
 
-import copy
 import os
 import time
 from functools import partial
@@ -51,7 +50,7 @@ from typing import Any, Mapping, Protocol, Sequence
 import numpy as np
 
 from . import settings
-from .box import Box
+from .box import Box, hull_all
 from .coherence import HostCopy
 from .devices.base import Device
 from .ownership import Messages, Ownership, PlanMemo, plan_gather
@@ -188,8 +187,9 @@ def nbytes(host: HostCopy, items: Sequence[tuple[str, Box]]) -> int:
 
 def _moved(t: Tile, device: int) -> Tile:
     """``t`` on another device (a shallow copy: ``dataclasses.replace`` runs ``__init__``)."""
-    c = copy.copy(t)
-    object.__setattr__(c, "device", device)
+    c = object.__new__(Tile)
+    c.__dict__.update(t.__dict__)
+    c.__dict__["device"] = device
     return c
 
 
@@ -389,11 +389,19 @@ class DistributedRuntime:
         if not small:
             return tiles
         first = [sum(self.counts[:r]) for r in range(len(self.counts))]
+        # the records that meet the phase's boxes at all (a few: the phase is small)
+        near: dict[str, list] = {}
+        for a in dict.fromkeys(a for t in tiles for a in t.boxes):
+            hull = hull_all(b for t in tiles for b in t.boxes.get(a, ()) if not b.is_empty)
+            near[a] = [] if hull is None else [
+                r for r in self.own.records.get(a, ()) if r[0].overlaps(hull)]
         out = []
         for t in tiles:
             score = [0] * len(self.counts)
             for a, bs in t.boxes.items():
-                recs = self.own.records.get(a, ())
+                recs = near[a]
+                if not recs:
+                    continue
                 for b in dict.fromkeys(bs):
                     for rb, _, holders in recs:
                         inter = rb.intersect(b)
