@@ -239,6 +239,19 @@ def test_pack_unpack_round_trip_mixed_dtypes():
         np.testing.assert_array_equal(dst.array(name)[b.slices()], src.array(name)[b.slices()])
     assert dst.array("a")[0].sum() == 0
 
+
+@pytest.mark.parametrize("box,view", [(Box((2, 0), (3, 5)), True),   # whole rows
+                                      (Box((4, 1), (4, 3)), True),   # part of one row
+                                      (Box((1, 1), (2, 3)), False)])  # a block: packed
+def test_one_contiguous_box_is_sent_from_the_array_itself(box, view):
+    src = HostCopy({"a": np.arange(30.0).reshape(5, 6)})
+    dst = HostCopy({"a": np.zeros((5, 6))})
+    buf = pack(src, [("a", box)])
+    assert buf.dtype == np.uint8 and buf.nbytes == box.volume * 8
+    assert np.shares_memory(buf, src.array("a")) == view
+    unpack(dst, [("a", box)], buf)
+    np.testing.assert_array_equal(dst.array("a")[box.slices()], src.array("a")[box.slices()])
+
 # }}}
 
 
