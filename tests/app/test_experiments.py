@@ -477,3 +477,27 @@ def test_schedule_table(tmp_path, capsys):
     md = (tmp_path / "schedule.md").read_text().splitlines()
     assert md[0].startswith("| kernel | auto takes |") and len(md) == 2 + 3
     assert "| seidel2d | isl |" in capsys.readouterr().out
+
+
+@needs_cl
+def test_bench_steps_per_step_between_run_lengths(tmp_path, capsys):
+    """Time per step between run lengths, one device and two (in one process), and the
+    data scaling of two devices on twice the elements."""
+    import bench_steps as bs
+    out = tmp_path / "s.json"
+    assert bs.main(["--sizes", "tiny", "--programs", "heat2d", "--devices", "1,2",
+                    "--procs", "1", "--steps", "4,8,12", "--scale", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    rows = {r["devices"]: r for r in doc["rows"]}
+    assert set(rows) == {1, 2} and doc["steps"] == [4, 8, 12]
+    for r in rows.values():
+        assert r["intervals"] == [[4, 8], [8, 12]] and len(r["per_step_s"]) == 2
+        assert all(len(w) == 1 and w[0] > 0 for w in r["walls_s"].values())
+    # tiny runs are noise: an interval may come out negative, and then has no ratio
+    last = rows[1]["per_step_s"][-1]
+    assert rows[1]["ratio_to_one"] == (1.0 if last > 0 else None)
+    assert rows[2]["ratio_kind"] == "data scaling"
+    assert rows[2]["params"]["n"] > rows[1]["params"]["n"]  # twice the elements
+    assert "ms/step 4-8" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bs.main(["--steps", "8,4"])
