@@ -7,6 +7,7 @@ The compiler (:mod:`bbmm.codegen.tiling`) and the generated drivers (through
 .. autofunction:: tiles_covering
 .. autofunction:: once_grid
 .. autofunction:: once_tiles
+.. autofunction:: whole_tile
 """
 from __future__ import annotations
 
@@ -59,3 +60,10 @@ def once_tiles(lo: int, hi: int, size: int, ntiles: int, ndev: int, t0: int = 0
     origin, size, count = once_grid(lo, hi, size, ntiles, ndev, t0)
     return [(t, origin + t * size, origin + t * size + size - 1, device_of(t, count, ndev))
             for t in tiles_covering(lo - origin, hi - origin, size)]
+
+
+def whole_tile(lo: int, hi: int) -> list[tuple[int, int, int]]:
+    """``(t, lb, ub)`` of the one tile of a narrow nest
+    (:func:`bbmm.codegen.host.narrow_nests`): all of ``[lo, hi]``, or none when it is
+    empty."""
+    return [(0, lo, hi)] if lo <= hi else []

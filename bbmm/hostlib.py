@@ -16,7 +16,8 @@ import numpy as np
 
 from .config import KernelOptions, local_sizes  # noqa: F401 - local_sizes: re-exported
 # the tile grid, which generated drivers import from here
-from .grid import device_of, once_grid, once_tiles, tile_range, tiles_covering  # noqa: F401
+from .grid import (device_of, once_grid, once_tiles, tile_range, tiles_covering,  # noqa: F401
+                   whole_tile)
 from .devices.base import Device
 from .runtime import TileBuffers, int32, kernel_args
 

@@ -40,6 +40,8 @@ class Emitter:
         """Each nest's ``nest<N>_tile`` function as emitted (:func:`_phase_regime`)."""
         self.regimes = 0
         """Phases emitted with their tile lists built once per regime."""
+        self.narrow: frozenset[int] = frozenset()
+        """Nests run as one tile (:func:`narrow_nests`)."""
 
     def __call__(self, line: str = "") -> None:
         self.lines.append(("    " * self.level + line) if line else "")
@@ -173,7 +175,7 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g()
     g("from bbmm.box import Box")
     g("from bbmm.hostlib import (Progress, device_of, kernel_options, launch, once_tiles,\n"
-      "                          scalars as _ints, serial_range, tiles_covering)")
+      "                          scalars as _ints, serial_range, tiles_covering, whole_tile)")
     g("from bbmm.tiles import Tile, TileSpec")
     g()
     g(f"FUNCTION = {fn!r}")
@@ -483,6 +485,7 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
     serial = set(plan.serial_loops)
     ftypes = {"float": "np.float32", "double": "np.float64"}
     L = Locals(scop, [x for nc in nests for x in nc.boxes.tiling.variables])
+    g.narrow = narrow_nests(scop, [nc.nest for nc in nests])
     rt, tile = L["rt"], L["tile"]
     g(f"def run({rt}, {L['params']}, {L['scalars']}, {tile}, {L['progress']}=None):")
     with g:
@@ -630,7 +633,14 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...], L: 
 
     if t.lb:
         pr = t.p0_range_at
-        if host:
+        if host and nid in g.narrow:
+            g("# fewer loops than the other nests of the serial loop: one tile, which the")
+            g("# runtime runs where its data is (a launch per device is not worth its points)")
+            g(f"for {ti}, {t.lb}, {t.ub} in whole_tile({pr.lo[0]}, {pr.hi[0]}):")
+            with g:
+                tile_lines("0", f'"nest{nid}"',
+                           [f"span={spec}.grid[0]", f"writers=NEST{nid}_WRITERS"])
+        elif host:
             g(f"for {ti} in tiles_covering({pr.lo[0]}, {pr.hi[0]}, {tile}):")
             with g:
                 g(f"{t.lb}, {t.ub} = {ti} * {tile}, {ti} * {tile} + {tile} - 1")
@@ -657,6 +667,30 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...], L: 
     else:
         g(f"{rt}.run_phase({tiles}, serial={key}, spec=({L['run_id']}, {L['key']}),")
         g(" " * len(f"{rt}.run_phase(") + f"args=_ints({_tuple(sc) if sc else '()'}))")
+
+
+def narrow_nests(scop: Scop, nests: list[Nest]) -> frozenset[int]:
+    """Ids of the nests that run as one tile: a nest inside serial loops with fewer loops
+    below them than another nest of the same serial loops (LU's scaling of row ``k``
+    beside the update of the rows below it, fdtd-2d's ``ey[0][j]`` beside its 2-D
+    sweeps), whose every access follows the band in at most one dimension (a row, a
+    column: no diagonal, whose box would span a square). Its few points are not worth a
+    launch per device, and its tiles would sit on devices that hold none of its data."""
+    depth = {}
+    for n in nests:
+        if not n.band or not n.host_loops:
+            continue
+        d = max(len(scop.statement(s).iterators) for s in n.statements) - len(n.host_loops)
+        depth[n.id] = (n.host_loops, d, n)
+    out = set()
+    for nid, (host, d, n) in depth.items():
+        if not any(h == host and d2 > d for h, d2, _ in depth.values()):
+            continue
+        band = {scop.loop(lp).iterator for lp in n.band}
+        if all(sum(1 for e in a.index if any(v in band for v, _ in e.terms)) <= 1
+               for s in n.statements for a in scop.statement(s).accesses):
+            out.add(nid)
+    return frozenset(out)
 
 
 def _phase_regime(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]

@@ -12,7 +12,7 @@ import numpy as np
 
 from bbmm.box import Box
 from bbmm.hostlib import (Progress, device_of, kernel_options, launch, once_tiles,
-                          scalars as _ints, serial_range, tiles_covering)
+                          scalars as _ints, serial_range, tiles_covering, whole_tile)
 from bbmm.tiles import Tile, TileSpec
 
 FUNCTION = 'floyd'
