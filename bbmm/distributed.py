@@ -54,7 +54,7 @@ from .box import Box, hull_all
 from .coherence import HostCopy
 from .devices.base import Device
 from .ownership import Messages, Ownership, PlanMemo, plan_gather
-from .runtime import SMALL_PHASE, Runtime, Tile
+from .runtime import PhaseSizes, Runtime, Tile
 
 
 # {{{ communication
@@ -288,8 +288,7 @@ class DistributedRuntime:
         self.rank_stats = RankStats(self.rank, len(devices))
         self.place = self.local.config.place and len(counts) > 1
         """Move the tiles of small phases to the rank holding their data (:meth:`_place`)."""
-        self._largest_phase = 0
-        self._nests: dict[Any, list] = {}  # kernel code -> [phases seen, small]
+        self._sizes = PhaseSizes()  # of the phases of every rank
         self.placed = 0
         """Tiles run on another rank than the driver's placement (:meth:`_place`)."""
 
@@ -372,28 +371,7 @@ class DistributedRuntime:
         """
         if not tiles:
             return tiles
-        # measured for the first 16 phases of a nest (its tiles share their kernel
-        # callback's code), then for a large nest at every 16th only, as the local
-        # runtime's placement does
-        nest = getattr(tiles[0].kernel, "__code__", None)
-        seen = self._nests.get(nest)
-        if seen is None or seen[1] or seen[0] < 16 or seen[0] % 16 == 0 or nest is None:
-            size = 0
-            for t in tiles:
-                for bs in t.boxes.values():
-                    for b in bs:
-                        size += b.volume
-            if size > self._largest_phase:
-                self._largest_phase = size
-            small = size <= SMALL_PHASE * self._largest_phase
-            if nest is not None:
-                if len(self._nests) >= 256:
-                    self._nests.clear()
-                self._nests[nest] = [1 if seen is None else seen[0] + 1, small]
-        else:
-            seen[0] += 1
-            small = seen[1]
-        if not small:
+        if not self._sizes.small(tiles):
             return tiles
         first = [sum(self.counts[:r]) for r in range(len(self.counts))]
         # the records that meet the phase's boxes at all (a few: the phase is small)

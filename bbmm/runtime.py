@@ -61,6 +61,40 @@ SMALL_PHASE = 1 / 64
 far runs each tile where most of its data is (:meth:`Runtime._place`)."""
 
 
+class PhaseSizes:
+    """Which phases are small: their tiles' boxes hold at most :data:`SMALL_PHASE` of the
+    points of the largest phase so far (all accesses: a measure, not a footprint).
+
+    A phase is measured for the first 16 phases of its nest (a nest's tiles share their
+    kernel callback's code), then, for a large nest, only at every 16th (Floyd's one
+    large nest pays a lookup)."""
+
+    def __init__(self) -> None:
+        self.largest = 0
+        self.nests: dict[Any, list] = {}  # kernel code -> [phases seen, small]
+
+    def small(self, tiles: Sequence[Tile]) -> bool:
+        nest = getattr(tiles[0].kernel, "__code__", None)
+        seen = self.nests.get(nest)
+        if seen is not None and not seen[1] and seen[0] >= 16 and seen[0] % 16 \
+                and nest is not None:
+            seen[0] += 1
+            return False
+        size = 0
+        for t in tiles:
+            for bs in t.boxes.values():
+                for b in bs:
+                    size += b.volume
+        if size > self.largest:
+            self.largest = size
+        small = size <= SMALL_PHASE * self.largest
+        if nest is not None:
+            if len(self.nests) >= 256:
+                self.nests.clear()
+            self.nests[nest] = [1 if seen is None else seen[0] + 1, small]
+        return small
+
+
 def _key(tiles: Sequence[Tile], extra: Hashable, spec: Hashable = None) -> Hashable:
     """A phase's key for replay: its tiles' (or the ``spec`` its caller names them by,
     :meth:`Runtime.run_phase`), and what else its decisions depend on."""
@@ -165,8 +199,7 @@ class Runtime:
         """The flag asked for and not yet looked at: (flag, cell, event, its device, call
         number)."""
         self._calls = 0  # calls of stopped()
-        self._largest_phase = 0
-        self._nests: dict[Any, list] = {}  # kernel code -> [phases seen, small]
+        self._sizes = PhaseSizes()
         self._placed: dict[tuple, tuple[int, ...]] = {}
 
     # ---- Algorithm 4 ---------------------------------------------------------------
@@ -454,28 +487,7 @@ class Runtime:
         """
         if not tiles:
             return tiles
-        # whether the phase is small: measured for the first 16 phases of its nest (a
-        # nest's tiles share their kernel callback's code), then for a large nest only
-        # at every 16th (Floyd's one large nest pays a lookup)
-        nest = getattr(tiles[0].kernel, "__code__", None)
-        seen = self._nests.get(nest)
-        if seen is None or seen[1] or seen[0] < 16 or seen[0] % 16 == 0 or nest is None:
-            size = 0  # points of the tiles' boxes (all accesses: a measure, not a footprint)
-            for t in tiles:
-                for bs in t.boxes.values():
-                    for b in bs:
-                        size += b.volume
-            if size > self._largest_phase:
-                self._largest_phase = size
-            small = size <= SMALL_PHASE * self._largest_phase
-            if nest is not None:
-                if len(self._nests) >= 256:
-                    self._nests.clear()
-                self._nests[nest] = [1 if seen is None else seen[0] + 1, small]
-        else:
-            seen[0] += 1
-            small = seen[1]
-        if not small:
+        if not self._sizes.small(tiles):
             return tiles
         # the tiles' key (costly: every box hashed) only where replay may need it
         key = phase_key(tiles) if self._fixed is not None or self._tape is not None else None
