@@ -51,6 +51,9 @@ class Ownership:
         self.records: dict[str, list[Record]] = {a: [] for a in arrays}
         self.ranks = ranks
         self._limit: dict[str, int] = {}
+        self.key: tuple | None = None
+        """The records as a comparable value (:func:`_records_key`), kept until they
+        change (None: to compute)."""
 
     def wrote(self, array: str, box: Box, rank: int) -> None:
         """A tile of ``rank`` wrote ``box``: that rank alone holds the newest value there."""
@@ -73,6 +76,7 @@ class Ownership:
         else:
             out.append((box, rank, mine))
         self.records[array] = out
+        self.key = None
         if len(out) > self._limit.get(array, self.LIMIT):
             self.compact(array)
 
@@ -120,6 +124,7 @@ class Ownership:
                 blockers.append(hull)
         self.records[array] = out
         self._limit[array] = max(self.LIMIT, 2 * len(out))
+        self.key = None
 
     def received(self, array: str, box: Box, rank: int) -> None:
         """``rank`` received the newest value of ``box`` (it becomes a holder)."""
@@ -135,6 +140,7 @@ class Ownership:
             if everyone is None or len(holders) + 1 < everyone:
                 out.append((inter, owner, holders | {rank}))
         self.records[array] = out
+        self.key = None
 
     def missing(self, array: str, rank: int, region: Sequence[Box]) -> list[tuple[int, Box]]:
         """``(owner, box)`` for the parts of ``region`` (boxes that may overlap) whose
@@ -339,6 +345,7 @@ class PlanMemo:
                 self._streak = 0
                 own.records = records
                 own._limit = dict(limit)
+                own.key = None
                 return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
             fresh = plan_phase(own, tiles, rank_of)
             self.checked += 1
@@ -373,16 +380,18 @@ class PlanMemo:
         if len(table) >= self.SIZE:
             table.pop(next(iter(table)))
         table[key] = (parts, [m for _, m in plan],
-                      {a: tuple(r) for a, r in own.records.items()}, dict(own._limit))
+                      {a: tuple(r) for a, r in own.records.items()}, dict(own._limit),
+                      _records_key(own))
 
     def _hit(self, own: Ownership, tiles: Sequence[Tile], same: tuple
              ) -> list[tuple[list[Tile], Messages]]:
         """A plan kept by :meth:`_keep`, for ``tiles``: the records it left restored."""
         self.hits += 1
         self._streak = 0
-        parts, msgs, records, limit = same
+        parts, msgs, records, limit, rkey = same
         own.records = {a: list(r) for a, r in records.items()}
         own._limit = dict(limit)
+        own.key = rkey
         return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
 
 
@@ -393,9 +402,12 @@ def _parts(plan: list[tuple[list[Tile], Messages]], tiles: Sequence[Tile]) -> tu
 
 
 def _records_key(own: Ownership) -> tuple:
-    """The records as a comparable value: with a phase's ``spec``, all its plan depends on."""
-    return tuple((a, own._limit.get(a), tuple((b.lo, b.hi, o, h) for b, o, h in recs))
-                 for a, recs in own.records.items())
+    """The records as a comparable value: with a phase's ``spec``, all its plan depends on
+    (computed once per state of the records: :attr:`Ownership.key`)."""
+    if own.key is None:
+        own.key = tuple((a, own._limit.get(a), tuple((b.lo, b.hi, o, h) for b, o, h in recs))
+                        for a, recs in own.records.items())
+    return own.key
 
 
 def _flatten(own: Ownership, tiles: Sequence[Tile]

@@ -167,3 +167,28 @@ def test_a_template_that_differs_is_never_used(monkeypatch):
     n, ndev = 128, 2
     memo = _check_sequence([_floyd(n, k, ndev) for k in range(n)], (n, n), 2, ndev)
     assert memo.rejected > 0 and memo.hits == 0
+
+
+def test_records_key_follows_every_change_of_the_records():
+    """The key is kept between changes and computed again after each (a stale key would
+    look a spec'd phase up under records it did not meet)."""
+    from bbmm.ownership import _records_key
+
+    def fresh(own):
+        own.key = None
+        return _records_key(own)
+
+    own = Ownership(["a"], 3)
+    steps = [lambda: own.wrote("a", Box((0, 0), (3, 9)), 0),
+             lambda: own.received("a", Box((1, 0), (1, 9)), 1),
+             lambda: own.wrote("a", Box((2, 0), (2, 4)), 2),
+             lambda: own.compact("a")]
+    before = _records_key(own)
+    for step in steps:
+        step()
+        now = _records_key(own)
+        assert now is _records_key(own)  # kept until the next change
+        assert now == fresh(own)
+        if step is not steps[-1]:  # compacting may leave the records as they were
+            assert now != before
+        before = now
