@@ -326,7 +326,9 @@ class DistributedRuntime:
         tiles first and sends after (:meth:`_send_before`)."""
         st = self.rank_stats
         t0 = time.perf_counter()
-        if spec is None and self.place:
+        # every phase counts toward the largest one; a small one not named by a spec
+        # runs where its data is
+        if self.place and tiles and self._sizes.small(tiles) and spec is None:
             tiles = self._place(tiles)
         plan = self.memo.plan(self.own, tiles, self.rank_of, spec)
         st.plan_s += time.perf_counter() - t0
@@ -361,17 +363,16 @@ class DistributedRuntime:
         their boxes (by the records every rank keeps alike, so every rank moves them
         alike), the driver's placement winning ties.
 
-        The driver tiles every nest by one global grid, so a small nest along another
+        The driver places tiles by one global grid, so a small nest along another
         dimension than the big ones (LU's scaling of row ``k`` along ``j``, fdtd2d's
-        ``ey[0][j]``) has a tile on every rank while one rank holds its data: every
-        rank would receive its piece of the row and send it back, two exchanges per
-        serial iteration instead of one. A small phase's kernels are too short for load
-        balance to matter; any placement is correct (the exchange follows the records).
-        Phases named by a ``spec`` keep their placement (their plan is kept by it).
+        ``ey[0][j]``: one tile on the first device, or with more tiles one on every
+        rank) runs where none or little of its data is: its rank would receive the row
+        and send it back, two exchanges per serial iteration instead of one. A small
+        phase's kernels are too short for load balance to matter; any placement is
+        correct (the exchange follows the records). Phases named by a ``spec`` keep
+        their placement (their plan is kept by it), but count toward the largest.
         """
         if not tiles:
-            return tiles
-        if not self._sizes.small(tiles):
             return tiles
         first = [sum(self.counts[:r]) for r in range(len(self.counts))]
         # the records that meet the phase's boxes at all (a few: the phase is small)
