@@ -674,22 +674,36 @@ def narrow_nests(scop: Scop, nests: list[Nest]) -> frozenset[int]:
     """Ids of the nests that run as one tile: a nest inside serial loops with fewer loops
     below them than another nest of the same serial loops (LU's scaling of row ``k``
     beside the update of the rows below it, fdtd-2d's ``ey[0][j]`` beside its 2-D
-    sweeps), whose every access follows the band in at most one dimension (a row, a
-    column: no diagonal, whose box would span a square). Its few points are not worth a
-    launch per device, and its tiles would sit on devices that hold none of its data."""
-    depth = {}
+    sweeps), whose accesses follow its band in at most one dimension (a row, a column:
+    no diagonal, whose box would span a square) and never in a dimension that the wider
+    nests distribute (their tiled loop's): its points are then few, and its tiles would
+    sit on devices that hold none of its data. A narrow nest along the distributed
+    dimension (doitgen's ``A[r][q][p] = sum[p]`` beside the product that tiles ``p``)
+    keeps its tiles, each beside its data."""
+    info = {}
     for n in nests:
         if not n.band or not n.host_loops:
             continue
         d = max(len(scop.statement(s).iterators) for s in n.statements) - len(n.host_loops)
-        depth[n.id] = (n.host_loops, d, n)
+        info[n.id] = (n.host_loops, d, n)
+
+    def dims(n: Nest, iterators: set[str]) -> list[tuple[str, set[int]]]:
+        """Per access of ``n``: its array and the dimensions ``iterators`` index."""
+        return [(a.array, {i for i, e in enumerate(a.index)
+                           if any(v in iterators for v, _ in e.terms)})
+                for s in n.statements for a in scop.statement(s).accesses]
+
     out = set()
-    for nid, (host, d, n) in depth.items():
-        if not any(h == host and d2 > d for h, d2, _ in depth.values()):
+    for nid, (host, d, n) in info.items():
+        wider = [m for h, d2, m in info.values() if h == host and d2 > d]
+        if not wider:
             continue
-        band = {scop.loop(lp).iterator for lp in n.band}
-        if all(sum(1 for e in a.index if any(v in band for v, _ in e.terms)) <= 1
-               for s in n.statements for a in scop.statement(s).accesses):
+        tiled: dict[str, set[int]] = {}
+        for m in wider:
+            for a, ds in dims(m, {scop.loop(m.band[0]).iterator}):
+                tiled.setdefault(a, set()).update(ds)
+        mine = dims(n, {scop.loop(lp).iterator for lp in n.band})
+        if all(len(ds) <= 1 and not ds & tiled.get(a, set()) for a, ds in mine):
             out.add(nid)
     return frozenset(out)
 

@@ -60,3 +60,26 @@ void f(int n, float x[n], float A[n][n]) {
 }
 """
     assert narrow_of(parse_source(src, "f.c")) == set()
+
+
+ALIGNED = """
+void f(int n, float A[n][n], float x[n]) {
+  for (int k = 0; k < n; k++) {
+    for (int i = 0; i < n; i++)
+      x[i] = 0.5f * x[i] + A[i][k];
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < n; j++)
+        A[i][j] = A[i][j] + x[i];
+  }
+}
+"""
+
+
+def test_a_nest_along_the_distributed_dimension_keeps_its_tiles():
+    """x[i] and A[i][k] follow the rows that the 2-D nest distributes: each tile of the
+    1-D nest sits beside its data. Along the other dimension it is narrow."""
+    assert narrow_of(parse_source(ALIGNED, "aligned.c")) == set()
+    across = ALIGNED.replace("x[i] = 0.5f * x[i] + A[i][k]", "x[i] = 0.5f * x[i] + A[k][i]")
+    assert narrow_of(parse_source(across, "across.c")) == set()  # x[i] still follows rows
+    row = ALIGNED.replace("x[i] = 0.5f * x[i] + A[i][k]", "A[k][i] = 0.5f * A[k][i]")
+    assert narrow_of(parse_source(row, "row.c")) == {0}
