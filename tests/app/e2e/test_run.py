@@ -140,6 +140,9 @@ def test_run_check_staged(path, params, cap, shape, ndev, tight, tmp_path):
 # of PROGRAMS' cap under which the run boxes something out)
 TIGHT_CAPS = {
     ("polybench/floyd.c", 3): "768B",
+    # their narrow nest (one tile, where its data is) leaves the other devices room
+    ("polybench/lu.c", 3): "512B",
+    ("polybench/fdtd2d.c", 3): "1KiB",
     ("tests/kernels/names/driver_names.c", 3): "768B",
     ("polybench/heat3d.c", 1): "4608B",
     ("polybench/heat3d.c", 3): "2304B",
