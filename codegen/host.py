@@ -687,10 +687,13 @@ def narrow_nests(scop: Scop, nests: list[Nest]) -> frozenset[int]:
         d = max(len(scop.statement(s).iterators) for s in n.statements) - len(n.host_loops)
         info[n.id] = (n.host_loops, d, n)
 
+    def uses(e: Affine, iterators: set[str]) -> bool:
+        return any(v in iterators for v, _ in e.terms) or any(
+            uses(num, iterators) for num, _, _ in e.divs)
+
     def dims(n: Nest, iterators: set[str]) -> list[tuple[str, set[int]]]:
         """Per access of ``n``: its array and the dimensions ``iterators`` index."""
-        return [(a.array, {i for i, e in enumerate(a.index)
-                           if any(v in iterators for v, _ in e.terms)})
+        return [(a.array, {i for i, e in enumerate(a.index) if uses(e, iterators)})
                 for s in n.statements for a in scop.statement(s).accesses]
 
     out = set()

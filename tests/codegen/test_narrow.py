@@ -83,3 +83,20 @@ def test_a_nest_along_the_distributed_dimension_keeps_its_tiles():
     assert narrow_of(parse_source(across, "across.c")) == set()  # x[i] still follows rows
     row = ALIGNED.replace("x[i] = 0.5f * x[i] + A[i][k]", "A[k][i] = 0.5f * A[k][i]")
     assert narrow_of(parse_source(row, "row.c")) == {0}
+
+
+def test_a_diagonal_through_a_floor_division_keeps_its_tiles():
+    src = """
+void f(int n, float A[n][n], float x[n], float B[n][n]) {
+  for (int k = 0; k < n; k++) {
+    for (int j = 0; j < n; j++)
+      x[j] = A[k][j] + A[j / 2][j / 2];
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < n; j++)
+        B[i][j] = B[i][j] + x[j];
+  }
+}
+"""
+    assert narrow_of(parse_source(src, "f.c")) == set()
+    plain = src.replace(" + A[j / 2][j / 2]", "")
+    assert narrow_of(parse_source(plain, "g.c")) == {0}
