@@ -274,7 +274,9 @@ class DistributedRuntime:
         self.local = Runtime(devices, arrays, shared_flowout=True, **runtime)
         counts = comm.allgather(len(devices))
         self.counts = list(counts)
-        self.first = sum(counts[:self.rank])
+        self.firsts = [sum(counts[:r]) for r in range(len(counts))]
+        """The global index of each rank's first device."""
+        self.first = self.firsts[self.rank]
         self.rank_of = [r for r, c in enumerate(counts) for _ in range(c)]
         self.devices: list[Any] = []
         for r, c in enumerate(counts):
@@ -375,7 +377,6 @@ class DistributedRuntime:
         """
         if not tiles:
             return tiles
-        first = [sum(self.counts[:r]) for r in range(len(self.counts))]
         # the records that meet the phase's boxes at all (a few: the phase is small)
         near: dict[str, list] = {}
         for a in dict.fromkeys(a for t in tiles for a in t.boxes):
@@ -398,7 +399,7 @@ class DistributedRuntime:
             home = self.rank_of[t.device]
             best = max(range(len(score)), key=lambda r: (score[r], r == home))
             if best != home:
-                t = _moved(t, first[best])
+                t = _moved(t, self.firsts[best])
                 self.placed += 1
             out.append(t)
         return out

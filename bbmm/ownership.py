@@ -55,6 +55,19 @@ class Ownership:
         """The records as a comparable value (:func:`_records_key`), kept until they
         change (None: to compute)."""
 
+    def _put(self, array: str, records: list[Record]) -> None:
+        """``array``'s records become ``records`` (their key to compute again)."""
+        self.records[array] = records
+        self.key = None
+
+    def restore(self, records: Mapping[str, Sequence[Record]], limit: Mapping[str, int],
+                key: tuple | None = None) -> None:
+        """Records and compaction bounds as a plan looked up left them (``key``: theirs,
+        when known)."""
+        self.records = {a: list(r) for a, r in records.items()}
+        self._limit = dict(limit)
+        self.key = key
+
     def wrote(self, array: str, box: Box, rank: int) -> None:
         """A tile of ``rank`` wrote ``box``: that rank alone holds the newest value there."""
         if box.is_empty:
@@ -75,8 +88,7 @@ class Ownership:
             out.extend((b, rank, mine) for b in merged)
         else:
             out.append((box, rank, mine))
-        self.records[array] = out
-        self.key = None
+        self._put(array, out)
         if len(out) > self._limit.get(array, self.LIMIT):
             self.compact(array)
 
@@ -122,9 +134,8 @@ class Ownership:
                         break
                 out.append((hull, owner, holders))
                 blockers.append(hull)
-        self.records[array] = out
+        self._put(array, out)
         self._limit[array] = max(self.LIMIT, 2 * len(out))
-        self.key = None
 
     def received(self, array: str, box: Box, rank: int) -> None:
         """``rank`` received the newest value of ``box`` (it becomes a holder)."""
@@ -139,8 +150,7 @@ class Ownership:
             out.extend((p, owner, holders) for p in b.subtract(box))
             if everyone is None or len(holders) + 1 < everyone:
                 out.append((inter, owner, holders | {rank}))
-        self.records[array] = out
-        self.key = None
+        self._put(array, out)
 
     def missing(self, array: str, rank: int, region: Sequence[Box]) -> list[tuple[int, Box]]:
         """``(owner, box)`` for the parts of ``region`` (boxes that may overlap) whose
@@ -343,9 +353,7 @@ class PlanMemo:
             if verified:
                 self.hits += 1
                 self._streak = 0
-                own.records = records
-                own._limit = dict(limit)
-                own.key = None
+                own.restore(records, limit)
                 return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
             fresh = plan_phase(own, tiles, rank_of)
             self.checked += 1
@@ -389,9 +397,7 @@ class PlanMemo:
         self.hits += 1
         self._streak = 0
         parts, msgs, records, limit, rkey = same
-        own.records = {a: list(r) for a, r in records.items()}
-        own._limit = dict(limit)
-        own.key = rkey
+        own.restore(records, limit, rkey)
         return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
 
 

@@ -39,15 +39,12 @@ import expcommon as ec  # noqa: E402
 
 from bbmm.cli import run_json  # noqa: E402
 
-STEPS = ("tsteps", "tmax")
-"""Time-step parameters, one per program."""
-
-
 def step_param(params: dict[str, int]) -> str:
-    for s in STEPS:
-        if s in params:
-            return s
-    raise SystemExit(f"bench_steps: no time-step parameter ({', '.join(STEPS)}) in {params}")
+    sp = ec.step_param(params)
+    if sp is None:
+        raise SystemExit(f"bench_steps: no time-step parameter ({', '.join(ec.STEPS)}) "
+                         f"in {params}")
+    return sp
 
 
 def run_once(prog: str, params: dict[str, int], devices: int, procs: str) -> dict[str, Any]:

@@ -46,8 +46,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import expcommon as ec  # noqa: E402
 
 EXP = "datascaling"
-STEPS = ("tsteps", "tmax")
-"""Time-step parameters: a run EXTRA steps longer gives the steady time per step."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         m = ec.measure(bench, devs, tile=args.tile, repeat=args.repeat,
                        warmup=args.warmup, check=args.check)
         res[(name, nd)] = m.fig
-        step = next((k for k in STEPS if k in params), None)
+        step = ec.step_param(params)
         if args.steady and step and "error" not in m.fig:
             longer = dict(params, **{step: params[step] + args.steady})
             m2 = ec.measure(ec.load_bench(name, longer), devs, tile=args.tile,

@@ -140,6 +140,15 @@ TABLE4 = ("floyd", "heat2d", "fdtd2d", "heat3d", "lu", "adi", "mvt", "blackschol
 STENCILS = ("heat2d", "heat3d", "fdtd2d", "adi")
 
 
+STEPS = ("tsteps", "tmax")
+"""Time-step parameters: a run more steps longer gives the steady time per step."""
+
+
+def step_param(params: Mapping[str, int]) -> str | None:
+    """The program's time-step parameter among ``params`` (None: it has none)."""
+    return next((k for k in STEPS if k in params), None)
+
+
 def scaled_params(name: str, base: Mapping[str, int], ndev: int) -> dict[str, int]:
     """Figure 10(a)'s rule: the data per device stays constant on ``ndev`` devices."""
     info = PROGRAMS[name]
