@@ -165,13 +165,18 @@ def pack(host: HostCopy, items: Sequence[tuple[str, Box]]) -> np.ndarray:
         if v.size and v.flags.c_contiguous:
             return v.reshape(-1).view(np.uint8)
     buf = np.empty(nbytes(host, items), np.uint8)
+    pack_into(host, items, buf)
+    return buf
+
+
+def pack_into(host: HostCopy, items: Sequence[tuple[str, Box]], out: np.ndarray) -> None:
+    """:func:`pack` into ``out`` (uint8, :func:`nbytes` long)."""
     off = 0
     for a, b in items:
         src = host.array(a)
         k = b.volume * src.itemsize
-        buf[off:off + k].view(src.dtype).reshape(b.shape)[...] = src[b.slices()]
+        out[off:off + k].view(src.dtype).reshape(b.shape)[...] = src[b.slices()]
         off += k
-    return buf
 
 
 def unpack(host: HostCopy, items: Sequence[tuple[str, Box]], buf: np.ndarray) -> None:
@@ -182,6 +187,47 @@ def unpack(host: HostCopy, items: Sequence[tuple[str, Box]], buf: np.ndarray) ->
         k = b.volume * dst.itemsize
         dst[b.slices()] = buf[off:off + k].view(dst.dtype).reshape(b.shape)
         off += k
+
+
+class Boxes:
+    """Boxes of the host arrays as one message of a communicator's ``swap``
+    (:class:`bbmm.shm.Outgoing` and :class:`~bbmm.shm.Incoming`): packed straight into,
+    and unpacked straight out of, the communicator's memory."""
+
+    __slots__ = ("host", "items", "nbytes")
+
+    def __init__(self, host: HostCopy, items: Sequence[tuple[str, Box]]):
+        self.host, self.items = host, items
+        self.nbytes = nbytes(host, items)
+
+    def pack_into(self, out: np.ndarray) -> None:
+        pack_into(self.host, self.items, out)
+
+    def unpack_from(self, buf: np.ndarray) -> None:
+        unpack(self.host, self.items, buf)
+
+
+def swap(comm: Comm, host: HostCopy, sends: Sequence[tuple[int, Sequence[tuple[str, Box]]]],
+         recvs: Sequence[tuple[int, Sequence[tuple[str, Box]]]]
+         ) -> tuple[dict[int, int], dict[int, int]]:
+    """Send the boxes of ``sends`` and receive those of ``recvs`` (``(rank, items)``
+    each) in the host arrays, all at once; returns the bytes sent to and received from
+    each rank. Every
+    send is packed before any receive is unpacked. Through the communicator's ``swap``
+    where it has one (shared memory: no copy but the two into and out of it), else
+    packed, exchanged and unpacked."""
+    direct = getattr(comm, "swap", None)
+    if direct is not None:
+        out = {dst: Boxes(host, items) for dst, items in sends}
+        into = {src: Boxes(host, items) for src, items in recvs}
+        direct(out, into)
+        return ({d: m.nbytes for d, m in out.items()}, {r: m.nbytes for r, m in into.items()})
+    bufs = {dst: pack(host, items) for dst, items in sends}
+    sizes = {src: nbytes(host, items) for src, items in recvs}
+    got = comm.exchange(bufs, sizes)
+    for src, items in recvs:
+        unpack(host, items, got[src])
+    return {d: b.nbytes for d, b in bufs.items()}, sizes
 
 
 def nbytes(host: HostCopy, items: Sequence[tuple[str, Box]]) -> int:
@@ -497,16 +543,14 @@ class DistributedRuntime:
         for _, items in recvs:
             for a, b in items:
                 self._settle(a, b, loads=True)
-        bufs = {dst: pack(host, items) for dst, items in sends}
-        sizes = {src: nbytes(host, items) for src, items in recvs}
-        got = self.comm.exchange(bufs, sizes)
-        for src, items in recvs:
-            unpack(host, items, got[src])
-            if not replaying:
+        t1 = time.perf_counter()
+        sent, got = swap(self.comm, host, sends, recvs)
+        if not replaying:
+            for _, items in recvs:
                 for a, b in items:
                     directory.host_newer(a, b)
-        self._count(kind, bufs, sizes, t0)
-        self._step(kind, t0)
+        self._count(kind, sent, got, t0)
+        self._step(kind, t0, (("settle", t0, t1), ("transfer", t1, time.perf_counter())))
 
     def _send_before(self, sends: list[tuple[int, list[tuple[str, Box]]]],
                      box: dict[str, Any], replaying: bool) -> None:
@@ -536,17 +580,19 @@ class DistributedRuntime:
         t0 = time.perf_counter()
         for e in box.pop("waits"):
             e.wait()
-        host = self.local.host
-        bufs = {dst: pack(host, items) for dst, items in sends}
-        self.comm.exchange(bufs, {})
-        self._count("exchange", bufs, {}, t0)
+        sent, _ = swap(self.comm, self.local.host, sends, ())
+        self._count("exchange", sent, {}, t0)
         self._step("send", t0)
 
-    def _step(self, name: str, t0: float) -> None:
-        """A host step of this rank, from ``t0`` to now, for ``--profile``'s timeline."""
+    def _step(self, name: str, t0: float, parts: Sequence[tuple[str, float, float]] = ()
+              ) -> None:
+        """A host step of this rank, from ``t0`` to now, for ``--profile``'s timeline, and
+        ``parts`` of it (``(name, start, end)``: the exchange's waits for the devices
+        and its transfer, packing and unpacking included)."""
         log = self.local.host_log
         if log is not None:
             log.append((name, t0, time.perf_counter()))
+            log.extend(parts)
 
     def _refresh(self, array: str, region: Box) -> None:
         """Newest values of ``region`` still on a device (not flowed out: block
@@ -557,14 +603,15 @@ class DistributedRuntime:
             if inter is not None:
                 directory.store(holder, inter, "refresh")
 
-    def _count(self, kind: str, bufs: Mapping[int, np.ndarray], sizes: Mapping[int, int],
+    def _count(self, kind: str, sent: Mapping[int, int], sizes: Mapping[int, int],
                t0: float) -> None:
+        """Count the messages of one swap (bytes per rank sent to, received from)."""
         st = self.rank_stats
-        for dst, buf in bufs.items():
-            st.sent_bytes[kind] += buf.nbytes
+        for dst, n in sent.items():
+            st.sent_bytes[kind] += n
             st.messages_sent += 1
             if kind == "exchange":
-                st.sent_to[dst] = st.sent_to.get(dst, 0) + buf.nbytes
+                st.sent_to[dst] = st.sent_to.get(dst, 0) + n
         for src, n in sizes.items():
             st.received_bytes[kind] += n
             st.messages_received += 1

@@ -501,3 +501,23 @@ def test_bench_steps_per_step_between_run_lengths(tmp_path, capsys):
     assert "ms/step 4-8" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         bs.main(["--steps", "8,4"])
+
+
+def test_bench_exchange_moves_the_halos_it_times(tmp_path, capsys):
+    """Two and three processes swap strided planes and contiguous rows through shared
+    memory; each part of a round is timed, and the busiest rank's bytes are the planes
+    it sends (a middle rank sends two)."""
+    import bench_exchange as bx
+    out = tmp_path / "x.json"
+    assert bx.main(["--procs", "2,3", "--shape", "8x6,1x20", "--rounds", "3",
+                    "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["procs"], r["shape"]) for r in rows] == [
+        (2, [8, 6]), (3, [8, 6]), (2, [1, 20]), (3, [1, 20])]
+    for r in rows:
+        plane = 4 * (6 * 4 if r["shape"] == [8, 6] else 20)  # the interior, or the row
+        sends = 1 if r["procs"] == 2 else (2 if r["rank"] == 1 else 1)
+        assert r["bytes_sent"] == sends * plane
+        med = r["median_s"]
+        assert med["round"] >= med["transfer"] > 0 and med["d2h"] < med["round"]
+    assert "transfer us" in capsys.readouterr().out

@@ -69,6 +69,88 @@ def test_exchanges_and_collectives_between_processes():
         assert word == "hello" * 50
 
 
+class Host:
+    """The host arrays of a rank, as :func:`bbmm.distributed.swap` reads them."""
+
+    def __init__(self, **arrays):
+        self.arrays = arrays
+
+    def array(self, name):
+        return self.arrays[name]
+
+
+def swapper(path: str, rank: int, out: mp.Queue) -> None:
+    """Two ranks swap boxes in place, each round sending the rows it then receives over:
+    a message of one chunk (packed into the mailbox), of many (staged), and two sends in
+    a row while the first may still sit unread in the mailbox."""
+    from bbmm.box import Box
+    from bbmm.distributed import swap
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
+    other = 1 - rank
+    try:
+        a = np.arange(10 * 7, dtype=np.float32).reshape(10, 7) + 1000 * rank
+        host = Host(a=a)
+        before = a.copy()
+        small = [("a", Box((2, 1), (3, 3)))]          # 2 x 3 floats: 24 bytes, one chunk
+        large = [("a", Box((0, 0), (9, 6))), ("a", Box((4, 2), (4, 2)))]  # 284 bytes
+        got = []
+        for items in (small, large):
+            sent, recv = swap(comm, host, [(other, items)], [(other, items)])
+            assert sent == recv == {other: sum(4 * b.volume for _, b in items)}
+            got.append(a.copy())
+        # rank 0 sends twice before rank 1 receives: the second finds the mailbox full
+        if rank == 0:
+            a[:] = 7
+            swap(comm, host, [(1, small)], ())
+            a[:] = 8
+            swap(comm, host, [(1, small)], ())
+        else:
+            import time
+            time.sleep(0.2)
+            swap(comm, host, (), [(0, small)])
+            first = a[2:4, 1:4].copy()
+            swap(comm, host, (), [(0, small)])
+            got.append((first, a[2:4, 1:4].copy()))
+        comm.barrier()
+        out.put((rank, before, got))
+    finally:
+        comm.close()
+
+
+def test_swap_packs_in_place_and_sends_what_was_there_before():
+    path = shm.create(2, chunk=CHUNK)
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=swapper, args=(path, r, out)) for r in range(2)]
+    try:
+        for p in procs:
+            p.start()
+        results = dict((r, (b, g)) for r, b, g in (out.get(timeout=120) for _ in procs))
+        for p in procs:
+            p.join(timeout=30)
+            assert p.exitcode == 0
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        os.unlink(path)
+    for rank in (0, 1):
+        mine, theirs = results[rank][0], results[1 - rank][0]
+        after_small, after_large = results[rank][1][:2]
+        want = mine.copy()
+        want[2:4, 1:4] = theirs[2:4, 1:4]  # what the other rank held before the swap
+        assert np.array_equal(after_small, want)
+        # the whole array then comes from the other rank as it was after its first swap,
+        # and the single element again as the other rank had it before this swap
+        other_small = theirs.copy()
+        other_small[2:4, 1:4] = mine[2:4, 1:4]
+        want = other_small.copy()
+        want[4, 2] = other_small[4, 2]
+        assert np.array_equal(after_large, want)
+    first, second = results[1][1][2]
+    assert (first == 7).all() and (second == 8).all()
+
+
 def stopper(path: str, rank: int, out: mp.Queue) -> None:
     comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
     if rank == 1:

@@ -107,6 +107,14 @@ def test_profile_over_processes_is_one_trace(tmp_path):
         names = {e["name"] for e in steps if e["tid"] == rank}
         assert {"run", "plan", "acquire"} <= names
         assert names & {"exchange", "send"}, names
+        if "exchange" in names:  # its parts, each inside the exchange it is part of
+            parts = {"settle", "transfer"}
+            assert parts <= names
+            outer = [(e["ts"], e["ts"] + e["dur"]) for e in steps
+                     if e["tid"] == rank and e["name"] not in parts]
+            for e in steps:
+                if e["tid"] == rank and e["name"] == "transfer":
+                    assert any(a <= e["ts"] and e["ts"] + e["dur"] <= b + 1 for a, b in outer)
     kernels = [e for e in ev if e["ph"] == "X" and e["cat"] == "kernel"]
     assert {e["pid"] for e in kernels} == {1, 2} and len(kernels) == 2 * 32
     runs = [e for e in steps if e["name"] == "run"]  # the ranks start together
