@@ -55,6 +55,7 @@ from .coherence import HostCopy
 from .devices.base import Device
 from .ownership import Messages, Ownership, PlanMemo, plan_gather
 from .runtime import PhaseSizes, Runtime, Tile
+from .shm import Staging
 
 
 # {{{ communication
@@ -103,6 +104,7 @@ class MPIComm:
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
         self.max_sleep = self.MAX_SLEEP_S
+        self.staging = Staging()
 
     def node_slot(self) -> tuple[int, int]:
         """``(rank among the ranks of this node, their number)``: ranks sharing a node
@@ -145,6 +147,22 @@ class MPIComm:
 
     def abort(self, code: int = 1) -> None:
         self.comm.Abort(code)
+
+    def swap(self, sends: Mapping[int, Any], recvs: Mapping[int, Any]) -> None:
+        """Send each ``sends[dst]`` and receive each ``recvs[src]`` (messages as
+        :meth:`bbmm.shm.ShmComm.swap` takes them), all at once, through buffers kept for
+        the next swap (:class:`bbmm.shm.Staging`); every send is packed before any
+        receive is unpacked."""
+        out = {}
+        for dst, m in sends.items():
+            out[dst] = self.staging.get(("send", dst), m.nbytes)
+            m.pack_into(out[dst])
+        into = {src: self.staging.get(("recv", src), m.nbytes) for src, m in recvs.items()}
+        reqs = [self.comm.Irecv(buf, source=src, tag=self.TAG) for src, buf in into.items()]
+        reqs += [self.comm.Isend(buf, dest=dst, tag=self.TAG) for dst, buf in out.items()]
+        self.wait(reqs)
+        for src, m in recvs.items():
+            m.unpack_from(into[src])
 
     def exchange(self, sends: Mapping[int, np.ndarray], recvs: Mapping[int, int]
                  ) -> dict[int, np.ndarray]:
@@ -214,8 +232,8 @@ def swap(comm: Comm, host: HostCopy, sends: Sequence[tuple[int, Sequence[tuple[s
     each) in the host arrays, all at once; returns the bytes sent to and received from
     each rank. Every
     send is packed before any receive is unpacked. Through the communicator's ``swap``
-    where it has one (shared memory: no copy but the two into and out of it), else
-    packed, exchanged and unpacked."""
+    where it has one (shared memory: no copy but the two into and out of it; MPI:
+    through buffers kept between swaps), else packed, exchanged and unpacked."""
     direct = getattr(comm, "swap", None)
     if direct is not None:
         out = {dst: Boxes(host, items) for dst, items in sends}

@@ -84,6 +84,31 @@ class _Bytes:
         self.buf[:] = buf
 
 
+class Staging:
+    """Byte buffers kept from one swap to the next, one per (direction, rank).
+
+    A fresh buffer per message of a megabyte or so lets the C library give its pages
+    back when it is freed and fault them in again at the next: a middle process of four
+    swapping halos of 512x512 floats spent 0.58 ms packing its two, an end process 0.09
+    ms packing its one (``bbmm run polybench/heat3d.c --param n=512 --devices 4
+    --profile F`` on 4 x H100, the exchange's parts)."""
+
+    __slots__ = ("bufs",)
+
+    def __init__(self) -> None:
+        self.bufs: dict[tuple[str, int], np.ndarray] = {}
+
+    def get(self, key: tuple[str, int], n: int) -> np.ndarray:
+        """``n`` bytes of the buffer kept for ``key``, grown when too small."""
+        buf = self.bufs.get(key)
+        if buf is None or buf.size < n:
+            buf = self.bufs[key] = np.empty(n, np.uint8)
+        return buf[:n]
+
+    def clear(self) -> None:
+        self.bufs.clear()
+
+
 class PeerLost(BBMMError):
     """Another process of the run aborted or died."""
 
@@ -137,7 +162,7 @@ class ShmComm:
                 self._boxes[(src, dst)] = (hdr, data)
                 off += 8 * _BOX + chunk
         self._alive = alive
-        self._bufs: dict[tuple[str, int], np.ndarray] = {}
+        self._bufs = Staging()
         self.exits = True
         """:meth:`abort` ends this process (the launcher's rank 0 sets False: it returns, to
         stop its children first)."""
@@ -177,11 +202,8 @@ class ShmComm:
         Every send is packed before any receive is unpacked. A message that fits one
         chunk is packed straight into its mailbox when that is free at the start, and
         unpacked straight out of it: one copy on each side. A longer one, or one whose
-        mailbox is still full, goes through a buffer of this communicator kept for the
-        next swap: a fresh buffer per message lets the C library give its pages back and
-        fault them in again (``python3 scripts/bench_exchange.py --procs 2,4``, halos of
-        512x512 floats on 4 x H100: a middle process of four spent 1.31 ms per swap
-        through fresh buffers, one of two 0.15 ms)."""
+        mailbox is still full, goes through a buffer kept for the next swap
+        (:class:`Staging`)."""
         me = self.rank
         chunk = self.chunk
         boxes = self._boxes
@@ -194,7 +216,7 @@ class ShmComm:
                 hdr[2] = n
                 hdr[0] += 1
             else:
-                buf = self._buffer(("send", dst), n)
+                buf = self._bufs.get(("send", dst), n)
                 msg.pack_into(buf)
                 staged[dst] = buf
         sent = dict.fromkeys(staged, 0)
@@ -231,7 +253,7 @@ class ShmComm:
                 if off == 0 and k == n:
                     msg.unpack_from(data[:k])  # the whole message in one chunk
                 else:
-                    buf = self._buffer(("recv", src), n)
+                    buf = self._bufs.get(("recv", src), n)
                     buf[off:off + k] = data[:k]
                     if off + k >= n:
                         msg.unpack_from(buf)
@@ -245,13 +267,6 @@ class ShmComm:
                 if idle is None:
                     idle = self._waiter()
                 idle()
-
-    def _buffer(self, key: tuple[str, int], n: int) -> np.ndarray:
-        """``n`` bytes of the buffer kept for ``key``, grown when too small."""
-        buf = self._bufs.get(key)
-        if buf is None or buf.size < n:
-            buf = self._bufs[key] = np.empty(n, np.uint8)
-        return buf[:n]
 
     def exchange(self, sends: Mapping[int, np.ndarray], recvs: Mapping[int, int]
                  ) -> dict[int, np.ndarray]:

@@ -6,8 +6,8 @@ first plane (without its border: ``[1:R-1, 1:C-1]``, strided in the array like h
 to the rank before it and its last to the rank after, and receives into its ghost
 planes, through :class:`bbmm.shm.ShmComm` as a run does (:func:`bbmm.distributed.swap`:
 packed straight into shared memory, unpacked straight out of it). ``--staged`` packs
-each message into a buffer first, exchanges the buffers and unpacks them (the path of
-a communicator without ``swap``, MPI's). Each round is timed in parts and the medians
+each message into a fresh buffer first, exchanges the buffers and unpacks them (the
+path of a communicator without ``swap``). Each round is timed in parts and the medians
 of the busiest rank are printed with the bytes per second one process moves.
 
 ``--opencl`` adds what a run does around it on the process's own GPU: the sent planes
