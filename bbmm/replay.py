@@ -31,8 +31,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Protocol, Sequence
 
+from .box import Box
 from .buffers import BufferManager
 from .coherence import Directory
+from .devices.geometry import pairable
 from .stats import Stats
 from .tiles import Tile, TileBuffers
 
@@ -127,6 +129,8 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
     counts: dict[tuple[str, int, str], int] = {}
     copies: dict[int, int] = {}
     segments: list[tuple[str, list[tuple[int, Any, tuple]]]] = []
+    single = {"h2d": d.replay_h2d, "d2h": d.replay_d2h}
+    pair = {"h2d": d.replay_h2ds, "d2h": d.replay_d2hs}
     for timer, kind, args in tape.ops:
         if not segments or segments[-1][0] != timer:
             segments.append((timer, []))
@@ -136,17 +140,37 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
             host = d.host.array(c.array)
             key = (kind, c.device.index, what)
             counts[key] = counts.get(key, 0) + region.volume * host.itemsize
-            copies[c.device.index] = copies.get(c.device.index, 0) + 1
             if kind == "d2d":
                 ops.append((0, d.replay_d2d, args))
+            elif ops and _pairs(ops[-1], single[kind], c, region, what):
+                # two regions of one copy in a row (a stencil's halos, its flow-out
+                # rows): one rect copy (Directory.replay_h2ds)
+                first = ops[-1][2][1]
+                ops[-1] = (0, pair[kind], (c, sorted((first, region), key=_start), host, what))
+                continue
             else:
-                ops.append((0, d.replay_h2d if kind == "h2d" else d.replay_d2h,
-                            (c, region, host, what)))
+                ops.append((0, single[kind], (c, region, host, what)))
+            copies[c.device.index] = copies.get(c.device.index, 0) + 1
         else:
             ops.append(({"launch": 1, "begin": 2, "end": 3}[kind], None, args))
     tape.counts = counts
     tape.copy_counts = copies
     return segments
+
+
+def _start(b: Box) -> int:
+    return b.lo[0]
+
+
+def _pairs(op: tuple, fn: Any, c: Any, region: Box, what: str) -> bool:
+    """Whether the compiled transfer ``op`` and the next one (``region`` of copy ``c``
+    for ``what``) make one pairable rect copy: the same routine, copy and purpose."""
+    code, f, args = op
+    if f != fn or args[0] is not c or args[3] != what:
+        return False
+    first = args[1]
+    a, b = (first, region) if first.lo[0] <= region.lo[0] else (region, first)
+    return pairable(a, b)
 
 
 def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:

@@ -76,6 +76,18 @@ def rect_args(region: Box, outer: Box, itemsize: int) -> tuple[tuple[int, int, i
             (row_pitch, slice_pitch))
 
 
+def pairable(first: Box, second: Box) -> bool:
+    """Whether two regions of a 2-D or 3-D array move as one rect copy (:func:`~bbmm.devices.geometry.pair_plan`):
+    they have one shape and differ only in where they start along dimension 0, the
+    second past the first (a stencil's two halo rows, or its two edge rows), and, in
+    three dimensions, each is one plane thick."""
+    nd = len(first.lo)
+    return ((nd == 2 or nd == 3 and first.lo[0] == first.hi[0])
+            and first.lo[1:] == second.lo[1:] and first.hi[1:] == second.hi[1:]
+            and second.hi[0] - second.lo[0] == first.hi[0] - first.lo[0]
+            and second.lo[0] > first.hi[0])
+
+
 def split_leading(region: Box, outer: Box, itemsize: int) -> Iterator[tuple[Box, Box, int]]:
     """Split an n-D (n > 3) copy into 3-D copies: ``(region3, outer3, byte_offset)``.
 
@@ -193,6 +205,29 @@ class Device(ABC):
         or at once with ``blocking=False`` (``host`` holds the data once the returned event
         completes). ``wait_for`` as for :meth:`write_rect`."""
 
+    def write_rects(self, dst: Allocation, dst_box: Box, regions: Sequence[Box],
+                    host: np.ndarray, *, wait_for: Sequence[Any] = (),
+                    blocking: bool = True) -> Any:
+        """:meth:`write_rect` of each of ``regions`` (of a whole host array), in order, as
+        fewer commands where the device can (an OpenCL device moves two
+        :func:`~bbmm.devices.geometry.pairable` regions as one rect copy); returns the
+        last event, which stands for all. ``wait_for`` as for :meth:`write_rect`."""
+        e = None
+        for i, r in enumerate(regions):
+            e = self.write_rect(dst, dst_box, r, host, wait_for=wait_for if i == 0 else (),
+                                blocking=blocking)
+        return e
+
+    def read_rects(self, src: Allocation, src_box: Box, regions: Sequence[Box],
+                   host: np.ndarray, *, wait_for: Sequence[Any] = (),
+                   blocking: bool = True) -> Any:
+        """:meth:`read_rect` of each of ``regions`` as :meth:`write_rects` writes them."""
+        e = None
+        for i, r in enumerate(regions):
+            e = self.read_rect(src, src_box, r, host, wait_for=wait_for if i == 0 else (),
+                               blocking=blocking)
+        return e
+
     @abstractmethod
     def copy_rect(self, dst: Allocation, dst_box: Box, src: Allocation, src_box: Box,
                   region: Box, itemsize: int) -> Any:
@@ -291,6 +326,21 @@ class DryDevice(NullDevice):
     def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
                   blocking=True):
         self.log.append(("d2h", region, region.volume * host.itemsize))
+
+    def write_rects(self, dst, dst_box, regions, host, *, wait_for=(), blocking=True):
+        self._pair("h2d", regions, host.itemsize)
+
+    def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True):
+        self._pair("d2h", regions, host.itemsize)
+
+    def _pair(self, kind: str, regions: Sequence[Box], itemsize: int) -> None:
+        """Log two pairable regions as one command, as an OpenCL device enqueues them."""
+        if len(regions) == 2 and pairable(*regions):
+            self.log.append((kind, regions[0].hull(regions[1]),
+                             (regions[0].volume + regions[1].volume) * itemsize))
+        else:
+            for r in regions:
+                self.log.append((kind, r, r.volume * itemsize))
 
     def copy_rect(self, dst, dst_box, src, src_box, region, itemsize):
         self.log.append(("d2d", region, region.volume * itemsize))

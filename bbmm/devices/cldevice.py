@@ -31,7 +31,8 @@ from .clerrors import status_name
 from .commandlog import (PROFILE_LIMIT, CommandLog, read_host, recording_copy,
                          recording_fill, recording_kernel, write_host)
 from .discovery import quiet_build
-from .geometry import COPY_KERNELS, check_inside, check_ndim, contiguous_run, host_box, rect_plan
+from .geometry import (COPY_KERNELS, check_inside, check_ndim, contiguous_run, host_box,
+                       pair_plan, pairable, rect_plan)
 from .kernelargs import forget, forget_context, set_changed
 from .pinned import pinned_empty
 
@@ -439,6 +440,66 @@ class OpenCLDevice(Device):
             return evt
         except cl.Error as e:
             raise _device_error(e, self.name, f"reading {region} from the device") from None
+
+    def write_rects(self, dst, dst_box, regions, host, *, wait_for=(), blocking=True):
+        plan = self._pair_plan(dst, dst_box, regions, host, "destination")
+        if plan is None:
+            return super().write_rects(dst, dst_box, regions, host, wait_for=wait_for,
+                                       blocking=blocking)
+        ao, bo, ext, ap, bp = plan
+        try:
+            evt = self._h2d(self.queue, dst.buf, host, buffer_origin=ao, host_origin=bo,
+                            region=ext, buffer_pitches=ap, host_pitches=bp,
+                            is_blocking=blocking, wait_for=self._waits(wait_for))
+        except cl.Error as e:
+            raise _device_error(e, self.name, f"writing {regions[0]} and {regions[1]} to "
+                                f"the device") from None
+        if not blocking:
+            self._hold(evt)
+        return evt
+
+    def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True):
+        plan = self._pair_plan(src, src_box, regions, host, "source")
+        if plan is None or not host.flags.writeable:
+            return super().read_rects(src, src_box, regions, host, wait_for=wait_for,
+                                      blocking=blocking)
+        ao, bo, ext, ap, bp = plan
+        try:
+            evt = self._d2h(self.queue, host, src.buf, buffer_origin=ao, host_origin=bo,
+                            region=ext, buffer_pitches=ap, host_pitches=bp,
+                            is_blocking=blocking, wait_for=self._waits(wait_for))
+        except cl.Error as e:
+            raise _device_error(e, self.name, f"reading {regions[0]} and {regions[1]} from "
+                                f"the device") from None
+        if not blocking:
+            self._hold(evt)
+        return evt
+
+    def _pair_plan(self, a: Allocation, a_box: Box, regions: Sequence[Box], host: np.ndarray,
+                   what: str) -> tuple | None:
+        """The one rect copy moving two pairable ``regions`` between a whole host array and
+        allocation ``a`` (cached as :meth:`_host_plan`'s), or None."""
+        if len(regions) != 2:
+            return None
+        first, second = regions
+        key = ("pair", id(a.buf), a.offset, a.nbytes, a_box, first, second, id(host))
+        hit = self._plans.get(key)
+        if hit is not None and hit[0]() is host:
+            return hit[1]
+        plan = None
+        if (isinstance(host, np.ndarray) and host.flags.c_contiguous
+                and host.ndim == len(first.lo) and pairable(first, second)):
+            item = host.itemsize
+            hbox = host_box(host, None, first)
+            for r in regions:
+                check_inside(r, a_box, a, item, what)
+                if not r.issubset(hbox):
+                    raise ValueError(f"region {r} is not inside the host array {hbox}")
+            plan = pair_plan(first, second, a_box, a.offset, hbox, 0, item)
+        if len(self._plans) >= 4096:
+            self._plans.clear()
+        self._plans[key] = (weakref.ref(host), plan)
+        return plan
 
     def _waits(self, events: Sequence[Any]) -> list[Any] | None:
         """The events this queue can wait for; those of another context (which OpenCL

@@ -12,10 +12,10 @@ from typing import Sequence
 import numpy as np
 
 from ..box import Box
-from .base import Allocation, rect_args, split_leading
+from .base import Allocation, pairable, rect_args, split_leading
 
-__all__ = ["contiguous_run", "rect_plan", "Rect", "COPY_KERNELS", "host_box", "check_ndim",
-           "check_inside"]
+__all__ = ["contiguous_run", "rect_plan", "pairable", "pair_plan", "Rect", "COPY_KERNELS",
+           "host_box", "check_ndim", "check_inside"]
 
 
 def contiguous_run(region: Box, outer: Box) -> int | None:
@@ -67,6 +67,25 @@ def rect_plan(region: Box, a_box: Box, a_offset: int, b_box: Box, b_offset: int,
         out.append(((ao[0] + a_offset + aoff, ao[1], ao[2]),
                     (bo[0] + b_offset + boff, bo[1], bo[2]), ext, ap, bp))
     return out
+
+
+def pair_plan(first: Box, second: Box, a_box: Box, a_offset: int, b_box: Box, b_offset: int,
+              itemsize: int) -> tuple[Rect, Rect, Rect, tuple[int, int], tuple[int, int]]:
+    """The one rect copy moving two :func:`pairable` regions between two row-major arrays
+    (as :func:`rect_plan`'s items): the pair is the copy's third dimension, its pitch on
+    each side the distance between the two regions there."""
+    step = second.lo[0] - first.lo[0]
+    ao, ext, ap = rect_args(first, a_box, itemsize)
+    bo, _, bp = rect_args(first, b_box, itemsize)
+    # bytes between consecutive indices of dimension 0: a row in 2-D, a plane in 3-D,
+    # whose origin (in units of the old slice pitch) moves into the byte offset
+    if len(first.lo) == 2:
+        a0, b0 = ap[0], bp[0]
+    else:
+        a0, b0 = ap[1], bp[1]
+        ao, bo = (ao[0] + ao[2] * a0, ao[1], 0), (bo[0] + bo[2] * b0, bo[1], 0)
+    return ((ao[0] + a_offset, ao[1], ao[2]), (bo[0] + b_offset, bo[1], bo[2]),
+            (ext[0], ext[1], 2), (ap[0], step * a0), (bp[0], step * b0))
 
 
 COPY_KERNELS = """

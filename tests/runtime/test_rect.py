@@ -340,3 +340,64 @@ def test_complete_prefix_bisects_an_in_order_queue(done, running):
     _QueuedEvent.reads = 0
     assert complete_prefix(events, lambda e: e.command_execution_status == 0) == done
     assert _QueuedEvent.reads <= (done + running).bit_length()
+
+
+# {{{ two regions as one rect copy
+
+@given(st.data())
+def test_pair_plan_moves_exactly_the_two_regions(data):
+    """Two pairable regions (a stencil's two halos, its two edge rows) as one rect copy
+    with the pair as third dimension: through the driver's rules (the emulator), it
+    moves both regions and nothing between them, either way."""
+    from bbmm.devices.geometry import pair_plan, pairable
+    nd = data.draw(st.sampled_from((2, 3)))
+    shape = tuple(data.draw(st.integers(1 if d else 3, 7)) for d in range(nd))
+    whole = Box.from_shape(shape)
+    # the copy's box: a block of whole-array rows or planes, narrowed after dimension 0
+    lo0 = data.draw(st.integers(0, shape[0] - 3))
+    hi0 = data.draw(st.integers(lo0 + 2, shape[0] - 1))
+    lo = [lo0] + [data.draw(st.integers(0, s - 1)) for s in shape[1:]]
+    hi = [hi0] + [data.draw(st.integers(l, s - 1)) for l, s in zip(lo[1:], shape[1:])]
+    abox = Box(tuple(lo), tuple(hi))
+    thick = 1 if nd == 3 else data.draw(st.integers(1, (hi0 - lo0 + 1) // 2))
+    a0 = data.draw(st.integers(lo0, hi0 - 2 * thick + 1))
+    b0 = data.draw(st.integers(a0 + thick, hi0 - thick + 1))
+    inner_lo = [data.draw(st.integers(l, h)) for l, h in zip(lo[1:], hi[1:])]
+    inner_hi = [data.draw(st.integers(l, h)) for l, h in zip(inner_lo, hi[1:])]
+    first = Box((a0, *inner_lo), (a0 + thick - 1, *inner_hi))
+    second = Box((b0, *inner_lo), (b0 + thick - 1, *inner_hi))
+    assert pairable(first, second) and not pairable(second, first)
+    rng = np.random.default_rng(7)
+    host = random_array(rng, shape, np.float32)
+    a_off = 4 * data.draw(st.integers(0, 8))
+    arena = np.zeros(a_off + abox.volume * 4, np.uint8)
+    ao, bo, ext, ap, bp = pair_plan(first, second, abox, a_off, whole, 0, 4)
+    cl_rect_copy(arena, host_bytes(host), ao, bo, ext, ap, bp)          # write
+    got = arena[a_off:].view(np.float32).reshape(abox.shape)
+    want = np.zeros(abox.shape, np.float32)
+    for r in (first, second):
+        want[r.slices(abox.lo)] = host[r.slices()]
+    np.testing.assert_array_equal(got, want)
+    back = np.zeros(shape, np.float32)
+    cl_rect_copy(host_bytes(back), arena, bo, ao, ext, bp, ap)           # read
+    want = np.zeros(shape, np.float32)
+    for r in (first, second):
+        want[r.slices()] = host[r.slices()]
+    np.testing.assert_array_equal(back, want)
+
+
+def test_pairable_needs_one_shape_apart_along_dimension_0():
+    from bbmm.devices.geometry import pairable
+    row = lambda r, a=1, b=8: Box((r, a), (r, b))  # noqa: E731
+    assert pairable(row(0), row(9))
+    assert not pairable(row(0), row(9, 1, 7))         # another extent
+    assert not pairable(row(0), row(9, 2, 9))         # another start after dimension 0
+    assert not pairable(row(4), row(4))               # the same row
+    assert not pairable(Box((0, 0), (2, 8)), Box((2, 0), (4, 8)))  # overlapping
+    assert pairable(Box((0, 0), (1, 8)), Box((2, 0), (3, 8)))      # adjacent slabs
+    assert not pairable(Box((0, 0, 0), (1, 3, 3)), Box((5, 0, 0), (6, 3, 3)))  # thick planes
+    assert pairable(Box((0, 0, 0), (0, 3, 3)), Box((5, 0, 0), (5, 3, 3)))
+    assert not pairable(Box((0,), (3,)), Box((5,), (8,)))  # 1-D
+    assert not pairable(Box((0, 0, 0, 0), (0, 1, 1, 1)), Box((2, 0, 0, 0), (2, 1, 1, 1)))
+
+# }}}

@@ -61,6 +61,28 @@ def test_jacobi_replays_and_matches(ndev, tile):
     assert off.stats.replayed == 0
 
 
+def test_a_middle_device_loads_both_halos_in_one_copy(monkeypatch):
+    """On three devices the middle one's two halos (one copy, rows apart) replay as one
+    rect copy (``Directory.replay_h2ds``): arrays, bytes and logs stay those of the run
+    without replay, and the copies counted are fewer by one per pair."""
+    import bbmm.replay as rp
+    seen = []
+    real = rp.compile_tape
+    monkeypatch.setattr(rp, "compile_tape", lambda rt, tape: seen.append(real(rt, tape))
+                        or seen[-1])
+    n, steps = 16, 12
+    A, B = jacobi_input(n)
+    on, off = both(lambda rt: run_jacobi(rt, n, steps, 5), 3, {"A": A, "B": B})
+    assert counters(on) == counters(off)
+    pairs = [args for segments in seen for _, ops in segments for code, fn, args in ops
+             if code == 0 and fn.__name__ in ("replay_h2ds", "replay_d2hs")]
+    assert pairs
+    for c, regions, _, _ in pairs:
+        assert len(regions) == 2 and regions[0].hi[0] < regions[1].lo[0]
+    copies = [sum(d.copies for d in rt.stats.devices) for rt in (on, off)]
+    assert copies[0] < copies[1]
+
+
 def test_floyd_never_replays():
     """Row k moves with the serial loop: no two iterations have the same boxes."""
     n = 12

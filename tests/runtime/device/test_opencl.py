@@ -157,6 +157,50 @@ def test_register_nvidia_icd(tmp_path, monkeypatch):
 
 # {{{ transfers
 
+@pytest.mark.parametrize("shape", [(12, 9), (10, 6, 7)], ids=lambda s: f"{len(s)}d")
+@pytest.mark.parametrize("blocking", [True, False])
+def test_two_halos_in_one_rect_copy(make, shape, blocking):
+    """write_rects / read_rects of two pairable regions (a stencil's halos, planes in
+    3-D) move both and nothing else, as one command; regions that do not pair go one by
+    one."""
+    from bbmm.devices.geometry import pairable
+    rng = np.random.default_rng(5)
+    dev = make(1, cap="16MiB", arena_size=1 << 16)[0]
+    host = random_data(rng, shape, np.float32)
+    nd = len(shape)
+    dbox = Box((1,) + (1,) * (nd - 1), (shape[0] - 2,) + tuple(s - 1 for s in shape[1:]))
+    pad, a = padded_alloc(dev, dbox.volume * 4, rng)
+    dev.write_rect(a, dbox, dbox, np.zeros(shape, np.float32))
+    rest = tuple(range(1, nd))
+    first = Box((2,) + tuple(2 for _ in rest), (2,) + tuple(s - 2 for s in shape[1:]))
+    second = Box((7,) + first.lo[1:], (7,) + first.hi[1:])
+    assert pairable(first, second)
+    calls = []
+    real = dev._h2d
+    dev._h2d = lambda *a, **k: calls.append(1) or real(*a, **k)
+    e = dev.write_rects(a, dbox, [first, second], host, blocking=blocking)
+    assert len(calls) == 1
+    dev.wait(e) if e is not None else None
+    back = np.zeros(shape, np.float32)
+    dev.read_rect(a, dbox, dbox, back)
+    want = np.zeros(shape, np.float32)
+    for r in (first, second):
+        want[r.slices()] = host[r.slices()]
+    np.testing.assert_array_equal(back, want)
+    # and back out: a host array of zeros gets exactly the two regions
+    out = np.zeros(shape, np.float32)
+    e = dev.read_rects(a, dbox, [first, second], out, blocking=blocking)
+    dev.finish()
+    np.testing.assert_array_equal(out, want)
+    # regions of two shapes: one copy each, still exact
+    odd = Box((5,) + first.lo[1:], (5,) + tuple(h - 1 for h in first.hi[1:]))
+    calls.clear()
+    dev.write_rects(a, dbox, [first, odd], host, blocking=True)
+    assert len(calls) == 2
+    dev.free(a)
+    dev.free(pad)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{len(s)}d")
 def test_host_roundtrip(make, dtype, shape):
