@@ -77,9 +77,9 @@ def rect_args(region: Box, outer: Box, itemsize: int) -> tuple[tuple[int, int, i
 
 
 def pairable(first: Box, second: Box) -> bool:
-    """Whether two regions of a 2-D or 3-D array move as one rect copy (:func:`~bbmm.devices.geometry.pair_plan`):
-    they have one shape and differ only in where they start along dimension 0, the
-    second past the first (a stencil's two halo rows, or its two edge rows), and, in
+    """Whether two regions of a 2-D or 3-D array move as one rect copy
+    (:func:`~bbmm.devices.geometry.pair_plan`): they have one shape and differ only in
+    where they start along dimension 0, the second past the first (a stencil's two halo rows, or its two edge rows), and, in
     three dimensions, each is one plane thick."""
     nd = len(first.lo)
     return ((nd == 2 or nd == 3 and first.lo[0] == first.hi[0])

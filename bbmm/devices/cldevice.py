@@ -105,6 +105,8 @@ class OpenCLDevice(Device):
         # programs are per context: logical devices sharing one share their builds
         self._programs: dict[tuple[str, str], Any] = {} if programs is None else programs
         self._plans: dict[tuple, tuple] = {}
+        self._pairs = True
+        """Two pairable regions move as one rect copy (until the driver refuses one)."""
         self._hboxes: dict[tuple, tuple] = {}
         self._kernels: dict[tuple[str, str, str], Any] = {}
         self._copy_kernels: dict[int, Any] | None = None
@@ -452,6 +454,9 @@ class OpenCLDevice(Device):
                             region=ext, buffer_pitches=ap, host_pitches=bp,
                             is_blocking=blocking, wait_for=self._waits(wait_for))
         except cl.Error as e:
+            if self._refused(e, regions):
+                return super().write_rects(dst, dst_box, regions, host, wait_for=wait_for,
+                                           blocking=blocking)
             raise _device_error(e, self.name, f"writing {regions[0]} and {regions[1]} to "
                                 f"the device") from None
         if not blocking:
@@ -469,17 +474,32 @@ class OpenCLDevice(Device):
                             region=ext, buffer_pitches=ap, host_pitches=bp,
                             is_blocking=blocking, wait_for=self._waits(wait_for))
         except cl.Error as e:
+            if self._refused(e, regions):
+                return super().read_rects(src, src_box, regions, host, wait_for=wait_for,
+                                          blocking=blocking)
             raise _device_error(e, self.name, f"reading {regions[0]} and {regions[1]} from "
                                 f"the device") from None
         if not blocking:
             self._hold(evt)
         return evt
 
+    def _refused(self, e: cl.Error, regions: Sequence[Box]) -> bool:
+        """Whether the driver refused a pair of regions as one rect copy as an invalid
+        value (a driver's own limits on pitches): this device then moves pairs one region
+        at a time from now on."""
+        if e.code != cl.status_code.INVALID_VALUE:
+            return False
+        self._pairs = False
+        logger.info("%s: the driver refused %s and %s as one rect copy (%s); pairs of "
+                    "regions go one by one", self.name, regions[0], regions[1],
+                    status_name(e.code))
+        return True
+
     def _pair_plan(self, a: Allocation, a_box: Box, regions: Sequence[Box], host: np.ndarray,
                    what: str) -> tuple | None:
         """The one rect copy moving two pairable ``regions`` between a whole host array and
         allocation ``a`` (cached as :meth:`_host_plan`'s), or None."""
-        if len(regions) != 2:
+        if len(regions) != 2 or not self._pairs:
             return None
         first, second = regions
         key = ("pair", id(a.buf), a.offset, a.nbytes, a_box, first, second, id(host))

@@ -73,10 +73,17 @@ def pair_plan(first: Box, second: Box, a_box: Box, a_offset: int, b_box: Box, b_
               itemsize: int) -> tuple[Rect, Rect, Rect, tuple[int, int], tuple[int, int]]:
     """The one rect copy moving two :func:`pairable` regions between two row-major arrays
     (as :func:`rect_plan`'s items): the pair is the copy's third dimension, its pitch on
-    each side the distance between the two regions there."""
+    each side the distance between the two regions there (two single rows: its second,
+    their distance the row pitch)."""
     step = second.lo[0] - first.lo[0]
     ao, ext, ap = rect_args(first, a_box, itemsize)
     bo, _, bp = rect_args(first, b_box, itemsize)
+    if len(first.lo) == 2 and ext[1] == 1:
+        # two rows: the pair is the copy's rows, a row pitch of ``step`` rows (no slices),
+        # the origin's row (in units of the old pitch) moved into the byte offset
+        return ((ao[0] + ao[1] * ap[0] + a_offset, 0, 0),
+                (bo[0] + bo[1] * bp[0] + b_offset, 0, 0),
+                (ext[0], 2, 1), (step * ap[0], 0), (step * bp[0], 0))
     # bytes between consecutive indices of dimension 0: a row in 2-D, a plane in 3-D,
     # whose origin (in units of the old slice pitch) moves into the byte offset
     if len(first.lo) == 2:

@@ -201,6 +201,37 @@ def test_two_halos_in_one_rect_copy(make, shape, blocking):
     dev.free(pad)
 
 
+def test_a_refused_pair_goes_one_region_at_a_time(make):
+    """A driver that refuses two regions as one rect copy (an invalid value: its own
+    limits on pitches) gets them one by one, then and from then on; still exact."""
+    rng = np.random.default_rng(6)
+    dev = make(1, cap="16MiB", arena_size=1 << 16)[0]
+    host = random_data(rng, (12, 9), np.float32)
+    dbox = Box((0, 0), (11, 8))
+    a = dev.alloc(dbox.volume * 4)
+    dev.write_rect(a, dbox, dbox, np.zeros((12, 9), np.float32))
+    first, second = Box((2, 1), (2, 7)), Box((8, 1), (8, 7))
+    real, calls = dev._h2d, []
+
+    def h2d(*args, **kw):
+        calls.append(kw.get("region"))
+        if kw.get("region") == (28, 2, 1):
+            raise cl.Error(cl._cl._ErrorRecord(msg="refused", code=cl.status_code.INVALID_VALUE,
+                                               routine="clEnqueueWriteBufferRect"))
+        return real(*args, **kw)
+    dev._h2d = h2d
+    dev.write_rects(a, dbox, [first, second], host)
+    dev.write_rects(a, dbox, [first, second], host)
+    assert calls.count((28, 2, 1)) == 1 and len(calls) == 5  # tried once, then one by one
+    back = np.zeros((12, 9), np.float32)
+    dev.read_rect(a, dbox, dbox, back)
+    want = np.zeros((12, 9), np.float32)
+    for r in (first, second):
+        want[r.slices()] = host[r.slices()]
+    np.testing.assert_array_equal(back, want)
+    dev.free(a)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{len(s)}d")
 def test_host_roundtrip(make, dtype, shape):
