@@ -230,8 +230,8 @@ def swap(comm: Comm, host: HostCopy, sends: Sequence[tuple[int, Sequence[tuple[s
          ) -> tuple[dict[int, int], dict[int, int]]:
     """Send the boxes of ``sends`` and receive those of ``recvs`` (``(rank, items)``
     each) in the host arrays, all at once; returns the bytes sent to and received from
-    each rank. Every
-    send is packed before any receive is unpacked. Through the communicator's ``swap``
+    each rank. Every send is packed before any receive is unpacked. Through the
+    communicator's ``swap``
     where it has one (shared memory: no copy but the two into and out of it; MPI:
     through buffers kept between swaps), else packed, exchanged and unpacked."""
     direct = getattr(comm, "swap", None)

@@ -444,44 +444,48 @@ class OpenCLDevice(Device):
             raise _device_error(e, self.name, f"reading {region} from the device") from None
 
     def write_rects(self, dst, dst_box, regions, host, *, wait_for=(), blocking=True):
-        plan = self._pair_plan(dst, dst_box, regions, host, "destination")
-        if plan is None:
-            return super().write_rects(dst, dst_box, regions, host, wait_for=wait_for,
-                                       blocking=blocking)
-        ao, bo, ext, ap, bp = plan
-        try:
-            evt = self._h2d(self.queue, dst.buf, host, buffer_origin=ao, host_origin=bo,
-                            region=ext, buffer_pitches=ap, host_pitches=bp,
-                            is_blocking=blocking, wait_for=self._waits(wait_for))
-        except cl.Error as e:
-            if self._refused(e, regions):
-                return super().write_rects(dst, dst_box, regions, host, wait_for=wait_for,
-                                           blocking=blocking)
-            raise _device_error(e, self.name, f"writing {regions[0]} and {regions[1]} to "
-                                f"the device") from None
-        if not blocking:
-            self._hold(evt)
-        return evt
+        done, evt = self._pair_copy(True, dst, dst_box, regions, host, wait_for, blocking)
+        if done:
+            return evt
+        return super().write_rects(dst, dst_box, regions, host, wait_for=wait_for,
+                                   blocking=blocking)
 
     def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True):
-        plan = self._pair_plan(src, src_box, regions, host, "source")
-        if plan is None or not host.flags.writeable:
-            return super().read_rects(src, src_box, regions, host, wait_for=wait_for,
-                                      blocking=blocking)
+        done, evt = self._pair_copy(False, src, src_box, regions, host, wait_for, blocking)
+        if done:
+            return evt
+        return super().read_rects(src, src_box, regions, host, wait_for=wait_for,
+                                  blocking=blocking)
+
+    def _pair_copy(self, to_device: bool, a: Allocation, a_box: Box, regions: Sequence[Box],
+                   host: np.ndarray, wait_for: Sequence[Any], blocking: bool
+                   ) -> tuple[bool, Any]:
+        """Two pairable ``regions`` as one rect copy into (``to_device``) or out of
+        allocation ``a``: ``(True, event)``, or ``(False, None)`` where they do not pair
+        or the driver refused them (the caller then moves them one by one)."""
+        plan = self._pair_plan(a, a_box, regions, host,
+                               "destination" if to_device else "source")
+        if plan is None or not (to_device or host.flags.writeable):
+            return False, None
         ao, bo, ext, ap, bp = plan
+        waits = self._waits(wait_for)
         try:
-            evt = self._d2h(self.queue, host, src.buf, buffer_origin=ao, host_origin=bo,
-                            region=ext, buffer_pitches=ap, host_pitches=bp,
-                            is_blocking=blocking, wait_for=self._waits(wait_for))
+            if to_device:
+                evt = self._h2d(self.queue, a.buf, host, buffer_origin=ao, host_origin=bo,
+                                region=ext, buffer_pitches=ap, host_pitches=bp,
+                                is_blocking=blocking, wait_for=waits)
+            else:
+                evt = self._d2h(self.queue, host, a.buf, buffer_origin=ao, host_origin=bo,
+                                region=ext, buffer_pitches=ap, host_pitches=bp,
+                                is_blocking=blocking, wait_for=waits)
         except cl.Error as e:
             if self._refused(e, regions):
-                return super().read_rects(src, src_box, regions, host, wait_for=wait_for,
-                                          blocking=blocking)
-            raise _device_error(e, self.name, f"reading {regions[0]} and {regions[1]} from "
-                                f"the device") from None
+                return False, None
+            way = "writing {} and {} to" if to_device else "reading {} and {} from"
+            raise _device_error(e, self.name, way.format(*regions) + " the device") from None
         if not blocking:
             self._hold(evt)
-        return evt
+        return True, evt
 
     def _refused(self, e: cl.Error, regions: Sequence[Box]) -> bool:
         """Whether the driver refused a pair of regions as one rect copy as an invalid
