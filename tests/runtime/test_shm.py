@@ -44,16 +44,17 @@ def worker(path: str, rank: int, size: int, out: mp.Queue) -> None:
         comm.close()
 
 
-def test_exchanges_and_collectives_between_processes():
-    size = 3
+def on_processes(target, size: int) -> list:
+    """Run ``target(path, rank, size, queue)`` in ``size`` spawned processes sharing one
+    segment; returns what each put on the queue, sorted, once all exited with 0."""
     path = shm.create(size, chunk=CHUNK)
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(path, r, size, out)) for r in range(size)]
+    procs = [ctx.Process(target=target, args=(path, r, size, out)) for r in range(size)]
     try:
         for p in procs:
             p.start()
-        results = sorted(out.get(timeout=120) for _ in procs)
+        results = sorted((out.get(timeout=120) for _ in procs), key=lambda r: r[0])
         for p in procs:
             p.join(timeout=30)
             assert p.exitcode == 0
@@ -62,6 +63,11 @@ def test_exchanges_and_collectives_between_processes():
             if p.is_alive():
                 p.kill()
         os.unlink(path)
+    return results
+
+
+def test_exchanges_and_collectives_between_processes():
+    results = on_processes(worker, 3)
     for rank, bad, ranks, blobs, root, word in results:
         assert bad == [], f"rank {rank} received wrong bytes: {bad}"
         assert ranks == [0, 1, 2] and blobs == [0, 300, 600]
@@ -79,7 +85,7 @@ class Host:
         return self.arrays[name]
 
 
-def swapper(path: str, rank: int, out: mp.Queue) -> None:
+def swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
     """Two ranks swap boxes in place, each round sending the rows it then receives over:
     a message of one chunk (packed into the mailbox), of many (staged), and two sends in
     a row while the first may still sit unread in the mailbox."""
@@ -118,22 +124,7 @@ def swapper(path: str, rank: int, out: mp.Queue) -> None:
 
 
 def test_swap_packs_in_place_and_sends_what_was_there_before():
-    path = shm.create(2, chunk=CHUNK)
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=swapper, args=(path, r, out)) for r in range(2)]
-    try:
-        for p in procs:
-            p.start()
-        results = dict((r, (b, g)) for r, b, g in (out.get(timeout=120) for _ in procs))
-        for p in procs:
-            p.join(timeout=30)
-            assert p.exitcode == 0
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-        os.unlink(path)
+    results = {r: (b, g) for r, b, g in on_processes(swapper, 2)}
     for rank in (0, 1):
         mine, theirs = results[rank][0], results[1 - rank][0]
         after_small, after_large = results[rank][1][:2]
