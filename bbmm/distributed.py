@@ -209,43 +209,53 @@ def unpack(host: HostCopy, items: Sequence[tuple[str, Box]], buf: np.ndarray) ->
 
 class Boxes:
     """Boxes of the host arrays as one message of a communicator's ``swap``
-    (:class:`bbmm.shm.Outgoing` and :class:`~bbmm.shm.Incoming`): packed straight into,
-    and unpacked straight out of, the communicator's memory."""
+    (:class:`bbmm.shm.Outgoing` and :class:`~bbmm.shm.Incoming`), packed in :func:`pack`'s
+    layout straight into, and unpacked straight out of, the communicator's memory. The
+    views of the host arrays are taken once: a replayed stencil step swaps the same boxes
+    every step (:meth:`DistributedRuntime._message`)."""
 
-    __slots__ = ("host", "items", "nbytes")
+    __slots__ = ("parts", "nbytes")
 
     def __init__(self, host: HostCopy, items: Sequence[tuple[str, Box]]):
-        self.host, self.items = host, items
-        self.nbytes = nbytes(host, items)
+        parts = []
+        off = 0
+        for a, b in items:
+            arr = host.array(a)
+            k = b.volume * arr.itemsize
+            parts.append((arr[b.slices()], off, off + k, arr.dtype, b.shape))
+            off += k
+        self.parts = parts
+        self.nbytes = off
 
     def pack_into(self, out: np.ndarray) -> None:
-        pack_into(self.host, self.items, out)
+        for view, lo, hi, dtype, shape in self.parts:
+            out[lo:hi].view(dtype).reshape(shape)[...] = view
 
     def unpack_from(self, buf: np.ndarray) -> None:
-        unpack(self.host, self.items, buf)
+        for view, lo, hi, dtype, shape in self.parts:
+            view[...] = buf[lo:hi].view(dtype).reshape(shape)
 
 
-def swap(comm: Comm, host: HostCopy, sends: Sequence[tuple[int, Sequence[tuple[str, Box]]]],
-         recvs: Sequence[tuple[int, Sequence[tuple[str, Box]]]]
+def swap(comm: Comm, sends: Sequence[tuple[int, Boxes]], recvs: Sequence[tuple[int, Boxes]]
          ) -> tuple[dict[int, int], dict[int, int]]:
-    """Send the boxes of ``sends`` and receive those of ``recvs`` (``(rank, items)``
-    each) in the host arrays, all at once; returns the bytes sent to and received from
-    each rank. Every send is packed before any receive is unpacked. Through the
-    communicator's ``swap``
-    where it has one (shared memory: no copy but the two into and out of it; MPI:
-    through buffers kept between swaps), else packed, exchanged and unpacked."""
+    """Send the messages of ``sends`` and receive those of ``recvs`` (``(rank, message)``
+    each), all at once; returns the bytes sent to and received from each rank. Every send
+    is packed before any receive is unpacked. Through the communicator's ``swap`` where
+    it has one (shared memory: no copy but the two into and out of it; MPI: through
+    buffers kept between swaps), else packed, exchanged and unpacked."""
+    out, into = dict(sends), dict(recvs)
     direct = getattr(comm, "swap", None)
     if direct is not None:
-        out = {dst: Boxes(host, items) for dst, items in sends}
-        into = {src: Boxes(host, items) for src, items in recvs}
         direct(out, into)
-        return ({d: m.nbytes for d, m in out.items()}, {r: m.nbytes for r, m in into.items()})
-    bufs = {dst: pack(host, items) for dst, items in sends}
-    sizes = {src: nbytes(host, items) for src, items in recvs}
-    got = comm.exchange(bufs, sizes)
-    for src, items in recvs:
-        unpack(host, items, got[src])
-    return {d: b.nbytes for d, b in bufs.items()}, sizes
+    else:
+        bufs = {}
+        for dst, m in out.items():
+            bufs[dst] = np.empty(m.nbytes, np.uint8)
+            m.pack_into(bufs[dst])
+        got = comm.exchange(bufs, {src: m.nbytes for src, m in into.items()})
+        for src, m in into.items():
+            m.unpack_from(got[src])
+    return {d: m.nbytes for d, m in out.items()}, {r: m.nbytes for r, m in into.items()}
 
 
 def nbytes(host: HostCopy, items: Sequence[tuple[str, Box]]) -> int:
@@ -350,6 +360,8 @@ class DistributedRuntime:
                 self.devices.extend(RemoteDevice(r, i) for i in range(c))
         self.own = Ownership(list(self.local.host.arrays), len(counts))
         self.memo = PlanMemo()
+        self._messages: dict[int, tuple[Sequence[tuple[str, Box]], Boxes]] = {}
+        """Messages of the lists of boxes swapped (:meth:`_message`), by identity."""
         self._stages: dict[Any, list[tuple]] = {}
         """This rank's stages of a phase, by :attr:`PlanMemo.last_spec_key`."""
         self.rank_stats = RankStats(self.rank, len(devices))
@@ -562,7 +574,8 @@ class DistributedRuntime:
             for a, b in items:
                 self._settle(a, b, loads=True)
         t1 = time.perf_counter()
-        sent, got = swap(self.comm, host, sends, recvs)
+        sent, got = swap(self.comm, [(d, self._message(items)) for d, items in sends],
+                         [(r, self._message(items)) for r, items in recvs])
         if not replaying:
             for _, items in recvs:
                 for a, b in items:
@@ -598,9 +611,19 @@ class DistributedRuntime:
         t0 = time.perf_counter()
         for e in box.pop("waits"):
             e.wait()
-        sent, _ = swap(self.comm, self.local.host, sends, ())
+        sent, _ = swap(self.comm, [(d, self._message(items)) for d, items in sends], ())
         self._count("exchange", sent, {}, t0)
         self._step("send", t0)
+
+    def _message(self, items: Sequence[tuple[str, Box]]) -> Boxes:
+        """The message of ``items`` (boxes of the host arrays), made once per list: a
+        phase's stages, and so their lists, are kept where it repeats."""
+        hit = self._messages.get(id(items))
+        if hit is None or hit[0] is not items:
+            if len(self._messages) >= 4096:
+                self._messages.clear()
+            hit = self._messages[id(items)] = (items, Boxes(self.local.host, items))
+        return hit[1]
 
     def _step(self, name: str, t0: float, parts: Sequence[tuple[str, float, float]] = ()
               ) -> None:

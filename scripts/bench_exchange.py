@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 
 from bbmm import shm  # noqa: E402
 from bbmm.box import Box  # noqa: E402
-from bbmm.distributed import nbytes, pack, swap, unpack  # noqa: E402
+from bbmm.distributed import Boxes, nbytes, pack, swap, unpack  # noqa: E402
 
 PARTS = ("d2h", "pack", "transfer", "unpack", "h2d", "round")
 
@@ -95,6 +95,8 @@ def _rank(path: str, rank: int, size: int, shape: tuple[int, int], rounds: int,
                                            is_blocking=False))
         return evs
 
+    outgoing = [(n, Boxes(h, items)) for n, items in send.items()]  # as a run keeps them
+    incoming = [(n, Boxes(h, items)) for n, items in recv.items()]
     times = {k: [] for k in PARTS}
     comm.barrier()
     for i in range(rounds + 5):
@@ -114,7 +116,7 @@ def _rank(path: str, rank: int, size: int, shape: tuple[int, int], rounds: int,
                 unpack(h, items, got[src])
         else:
             t2 = t1
-            swap(comm, h, list(send.items()), list(recv.items()))
+            swap(comm, outgoing, incoming)
             t3 = time.perf_counter()
         t4 = time.perf_counter()
         if opencl:

@@ -90,7 +90,7 @@ def swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
     a message of one chunk (packed into the mailbox), of many (staged), and two sends in
     a row while the first may still sit unread in the mailbox."""
     from bbmm.box import Box
-    from bbmm.distributed import swap
+    from bbmm.distributed import Boxes, swap
     comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
     other = 1 - rank
     try:
@@ -101,21 +101,24 @@ def swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
         large = [("a", Box((0, 0), (9, 6))), ("a", Box((4, 2), (4, 2)))]  # 284 bytes
         got = []
         for items in (small, large):
-            sent, recv = swap(comm, host, [(other, items)], [(other, items)])
+            msg = Boxes(host, items)
+            sent, recv = swap(comm, [(other, msg)], [(other, msg)])
             assert sent == recv == {other: sum(4 * b.volume for _, b in items)}
             got.append(a.copy())
         # rank 0 sends twice before rank 1 receives: the second finds the mailbox full
         if rank == 0:
             a[:] = 7
-            swap(comm, host, [(1, small)], ())
+            msg = Boxes(host, small)  # kept, as a run keeps its messages
+            swap(comm, [(1, msg)], ())
             a[:] = 8
-            swap(comm, host, [(1, small)], ())
+            swap(comm, [(1, msg)], ())
         else:
             import time
             time.sleep(0.2)
-            swap(comm, host, (), [(0, small)])
+            msg = Boxes(host, small)
+            swap(comm, (), [(0, msg)])
             first = a[2:4, 1:4].copy()
-            swap(comm, host, (), [(0, small)])
+            swap(comm, (), [(0, msg)])
             got.append((first, a[2:4, 1:4].copy()))
         comm.barrier()
         out.put((rank, before, got))
