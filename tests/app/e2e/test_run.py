@@ -406,7 +406,8 @@ REPLAYED = [
 @pytest.mark.parametrize("ndev", [1, 2, 3])
 def test_replay_checks_and_moves_the_same_bytes(path, params, replays, ndev, tmp_path):
     """Replayed time steps give the sequential C program's result and move exactly the
-    bytes the full bookkeeping moves (every counter of --json but times)."""
+    bytes the full bookkeeping moves (every counter of --json but times), in as many copy
+    commands or fewer: a replay moves two regions of one copy in a row (halo rows) as one."""
     docs = []
     for opt in ([], ["--no-replay"]):
         out = tmp_path / f"r{len(docs)}.json"
@@ -420,7 +421,10 @@ def test_replay_checks_and_moves_the_same_bytes(path, params, replays, ndev, tmp
     for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
                 "writeback_bytes", "refresh_bytes", "tiles"):
         assert on[key] == off[key], key
-    assert on["per_device"] == off["per_device"]
+    strip = [{k: v for k, v in d.items() if k != "copies"} for d in on["per_device"]]
+    assert strip == [{k: v for k, v in d.items() if k != "copies"} for d in off["per_device"]]
+    for a, b in zip(on["per_device"], off["per_device"]):
+        assert a["copies"] <= b["copies"]
 
 
 @needs_cl
