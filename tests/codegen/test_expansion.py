@@ -90,7 +90,11 @@ def test_durbin_local_array_and_deriche_per_row_state():
 
 @pytest.mark.parametrize("path", EXPAND, ids=lambda p: p.stem)
 def test_locals_in_bounds_never_written_out_and_parallel_kept(path):
-    s = parse_file(path)
+    if path.stem == "omp_clauses":  # its pragma's loop carries a reduction: said, not kept
+        with pytest.warns(BBMMWarning, match="parallel pragma of this loop is not followed"):
+            s = parse_file(path)
+    else:
+        s = parse_file(path)
     assert out_of_bounds(s) == []
     local = {a.name for a in s.arrays if a.local}
     p = plan(s)
