@@ -285,48 +285,31 @@ class Directory:
             src.last = e
         self.host.stored(a, region)
 
-    def replay_h2ds(self, dst: Copy, regions: Sequence[Box], host: np.ndarray,
-                    what: str) -> None:
-        """:meth:`replay_h2d` of disjoint ``regions`` one after the other, as one command
-        where the device can (:meth:`~bbmm.devices.base.Device.write_rects`): a replayed
-        stencil step's two halos."""
-        a = dst.array
-        dev = dst.device
+    def replay_pair(self, c: Copy, regions: Sequence[Box], host: np.ndarray, what: str,
+                    stores: bool) -> None:
+        """:meth:`replay_h2d` (``stores`` false) or :meth:`replay_d2h` of disjoint
+        ``regions`` of copy ``c`` one after the other, as one command where the device can
+        (:meth:`~bbmm.devices.base.Device.write_rects`): a replayed stencil step's two
+        halos, its two flow-out rows."""
+        a = c.array
+        dev = c.device
         waits: list[Any] = []
         for r in regions:
-            self.host.loading(a, r)
-            waits += self.order.before(a, r, dev, False)
+            if not stores:
+                self.host.loading(a, r)
+            waits += self.order.before(a, r, dev, stores)
         if dev.profiling:
             dev.note({"array": a, "box": " + ".join(str(r)[3:] for r in regions),
                       "for": what})
-        e = dev.write_rects(dst.alloc, dst.box, regions, host, wait_for=waits,
-                            blocking=self.blocking)
-        if not self.blocking:
-            for r in regions:
-                self.order.after(a, r, dev, False, e)
-        if e is not None:
-            dst.last = e
-
-    def replay_d2hs(self, src: Copy, regions: Sequence[Box], host: np.ndarray,
-                    what: str) -> None:
-        """:meth:`replay_d2h` of disjoint ``regions`` as :meth:`replay_h2ds` loads them (a
-        replayed stencil step's two flow-out rows)."""
-        a = src.array
-        dev = src.device
-        waits: list[Any] = []
-        for r in regions:
-            waits += self.order.before(a, r, dev, True)
-        if dev.profiling:
-            dev.note({"array": a, "box": " + ".join(str(r)[3:] for r in regions),
-                      "for": what})
-        e = dev.read_rects(src.alloc, src.box, regions, host, wait_for=waits,
-                           blocking=self.blocking)
+        move = dev.read_rects if stores else dev.write_rects
+        e = move(c.alloc, c.box, regions, host, wait_for=waits, blocking=self.blocking)
         for r in regions:
             if not self.blocking:
-                self.order.after(a, r, dev, True, e)
-            self.host.stored(a, r)
+                self.order.after(a, r, dev, stores, e)
+            if stores:
+                self.host.stored(a, r)
         if e is not None:
-            src.last = e
+            c.last = e
 
     def replay_d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
         """The copy of :meth:`_d2d`, without recording or counting it (a replay's)."""

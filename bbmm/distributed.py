@@ -182,29 +182,15 @@ def pack(host: HostCopy, items: Sequence[tuple[str, Box]]) -> np.ndarray:
         v = host.array(a)[b.slices()]
         if v.size and v.flags.c_contiguous:
             return v.reshape(-1).view(np.uint8)
-    buf = np.empty(nbytes(host, items), np.uint8)
-    pack_into(host, items, buf)
+    m = Boxes(host, items)
+    buf = np.empty(m.nbytes, np.uint8)
+    m.pack_into(buf)
     return buf
-
-
-def pack_into(host: HostCopy, items: Sequence[tuple[str, Box]], out: np.ndarray) -> None:
-    """:func:`pack` into ``out`` (uint8, :func:`nbytes` long)."""
-    off = 0
-    for a, b in items:
-        src = host.array(a)
-        k = b.volume * src.itemsize
-        out[off:off + k].view(src.dtype).reshape(b.shape)[...] = src[b.slices()]
-        off += k
 
 
 def unpack(host: HostCopy, items: Sequence[tuple[str, Box]], buf: np.ndarray) -> None:
     """Inverse of :func:`pack`: write the boxes into the host arrays."""
-    off = 0
-    for a, b in items:
-        dst = host.array(a)
-        k = b.volume * dst.itemsize
-        dst[b.slices()] = buf[off:off + k].view(dst.dtype).reshape(b.shape)
-        off += k
+    Boxes(host, items).unpack_from(buf)
 
 
 class Boxes:

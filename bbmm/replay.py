@@ -130,7 +130,6 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
     copies: dict[int, int] = {}
     segments: list[tuple[str, list[tuple[int, Any, tuple]]]] = []
     single = {"h2d": d.replay_h2d, "d2h": d.replay_d2h}
-    pair = {"h2d": d.replay_h2ds, "d2h": d.replay_d2hs}
     for timer, kind, args in tape.ops:
         if not segments or segments[-1][0] != timer:
             segments.append((timer, []))
@@ -142,11 +141,10 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
             counts[key] = counts.get(key, 0) + region.volume * host.itemsize
             if kind == "d2d":
                 ops.append((0, d.replay_d2d, args))
-            elif ops and _pairs(ops[-1], single[kind], c, region, what):
+            elif ops and (both := _pair(ops[-1], single[kind], c, region, what)):
                 # two regions of one copy in a row (a stencil's halos, its flow-out
-                # rows): one rect copy (Directory.replay_h2ds)
-                first = ops[-1][2][1]
-                ops[-1] = (0, pair[kind], (c, sorted((first, region), key=_start), host, what))
+                # rows): one rect copy (Directory.replay_pair)
+                ops[-1] = (0, d.replay_pair, (c, both, host, what, kind == "d2h"))
                 continue
             else:
                 ops.append((0, single[kind], (c, region, host, what)))
@@ -158,19 +156,16 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
     return segments
 
 
-def _start(b: Box) -> int:
-    return b.lo[0]
-
-
-def _pairs(op: tuple, fn: Any, c: Any, region: Box, what: str) -> bool:
-    """Whether the compiled transfer ``op`` and the next one (``region`` of copy ``c``
-    for ``what``) make one pairable rect copy: the same routine, copy and purpose."""
+def _pair(op: tuple, fn: Any, c: Any, region: Box, what: str) -> tuple[Box, Box] | None:
+    """The compiled transfer ``op``'s region and the next one (``region`` of copy ``c`` for
+    ``what``) in order along dimension 0, where they make one pairable rect copy: the same
+    routine, copy and purpose; else None."""
     code, f, args = op
     if f != fn or args[0] is not c or args[3] != what:
-        return False
+        return None
     first = args[1]
-    a, b = (first, region) if first.lo[0] <= region.lo[0] else (region, first)
-    return pairable(a, b)
+    both = (first, region) if first.lo[0] <= region.lo[0] else (region, first)
+    return both if pairable(*both) else None
 
 
 def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:

@@ -63,7 +63,7 @@ def test_jacobi_replays_and_matches(ndev, tile):
 
 def test_a_middle_device_loads_both_halos_in_one_copy(monkeypatch):
     """On three devices the middle one's two halos (one copy, rows apart) replay as one
-    rect copy (``Directory.replay_h2ds``): arrays, bytes and logs stay those of the run
+    rect copy (``Directory.replay_pair``): arrays, bytes and logs stay those of the run
     without replay, and the copies counted are fewer by one per pair."""
     import bbmm.replay as rp
     seen = []
@@ -75,9 +75,9 @@ def test_a_middle_device_loads_both_halos_in_one_copy(monkeypatch):
     on, off = both(lambda rt: run_jacobi(rt, n, steps, 5), 3, {"A": A, "B": B})
     assert counters(on) == counters(off)
     pairs = [args for segments in seen for _, ops in segments for code, fn, args in ops
-             if code == 0 and fn.__name__ in ("replay_h2ds", "replay_d2hs")]
+             if code == 0 and fn.__name__ == "replay_pair"]
     assert pairs
-    for c, regions, _, _ in pairs:
+    for c, regions, _, _, _ in pairs:
         assert len(regions) == 2 and regions[0].hi[0] < regions[1].lo[0]
     copies = [sum(d.copies for d in rt.stats.devices) for rt in (on, off)]
     assert copies[0] < copies[1]
