@@ -276,6 +276,9 @@ class RankStats:
     """Exchange bytes sent to each other rank."""
     received_from: dict[int, int] = field(default_factory=dict)
     stages: int = 0
+    sent_early: int = 0
+    """Stages in which this rank only sent, and sent before enqueuing its tiles (the
+    regions' newest values were home already: :meth:`DistributedRuntime._send_before`)."""
     serial_iterations: int = 0
     """Iterations of the outermost serial loop run (for per-iteration times)."""
     plan_s: float = 0.0
@@ -293,7 +296,8 @@ class RankStats:
                 "messages_received": self.messages_received,
                 "sent_to": {str(k): v for k, v in sorted(self.sent_to.items())},
                 "received_from": {str(k): v for k, v in sorted(self.received_from.items())},
-                "stages": self.stages, "serial_iterations": self.serial_iterations,
+                "stages": self.stages, "sent_early": self.sent_early,
+                "serial_iterations": self.serial_iterations,
                 "time_s": {"plan": self.plan_s, "exchange": self.exchange_s}}
 
 
@@ -572,8 +576,11 @@ class DistributedRuntime:
     def _send_before(self, sends: list[tuple[int, list[tuple[str, Box]]]],
                      box: dict[str, Any], replaying: bool) -> None:
         """A stage in which this rank only sends: before its tiles, the newest values go
-        home (queued) and the copies into the sent regions queued so far are noted; the
-        tiles are then enqueued, so that the devices go on computing while this rank
+        home (queued) and the copies into the sent regions queued so far are noted. If
+        they are all done (Floyd's row ``k`` flowed out of the previous tile's first rows
+        while the host planned this one), the regions are sent at once, before the tiles
+        are enqueued: the receivers wait for them, not for this rank's launches. Else the
+        tiles are enqueued first, so that the devices go on computing while this rank
         waits for those copies (:meth:`_send_after`).
 
         What is sent is the host copy as the copies queued *before* the tiles leave it.
@@ -584,19 +591,33 @@ class DistributedRuntime:
         Floyd-Warshall's row k, is written with the value it had)."""
         t0 = time.perf_counter()
         waits = []
+        ready = True
         for _, items in sends:
             for a, b in items:
                 if not replaying:
                     self._refresh(a, b)
-                waits.extend(self._pending(a, b, loads=False))
-        box["waits"] = waits
-        self.rank_stats.exchange_s += time.perf_counter() - t0
+                for e, dev in self._pending_on(a, b, loads=False):
+                    waits.append(e)
+                    ready = ready and dev.done(e)
+        if ready:
+            self._send(sends, t0)
+            box["waits"] = None
+            self.rank_stats.sent_early += 1
+        else:
+            box["waits"] = waits
+            self.rank_stats.exchange_s += time.perf_counter() - t0
 
     def _send_after(self, sends: list[tuple[int, list[tuple[str, Box]]]],
                     box: dict[str, Any]) -> None:
+        waits = box.pop("waits")
+        if waits is None:  # sent before the tiles
+            return
         t0 = time.perf_counter()
-        for e in box.pop("waits"):
+        for e in waits:
             e.wait()
+        self._send(sends, t0)
+
+    def _send(self, sends: list[tuple[int, list[tuple[str, Box]]]], t0: float) -> None:
         sent, _ = swap(self.comm, [(d, self._message(items)) for d, items in sends], ())
         self._count("exchange", sent, {}, t0)
         self._step("send", t0)
@@ -656,7 +677,12 @@ class DistributedRuntime:
     def _pending(self, array: str, region: Box, loads: bool) -> list[Any]:
         """Events of the queued host copies that touch ``region`` of the host array:
         stores into it and, with ``loads``, loads from it."""
-        return [e for b, e, _, stores, _ in self.local.directory.order.pending.get(array, ())
+        return [e for e, _ in self._pending_on(array, region, loads)]
+
+    def _pending_on(self, array: str, region: Box, loads: bool) -> list[tuple[Any, Any]]:
+        """:meth:`_pending`'s events, each with the device that enqueued it."""
+        return [(e, dev) for b, e, dev, stores, _ in
+                self.local.directory.order.pending.get(array, ())
                 if (stores or loads) and b.overlaps(region)]
 
 # }}}

@@ -116,6 +116,8 @@ class MPIResult:
                 "result": "gather" if rt.gather_result else "distributed",
                 "check": self.check, "mismatches": self.mismatches,
                 "wall_s": max((p["wall_s"] for p in pr), default=self.wall_s),
+                "loop_s": max((p["runtime"]["loop_s"] for p in pr
+                               if p["runtime"].get("loop_s") is not None), default=None),
                 "tiles": sum(p["tiles"] for p in pr),
                 "exchange_bytes": sum(p["exchange_sent_bytes"] for p in pr),
                 "gather_bytes": sum(p["gather_sent_bytes"] for p in pr),

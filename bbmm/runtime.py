@@ -201,6 +201,7 @@ class Runtime:
         self._calls = 0  # calls of stopped()
         self._sizes = PhaseSizes()
         self._placed: dict[tuple, tuple[int, ...]] = {}
+        self._loop_t0: float | None = None  # when Stats.loop_s's clock started
 
     # ---- Algorithm 4 ---------------------------------------------------------------
 
@@ -230,6 +231,8 @@ class Runtime:
         ``kernel(device, buffers, args=args)`` (the tiles of a list built once carry the
         arguments of the iteration that built them).
         """
+        if self._loop_t0 is None:
+            self._loop_t0 = time.perf_counter()
         if spec is None:
             tiles = self._arrange(tiles)
         if self._fixed is not None:
@@ -382,6 +385,10 @@ class Runtime:
         held-back phases, when all of them matched the recorded fixed point."""
         if isinstance(serial, tuple) and len(serial) == 1:
             self.stats.serial_iterations += 1
+            if self.stats.serial_iterations == 1:
+                # the loop's clock (Stats.loop_s) starts again after the first iteration:
+                # processes that started at different times have met in its exchanges
+                self._loop_t0 = time.perf_counter()
         fixed = self._fixed
         if fixed is not None:
             if len(self._deferred) == len(fixed.phases):
@@ -455,6 +462,10 @@ class Runtime:
         """Bring every newest value home; afterwards the host arrays are the result."""
         if self._fixed is not None:
             self._abandon()
+        if self._loop_t0 is not None and self.stats.loop_s is None:
+            for d in self.devices:
+                d.finish()
+            self.stats.loop_s = time.perf_counter() - self._loop_t0
         with self.stats.timer("writeout"):
             self.directory.flush_all()
             for d in self.devices:

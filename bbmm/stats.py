@@ -79,6 +79,14 @@ class Stats:
     """Serial iterations replayed from a recorded fixed point (:mod:`bbmm.replay`)."""
     serial_iterations: int = 0
     """Iterations of the outermost serial loop (0: the program has none)."""
+    loop_s: float | None = None
+    """Seconds from the end of the first serial iteration (the first phase, for a program
+    without a serial loop) to the end of the devices' work of the last one
+    (:meth:`bbmm.runtime.Runtime.finish` waits for them before the write-out): the run
+    without its start and its final write-out, which vary from run to run (processes
+    start up to a fifth of a second apart; a gather of 900 MB takes 0.63-0.85 s), so that
+    two run lengths' difference over their difference in iterations is the time of an
+    iteration."""
 
     @contextmanager
     def timer(self, what: str) -> Iterator[None]:
@@ -106,7 +114,7 @@ class Stats:
                 "time_s": t, "overhead_percent": self.overhead_percent, "tiles": self.tiles,
                 "split_accesses": self.split_accesses, "replayed_iterations": self.replayed,
                 "edge_first_tiles": self.edge_first,
-                "serial_iterations": self.serial_iterations,
+                "serial_iterations": self.serial_iterations, "loop_s": self.loop_s,
                 "enqueues": self.enqueues()}
 
     def enqueues(self) -> dict:

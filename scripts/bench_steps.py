@@ -5,9 +5,11 @@ stays as fast per step as a short one.
 Each configuration (program, device count, ``--procs``) runs ``bbmm run`` once per step
 count of ``--steps`` (after one warm-up run of the first, which builds the kernels), in
 this process through :func:`bbmm.cli.run_json`; ``--repeat`` rounds interleave the step
-counts (drifts hit every length alike) and the shortest wall of each counts. The time
-per step of an interval is the difference of two lengths' walls over their difference
-in steps: reading in, gathering and starting the processes drop out. A later interval
+counts (drifts hit every length alike) and the shortest loop time of each counts (the
+report's ``loop_s``: from the end of the first step to the devices' end of the last,
+without the processes' start and the final write-out and gather, which vary by a fifth
+of a second from run to run over processes). The time per step of an interval is the
+difference of two lengths' loop times over their difference in steps. A later interval
 much slower per step than the first says that steps grow slower as the run goes on
 (``growth``: the last interval over the first). Over processes the report also gives the
 busiest process's time in the exchange per step.
@@ -67,18 +69,20 @@ def measure(prog: str, params: dict[str, int], devices: int, procs: str, steps: 
     sp = step_param(params)
     run_once(prog, {**params, sp: steps[0]}, devices, procs)  # warm-up: kernel builds
     walls: dict[int, list[float]] = {t: [] for t in steps}
+    loops: dict[int, list[float]] = {t: [] for t in steps}
     exch: dict[int, float] = {}
     for _ in range(max(1, repeat)):
         for t in steps:
             doc = run_once(prog, {**params, sp: t}, devices, procs)
             walls[t].append(doc["wall_s"])
+            loops[t].append(doc["loop_s"])
             exch[t] = exchange_s(doc)
-    best = {t: min(ws) for t, ws in walls.items()}
+    best = {t: min(ls) for t, ls in loops.items()}
     per = [(a, b, (best[b] - best[a]) / (b - a)) for a, b in zip(steps, steps[1:])]
     a, b = steps[0], steps[-1]
     return {"program": prog, "devices": devices, "procs": procs or "default",
             "params": {k: v for k, v in params.items() if k != sp}, "steps": steps,
-            "walls_s": walls, "per_step_s": [p[2] for p in per],
+            "walls_s": walls, "loops_s": loops, "per_step_s": [p[2] for p in per],
             "intervals": [[p[0], p[1]] for p in per],
             "growth": per[-1][2] / per[0][2] if len(per) > 1 and per[0][2] > 0 else None,
             "exchange_per_step_s": (exch[b] - exch[a]) / (b - a)}
@@ -100,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="override a parameter, e.g. heat2d:n=4096 (repeatable)")
     p.add_argument("--scale", action="store_true",
                    help="data per device constant: D devices get D times the elements")
-    p.add_argument("--repeat", type=int, default=1, help="rounds; the shortest wall counts")
+    p.add_argument("--repeat", type=int, default=1, help="rounds; the shortest loop time counts")
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
     steps = [int(s) for s in args.steps.split(",")]

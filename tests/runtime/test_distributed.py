@@ -290,6 +290,53 @@ def test_floyd_over_ranks(nranks, per_rank, tile, flowout, coherence):
     assert sent == (n - 1) * (len(active) - 1) * n * 4
 
 
+class _Late(NullDevice):
+    """A null device whose copies to the host report themselves unfinished until waited
+    for (a GPU still busy with the tile before)."""
+
+    waited = 0
+
+    class Event:
+        def __init__(self, dev):
+            self.dev = dev
+
+        def wait(self):
+            self.dev.waited += 1
+
+    def read_rect(self, *args, **kw):
+        super().read_rect(*args, **kw)
+        return self.Event(self)
+
+    def done(self, event):
+        return False
+
+    def wait(self, event):
+        event.wait()
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_owner_of_row_k_sends_before_its_tiles_when_the_row_is_home(late):
+    """Floyd's owner of row k sends it before enqueuing its own tile when the copy that
+    brought it home is done, else after its tile; the result is exact either way."""
+    n, tile, nranks = 16, 4, 4
+    path = floyd_input(n, 2)
+
+    def rank(comm):
+        dev = (_Late if late else NullDevice)(0, cap=1 << 24, arena_size=1 << 16)
+        rt = DistributedRuntime([dev], {"path": path.copy()}, comm, verify=True)
+        run_floyd(rt, n, tile)
+        return rt.host.array("path").copy(), rt.rank_stats, getattr(dev, "waited", 0)
+
+    out = on_ranks(nranks, rank)
+    np.testing.assert_array_equal(out[0][0], floyd_reference(path))
+    early = [s.sent_early for _, s, _ in out]
+    if late:
+        assert early == [0] * nranks and all(w > 0 for _, _, w in out)
+    else:
+        # every k but the first (row 0 was never computed on a device) sent early
+        assert sum(early) >= n - 1 - nranks and all(e > 0 for e in early)
+
+
 def test_tight_cap_forces_boxout_over_ranks():
     n, tile = 16, 4
     path = floyd_input(n, 1)

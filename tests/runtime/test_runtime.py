@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -756,3 +757,53 @@ def test_stopped_takes_the_host_value_once_its_store_is_done():
     for _ in range(R.STOP_AHEAD - 1):
         assert not rt.stopped("f") and e.waited == 0
     assert rt.stopped("f") and e.waited == 1
+
+
+class _Slow(NullDevice):
+    """A device whose queue takes ``delay`` seconds to drain at finish()."""
+
+    delay = 0.05
+
+    def finish(self) -> None:
+        self.finished = getattr(self, "finished", 0) + 1
+        time.sleep(self.delay)
+
+
+def test_loop_time_waits_for_the_devices_and_leaves_out_the_write_out():
+    n = 8
+    rt = Runtime([_Slow(0), _Slow(1)], {"path": floyd_input(n)})
+    assert rt.stats.loop_s is None
+    run_floyd(rt, n, 4)     # finishes the runtime: the loop time is taken then
+    loop = rt.stats.loop_s
+    # the devices' work of the last phase is in it (each device drained once before it)
+    assert loop is not None and loop >= _Slow.delay * 2
+    assert rt.stats.as_json()["loop_s"] == loop
+    rt.finish()             # a second finish keeps the loop's time
+    assert rt.stats.loop_s == loop
+
+
+class _SlowStart(NullDevice):
+    """A device whose first read-in takes 0.2 s (a process that started late)."""
+
+    def write_rect(self, *args, **kw):
+        if not getattr(self, "started", False):
+            self.started = True
+            time.sleep(0.2)
+        return super().write_rect(*args, **kw)
+
+
+def test_loop_time_starts_after_the_first_serial_iteration():
+    n = 8
+    rt = Runtime([_SlowStart(0)], {"path": floyd_input(n)})
+    end = rt.end_serial
+    rt.end_serial = lambda k: end((k,))  # the serial iterators, as generated drivers pass them
+    t0 = time.perf_counter()
+    run_floyd(rt, n, 4)
+    assert rt.stats.serial_iterations == n
+    assert rt.stats.loop_s < time.perf_counter() - t0 - 0.15
+
+
+def test_loop_time_is_none_without_a_phase():
+    rt = Runtime(make(1), {"path": floyd_input(4)})
+    rt.finish()
+    assert rt.stats.loop_s is None

@@ -63,6 +63,8 @@ def test_reports_validate(tmp_path, path, params, extra):
     assert list(doc)[:2] == ["format", "version"]
     assert doc["format"] == "bbmm-run" and doc["version"] == bbmm.__version__
     validate(doc)
+    # the loop is the run without its final write-out
+    assert 0 < doc["loop_s"] <= doc["wall_s"]
 
 
 def test_schema_refuses_what_it_does_not_document():
@@ -126,4 +128,5 @@ def test_report_over_processes_has_format_and_version(tmp_path, monkeypatch):
     doc = json.loads(out.getvalue())
     assert doc["format"] == "bbmm-run" and doc["version"] == bbmm.__version__
     assert doc["ranks"] == 2 and doc["check"] == "pass"
+    assert doc["loop_s"] == max(r["runtime"]["loop_s"] for r in doc["per_rank"]) > 0
     assert not (tmp_path / "-").exists()
