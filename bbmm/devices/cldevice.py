@@ -32,7 +32,7 @@ from .commandlog import (PROFILE_LIMIT, CommandLog, read_host, recording_copy,
                          recording_fill, recording_kernel, write_host)
 from .discovery import quiet_build
 from .geometry import (COPY_KERNELS, check_inside, check_ndim, contiguous_run, host_box,
-                       pair_plan, pairable, rect_plan)
+                       padded_end, pair_plan, pairable, rect_plan)
 from .kernelargs import forget, forget_context, set_changed
 from .pinned import pinned_empty
 
@@ -520,6 +520,8 @@ class OpenCLDevice(Device):
                 if not r.issubset(hbox):
                     raise ValueError(f"region {r} is not inside the host array {hbox}")
             plan = pair_plan(first, second, a_box, a.offset, hbox, 0, item)
+            if padded_end(plan[0], plan[2], plan[3]) > a.buf.size:
+                plan = None  # the driver would refuse it: the regions go one by one
         if len(self._plans) >= 4096:
             self._plans.clear()
         self._plans[key] = (weakref.ref(host), plan)

@@ -232,6 +232,41 @@ def test_a_refused_pair_goes_one_region_at_a_time(make):
     dev.free(a)
 
 
+def test_a_pair_past_its_buffer_by_the_drivers_bound_goes_one_by_one(make):
+    """Two rows whose rect copy would span, by NVIDIA's bound (the origin plus whole
+    slices, :func:`~bbmm.devices.geometry.padded_end`), past the end of their arena are
+    never tried as one copy: they go one by one, exactly, and pairs stay on. (On four
+    H100s the driver refused heat2d 12288^2's halo pairs so, while taking the same copy
+    into a larger buffer.)"""
+    from bbmm.devices.geometry import padded_end
+    rng = np.random.default_rng(7)
+    dev = make(1, cap="16MiB", arena_size=1 << 16)[0]
+    host = random_data(rng, (12, 9), np.float32)
+    dbox = Box((0, 0), (11, 8))
+    nbytes = dbox.volume * 4
+    pad = dev.alloc((1 << 16) - 448)    # the box ends near its arena's end
+    a = dev.alloc(nbytes)
+    assert a.buf.int_ptr == pad.buf.int_ptr and a.offset + nbytes <= a.buf.size
+    dev.write_rect(a, dbox, dbox, np.zeros((12, 9), np.float32))
+    first, second = Box((2, 1), (2, 7)), Box((8, 1), (8, 7))
+    # the bound of the pair's one copy passes the arena's end, its last byte does not
+    origin = a.offset + 2 * 36 + 4
+    assert padded_end((origin, 0, 0), (28, 2, 1), (6 * 36, 0)) > a.buf.size
+    assert origin + 6 * 36 + 28 <= a.buf.size
+    real, calls = dev._h2d, []
+    dev._h2d = lambda *args, **kw: calls.append(kw.get("region")) or real(*args, **kw)
+    dev.write_rects(a, dbox, [first, second], host)
+    assert len(calls) == 2 and (28, 2, 1) not in calls and dev._pairs
+    back = np.zeros((12, 9), np.float32)
+    dev.read_rect(a, dbox, dbox, back)
+    want = np.zeros((12, 9), np.float32)
+    for r in (first, second):
+        want[r.slices()] = host[r.slices()]
+    np.testing.assert_array_equal(back, want)
+    dev.free(a)
+    dev.free(pad)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{len(s)}d")
 def test_host_roundtrip(make, dtype, shape):
