@@ -80,7 +80,8 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
 class LoopbackComm:
     """Rank ``rank`` of ``size`` processes, alone: every exchange returns zeros of the
     sizes asked, every collective this rank's own value (what the other ranks would
-    send changes nothing of this rank's host work)."""
+    send changes nothing of this rank's host work); swaps copy through kept buffers, as
+    a run's shared-memory swaps do."""
 
     def __init__(self, rank: int, size: int, per_rank: int):
         self.rank, self.size, self.per_rank = rank, size, per_rank
@@ -100,6 +101,23 @@ class LoopbackComm:
     def exchange(self, sends: Any, recvs: Any) -> dict[int, Any]:
         import numpy as np
         return {src: np.zeros(n, np.uint8) for src, n in recvs.items()}
+
+    def swap(self, sends: Any, recvs: Any) -> None:
+        """Pack every message into a buffer kept between swaps and unpack every received
+        one out of one (zeros): the copies a shared-memory swap makes into and out of
+        its mailbox (:meth:`bbmm.shm.ShmComm.swap`), without the other processes."""
+        import numpy as np
+        bufs = self.__dict__.setdefault("bufs", {})
+        for dst, m in sends.items():
+            out = bufs.get(("send", dst))
+            if out is None or out.size < m.nbytes:
+                out = bufs[("send", dst)] = np.empty(m.nbytes, np.uint8)
+            m.pack_into(out[:m.nbytes])
+        for src, m in recvs.items():
+            into = bufs.get(("recv", src))
+            if into is None or into.size < m.nbytes:
+                into = bufs[("recv", src)] = np.zeros(m.nbytes, np.uint8)
+            m.unpack_from(into[:m.nbytes])
 
 
 def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repeat: int,
