@@ -157,6 +157,18 @@ def test_register_nvidia_icd(tmp_path, monkeypatch):
 
 # {{{ transfers
 
+def assert_holds_only(dev, a, dbox, host, regions):
+    """The allocation ``a`` (box ``dbox``, zeros before) holds ``host``'s values on
+    ``regions`` and zeros elsewhere; returns what it should hold, as a host array."""
+    back = np.zeros(host.shape, host.dtype)
+    dev.read_rect(a, dbox, dbox, back)
+    want = np.zeros(host.shape, host.dtype)
+    for r in regions:
+        want[r.slices()] = host[r.slices()]
+    np.testing.assert_array_equal(back, want)
+    return want
+
+
 @pytest.mark.parametrize("shape", [(12, 9), (10, 6, 7)], ids=lambda s: f"{len(s)}d")
 @pytest.mark.parametrize("blocking", [True, False])
 def test_two_halos_in_one_rect_copy(make, shape, blocking):
@@ -181,12 +193,7 @@ def test_two_halos_in_one_rect_copy(make, shape, blocking):
     e = dev.write_rects(a, dbox, [first, second], host, blocking=blocking)
     assert len(calls) == 1
     dev.wait(e) if e is not None else None
-    back = np.zeros(shape, np.float32)
-    dev.read_rect(a, dbox, dbox, back)
-    want = np.zeros(shape, np.float32)
-    for r in (first, second):
-        want[r.slices()] = host[r.slices()]
-    np.testing.assert_array_equal(back, want)
+    want = assert_holds_only(dev, a, dbox, host, (first, second))
     # and back out: a host array of zeros gets exactly the two regions
     out = np.zeros(shape, np.float32)
     e = dev.read_rects(a, dbox, [first, second], out, blocking=blocking)
@@ -223,12 +230,7 @@ def test_a_refused_pair_goes_one_region_at_a_time(make):
     dev.write_rects(a, dbox, [first, second], host)
     dev.write_rects(a, dbox, [first, second], host)
     assert calls.count((28, 2, 1)) == 1 and len(calls) == 5  # tried once, then one by one
-    back = np.zeros((12, 9), np.float32)
-    dev.read_rect(a, dbox, dbox, back)
-    want = np.zeros((12, 9), np.float32)
-    for r in (first, second):
-        want[r.slices()] = host[r.slices()]
-    np.testing.assert_array_equal(back, want)
+    assert_holds_only(dev, a, dbox, host, (first, second))
     dev.free(a)
 
 
@@ -257,12 +259,7 @@ def test_a_pair_past_its_buffer_by_the_drivers_bound_goes_one_by_one(make):
     dev._h2d = lambda *args, **kw: calls.append(kw.get("region")) or real(*args, **kw)
     dev.write_rects(a, dbox, [first, second], host)
     assert len(calls) == 2 and (28, 2, 1) not in calls and dev._pairs
-    back = np.zeros((12, 9), np.float32)
-    dev.read_rect(a, dbox, dbox, back)
-    want = np.zeros((12, 9), np.float32)
-    for r in (first, second):
-        want[r.slices()] = host[r.slices()]
-    np.testing.assert_array_equal(back, want)
+    assert_holds_only(dev, a, dbox, host, (first, second))
     dev.free(a)
     dev.free(pad)
 
