@@ -428,6 +428,28 @@ def test_bench_host_on_dry_devices(tmp_path, capsys):
     assert "us/tile" in capsys.readouterr().out
 
 
+def test_bench_host_processes_swap_through_kept_buffers():
+    """A process of several on dry devices (its peers' messages stood in): the steps
+    repeat and are replayed; its swaps pack into one buffer per peer kept between swaps
+    (as the shared-memory swap does) and receive zeros."""
+    import numpy as np
+
+    import bench_host as bh
+    from bbmm.box import Box
+    from bbmm.coherence import HostCopy
+    from bbmm.distributed import Boxes
+    row = bh.measure_ranks("heat2d", {"n": 32, "tsteps": 6}, 2, 2, 1)
+    assert row["ranks"] == 2 and row["ms_per_iter"] > 0 and row["replayed"] > 0
+    a = np.arange(12.0).reshape(3, 4)
+    m = Boxes(HostCopy({"a": a}), [("a", Box((1, 0), (1, 3)))])
+    comm = bh.LoopbackComm(0, 2, 1)
+    comm.swap({1: m}, {})
+    kept = comm.bufs[("send", 1)]
+    assert kept.view(a.dtype).tolist() == [4.0, 5.0, 6.0, 7.0]
+    comm.swap({1: m}, {1: m})
+    assert comm.bufs[("send", 1)] is kept and a[1].tolist() == [0.0] * 4
+
+
 def test_dry_device_keeps_no_data():
     import numpy as np
 
