@@ -128,7 +128,8 @@ def baseline_loop(prog: str, params: dict[str, int], team: Team, reps: int) -> f
 
 def _splits(procs: str, devices: int) -> bool:
     """Whether ``--procs procs`` can share ``devices`` (a number of processes must divide
-    them; 'auto' and 'd' always can): other pairs are left out of the table."""
+    them; 'auto' and 'd' always can): other pairs are left out of the table, and a
+    device count no value can share runs in one process."""
     return not procs.isdigit() or (0 < int(procs) <= devices and devices % int(procs) == 0)
 
 
@@ -185,8 +186,11 @@ def main(argv: list[str] | None = None) -> int:
             mem, coh = floor_bytes(prog, params["n"], d)
             floor = mem / bw["d2d"] + coh / min(bw["h2d"], bw["d2h"])
             base = baseline_loop(prog, params, team, args.repeat)
-            variants = [(co, pr) for pr in args.procs.split(",") for co in shapes
-                        if (d > 1 or pr == args.procs.split(",")[0]) and _splits(pr, d)]
+            split = [pr for pr in args.procs.split(",") if _splits(pr, d)]
+            # one device (or a count no --procs value divides) runs in one process: the
+            # row the speedups are set against is never left out
+            variants = [(co, pr) for pr in ((split[:1] if d == 1 else split) or ["1"])
+                        for co in shapes]
             for co, pr in variants:
                 # each run's points per work-item, given as bbmm run --tune
                 tune = [f"coarsen={co[0]}", f"coarsen1={co[1]}"] if args.coarsen else []

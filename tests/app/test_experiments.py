@@ -388,6 +388,17 @@ def test_bench_floor(tmp_path, capsys):
     assert doc["bandwidth"]["d2d"] > 0 and "bbmm/floor" in capsys.readouterr().out
 
 
+def test_bench_floor_runs_one_device_in_one_process(tmp_path):
+    """--procs 2 cannot split one device: its row runs in one process instead of being
+    left out (the speedups are set against it)."""
+    import bench_floor as bf
+    assert bf.main(["--floyd", "16", "--heat2d", "0", "--devices", "1,2", "--procs", "2",
+                    "--bw-bytes", str(1 << 20), "--repeat", "1",
+                    "--json", str(tmp_path / "f.json")]) == 0
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert [(r["devices"], r["procs"]) for r in doc["rows"]] == [(1, "1"), (2, "2")]
+
+
 def test_bench_floor_skips_a_program_given_0(tmp_path):
     import bench_floor as bf
     assert bf.main(["--floyd", "24", "--heat2d", "0", "--devices", "1", "--bw-bytes",
