@@ -20,7 +20,7 @@ from support.paths import POLYBENCH
 
 pytestmark = pytest.mark.e2e
 
-TIMING = {"wall_s", "time_s", "overhead_percent", "check", "mismatches"}
+TIMING = {"wall_s", "loop_s", "time_s", "overhead_percent", "check", "mismatches"}
 """Fields of the report that differ between two runs of the same inputs (or that only
 ``--check`` sets)."""
 
