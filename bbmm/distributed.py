@@ -577,11 +577,11 @@ class DistributedRuntime:
                      box: dict[str, Any], replaying: bool) -> None:
         """A stage in which this rank only sends: before its tiles, the newest values go
         home (queued) and the copies into the sent regions queued so far are noted. If
-        they are all done (Floyd's row ``k`` flowed out of the previous tile's first rows
-        while the host planned this one), the regions are sent at once, before the tiles
-        are enqueued: the receivers wait for them, not for this rank's launches. Else the
-        tiles are enqueued first, so that the devices go on computing while this rank
-        waits for those copies (:meth:`_send_after`).
+        they are all done (Floyd's row ``k``, flowed out in the iteration before, is home
+        by the time the host has planned this one when the device keeps up), the regions
+        are sent at once, before the tiles are enqueued: the receivers wait for them, not
+        for this rank's launches. Else the tiles are enqueued first, so that the devices
+        go on computing while this rank waits for those copies (:meth:`_send_after`).
 
         What is sent is the host copy as the copies queued *before* the tiles leave it.
         A copy the tiles add over a sent region could land while it is packed; it can

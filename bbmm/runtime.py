@@ -463,8 +463,10 @@ class Runtime:
         if self._fixed is not None:
             self._abandon()
         if self._loop_t0 is not None and self.stats.loop_s is None:
-            for d in self.devices:
-                d.finish()
+            # the wait for the last kernels, which the write-out's copies made before
+            with self.stats.timer("writeout"):
+                for d in self.devices:
+                    d.finish()
             self.stats.loop_s = time.perf_counter() - self._loop_t0
         with self.stats.timer("writeout"):
             self.directory.flush_all()
