@@ -182,10 +182,7 @@ def pack(host: HostCopy, items: Sequence[tuple[str, Box]]) -> np.ndarray:
         v = host.array(a)[b.slices()]
         if v.size and v.flags.c_contiguous:
             return v.reshape(-1).view(np.uint8)
-    m = Boxes(host, items)
-    buf = np.empty(m.nbytes, np.uint8)
-    m.pack_into(buf)
-    return buf
+    return Boxes(host, items).packed()
 
 
 def unpack(host: HostCopy, items: Sequence[tuple[str, Box]], buf: np.ndarray) -> None:
@@ -217,6 +214,12 @@ class Boxes:
         for view, lo, hi, dtype, shape in self.parts:
             out[lo:hi].view(dtype).reshape(shape)[...] = view
 
+    def packed(self) -> np.ndarray:
+        """The message in a buffer of its own."""
+        buf = np.empty(self.nbytes, np.uint8)
+        self.pack_into(buf)
+        return buf
+
     def unpack_from(self, buf: np.ndarray) -> None:
         for view, lo, hi, dtype, shape in self.parts:
             view[...] = buf[lo:hi].view(dtype).reshape(shape)
@@ -234,10 +237,7 @@ def swap(comm: Comm, sends: Sequence[tuple[int, Boxes]], recvs: Sequence[tuple[i
     if direct is not None:
         direct(out, into)
     else:
-        bufs = {}
-        for dst, m in out.items():
-            bufs[dst] = np.empty(m.nbytes, np.uint8)
-            m.pack_into(bufs[dst])
+        bufs = {dst: m.packed() for dst, m in out.items()}
         got = comm.exchange(bufs, {src: m.nbytes for src, m in into.items()})
         for src, m in into.items():
             m.unpack_from(got[src])
@@ -596,7 +596,7 @@ class DistributedRuntime:
             for a, b in items:
                 if not replaying:
                     self._refresh(a, b)
-                for e, dev in self._pending_on(a, b, loads=False):
+                for e, dev in self._pending(a, b, loads=False):
                     waits.append(e)
                     ready = ready and dev.done(e)
         if ready:
@@ -671,16 +671,13 @@ class DistributedRuntime:
         """Wait for the asynchronous host copies that touch ``region`` of the host array:
         stores into it (before its bytes are sent or overwritten) and, with ``loads``,
         loads from it (before it is overwritten)."""
-        for e in self._pending(array, region, loads):
+        for e, _ in self._pending(array, region, loads):
             e.wait()
 
-    def _pending(self, array: str, region: Box, loads: bool) -> list[Any]:
-        """Events of the queued host copies that touch ``region`` of the host array:
-        stores into it and, with ``loads``, loads from it."""
-        return [e for e, _ in self._pending_on(array, region, loads)]
-
-    def _pending_on(self, array: str, region: Box, loads: bool) -> list[tuple[Any, Any]]:
-        """:meth:`_pending`'s events, each with the device that enqueued it."""
+    def _pending(self, array: str, region: Box, loads: bool) -> list[tuple[Any, Any]]:
+        """The queued host copies that touch ``region`` of the host array (stores into it
+        and, with ``loads``, loads from it), as their events with the devices that
+        enqueued them."""
         return [(e, dev) for b, e, dev, stores, _ in
                 self.local.directory.order.pending.get(array, ())
                 if (stores or loads) and b.overlaps(region)]
