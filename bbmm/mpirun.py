@@ -40,7 +40,7 @@ from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
 from .devargs import make_devices_from_args, profile_path
 from .program import check_init_flags, compile_args, prepare_run
-from .run import host_arrays, runtime_options
+from .run import frozen_heap, host_arrays, runtime_options
 
 RESULTS = ("gather", "distributed")
 TRAFFIC = ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
@@ -162,10 +162,11 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
         tile = module.default_tile(params, len(rt.devices))
     if tile < 1:
         raise UsageError(f"--tile must be at least 1, got {tile}")
-    comm.barrier()
-    t0 = time.perf_counter()
-    module.run(rt, params, scalars, tile, progress if comm.rank == 0 else False)
-    wall = time.perf_counter() - t0
+    with frozen_heap():
+        comm.barrier()
+        t0 = time.perf_counter()
+        module.run(rt, params, scalars, tile, progress if comm.rank == 0 else False)
+        wall = time.perf_counter() - t0
     res = MPIResult(arrays, rt, params, scalars, tile, wall)
     res.per_rank = comm.gather(res.rank_json(), root=0) or []
     if profile is not None:

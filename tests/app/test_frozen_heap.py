@@ -1,0 +1,84 @@
+"""The serial loop runs with the objects made before it out of the garbage collector's
+reach (bbmm.run.frozen_heap): a full collection walks them all, and in a run over
+processes one process's pause stalls every other."""
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+
+from bbmm.codegen.compile import compile_program, load_driver
+from bbmm.devices import DryDevice
+from bbmm.run import execute, frozen_heap
+from support.paths import POLYBENCH
+
+
+def test_objects_made_before_are_frozen_inside_and_thawed_after():
+    assert gc.get_freeze_count() == 0
+    before = [object() for _ in range(3)]
+    with frozen_heap():
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(gc.get_objects()) // 2  # most of the heap, not a few objects
+        garbage = [[]]
+        garbage[0].append(garbage)  # a cycle made in the loop is collected as ever
+        del garbage
+        assert gc.collect() >= 2
+        assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == 0
+    assert before
+
+
+def test_a_caller_that_froze_objects_keeps_them_frozen():
+    gc.freeze()
+    try:
+        held = gc.get_freeze_count()
+        with frozen_heap():
+            assert gc.get_freeze_count() == held
+        assert gc.get_freeze_count() == held
+    finally:
+        gc.unfreeze()
+
+
+def test_an_error_in_the_loop_thaws_the_heap():
+    try:
+        with frozen_heap():
+            raise KeyError("stop")
+    except KeyError:
+        pass
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_run_loops_with_the_heap_frozen(monkeypatch):
+    module = load_driver(compile_program(str(POLYBENCH / "floyd.c")))
+    seen = []
+    run = module.run
+
+    def counting(rt, *args):
+        seen.append(gc.get_freeze_count())
+        return run(rt, *args)
+
+    monkeypatch.setattr(module, "run", counting)
+    arrays = {"path": np.zeros((16, 16), np.float32)}
+    execute(module, [DryDevice(0), DryDevice(1)], {"n": 16}, {}, arrays, progress=False)
+    assert seen and seen[0] > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_rank_of_a_run_over_processes_loops_with_the_heap_frozen(monkeypatch):
+    import bench_host as bh  # scripts/ is on the import path (pyproject.toml)
+    from bbmm.mpirun import execute_mpi
+
+    module = load_driver(compile_program(str(POLYBENCH / "floyd.c")))
+    seen = []
+    run = module.run
+
+    def counting(rt, *args):
+        seen.append(gc.get_freeze_count())
+        return run(rt, *args)
+
+    monkeypatch.setattr(module, "run", counting)
+    arrays = {"path": np.zeros((16, 16), np.float32)}
+    execute_mpi(module, [DryDevice(0)], {"n": 16}, {}, arrays, bh.LoopbackComm(0, 2, 1),
+                gather=False, progress=False)
+    assert seen and seen[0] > 0
+    assert gc.get_freeze_count() == 0
