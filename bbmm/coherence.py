@@ -303,6 +303,10 @@ class Directory:
                       "for": what})
         move = dev.read_rects if stores else dev.write_rects
         e = move(c.alloc, c.box, regions, host, wait_for=waits, blocking=self.blocking)
+        if not dev.paired(c.alloc, c.box, regions, host):
+            # the replay counted one command; the device made one per region (the
+            # driver bounds the pair's copy past its buffer, or refused a pair)
+            self.stats.devices[dev.index].copies += len(regions) - 1
         for r in regions:
             if not self.blocking:
                 self.order.after(a, r, dev, stores, e)

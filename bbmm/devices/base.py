@@ -228,6 +228,13 @@ class Device(ABC):
                                blocking=blocking)
         return e
 
+    def paired(self, a: Allocation, a_box: Box, regions: Sequence[Box],
+               host: np.ndarray) -> bool:
+        """Whether :meth:`write_rects` and :meth:`read_rects` move ``regions`` of
+        allocation ``a`` (holding ``a_box``) as one command now: what the statistics
+        count (here never: one command per region)."""
+        return False
+
     @abstractmethod
     def copy_rect(self, dst: Allocation, dst_box: Box, src: Allocation, src_box: Box,
                   region: Box, itemsize: int) -> Any:
@@ -332,6 +339,9 @@ class DryDevice(NullDevice):
 
     def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True):
         self._pair("d2h", regions, host.itemsize)
+
+    def paired(self, a, a_box, regions, host):
+        return len(regions) == 2 and pairable(*regions)
 
     def _pair(self, kind: str, regions: Sequence[Box], itemsize: int) -> None:
         """Log two pairable regions as one command, as an OpenCL device enqueues them."""

@@ -457,6 +457,9 @@ class OpenCLDevice(Device):
         return super().read_rects(src, src_box, regions, host, wait_for=wait_for,
                                   blocking=blocking)
 
+    def paired(self, a, a_box, regions, host):
+        return self._pair_plan(a, a_box, regions, host, "region") is not None
+
     def _pair_copy(self, to_device: bool, a: Allocation, a_box: Box, regions: Sequence[Box],
                    host: np.ndarray, wait_for: Sequence[Any], blocking: bool
                    ) -> tuple[bool, Any]:
