@@ -9,8 +9,9 @@ every box is an ``(arena, offset)`` pair:
 - free blocks are indexed by size (best fit: the smallest block that is large
   enough, lowest address on ties) and by address (to coalesce a freed block with
   its free neighbours at once);
-- arenas are created on demand, ``arena_size`` bytes or the request if larger,
-  never beyond ``cap`` bytes in total nor ``max_arena`` each;
+- arenas are created on demand, ``arena_size`` bytes or the request if larger
+  (twice the request while that stays under the cap: :data:`PAIR_SLACK`), never
+  beyond ``cap`` bytes in total nor ``max_arena`` each;
 - an arena that becomes entirely free is kept while the pool is under its
   release threshold (as CUDA's stream-ordered pools keep memory), and released
   when room is needed for an arena of a different size.
@@ -33,6 +34,16 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .diagnostic import DeviceMemoryError
+
+
+PAIR_SLACK = 2
+"""An arena made for a request larger than ``arena_size`` is this many times the request,
+where the cap has room for it. A box at an arena's start can then move two of its rows
+or planes in one rect copy (a stencil's two halos, :func:`bbmm.devices.geometry.pair_plan`):
+NVIDIA's driver bounds such a copy by its origin plus whole pitches, about twice the box
+(:func:`~bbmm.devices.geometry.padded_end`), and refuses it past its buffer's end. heat2d
+12288^2 over four H100s keeps its 151 MB boxes in arenas of their own; at 256 MiB each,
+their halo pairs were refused. The rest of such an arena holds other boxes as usual."""
 
 
 @dataclass(slots=True)
@@ -241,8 +252,11 @@ class Pool:
 
     def _grow(self, size: int, asked: int) -> None:
         # an arena of arena_size bytes, or the request if larger, but no larger than the
-        # driver allows for one buffer (size itself is checked against that just below)
+        # driver allows for one buffer (size itself is checked against that just below);
+        # twice the request where that is room to spare under the cap (PAIR_SLACK)
         want = min(max(self.arena_size, size), self.max_arena)
+        if want < PAIR_SLACK * size and self.reserved + PAIR_SLACK * size <= self.cap:
+            want = min(PAIR_SLACK * size, self.max_arena)
         if size > self.max_arena or size > self.cap:
             raise DeviceMemoryError(self.name, asked, self.in_use, self.cap,
                                     "one block (larger than the device allows)")

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from bbmm.diagnostic import DeviceMemoryError, format_bytes
-from bbmm.pool import Pool
+from bbmm.pool import PAIR_SLACK, Pool
 
 
 class FakeArena:
@@ -106,6 +106,8 @@ class Model:
         if hit is not None:
             return ("fit", *hit)
         want = min(max(self.arena_size, size), self.max_arena)
+        if want < PAIR_SLACK * size and self.reserved + PAIR_SLACK * size <= self.cap:
+            want = min(PAIR_SLACK * size, self.max_arena)  # room for a pair's bound
         if size > self.max_arena or size > self.cap:
             return ("error", False)
         if self.reserved + want > self.cap:
@@ -377,7 +379,7 @@ def test_max_arena_bounds_blocks_and_arenas():
 
 
 def test_trim_releases_empty_arenas_only():
-    pool, m = make(cap=1 << 16, arena_size=1 << 12)
+    pool, m = make(cap=1 << 16, arena_size=1 << 12, max_arena=1 << 12)  # a box per arena
     a = pool.alloc(1 << 12)
     b = pool.alloc(1 << 12)
     c = pool.alloc(100)
@@ -392,7 +394,7 @@ def test_trim_releases_empty_arenas_only():
 
 def test_growth_trims_empty_arenas_of_the_wrong_size():
     pool, m = make(cap=3 << 12, arena_size=1 << 12)
-    blocks = [pool.alloc(1 << 12) for _ in range(3)]
+    blocks = [pool.alloc(1 << 11) for _ in range(6)]  # two per arena
     for b in blocks:
         pool.free(*b)
     assert pool.reserved == 3 << 12 and pool.in_use == 0
@@ -502,3 +504,22 @@ def test_cache_random_sequence_invariants(seed):
     assert st_.in_use == 0 and all(len(x.free_by_addr) == 1 for x in pool._arenas)
 
 # }}}
+
+
+def test_an_arena_for_a_large_box_is_twice_it_where_the_cap_has_room():
+    """A box past ``arena_size`` gets an arena of twice its size, so that two of its rows
+    at the far ends can move as one rect copy within the buffer (PAIR_SLACK); the rest
+    of that arena serves other boxes. Near the cap, or past the driver's largest buffer,
+    the arena is only as large as there is room for."""
+    pool, m = make(cap=1 << 20, arena_size=1 << 12)
+    arena, off = pool.alloc(10_000)
+    assert off == 0 and arena.size == PAIR_SLACK * 10_240
+    again, off2 = pool.alloc(9_000)  # the second half holds the next box
+    assert again is arena and off2 == 10_240
+    assert pool.stats().arenas == 1
+    tight, _ = make(cap=15_000, arena_size=1 << 12)
+    arena, _ = tight.alloc(10_000)
+    assert arena.size == 10_240  # twice would pass the cap: the box's own size
+    capped, _ = make(cap=1 << 20, arena_size=1 << 12, max_arena=12_000)
+    arena, _ = capped.alloc(10_000)
+    assert arena.size == 12_000

@@ -21,6 +21,7 @@ from bbmm.box import Box
 from bbmm.devices.opencl import (OpenCLDevice, contiguous_run, discover, is_pinned,
                                  make_devices, pinned_empty, plan_logical, register_nvidia_icd)
 from bbmm.diagnostic import DeviceError, DeviceMemoryError, UsageError
+from bbmm.pool import PAIR_SLACK
 
 pytestmark = pytest.mark.device
 
@@ -191,7 +192,7 @@ def test_two_halos_in_one_rect_copy(make, shape, blocking):
     real = dev._h2d
     dev._h2d = lambda *a, **k: calls.append(1) or real(*a, **k)
     e = dev.write_rects(a, dbox, [first, second], host, blocking=blocking)
-    assert len(calls) == 1
+    assert len(calls) == 1 and dev.paired(a, dbox, [first, second], host)
     dev.wait(e) if e is not None else None
     want = assert_holds_only(dev, a, dbox, host, (first, second))
     # and back out: a host array of zeros gets exactly the two regions
@@ -230,6 +231,7 @@ def test_a_refused_pair_goes_one_region_at_a_time(make):
     dev.write_rects(a, dbox, [first, second], host)
     dev.write_rects(a, dbox, [first, second], host)
     assert calls.count((28, 2, 1)) == 1 and len(calls) == 5  # tried once, then one by one
+    assert not dev.paired(a, dbox, [first, second], host)
     assert_holds_only(dev, a, dbox, host, (first, second))
     dev.free(a)
 
@@ -246,9 +248,12 @@ def test_a_pair_past_its_buffer_by_the_drivers_bound_goes_one_by_one(make):
     host = random_data(rng, (12, 9), np.float32)
     dbox = Box((0, 0), (11, 8))
     nbytes = dbox.volume * 4
-    pad = dev.alloc((1 << 16) - 448)    # the box ends near its arena's end
+    # the box ends near its arena's end (two pads of at most half an arena each: an
+    # arena made for a larger one would be twice its size, pool.PAIR_SLACK)
+    pads = [dev.alloc(1 << 15), dev.alloc((1 << 15) - 448)]
     a = dev.alloc(nbytes)
-    assert a.buf.int_ptr == pad.buf.int_ptr and a.offset + nbytes <= a.buf.size
+    assert all(a.buf.int_ptr == p.buf.int_ptr for p in pads)
+    assert a.offset + nbytes <= a.buf.size == 1 << 16
     dev.write_rect(a, dbox, dbox, np.zeros((12, 9), np.float32))
     first, second = Box((2, 1), (2, 7)), Box((8, 1), (8, 7))
     # the bound of the pair's one copy passes the arena's end, its last byte does not
@@ -259,9 +264,11 @@ def test_a_pair_past_its_buffer_by_the_drivers_bound_goes_one_by_one(make):
     dev._h2d = lambda *args, **kw: calls.append(kw.get("region")) or real(*args, **kw)
     dev.write_rects(a, dbox, [first, second], host)
     assert len(calls) == 2 and (28, 2, 1) not in calls and dev._pairs
+    assert not dev.paired(a, dbox, [first, second], host)  # counted as two commands
     assert_holds_only(dev, a, dbox, host, (first, second))
     dev.free(a)
-    dev.free(pad)
+    for p in pads:
+        dev.free(p)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -453,7 +460,8 @@ def test_driver_out_of_memory_is_a_device_memory_error(make, monkeypatch):
 
     monkeypatch.setattr(cl, "Buffer", refuse_once)
     a = dev.alloc(2 << 20)
-    assert len(calls) == 2 and dev.pool.stats().arenas == 1 and dev.pool.reserved == 2 << 20
+    assert len(calls) == 2 and dev.pool.stats().arenas == 1
+    assert dev.pool.reserved == PAIR_SLACK * (2 << 20)  # room for a pair's bound
     dev.free(a)
 
 
