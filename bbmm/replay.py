@@ -141,10 +141,11 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
             counts[key] = counts.get(key, 0) + region.volume * host.itemsize
             if kind == "d2d":
                 ops.append((0, d.replay_d2d, args))
-            elif ops and (both := _pair(ops[-1], single[kind], c, region, what)):
-                # two regions of one copy in a row (a stencil's halos, its flow-out
-                # rows): one rect copy (Directory.replay_pair)
-                ops[-1] = (0, d.replay_pair, (c, both, host, what, kind == "d2h"))
+            elif (at := _partner(ops, single[kind], c, region, what)) is not None:
+                # two regions of one copy (a stencil's halos, its flow-out rows): one
+                # rect copy (Directory.replay_pair), where the earlier one stands
+                i, both = at
+                ops[i] = (0, d.replay_pair, (c, both, host, what, kind == "d2h"))
                 continue
             else:
                 ops.append((0, single[kind], (c, region, host, what)))
@@ -154,6 +155,44 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
     tape.counts = counts
     tape.copy_counts = copies
     return segments
+
+
+def _partner(ops: list, fn: Any, c: Any, region: Box, what: str
+             ) -> tuple[int, tuple[Box, Box]] | None:
+    """Where the transfer of ``region`` of copy ``c`` (routine ``fn``, for ``what``) joins
+    an earlier one of the same routine, copy and purpose as one pair: its position and
+    the two regions; else None.
+
+    The transfer moves up to the earlier one only past transfers that touch neither copy
+    ``c`` nor ``region`` of the host array (no launch, no phase boundary): none of them
+    then sees or changes what it moves, in the device or in the host, before or after.
+    With one process driving several devices, a device's two halos arrive between the
+    flow-ins of its neighbours', not one after the other."""
+    a = c.array
+    for i in range(len(ops) - 1, -1, -1):
+        code, f, args = ops[i]
+        if code != 0:
+            return None
+        if f is fn and args[0] is c:
+            both = _pair(ops[i], fn, c, region, what)
+            return None if both is None else (i, both)
+        if _touches(f, args, c, a, region):
+            return None
+    return None
+
+
+def _touches(f: Any, args: tuple, c: Any, array: str, region: Box) -> bool:
+    """Whether the compiled transfer ``f(*args)`` uses copy ``c`` or moves a part of
+    ``region`` of host array ``array``."""
+    if getattr(f, "__name__", "") == "replay_d2d":
+        return args[0] is c or args[1] is c
+    other = args[0]
+    if other is c:
+        return True
+    if other.array != array:
+        return False
+    regions = args[1] if isinstance(args[1], tuple) else (args[1],)
+    return any(r.overlaps(region) for r in regions)
 
 
 def _pair(op: tuple, fn: Any, c: Any, region: Box, what: str) -> tuple[Box, Box] | None:

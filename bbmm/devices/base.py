@@ -344,10 +344,11 @@ class DryDevice(NullDevice):
         return len(regions) == 2 and pairable(*regions)
 
     def _pair(self, kind: str, regions: Sequence[Box], itemsize: int) -> None:
-        """Log two pairable regions as one command, as an OpenCL device enqueues them."""
+        """Log two pairable regions as one command, as an OpenCL device enqueues them
+        (the first region stands for the pair: they have one shape)."""
         if len(regions) == 2 and pairable(*regions):
-            self.log.append((kind, regions[0].hull(regions[1]),
-                             (regions[0].volume + regions[1].volume) * itemsize))
+            first = regions[0]
+            self.log.append((kind, first, 2 * first.volume * itemsize))
         else:
             for r in regions:
                 self.log.append((kind, r, r.volume * itemsize))

@@ -120,6 +120,38 @@ def test_a_middle_device_loads_both_halos_in_one_copy(monkeypatch):
     assert sum(d.copies for d in on.stats.devices) < sum(d.copies for d in off.stats.devices)
 
 
+@pytest.mark.parametrize("ndev", [3, 4, 6])
+def test_a_middle_devices_halos_pair_across_its_neighbours_flow_ins(monkeypatch, ndev):
+    """With one process driving several devices, a middle device's two halos arrive
+    between other devices' flow-ins; the replay still moves them as one copy (the later
+    one joins the earlier past transfers that touch neither its copy nor its rows), and
+    the result, bytes and counts are those of the run without replay."""
+    import bbmm.replay as rp
+    seen = []
+    real = rp.compile_tape
+    monkeypatch.setattr(rp, "compile_tape", lambda rt, tape: seen.append(real(rt, tape))
+                        or seen[-1])
+    n, steps = 24, 10
+    tile = -(-n // ndev)
+    A, B = jacobi_input(n, seed=ndev)
+    on, off = both(lambda rt: run_jacobi(rt, n, steps, tile), ndev, {"A": A, "B": B},
+                   kind=_Pairing)
+    ra, rb = jacobi_reference(A, B, steps)
+    for rt in (on, off):
+        np.testing.assert_array_equal(rt.host.array("A"), ra)
+        np.testing.assert_array_equal(rt.host.array("B"), rb)
+    assert counters(on)[:4] == counters(off)[:4] and on.stats.replayed > 0
+    loads = [args[0] for segments in seen for _, ops in segments for code, fn, args in ops
+             if code == 0 and fn.__name__ == "replay_pair" and not args[4]]
+    # every middle device loads its two halos of A (the array that flows between
+    # devices in this driver) as one copy
+    middle = {(c.device.index, c.array) for c in loads}
+    assert middle >= {(d, "A") for d in range(1, ndev - 1)}
+    singles = [args[0] for segments in seen for _, ops in segments for code, fn, args in ops
+               if code == 0 and fn.__name__ == "replay_h2d"]
+    assert all(c.device.index in (0, ndev - 1) for c in singles)
+
+
 def test_floyd_never_replays():
     """Row k moves with the serial loop: no two iterations have the same boxes."""
     n = 12
