@@ -13,7 +13,12 @@ Usage::
     python scripts/bench_host.py --programs floyd --devices 2 --param floyd:n=4096 --profile 25
 
 Prints per configuration: serial iterations, tiles, host ms per serial iteration, us per
-tile, iterations replayed; ``--json PATH`` writes the rows.
+tile, iterations replayed; ``--json PATH`` writes the rows. With ``--steady
+PROG:NAME=A,B`` a program runs at ``NAME=A`` and at ``NAME=B`` (its serial loop's
+length) and its figures are the differences of the two runs, per serial iteration and
+per tile: the steady state, without the first iterations that record what later ones
+replay (``python scripts/bench_host.py --programs heat2d --devices 4,8 --steady
+heat2d:tsteps=100,1000``).
 """
 from __future__ import annotations
 
@@ -157,6 +162,23 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
             "us_per_tile": 1e6 * wall * ranks / max(1, tiles), "replayed": replayed}
 
 
+def difference(short: dict[str, Any], long: dict[str, Any]) -> dict[str, Any]:
+    """The row of ``long`` with its figures per serial iteration and per tile taken from
+    the difference of the two runs (``short``: the same configuration with fewer serial
+    iterations): the steady state. The busiest process's time counts for several."""
+    iters = long["serial_iters"] - short["serial_iters"]
+    tiles = long["tiles"] - short["tiles"]
+    wall = long["wall_s"] - short["wall_s"]
+    if iters <= 0 or tiles <= 0:
+        raise SystemExit(f"bench_host --steady: {long['program']} ran no more iterations "
+                         f"at {long['params']} than at {short['params']}")
+    ranks = long.get("ranks", 1)
+    return {**long, "params": f"{short['params']} -> {long['params']}",
+            "serial_iters": iters, "tiles": tiles, "wall_s": wall,
+            "ms_per_iter": 1e3 * wall / iters, "us_per_tile": 1e6 * wall * ranks / tiles,
+            "steady": True}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -175,8 +197,22 @@ def main(argv: list[str] | None = None) -> int:
                    help="processes sharing the devices (bbmm run --procs; 'd': one per "
                         "device); each process's host work is measured alone and the "
                         "slowest counts")
+    p.add_argument("--steady", action="append", default=[], metavar="PROG:NAME=A,B",
+                   help="measure PROG at NAME=A and NAME=B and report the differences: "
+                        "the steady state per serial iteration and per tile (repeatable)")
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
+    steady = {}
+    for item in args.steady:
+        prog, _, rest = item.partition(":")
+        name, _, values = rest.partition("=")
+        try:
+            a, b = (int(v) for v in values.split(","))
+        except ValueError:
+            p.error(f"--steady {item!r}: expected PROG:NAME=A,B with integers A < B")
+        if not prog or not name or a >= b:
+            p.error(f"--steady {item!r}: expected PROG:NAME=A,B with integers A < B")
+        steady[prog] = (name, a, b)
     progs = ec.program_list(args, DEFAULT_PROGRAMS)
     replay = False if args.no_replay else None
     rows = []
@@ -188,11 +224,19 @@ def main(argv: list[str] | None = None) -> int:
                         for p in dict.fromkeys(nd if q == "d" else int(q)
                                                for q in args.procs.split(","))):
             if np_ > 1 and nd % np_ == 0:
-                row = measure_ranks(prog, params, nd, np_, args.repeat)
+                run = lambda ps: measure_ranks(prog, ps, nd, np_, args.repeat)  # noqa: E731
             elif np_ == 1:
-                row, _ = measure(prog, params, nd, args.repeat, replay)
+                run = lambda ps: measure(prog, ps, nd, args.repeat, replay)[0]  # noqa: E731
             else:
                 continue
+            if prog in steady:
+                name, a, b = steady[prog]
+                if name not in params:
+                    p.error(f"--steady: {prog} has no parameter {name!r} "
+                            f"(its parameters: {', '.join(params)})")
+                row = difference(run({**params, name: a}), run({**params, name: b}))
+            else:
+                row = run(params)
             row.setdefault("ranks", 1)
             rows.append(row)
             print(f"{prog:12} {row['params']:>24} {nd:>3}/{np_:<2} {row['serial_iters']:>6} "

@@ -439,6 +439,31 @@ def test_bench_host_on_dry_devices(tmp_path, capsys):
     assert "us/tile" in capsys.readouterr().out
 
 
+def test_bench_host_steady_state_is_the_difference_of_two_runs(tmp_path):
+    """``--steady PROG:NAME=A,B``: the figures of the run at B less those of the run at A,
+    per serial iteration and per tile (one process and a process of two); a spec that is
+    not NAME=A,B with A < B, or names no parameter, is refused."""
+    import bench_host as bh
+    assert bh.main(["--programs", "heat2d", "--devices", "2", "--procs", "1,2",
+                    "--sizes", "tiny", "--steady", "heat2d:tsteps=6,16", "--repeat", "1",
+                    "--json", str(tmp_path / "s.json")]) == 0
+    rows = json.loads((tmp_path / "s.json").read_text())["rows"]
+    assert [r["ranks"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["steady"] and r["serial_iters"] == 10 and "tsteps=6" in r["params"]
+        assert r["tiles"] == 10 * 2 * 2  # two phases of two tiles per step
+        assert r["ms_per_iter"] > 0
+        assert abs(r["us_per_tile"] - 1e6 * r["wall_s"] * r["ranks"] / r["tiles"]) < 1e-6
+    short = {"serial_iters": 4, "tiles": 8, "wall_s": 1.0, "params": "a", "program": "p"}
+    long = {"serial_iters": 14, "tiles": 28, "wall_s": 2.0, "params": "b", "program": "p"}
+    row = bh.difference(short, long)
+    assert (row["serial_iters"], row["tiles"], row["ms_per_iter"]) == (10, 20, 100.0)
+    for bad in ("heat2d:tsteps=16,6", "heat2d:tsteps=6", "heat2d:nosuch=1,2"):
+        with pytest.raises(SystemExit):
+            bh.main(["--programs", "heat2d", "--devices", "1", "--sizes", "tiny",
+                     "--steady", bad, "--repeat", "1"])
+
+
 def test_bench_host_processes_swap_through_kept_buffers():
     """A process of several on dry devices (its peers' messages stood in): the steps
     repeat and are replayed; its swaps pack into one buffer per peer kept between swaps
