@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 
 import numpy as np
+import pytest
 
 from bbmm.codegen.compile import compile_program, load_driver
 from bbmm.devices import DryDevice
@@ -48,23 +49,10 @@ def test_an_error_in_the_loop_thaws_the_heap():
     assert gc.get_freeze_count() == 0
 
 
-def test_a_run_loops_with_the_heap_frozen(monkeypatch):
-    module = load_driver(compile_program(str(POLYBENCH / "floyd.c")))
-    seen = []
-    run = module.run
-
-    def counting(rt, *args):
-        seen.append(gc.get_freeze_count())
-        return run(rt, *args)
-
-    monkeypatch.setattr(module, "run", counting)
-    arrays = {"path": np.zeros((16, 16), np.float32)}
-    execute(module, [DryDevice(0), DryDevice(1)], {"n": 16}, {}, arrays, progress=False)
-    assert seen and seen[0] > 0
-    assert gc.get_freeze_count() == 0
-
-
-def test_a_rank_of_a_run_over_processes_loops_with_the_heap_frozen(monkeypatch):
+@pytest.mark.parametrize("over", ["devices", "processes"])
+def test_a_run_loops_with_the_heap_frozen(monkeypatch, over):
+    """``bbmm run`` (``run.execute``) and a rank of a run over processes
+    (``mpirun.execute_mpi``, its peers stood in) call the driver's loop frozen."""
     import bench_host as bh  # scripts/ is on the import path (pyproject.toml)
     from bbmm.mpirun import execute_mpi
 
@@ -78,7 +66,10 @@ def test_a_rank_of_a_run_over_processes_loops_with_the_heap_frozen(monkeypatch):
 
     monkeypatch.setattr(module, "run", counting)
     arrays = {"path": np.zeros((16, 16), np.float32)}
-    execute_mpi(module, [DryDevice(0)], {"n": 16}, {}, arrays, bh.LoopbackComm(0, 2, 1),
-                gather=False, progress=False)
+    if over == "devices":
+        execute(module, [DryDevice(0), DryDevice(1)], {"n": 16}, {}, arrays, progress=False)
+    else:
+        execute_mpi(module, [DryDevice(0)], {"n": 16}, {}, arrays, bh.LoopbackComm(0, 2, 1),
+                    gather=False, progress=False)
     assert seen and seen[0] > 0
     assert gc.get_freeze_count() == 0
