@@ -473,12 +473,12 @@ def frozen_heap() -> Iterator[None]:
     runtime's caches hold: 14 ms in a dry Floyd process, 25-39 ms in a process driving a
     PoCL device, and every process of a ``--procs`` run waits for its neighbours each
     serial iteration, so one process's pause stalls them all. The loop's own objects
-    are few and short-lived. Where the caller has frozen objects already, nothing is
-    changed (theirs stay as they are)."""
+    are few and short-lived. Freezing and thawing move whole generations (no collection
+    runs: garbage made before the loop waits for the first one after it). Where the
+    caller has frozen objects already, nothing is changed (theirs stay as they are)."""
     if gc.get_freeze_count():
         yield
         return
-    gc.collect()
     gc.freeze()
     try:
         yield
