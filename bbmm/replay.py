@@ -130,6 +130,7 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
     copies: dict[int, int] = {}
     segments: list[tuple[str, list[tuple[int, Any, tuple]]]] = []
     single = {"h2d": d.replay_h2d, "d2h": d.replay_d2h}
+    d2d = d.replay_d2d  # one bound method: _partner knows its transfers by identity
     for timer, kind, args in tape.ops:
         if not segments or segments[-1][0] != timer:
             segments.append((timer, []))
@@ -140,8 +141,8 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
             key = (kind, c.device.index, what)
             counts[key] = counts.get(key, 0) + region.volume * host.itemsize
             if kind == "d2d":
-                ops.append((0, d.replay_d2d, args))
-            elif (at := _partner(ops, single[kind], c, region, what)) is not None:
+                ops.append((0, d2d, args))
+            elif (at := _partner(ops, single[kind], d2d, c, region, what)) is not None:
                 # two regions of one copy (a stencil's halos, its flow-out rows): one
                 # rect copy (Directory.replay_pair), where the earlier one stands
                 i, both = at
@@ -157,54 +158,38 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
     return segments
 
 
-def _partner(ops: list, fn: Any, c: Any, region: Box, what: str
+def _partner(ops: list, fn: Any, d2d: Any, c: Any, region: Box, what: str
              ) -> tuple[int, tuple[Box, Box]] | None:
     """Where the transfer of ``region`` of copy ``c`` (routine ``fn``, for ``what``) joins
-    an earlier one of the same routine, copy and purpose as one pair: its position and
-    the two regions; else None.
+    an earlier one of the same routine, copy and purpose as one pairable rect copy: its
+    position and the two regions in order along dimension 0; else None.
 
-    The transfer moves up to the earlier one only past transfers that touch neither copy
-    ``c`` nor ``region`` of the host array (no launch, no phase boundary): none of them
-    then sees or changes what it moves, in the device or in the host, before or after.
-    With one process driving several devices, a device's two halos arrive between the
-    flow-ins of its neighbours', not one after the other."""
+    The transfer moves up to the earlier one only past transfers (``d2d``: the routine of
+    device-to-device ones) that touch neither copy ``c`` nor ``region`` of the host array
+    (no launch, no phase boundary): none of them then sees or changes what it moves, in
+    the device or in the host, before or after. With one process driving several
+    devices, a device's two halos arrive between the flow-ins of its neighbours', not one
+    after the other."""
     a = c.array
     for i in range(len(ops) - 1, -1, -1):
         code, f, args = ops[i]
         if code != 0:
             return None
-        if f is fn and args[0] is c:
-            both = _pair(ops[i], fn, c, region, what)
-            return None if both is None else (i, both)
-        if _touches(f, args, c, a, region):
+        if f is d2d:
+            if args[0] is c or args[1] is c:
+                return None
+            continue
+        other = args[0]
+        if other is c:
+            if f is not fn or args[3] != what:
+                return None
+            first = args[1]
+            both = (first, region) if first.lo[0] <= region.lo[0] else (region, first)
+            return (i, both) if pairable(*both) else None
+        moved = args[1] if isinstance(args[1], tuple) else (args[1],)  # a pair, or one
+        if other.array == a and any(r.overlaps(region) for r in moved):
             return None
     return None
-
-
-def _touches(f: Any, args: tuple, c: Any, array: str, region: Box) -> bool:
-    """Whether the compiled transfer ``f(*args)`` uses copy ``c`` or moves a part of
-    ``region`` of host array ``array``."""
-    if getattr(f, "__name__", "") == "replay_d2d":
-        return args[0] is c or args[1] is c
-    other = args[0]
-    if other is c:
-        return True
-    if other.array != array:
-        return False
-    regions = args[1] if isinstance(args[1], tuple) else (args[1],)
-    return any(r.overlaps(region) for r in regions)
-
-
-def _pair(op: tuple, fn: Any, c: Any, region: Box, what: str) -> tuple[Box, Box] | None:
-    """The compiled transfer ``op``'s region and the next one (``region`` of copy ``c`` for
-    ``what``) in order along dimension 0, where they make one pairable rect copy: the same
-    routine, copy and purpose; else None."""
-    code, f, args = op
-    if f != fn or args[0] is not c or args[3] != what:
-        return None
-    first = args[1]
-    both = (first, region) if first.lo[0] <= region.lo[0] else (region, first)
-    return both if pairable(*both) else None
 
 
 def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:

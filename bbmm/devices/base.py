@@ -335,18 +335,20 @@ class DryDevice(NullDevice):
         self.log.append(("d2h", region, region.volume * host.itemsize))
 
     def write_rects(self, dst, dst_box, regions, host, *, wait_for=(), blocking=True):
-        self._pair("h2d", regions, host.itemsize)
+        self._pair("h2d", dst, dst_box, regions, host)
 
     def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True):
-        self._pair("d2h", regions, host.itemsize)
+        self._pair("d2h", src, src_box, regions, host)
 
     def paired(self, a, a_box, regions, host):
         return len(regions) == 2 and pairable(*regions)
 
-    def _pair(self, kind: str, regions: Sequence[Box], itemsize: int) -> None:
+    def _pair(self, kind: str, a: Allocation, a_box: Box, regions: Sequence[Box],
+              host: np.ndarray) -> None:
         """Log two pairable regions as one command, as an OpenCL device enqueues them
         (the first region stands for the pair: they have one shape)."""
-        if len(regions) == 2 and pairable(*regions):
+        itemsize = host.itemsize
+        if self.paired(a, a_box, regions, host):
             first = regions[0]
             self.log.append((kind, first, 2 * first.volume * itemsize))
         else:
