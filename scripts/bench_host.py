@@ -173,10 +173,14 @@ def difference(short: dict[str, Any], long: dict[str, Any]) -> dict[str, Any]:
         raise SystemExit(f"bench_host --steady: {long['program']} ran no more iterations "
                          f"at {long['params']} than at {short['params']}")
     ranks = long.get("ranks", 1)
+    if wall <= 0:
+        print(f"bench_host --steady: {long['program']} at {long['params']} took no longer "
+              f"than at {short['params']} ({1e3 * wall:+.3f} ms): the difference is below "
+              "the timing noise; widen A,B or raise --repeat", file=sys.stderr)
     return {**long, "params": f"{short['params']} -> {long['params']}",
             "serial_iters": iters, "tiles": tiles, "wall_s": wall,
             "ms_per_iter": 1e3 * wall / iters, "us_per_tile": 1e6 * wall * ranks / tiles,
-            "steady": True}
+            "steady": True, "below_noise": wall <= 0}
 
 
 def main(argv: list[str] | None = None) -> int:

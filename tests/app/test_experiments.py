@@ -439,9 +439,10 @@ def test_bench_host_on_dry_devices(tmp_path, capsys):
     assert "us/tile" in capsys.readouterr().out
 
 
-def test_bench_host_steady_state_is_the_difference_of_two_runs(tmp_path):
+def test_bench_host_steady_state_is_the_difference_of_two_runs(tmp_path, capsys):
     """``--steady PROG:NAME=A,B``: the figures of the run at B less those of the run at A,
-    per serial iteration and per tile (one process and a process of two); a spec that is
+    per serial iteration and per tile (one process and a process of two); a difference
+    that is not positive (tiny runs: timing noise) is flagged, not hidden; a spec that is
     not NAME=A,B with A < B, or names no parameter, is refused."""
     import bench_host as bh
     assert bh.main(["--programs", "heat2d", "--devices", "2", "--procs", "1,2",
@@ -452,12 +453,18 @@ def test_bench_host_steady_state_is_the_difference_of_two_runs(tmp_path):
     for r in rows:
         assert r["steady"] and r["serial_iters"] == 10 and "tsteps=6" in r["params"]
         assert r["tiles"] == 10 * 2 * 2  # two phases of two tiles per step
-        assert r["ms_per_iter"] > 0
+        assert abs(r["ms_per_iter"] - 1e3 * r["wall_s"] / 10) < 1e-9
+        assert r["below_noise"] == (r["wall_s"] <= 0)
         assert abs(r["us_per_tile"] - 1e6 * r["wall_s"] * r["ranks"] / r["tiles"]) < 1e-6
     short = {"serial_iters": 4, "tiles": 8, "wall_s": 1.0, "params": "a", "program": "p"}
     long = {"serial_iters": 14, "tiles": 28, "wall_s": 2.0, "params": "b", "program": "p"}
     row = bh.difference(short, long)
     assert (row["serial_iters"], row["tiles"], row["ms_per_iter"]) == (10, 20, 100.0)
+    assert not row["below_noise"]
+    capsys.readouterr()
+    row = bh.difference(short, short | {"serial_iters": 20, "tiles": 40, "wall_s": 0.9})
+    assert row["below_noise"] and row["ms_per_iter"] < 0
+    assert "below the timing noise" in capsys.readouterr().err
     for bad in ("heat2d:tsteps=16,6", "heat2d:tsteps=6", "heat2d:nosuch=1,2"):
         with pytest.raises(SystemExit):
             bh.main(["--programs", "heat2d", "--devices", "1", "--sizes", "tiny",
