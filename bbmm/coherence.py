@@ -206,6 +206,7 @@ class Directory:
         self.copies[c.array].append(c)
         if self.tape is not None:
             self.tape.mutated = True
+            self.tape.added.append(c)
 
     def remove(self, c: Copy) -> None:
         """Forget a copy that is about to be freed; it must hold no dirty record."""
@@ -215,17 +216,25 @@ class Directory:
         self.copies[c.array].remove(c)
         if self.tape is not None:
             self.tape.mutated = True
+            self.tape.removed.append(c)
 
     # ---- transfers (the only places bytes move) --------------------------------
+
+    def lane(self, dst: Copy, region: Box, side: bool) -> int:
+        """The queue of a load of ``region`` into ``dst``: 1, the device's side queue, for
+        a read-in (``side``) where the device takes it there; else 0."""
+        dev = dst.device
+        if not side or not dev.side or self.blocking:
+            return 0
+        return 1 if dev.side_for(dst.alloc, region.volume * dst.itemsize) else 0
 
     def _h2d(self, dst: Copy, region: Box, what: str, side: bool = False) -> None:
         host = self.host.array(dst.array)
         dev = dst.device
         n = region.volume * host.itemsize
-        lane = 1 if side and dev.side and not self.blocking and dev.side_for(dst.alloc, n) else 0
-        self.replay_h2d(dst, region, host, what, lane)
+        self.replay_h2d(dst, region, host, what, self.lane(dst, region, side))
         if self.tape is not None:
-            self.tape.add("h2d", (dst, region, what))
+            self.tape.add("h2d", (dst, region, what, side))
         ds = self.stats.devices[dev.index]
         ds.h2d_bytes += n
         ds.copies += 1
@@ -234,7 +243,7 @@ class Directory:
     def _d2h(self, src: Copy, region: Box, what: str) -> None:
         host = self.host.array(src.array)
         if self.tape is not None:
-            self.tape.add("d2h", (src, region, what))
+            self.tape.add("d2h", (src, region, what, False))
         self.replay_d2h(src, region, host, what)
         n = region.volume * host.itemsize
         ds = self.stats.devices[src.device.index]
@@ -491,16 +500,20 @@ class Directory:
             self.store(holder, inter, "writeout")
             return
         groups = self._groups.setdefault(holder, [])
-        for g in groups:
+        for i, g in enumerate(groups):
             h = g[0].hull(inter)
             if h.volume <= 2 * (g[1] + n):
                 g[0] = h
                 g[1] += n
+                if self.tape is not None:
+                    self.tape.deferred.append((holder, inter, i))
                 if g[1] * holder.itemsize >= self.FLUSH_BYTES:
                     groups.remove(g)
                     self._store_groups(holder, [g])
                 break
         else:
+            if self.tape is not None:
+                self.tape.deferred.append((holder, inter, -1))
             groups.append([inter, n])
             if len(groups) > self.GROUPS:
                 self._store_groups(holder, [groups.pop(0)])

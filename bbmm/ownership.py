@@ -12,10 +12,10 @@ so every rank computes the same plan with no communication).
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import Any, Mapping, Sequence
 
 from .box import Box, disjoint, hull_all, merge_adjacent
+from .ordertype import Far as _Far, box_of as _box, encode as _encode, order as _order
 from .runtime import Tile
 
 Messages = dict[tuple[int, int], list[tuple[str, Box]]]
@@ -458,29 +458,6 @@ def _flatten(own: Ownership, tiles: Sequence[Tile]
     return (tuple(skel), tuple(recs_skel)), flat, ndims
 
 
-def _order(flat: Mapping[str, list[int]], ndims: Mapping[str, int], gap: int
-           ) -> tuple[tuple, dict[str, list[list[int]]]]:
-    """Per array and dimension, each coordinate's rank among the distinct ones and the
-    gaps between neighbours (capped at ``gap``): the coordinates' part of
-    :class:`PlanMemo`'s key; and the sorted distinct coordinates a template's positions
-    refer to."""
-    orders: list[Any] = []
-    bases: dict[str, list[list[int]]] = {}
-    for a, f in flat.items():
-        nd = ndims.get(a)
-        if nd is None:  # no box at all
-            continue
-        per = bases[a] = []
-        for d in range(nd):
-            vals = f[d::nd] if nd > 1 else f
-            ds = sorted(set(vals))
-            orders.append(tuple(map(dict(zip(ds, range(len(ds)))).__getitem__, vals)))
-            orders.append(tuple(y - x if y - x < gap else gap for x, y in zip(ds, ds[1:])))
-            per.append(ds)
-        per.append([v for base in per for v in base])  # all dimensions', for _box
-    return tuple(orders), bases
-
-
 def _template(plan: list[tuple[list[Tile], Messages]], parts: tuple, own: Ownership,
               bases: Mapping[str, list[list[int]]], shift: int) -> Any:
     """A plan's messages and records with each coordinate as (index of the nearest
@@ -494,35 +471,6 @@ def _template(plan: list[tuple[list[Tile], Messages]], parts: tuple, own: Owners
     except (KeyError, _Far):
         return None
     return msgs_t, recs_t
-
-
-class _Far(Exception):
-    pass
-
-
-def _encode(b: Box, ds: list[list[int]], shift: int) -> tuple:
-    """``b`` as ``(ndim, ((index, offset), ...))``, an index into the concatenation of
-    its array's per-dimension distinct coordinates (``lo`` then ``hi``)."""
-    out = []
-    for bound in (b.lo, b.hi):
-        start = 0
-        for v, base in zip(bound, ds):
-            i = bisect_left(base, v)
-            if i == len(base) or (i and v - base[i - 1] < base[i] - v):
-                i -= 1
-            off = v - base[i]
-            if off > shift or -off > shift:
-                raise _Far
-            out.append((start + i, off))
-            start += len(base)
-    return len(b.lo), tuple(out)
-
-
-def _box(t: tuple, ds: list[list[int]]) -> Box:
-    nd, coords = t
-    flat = ds[-1]
-    vals = [flat[i] + off for i, off in coords]
-    return Box._new(tuple(vals[:nd]), tuple(vals[nd:]))
 
 
 def plan_gather(own: Ownership, root: int = 0) -> Messages:

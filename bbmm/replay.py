@@ -90,7 +90,8 @@ class Tape:
     """The device operations of one serial iteration, in issue order.
 
     ``ops`` holds ``(timer, kind, args)``: kind ``h2d``/``d2h`` with ``(copy, region,
-    what)``, ``d2d`` with ``(dst, src, region, what)``, ``launch`` with ``(phase, tile
+    what, side)`` (``side``: a read-in the device may queue beside its kernels), ``d2d``
+    with ``(dst, src, region, what)``, ``launch`` with ``(phase, tile
     index, TileBuffers, rows)`` (rows: None for the whole tile), ``begin``/``end`` with
     ``(phase,)`` where a phase with callbacks starts and ends. ``timer`` is the runtime
     timer the operation ran under.
@@ -112,6 +113,18 @@ class Tape:
     """Bytes per (kind, device, purpose) that one replay moves."""
     copy_counts: dict = field(default_factory=dict)
     """Transfers per device that one replay makes."""
+    start: Any = None
+    """The state the iteration started from (:func:`bbmm.shifted.state_snapshot`)."""
+    plain: bool = True
+    """No phase was named by a ``spec`` (:mod:`bbmm.shifted`)."""
+    metas: list = field(default_factory=list)
+    """Per phase: its caller's key, and whether it had ``before`` and ``after``."""
+    added: list = field(default_factory=list)
+    removed: list = field(default_factory=list)
+    """Copies allocated and freed during the iteration, in order."""
+    deferred: list = field(default_factory=list)
+    """Write-outs deferred during the iteration: ``(holder, region, group)``, the group
+    the region joined (-1: a new one)."""
     tiles: int = 0
     split_accesses: int = 0
     boxes_present: dict[int, int] = field(default_factory=dict)
@@ -136,7 +149,8 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
             segments.append((timer, []))
         ops = segments[-1][1]
         if kind in ("h2d", "d2h", "d2d"):
-            c, region, what = args[0], args[-2], args[-1]
+            c = args[0]
+            region, what = (args[2], args[3]) if kind == "d2d" else (args[1], args[2])
             host = d.host.array(c.array)
             key = (kind, c.device.index, what)
             counts[key] = counts.get(key, 0) + region.volume * host.itemsize

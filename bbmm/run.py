@@ -576,8 +576,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="allocate and read in every tile's boxes afresh (no inter-tile reuse)")
     g.add_argument("--no-replay", action="store_true",
                    help="redo the memory management of every serial iteration (default: a "
-                        "time step that leaves the device state as it found it is replayed; "
-                        "also $BBMM_REPLAY=0)")
+                        "time step that leaves the device state as it found it is replayed, "
+                        "and one that repeats another with its boxes moved, as Floyd's step "
+                        "k; also $BBMM_REPLAY=0)")
     g.add_argument("--coherence", choices=COHERENCE, default="exact",
                    help="exact flow-out sets (BBMM) or whole written blocks (block coherence)")
     g.add_argument("--seed", type=_seed, default=0,
@@ -626,8 +627,9 @@ def report(res: RunResult, kernel: str, returns: str | None = None) -> str:
                  f"read-in {format_bytes(b['readin'])}; memory management "
                  f"{st.overhead_percent:.2f}% of {st.total_time:.3f} s")
     if st.replayed:
+        moved = f" ({st.shifted} up to a shift of their boxes)" if st.shifted else ""
         lines.append(f"  replayed {st.replayed} serial iteration(s) that repeated an earlier "
-                     f"one (--no-replay: redo their memory management)")
+                     f"one{moved} (--no-replay: redo their memory management)")
     slow = pageable(res.arrays, rt.devices)
     if slow:
         nbytes = sum(res.arrays[a].nbytes for a in slow)

@@ -37,6 +37,7 @@ from .coherence import Directory, HostCopy
 from .devices.base import Device
 from .diagnostic import UsageError
 from .replay import Tape, phase_key, replay, signature
+from .shifted import ShiftMemo, Template, match, replay_shifted, state_snapshot
 from .stats import DeviceStats, Stats
 from .tiles import Copy, Tile, TileBuffers
 
@@ -187,6 +188,9 @@ class Runtime:
         """Record serial iterations and replay the ones that repeat (:mod:`bbmm.replay`)."""
         self._tape: Tape | None = None
         self._fixed: Tape | None = None     # the recorded fixed point being replayed
+        self._shifted: Template | None = None  # the template replayed up to a shift
+        self.shift_memo = ShiftMemo()
+        """Templates of iterations that repeat up to a shift (:mod:`bbmm.shifted`)."""
         self._deferred: list[tuple[list[Tile], object, Any, Any, Hashable, Hashable, Any]] = []
         self._prev_keys: tuple | None = None
         self._prev_sig: object = None
@@ -246,6 +250,15 @@ class Runtime:
                 self._deferred.append((list(tiles), serial, before, after, key, spec, args))
                 return
             self._abandon()
+        elif self._shifted is not None:
+            # held back while the phases come as the template's did; their key (the
+            # coordinates' order) is looked at in end_serial, once all have come
+            i = len(self._deferred)
+            tpl = self._shifted
+            if i < len(tpl.phases) and len(tiles) == tpl.phases[i] and spec is None:
+                self._deferred.append((list(tiles), serial, before, after, key, spec, args))
+                return
+            self._abandon()
         if spec is not None:
             tiles = self._arrange(tiles)
         self._run_phase(tiles, serial, before, after, key, spec, args)
@@ -265,8 +278,10 @@ class Runtime:
                    spec: Hashable = None, args: Sequence[Any] | None = None) -> None:
         if before is not None:
             before(False)
-        if self._tape is not None and (before is not None or after is not None):
-            self._tape.add("begin", (len(self._tape.phases),))
+        if self._tape is not None:
+            self._tape.metas.append((key, before is not None, after is not None))
+            if before is not None or after is not None:
+                self._tape.add("begin", (len(self._tape.phases),))
         self._run_tiles(tiles, serial, key, spec, args)
         if self._tape is not None and (before is not None or after is not None):
             self._tape.add("end", (len(self._tape.phases) - 1,))
@@ -281,6 +296,10 @@ class Runtime:
         directory = self.directory
         tape = self._tape
         if tape is not None:
+            if not tape.phases:
+                tape.start = state_snapshot(self)
+            if spec is not None:
+                tape.plain = False
             tape.phases.append(_key(tiles, key, spec))
             tape.tiles_of.append(list(tiles))
             phase_no = len(tape.phases) - 1
@@ -401,6 +420,22 @@ class Runtime:
                     self.host_log.append(("replay", t0, time.perf_counter()))
                 return
             self._abandon()
+        shifted = self._shifted
+        if shifted is not None:
+            if len(self._deferred) == len(shifted.phases):
+                phases = self._deferred
+                t0 = time.perf_counter()
+                bases = match(shifted, [(p[0], p[4], p[2] is not None, p[3] is not None)
+                                        for p in phases], self)
+                self.stats.times["memory_mgmt"] += time.perf_counter() - t0
+                if bases is not None:
+                    self._serial = phases[-1][1]
+                    if replay_shifted(self, shifted, bases, phases):
+                        self._deferred = []
+                        if self.host_log is not None:
+                            self.host_log.append(("replay", t0, time.perf_counter()))
+                        return
+            self._abandon()
         with self.stats.timer("memory_mgmt"):
             for m in self.managers:
                 m.cleanup(serial if serial is not None else self._serial,
@@ -460,7 +495,7 @@ class Runtime:
 
     def finish(self) -> None:
         """Bring every newest value home; afterwards the host arrays are the result."""
-        if self._fixed is not None:
+        if self._fixed is not None or self._shifted is not None:
             self._abandon()
         if self._loop_t0 is not None and self.stats.loop_s is None:
             # the wait for the last kernels, which the write-out's copies made before
@@ -477,7 +512,7 @@ class Runtime:
 
     def release_all(self) -> None:
         """Free every resident box (after :meth:`finish`)."""
-        if self._fixed is not None:
+        if self._fixed is not None or self._shifted is not None:
             self._abandon()
         for m in self.managers:
             m.free_all()
@@ -602,7 +637,7 @@ class Runtime:
 
     def _record(self) -> None:
         """Start recording a new serial iteration, forgetting what came before."""
-        self._fixed = None
+        self._fixed = self._shifted = None
         self._prev_keys = self._prev_sig = None
         self._tape = Tape() if self.replay else None
         self.directory.tape = self._tape
@@ -644,7 +679,10 @@ class Runtime:
         else:
             self._prev_sig = None
         self._prev_keys = keys
-        if self._fixed is None:
+        if self._fixed is None and tape.start is not None:
+            # an iteration like an earlier one up to a shift of its boxes: replay the next
+            self._shifted = self.shift_memo.close(self, tape)
+        if self._fixed is None and self._shifted is None:
             self._misses += 1
             if self._misses >= REPLAY_MISSES:
                 self._pause()
@@ -653,7 +691,8 @@ class Runtime:
             self._misses = 0
             self._pause_len = REPLAY_PAUSE[0]
         self._tape = Tape()
-        self.directory.tape = None if self._fixed is not None else self._tape
+        replaying = self._fixed is not None or self._shifted is not None
+        self.directory.tape = None if replaying else self._tape
 
     def _may_replay(self, serial: object) -> bool:
         """No resident copy is due for cleanup at the end of ``serial`` (the recorded
@@ -664,10 +703,12 @@ class Runtime:
     def _abandon(self) -> None:
         """Leave replay: run the held-back phases for real (recorded again, starting from
         the fixed point's state, which is the state now)."""
-        fixed = self._fixed
-        assert fixed is not None
+        assert self._fixed is not None or self._shifted is not None
+        if self._shifted is not None:
+            # the state moved on with each replay: compared afresh from here
+            self._prev_keys = self._prev_sig = None
         deferred, self._deferred = self._deferred, []
-        self._fixed = None
+        self._fixed = self._shifted = None
         self._tape = Tape()
         self.directory.tape = self._tape
         # _prev_keys and _prev_sig still describe the fixed point (set when it was found;

@@ -76,7 +76,10 @@ class Stats:
     edge_first: int = 0
     """Tiles whose rows writing the flow-out ran first (:meth:`bbmm.runtime.Runtime._edges`)."""
     replayed: int = 0
-    """Serial iterations replayed from a recorded fixed point (:mod:`bbmm.replay`)."""
+    """Serial iterations replayed from a recorded one (:mod:`bbmm.replay`, and those of
+    :attr:`shifted`)."""
+    shifted: int = 0
+    """Of those, the ones replayed up to a shift of their coordinates (:mod:`bbmm.shifted`)."""
     serial_iterations: int = 0
     """Iterations of the outermost serial loop (0: the program has none)."""
     loop_s: float | None = None
@@ -113,6 +116,7 @@ class Stats:
                 **{f"{k}_bytes": v for k, v in self.bytes.items()},
                 "time_s": t, "overhead_percent": self.overhead_percent, "tiles": self.tiles,
                 "split_accesses": self.split_accesses, "replayed_iterations": self.replayed,
+                "shifted_iterations": self.shifted,
                 "edge_first_tiles": self.edge_first,
                 "serial_iterations": self.serial_iterations, "loop_s": self.loop_s,
                 "enqueues": self.enqueues()}

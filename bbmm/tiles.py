@@ -6,6 +6,7 @@ which its kernel's arguments are packed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -90,6 +91,9 @@ class Copy:
     last: Any = None
     """The event of the last command that used the copy's memory (None: none pending
     that a later user of the memory must wait for); handed to the device on free."""
+    uid: int = field(default_factory=count().__next__)
+    """A number no other copy of the run has (unlike ``id``, never reused after a free):
+    the copy's name in a replay template's key (:mod:`bbmm.shifted`)."""
     _kargs: list | None = None
     _bargs: tuple | None = None
     _fits: bool | None = None

@@ -427,6 +427,36 @@ def test_replay_checks_and_moves_the_same_bytes(path, params, replays, ndev, tmp
         assert a["copies"] <= b["copies"]
 
 
+SHIFTED = [
+    (POLYBENCH / "floyd.c", ["n=128"], 1, 128),
+    (POLYBENCH / "floyd.c", ["n=128"], 2, 64),
+    (POLYBENCH / "lu.c", ["n=96"], 1, 96),
+]
+
+
+@needs_cl
+@pytest.mark.parametrize("path,params,ndev,tile", SHIFTED,
+                         ids=[f"{p[0].stem}-{p[2]}" for p in SHIFTED])
+def test_steps_replayed_up_to_a_shift_check_and_move_the_same_bytes(path, params, ndev, tile,
+                                                                    tmp_path):
+    """Floyd's and LU's step k moves row k: steps replayed up to a shift of their boxes
+    (bbmm.shifted) give the sequential C program's result and move exactly the bytes,
+    in exactly the copy commands, of the full bookkeeping."""
+    docs = []
+    for opt in ([], ["--no-replay"]):
+        out = tmp_path / f"s{len(docs)}.json"
+        assert run(path, params, "--devices", ndev, "--tile", tile, *opt, json_path=out) == 0
+        docs.append(json.loads(out.read_text()))
+    on, off = docs
+    assert on["check"] == off["check"] == "pass"
+    assert on["shifted_iterations"] == on["replayed_iterations"] > 0
+    assert off["shifted_iterations"] == 0
+    for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
+                "writeback_bytes", "refresh_bytes", "tiles"):
+        assert on[key] == off[key], key
+    assert on["per_device"] == off["per_device"]
+
+
 @needs_cl
 def test_small_read_only_array_held_whole(tmp_path, monkeypatch):
     """fdtd2d's _fict_ is read at [t]: held whole it is read in once per device, not one

@@ -1,0 +1,77 @@
+"""Coordinates up to their order: what decisions made by comparing coordinates see.
+
+Box algebra decides by comparing two coordinates of one dimension of one array, give or
+take a unit or two (a difference's pieces start one past an end). Two lists of boxes
+whose coordinates, per array and dimension, come in the same order with the same gaps
+between neighbours (gaps of ``gap`` or more all count as "far") lead to the same
+decisions, and a result computed for the first is the second's with each coordinate
+moved along with the input coordinate it came from. :func:`order` gives that key,
+:func:`encode` a result's box relative to the inputs, :func:`box_of` the box back for
+other inputs of the same key. :class:`bbmm.ownership.PlanMemo` plans a phase's messages
+once per key; :mod:`bbmm.shifted` replays a serial iteration's device operations.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any, Mapping
+
+from .box import Box
+
+
+def order(flat: Mapping[str, list[int]], ndims: Mapping[str, int], gap: int
+          ) -> tuple[tuple, dict[str, list[list[int]]]]:
+    """Per array and dimension, each coordinate's rank among the distinct ones and the
+    gaps between neighbours (capped at ``gap``): the coordinates' part of the key; and
+    the sorted distinct coordinates an encoded box refers to (per array: one list per
+    dimension, then all of them concatenated).
+
+    ``flat[a]`` holds the bounds of array ``a``'s boxes in a fixed order, ``lo`` then
+    ``hi`` of each, so that position ``p`` is of dimension ``p % ndims[a]``."""
+    orders: list[Any] = []
+    bases: dict[str, list[list[int]]] = {}
+    for a, f in flat.items():
+        nd = ndims.get(a)
+        if nd is None:  # no box at all
+            continue
+        per = bases[a] = []
+        for d in range(nd):
+            vals = f[d::nd] if nd > 1 else f
+            ds = sorted(set(vals))
+            orders.append(tuple(map(dict(zip(ds, range(len(ds)))).__getitem__, vals)))
+            orders.append(tuple(y - x if y - x < gap else gap for x, y in zip(ds, ds[1:])))
+            per.append(ds)
+        per.append([v for base in per for v in base])  # all dimensions', for box_of
+    return tuple(orders), bases
+
+
+class Far(Exception):
+    """A coordinate lies farther than the allowed shift from every input coordinate."""
+
+
+def encode(b: Box, ds: list[list[int]], shift: int) -> tuple:
+    """``b`` as ``(ndim, ((index, offset), ...))``: per bound (``lo`` then ``hi``) the
+    index of the nearest distinct input coordinate of its dimension in the concatenation
+    ``ds[-1]`` and the offset from it; :class:`Far` where an offset exceeds ``shift``."""
+    out = []
+    for bound in (b.lo, b.hi):
+        start = 0
+        for v, base in zip(bound, ds):
+            i = bisect_left(base, v)
+            if i == len(base) or (i and v - base[i - 1] < base[i] - v):
+                i -= 1
+            off = v - base[i]
+            if off > shift or -off > shift:
+                raise Far
+            out.append((start + i, off))
+            start += len(base)
+    return len(b.lo), tuple(out)
+
+
+def box_of(t: tuple, ds: list[list[int]]) -> Box:
+    """The box :func:`encode` gave ``t`` for, taken to the inputs whose bases are ``ds``."""
+    nd, coords = t
+    flat = ds[-1]
+    vals = [flat[i] + off for i, off in coords]
+    return Box._new(tuple(vals[:nd]), tuple(vals[nd:]))
+
+

@@ -1,0 +1,482 @@
+"""Replay of serial iterations that repeat up to a shift: Floyd-Warshall's step ``k``.
+
+:mod:`bbmm.replay` replays an iteration whose tiles have the same boxes as a recorded one
+and whose state is the same. Floyd-Warshall's step ``k`` never does: row ``k`` moves every
+step, so every step allocates a box for it on the devices that do not own it, reads it
+in, launches, sends row ``k + 1`` out and frees the box, and the host's record of where
+the newest rows are moves with ``k``. LU's shrinking corner is the same. Yet every step
+of a block of rows takes the same decisions.
+
+Every decision the runtime takes compares two coordinates of one dimension of one array
+(:mod:`bbmm.ordertype`), or a volume, which only chooses between correct plans (how to
+cut boxes, whether to fuse them). A :class:`Template` is an iteration's device
+operations with every box encoded relative to the coordinates of its inputs: its tiles'
+boxes and the state it started from (the resident copies with their stale parts, the
+records of which copy holds the newest value), plus the records it left. An iteration
+whose inputs have the same key (:func:`bbmm.ordertype.order`, and everything that is
+not a coordinate: devices, copies by :attr:`~bbmm.tiles.Copy.uid`, usage counts, LRU
+order) takes the same
+decisions, moved along with its coordinates: :func:`replay_shifted` issues the
+template's transfers and launches with the boxes decoded for it, allocates and frees its
+transient boxes (those the iteration allocated and freed) from the device pools, and
+leaves the records the template left, decoded.
+
+A template is kept from an iteration that allocated only transient boxes, freed no
+other, changed no LRU order and deferred no write-out, whose phases have no callbacks,
+no caller's key or ``spec``, and whose launches ran whole tiles; and it is used only once
+a later iteration with the same key, run for real, encoded to the same template
+(:class:`ShiftMemo`): what a volume decided, or anything this argument missed, shows
+there and the template is dropped.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .box import Box
+from .diagnostic import DeviceMemoryError
+from .ordertype import Far, box_of, encode, order
+from .tiles import Copy, Tile, TileBuffers
+
+GAP = 16
+"""Gaps between neighbouring coordinates of this size or more count as "far" (as
+:attr:`bbmm.ownership.PlanMemo.GAP`)."""
+SHIFT = 4
+"""How far an encoded coordinate may lie from the input coordinate it is taken relative
+to: the runtime's boxes lie at most a unit or two past an input (a record cut one row
+past a flow-out row)."""
+SIZE = 64
+"""Templates kept (the oldest is dropped first): one per regime of the serial loop."""
+SPAN = "\0span"
+"""The pseudo-array under which the tiles' spans (iteration space) are ordered."""
+
+
+@dataclass
+class Template:
+    """One serial iteration's device operations and end state, encoded.
+
+    A box is encoded by :func:`bbmm.ordertype.encode`, or None where it is the whole
+    box of the copy it belongs to (a piece, a transfer's region); a record or a copy's
+    stale parts by ``("s", ...)`` where the iteration left them as they were."""
+
+    key: Any
+    """The skeleton and the coordinates' order (:func:`_flatten`, :func:`_shape`)."""
+    shape: tuple
+    """Per array of the key's coordinates, in order: ``(array, ndim, per dimension
+    (ranks, gaps, first position of each rank))``: what :func:`match` checks."""
+    phases: tuple[int, ...]
+    """Tiles per phase."""
+    transients: tuple
+    """Per box allocated and freed in the iteration: ``(array, device, box, itemsize)``."""
+    ops: tuple
+    """``(timer, kind, args)`` with copies as ``("p", array, position)`` (resident
+    throughout: its place in the directory's list) or ``("t", index)`` (a transient),
+    and boxes encoded."""
+    dirty: tuple
+    """The directory's records at the end, per array: ``("s", i)`` for the start's
+    i-th record, else ``(box, position of the holder)``."""
+    stale: tuple
+    """Each resident copy's stale parts at the end, encoded (None: as at the start)."""
+    groups: tuple
+    """Per holder of deferred write-outs, per group: its hull at the end, encoded."""
+    deferred: tuple
+    """The write-outs the iteration deferred: ``(holder, group, region)``, the holder
+    by its place among the holders (each region's points count in its group)."""
+    tiles: int
+    split_accesses: int
+    boxes_present: tuple
+    verified: bool = False
+
+
+@dataclass
+class ShiftMemo:
+    """Templates by key; counters for reports and tests."""
+
+    templates: dict[Any, Template | None] = field(default_factory=dict)
+    """Key -> template (None: one that a later iteration contradicted: never used)."""
+    made: int = 0
+    verified: int = 0
+    rejected: int = 0
+
+    def close(self, rt: Any, tape: Any) -> Template | None:
+        """At the end of a recorded iteration: its template, kept when new; the verified
+        template to replay from now on, when one of this key encoded the same."""
+        tpl = encode_iteration(rt, tape)
+        if tpl is None:
+            return None
+        old = self.templates.get(tpl.key, False)
+        if old is False:
+            if len(self.templates) >= SIZE:
+                self.templates.pop(next(iter(self.templates)))
+            self.templates[tpl.key] = tpl
+            self.made += 1
+            return None
+        if old is None:
+            return None
+        if _same(old, tpl):
+            if not old.verified:
+                old.verified = True
+                self.verified += 1
+            return old
+        self.templates[tpl.key] = None
+        self.rejected += 1
+        return None
+
+
+def _same(a: Template, b: Template) -> bool:
+    return (a.phases == b.phases and a.transients == b.transients and a.ops == b.ops
+            and a.dirty == b.dirty and a.stale == b.stale and a.groups == b.groups
+            and a.deferred == b.deferred)
+
+
+def state_snapshot(rt: Any) -> tuple:
+    """What of the runtime's state a template's key reads, at the start of an iteration:
+    per array its copies with their stale parts, usage counts, touched and cleanup
+    flags, and the directory's records; the LRU order per device; the deferred
+    write-outs (:meth:`bbmm.coherence.Directory.writeout`) per holder."""
+    d = rt.directory
+    arrays = tuple((a, tuple((c, tuple(c.stale), c.uses, c.touched, c.cleanup_iter is None)
+                             for c in cs), tuple(d.dirty[a]))
+                   for a, cs in d.copies.items())
+    lru = tuple(tuple(c.uid for c in m.unused) for m in rt.managers)
+    groups = tuple((c, tuple((g[0], g[1]) for g in gs)) for c, gs in d._groups.items())
+    return arrays, lru, groups
+
+
+def _flatten(phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], snap: tuple
+             ) -> tuple[Any, dict[str, list[int]], dict[str, int]]:
+    """An iteration's phases and start state as a skeleton (everything that is no
+    coordinate) and, per array, the bounds of every box in a fixed order (``lo`` then
+    ``hi`` of each), with each array's ndim.
+
+    A phase is ``(tiles, key, before, after)``: its caller's key (:mod:`bbmm.distributed`'s
+    regions sent and received, ``(array, box)`` pairs in tuples) and whether it has
+    callbacks. A deferred write-out group's hull is a coordinate; its count of points is
+    not (a template adds to it, :func:`replay_shifted`)."""
+    arrays, lru, groups = snap
+    flat: dict[str, list[int]] = {}
+    ndims: dict[str, int] = {}
+    skel: list[Any] = []
+
+    def walk(x: Any) -> Any:
+        if type(x) is tuple:
+            if len(x) == 2 and type(x[0]) is str and type(x[1]) is Box:
+                a, b = x
+                f = flat.get(a)
+                if f is None:
+                    f = flat[a] = []
+                    ndims[a] = len(b.lo)
+                f += b.lo
+                f += b.hi
+                return a
+            return tuple(walk(e) for e in x)
+        return x
+
+    for tiles, extra, before, after in phases:
+        skel.append((None if extra is None else walk(extra), before, after))
+        for t in tiles:
+            parts = []
+            for dct in (t.boxes, t.writes, t.flowout, t.writeout):
+                for a, bs in dct.items():
+                    f = flat.get(a)
+                    if f is None:
+                        f = flat[a] = []
+                    for b in bs:
+                        f += b.lo
+                        f += b.hi
+                    if bs and a not in ndims:
+                        ndims[a] = len(bs[0].lo)
+                    parts.append((a, len(bs)))
+                parts.append(None)
+            span = t.span
+            if span is not None:
+                f = flat.get(SPAN)
+                if f is None:
+                    f = flat[SPAN] = []
+                    ndims[SPAN] = 1
+                f += span
+            skel.append((t.device, tuple(parts), t.fresh,
+                         tuple((a, tuple(v)) for a, v in t.cleanup.items()),
+                         tuple(t.writers.items()), span is None))
+        skel.append(None)
+    for a, copies, dirty in arrays:
+        f = flat.get(a)
+        if f is None:
+            f = flat[a] = []
+        cs = []
+        for c, stale, uses, touched, no_cleanup in copies:
+            b = c.box
+            if a not in ndims:
+                ndims[a] = len(b.lo)
+            f += b.lo
+            f += b.hi
+            for b in stale:
+                f += b.lo
+                f += b.hi
+            cs.append((c.uid, len(stale), uses, touched, no_cleanup))
+        for b, _ in dirty:
+            f += b.lo
+            f += b.hi
+        skel.append((a, tuple(cs), tuple(h.uid for _, h in dirty)))
+    for c, gs in groups:
+        f = flat[c.array]
+        for hull, _ in gs:
+            f += hull.lo
+            f += hull.hi
+        skel.append((c.uid, len(gs)))
+    skel.append(lru)
+    for a in [a for a, f in flat.items() if not f]:
+        del flat[a]  # an array the tiles name with no box
+    return tuple(skel), flat, ndims
+
+
+def _shape(flat: dict[str, list[int]], ndims: dict[str, int]
+           ) -> tuple[tuple, tuple, dict[str, list[list[int]]]]:
+    """The coordinates' order (:func:`bbmm.ordertype.order`), the same as the shape
+    :func:`_bases_like` checks, and the bases."""
+    orders, bases = order(flat, ndims, GAP)
+    shape = []
+    i = 0
+    for a in flat:
+        nd = ndims[a]
+        dims = []
+        for _ in range(nd):
+            ranks, gaps = orders[i], orders[i + 1]
+            i += 2
+            first: dict[int, int] = {}
+            for p, r in enumerate(ranks):
+                first.setdefault(r, p)
+            dims.append((ranks, list(gaps), [first[r] for r in range(len(first))]))
+        shape.append((a, nd, tuple(dims)))
+    return orders, tuple(shape), bases
+
+
+def _bases_like(shape: tuple, flat: dict[str, list[int]]
+                ) -> dict[str, list[list[int]]] | None:
+    """The bases of ``flat`` if its coordinates come in the order ``shape`` describes
+    (the same ranks, the same capped gaps), else None: :func:`bbmm.ordertype.order`'s
+    comparison without sorting (each rank's value read at its first position)."""
+    if len(shape) != len(flat):
+        return None
+    bases = {}
+    for (a, nd, dims), (b, f) in zip(shape, flat.items()):
+        if a != b:
+            return None
+        per = []
+        for d, (ranks, gaps, first) in enumerate(dims):
+            vals = f[d::nd] if nd > 1 else f
+            ds = [vals[p] for p in first]
+            if list(map(ds.__getitem__, ranks)) != vals:
+                return None
+            if [y - x if y - x < GAP else GAP for x, y in zip(ds, ds[1:])] != gaps:
+                return None
+            per.append(ds)
+        per.append([v for base in per for v in base])
+        bases[a] = per
+    return bases
+
+
+def encode_iteration(rt: Any, tape: Any) -> Template | None:
+    """The template of the iteration ``tape`` recorded (``tape.start``: the state it
+    started from), or None where it cannot be one (see the module's docstring)."""
+    snap = tape.start
+    if snap is None or not tape.plain or not tape.tiles_of:
+        return None
+    if len(tape.metas) != len(tape.tiles_of):
+        return None
+    added, removed = tape.added, tape.removed
+    if len(added) != len(removed) or {id(c) for c in added} != {id(c) for c in removed}:
+        return None  # a copy allocated and kept, or one freed that was there before
+    end = state_snapshot(rt)
+    if end[1] != snap[1] or [(c, len(gs)) for c, gs in end[2]] != \
+            [(c, len(gs)) for c, gs in snap[2]]:
+        return None  # the LRU order changed, or write-out groups came or went
+    # the copies themselves, their usage counts and flags, as they were at the start
+    if [[c[:1] + c[2:] for c in cs] for _, cs, _ in end[0]] != \
+            [[c[:1] + c[2:] for c in cs] for _, cs, _ in snap[0]]:
+        return None
+    skel, flat, ndims = _flatten([(ts, *m) for ts, m in zip(tape.tiles_of, tape.metas)],
+                                 snap)
+    orders, shape, bases = _shape(flat, ndims)
+    trans = {id(c): i for i, c in enumerate(added)}
+    d = rt.directory
+    where = {id(c): (a, i) for a, cs in d.copies.items() for i, c in enumerate(cs)}
+
+    def ref(c: Copy) -> tuple:
+        i = trans.get(id(c))
+        return ("p", *where[id(c)]) if i is None else ("t", i)
+
+    def enc(b: Box, c: Copy) -> Any:
+        return None if b == c.box else encode(b, bases[c.array], SHIFT)
+
+    try:
+        transients = tuple((c.array, c.device.index, encode(c.box, bases[c.array], SHIFT),
+                            c.itemsize) for c in added)
+        ops = []
+        for timer, kind, args in tape.ops:
+            if kind == "launch":
+                p, i, tb, rows = args
+                if rows is not None:
+                    return None  # a tile run in parts (its flow-out rows first)
+                pieces = tuple((a, tuple((enc(b, c), ref(c)) for b, c in ps),
+                                tuple(tb.access[a])) for a, ps in tb.pieces.items())
+                ops.append((timer, kind, (p, i, pieces)))
+            elif kind == "d2d":
+                dst, src, region, what = args
+                ops.append((timer, kind, (ref(dst), ref(src), enc(region, dst), what)))
+            elif kind in ("h2d", "d2h"):
+                c, region, what, side = args
+                ops.append((timer, kind, (ref(c), enc(region, c), what, side)))
+            else:
+                ops.append((timer, kind, args))  # a phase's callbacks: (phase,)
+        dirty = []
+        stale = []
+        for (a, cs), (_, copies0, dirty0) in zip(d.copies.items(), snap[0]):
+            before = {r: i for i, r in enumerate(dirty0)}
+            recs = []
+            for r in d.dirty[a]:
+                i = before.get(r)
+                if i is not None:
+                    recs.append(("s", i))
+                elif id(r[1]) in trans:
+                    return None
+                else:
+                    recs.append((encode(r[0], bases[a], SHIFT), where[id(r[1])][1]))
+            dirty.append(tuple(recs))
+            stale.append(tuple(None if tuple(c.stale) == c0[1] else
+                               tuple(encode(s, bases[a], SHIFT) for s in c.stale)
+                               for c, c0 in zip(cs, copies0)))
+        groups = tuple(tuple(encode(g[0], bases[c.array], SHIFT) for g in gs)
+                       for c, gs in end[2])
+        holders = {c.uid: i for i, (c, _) in enumerate(snap[2])}
+        deferred = []
+        for c, region, g in tape.deferred:
+            if g < 0 or c.uid not in holders:
+                return None  # a new group
+            deferred.append((holders[c.uid], g, encode(region, bases[c.array], SHIFT)))
+    except (Far, KeyError):
+        return None
+    return Template((skel, orders), shape, tuple(len(ts) for ts in tape.tiles_of),
+                    transients, tuple(ops), tuple(dirty), tuple(stale), groups,
+                    tuple(deferred), tape.tiles, tape.split_accesses,
+                    tuple(sorted(tape.boxes_present.items())))
+
+
+def match(tpl: Template, phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], rt: Any
+          ) -> dict[str, list[list[int]]] | None:
+    """The bases to decode ``tpl`` with for these phases (as :func:`_flatten` takes
+    them) from the state now, or None when their key is another."""
+    skel, flat, _ = _flatten(phases, state_snapshot(rt))
+    if skel != tpl.key[0]:
+        return None
+    return _bases_like(tpl.shape, flat)
+
+
+def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
+                   phases: list[tuple]) -> bool:
+    """Issue ``tpl``'s operations for ``phases`` (as :func:`bbmm.replay.replay`), with
+    boxes decoded through ``bases``; False, with nothing issued, when a transient box
+    does not fit its device's pool or a deferred write-out group would fill up (the
+    iteration then runs for real)."""
+    d = rt.directory
+    devs = rt.devices
+    stats = rt.stats
+    groups = list(d._groups.items())
+    counts = [[g[1] for g in gs] for _, gs in groups]
+    for h, g, enc in tpl.deferred:
+        c = groups[h][0]
+        counts[h][g] += box_of(enc, bases[c.array]).volume
+        if counts[h][g] * c.itemsize >= d.FLUSH_BYTES:
+            return False  # the full bookkeeping stores this group now
+    made: list[Copy] = []
+    for a, dev, enc, item in tpl.transients:
+        box = box_of(enc, bases[a])
+        device = devs[dev]
+        try:
+            alloc = device.alloc(box.volume * item)
+        except DeviceMemoryError:
+            for c in made:
+                c.device.free(c.alloc, None)
+            return False
+        made.append(Copy(a, box, device, alloc, item))
+    for c in made:
+        stats.devices[c.device.index].on_alloc(c.nbytes)
+    copies = d.copies
+
+    def copy(r: tuple) -> Copy:
+        return copies[r[1]][r[2]] if r[0] == "p" else made[r[1]]
+
+    clock = time.perf_counter
+    times = stats.times
+    for timer, kind, args in tpl.ops:
+        t0 = clock()
+        if kind == "launch":
+            p, i, pieces = args
+            tb = TileBuffers()
+            for a, ps, acc in pieces:
+                ds = bases.get(a)
+                out = []
+                for enc, r in ps:
+                    c = copy(r)
+                    out.append((c.box if enc is None else box_of(enc, ds), c))
+                tb.pieces[a] = out
+                tb.access[a] = list(acc)
+            rt._launch(phases[p][0][i], tb, None, phases[p][6])
+        elif kind == "begin":
+            cb = phases[args[0]][2]
+            if cb is not None:
+                cb(True)
+        elif kind == "end":
+            cb = phases[args[0]][3]
+            if cb is not None:
+                cb()
+        else:
+            if kind == "d2d":
+                rdst, rsrc, enc, what = args
+                c = copy(rdst)
+                region = c.box if enc is None else box_of(enc, bases[c.array])
+                d.replay_d2d(c, copy(rsrc), region, what)
+            else:
+                r, enc, what, side = args
+                c = copy(r)
+                region = c.box if enc is None else box_of(enc, bases[c.array])
+                host = d.host.array(c.array)
+                if kind == "h2d":
+                    d.replay_h2d(c, region, host, what, d.lane(c, region, side))
+                else:
+                    d.replay_d2h(c, region, host, what)
+            n = region.volume * c.itemsize
+            ds = stats.devices[c.device.index]
+            if kind == "h2d":
+                ds.h2d_bytes += n
+            elif kind == "d2h":
+                ds.d2h_bytes += n
+            else:
+                ds.d2d_bytes += n
+            ds.copies += 1
+            stats.bytes[what] += n
+        times[timer] += clock() - t0
+    for c in made:
+        c.device.free(c.alloc, c.last)
+        stats.devices[c.device.index].on_free(c.nbytes)
+    for recs, stale, (a, cs) in zip(tpl.dirty, tpl.stale, copies.items()):
+        ds = bases.get(a)
+        start = d.dirty[a]
+        d.dirty[a] = [start[r[1]] if r[0] == "s" else (box_of(r[0], ds), cs[r[1]])
+                      for r in recs]
+        for c, st in zip(cs, stale):
+            if st is not None:
+                c.stale = [box_of(s, ds) for s in st]
+    for (c, gs), hulls, ns in zip(groups, tpl.groups, counts):
+        ds = bases[c.array]
+        for g, hull, n in zip(gs, hulls, ns):
+            g[0] = box_of(hull, ds)
+            g[1] = n
+    stats.tiles += tpl.tiles
+    stats.split_accesses += tpl.split_accesses
+    for dev, n in tpl.boxes_present:
+        stats.devices[dev].boxes_present += n
+    stats.replayed += 1
+    stats.shifted += 1
+    return True

@@ -1,0 +1,212 @@
+"""Replay up to a shift (bbmm/shifted.py) and the order keys it rests on
+(bbmm/ordertype.py), on null devices.
+
+As in test_replay.py every run is differential: the same driver with replay off gives
+the arrays and every counter, including each device's log of copies and launches in
+issue order; Floyd's numpy reference gives the arrays too.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bbmm import shifted
+from bbmm.box import Box
+from bbmm.devices import NullDevice
+from bbmm.diagnostic import DeviceMemoryError
+from bbmm.ordertype import Far, box_of, encode, order
+from bbmm.runtime import Runtime
+
+from support.drivers import floyd_reference, run_floyd
+from test_replay import both, counters, make
+
+
+def floyd_input(n, seed=5):
+    return np.random.default_rng(seed).integers(1, 50, (n, n)).astype(np.float32)
+
+
+@pytest.mark.parametrize("ndev,tile,flowout,least", [
+    (1, 192, True, 96), (2, 96, True, 48), (3, 64, True, 12), (4, 48, True, 8),
+    (2, 96, False, 48)])
+def test_floyd_steps_replay_up_to_a_shift(ndev, tile, flowout, least):
+    """Floyd's step k moves row k: the steps of a block of rows that lie farther than
+    GAP from its ends replay the template of an earlier step, moved with k (``least``
+    of them at least: recording pauses after misses near the ends), and issue exactly
+    the copies and launches (each region, in order) that the full bookkeeping issues."""
+    n = 192
+    path = floyd_input(n)
+    on, off = both(lambda rt: run_floyd(rt, n, tile, flowout), ndev, {"path": path})
+    np.testing.assert_array_equal(on.host.array("path"), floyd_reference(path))
+    np.testing.assert_array_equal(on.host.array("path"), off.host.array("path"))
+    assert counters(on) == counters(off)
+    assert on.stats.shifted == on.stats.replayed and on.stats.shifted >= least
+    assert off.stats.shifted == 0
+    assert on.shift_memo.verified >= 1 and on.shift_memo.rejected == 0
+
+
+def test_floyd_under_a_tight_cap_replays_the_same_operations():
+    """Row k's box on a device that does not own it takes what the cap leaves; the
+    replayed steps allocate and free it from the pool as the bookkeeping does."""
+    n, tile = 128, 64
+    path = floyd_input(n, 7)
+    cap = n * tile * 4 + 2 * n * 4 + 1024
+    on, off = both(lambda rt: run_floyd(rt, n, tile), 2, {"path": path}, cap=cap, arena=4096)
+    np.testing.assert_array_equal(on.host.array("path"), floyd_reference(path))
+    assert counters(on) == counters(off)
+    assert on.stats.shifted > 0
+
+
+def test_a_transient_box_that_does_not_fit_runs_the_step_for_real(monkeypatch):
+    """When the pool refuses a replayed step's transient box, nothing of the step has been
+    issued: it runs with the full bookkeeping instead (which may box out), and the run
+    stays exact."""
+    n, tile = 192, 96
+    path = floyd_input(n, 9)
+    refuse = {"on": False, "left": 0, "refused": 0}
+    real_alloc = NullDevice.alloc
+
+    def alloc(self, nbytes):
+        if refuse["on"] and refuse["left"] == 0:
+            refuse["refused"] += 1
+            raise DeviceMemoryError(self.name, nbytes, 0, self.cap, "refused by the test")
+        refuse["left"] = max(0, refuse["left"] - 1)
+        return real_alloc(self, nbytes)
+
+    real_replay = shifted.replay_shifted
+    calls = {"n": 0}
+
+    def replay_shifted(rt, tpl, bases, phases):
+        calls["n"] += 1
+        refuse["on"] = calls["n"] % 3 == 0  # every third replay: the first alloc fails
+        try:
+            return real_replay(rt, tpl, bases, phases)
+        finally:
+            refuse["on"] = False
+
+    monkeypatch.setattr(NullDevice, "alloc", alloc)
+    monkeypatch.setattr("bbmm.runtime.replay_shifted", replay_shifted)
+    on, off = both(lambda rt: run_floyd(rt, n, tile), 2, {"path": path})
+    np.testing.assert_array_equal(on.host.array("path"), floyd_reference(path))
+    assert counters(on) == counters(off)
+    assert refuse["refused"] > 0
+    assert 0 < on.stats.shifted < calls["n"]
+
+
+def test_a_contradicted_template_is_dropped(monkeypatch):
+    """A later iteration of the same key that encodes to another template (a decision a
+    volume took differently) drops the key for good; one that encodes the same verifies
+    it, and only a verified template is handed back for replay."""
+    def tpl(ops):
+        return shifted.Template("k", (), (1,), (), ops, (), (), (), (), 1, 0, ())
+
+    made = iter([tpl(("a",)), tpl(("a",)), tpl(("b",)), tpl(("b",)), tpl(("a",))])
+    monkeypatch.setattr(shifted, "encode_iteration", lambda rt, tape: next(made))
+    memo = shifted.ShiftMemo()
+    assert memo.close(None, None) is None and memo.made == 1   # kept, not verified
+    got = memo.close(None, None)                               # the same: verified
+    assert got is not None and got.verified and memo.verified == 1
+    memo.templates.clear()
+    assert memo.close(None, None) is None                      # kept ("b")
+    assert memo.close(None, None).ops == ("b",)                # "b" again: verified...
+    assert memo.close(None, None) is None and memo.rejected == 1  # ..."a": contradicted
+    assert memo.templates["k"] is None
+
+
+def test_stencil_steps_stay_exact_fixed_points():
+    """An iteration that repeats exactly is replayed by bbmm.replay, not up to a shift."""
+    from test_replay import jacobi_input, run_jacobi
+    A, B = jacobi_input(16)
+    on, off = both(lambda rt: run_jacobi(rt, 16, 12, 7), 2, {"A": A, "B": B})
+    assert counters(on) == counters(off)
+    assert on.stats.replayed > 0 and on.stats.shifted == 0
+
+
+def test_no_replay_keeps_no_templates():
+    n = 64
+    rt = Runtime(make(2), {"path": floyd_input(n)}, replay=False)
+    run_floyd(rt, n, 32)
+    assert rt.stats.replayed == 0 and not rt.shift_memo.templates
+
+
+# ---- bbmm.ordertype ----------------------------------------------------------------
+
+GAP, SHIFT = shifted.GAP, shifted.SHIFT
+
+coords = st.lists(st.integers(-500, 500), min_size=2, max_size=12)
+
+
+def _flat(boxes):
+    f = []
+    for b in boxes:
+        f += b.lo
+        f += b.hi
+    return f
+
+
+@settings(max_examples=200, deadline=None)
+@given(coords, st.data())
+def test_encode_then_decode_is_the_box(vals, data):
+    """A box whose every bound lies within SHIFT of an input coordinate of its dimension
+    encodes, and decodes to itself; one farther than SHIFT from all of them is Far."""
+    inputs = [Box((min(a, b), 0), (max(a, b), 5)) for a, b in zip(vals, reversed(vals))]
+    _, bases = order({"x": _flat(inputs)}, {"x": 2}, GAP)
+    lo = data.draw(st.sampled_from(vals)) + data.draw(st.integers(-SHIFT, SHIFT))
+    hi = data.draw(st.sampled_from(vals)) + data.draw(st.integers(-SHIFT, SHIFT))
+    b = Box((lo, 0), (hi, 5))
+    assert box_of(encode(b, bases["x"], SHIFT), bases["x"]) == b
+    far = max(vals) + SHIFT + 1
+    with pytest.raises(Far):
+        encode(Box((far, 0), (far, 5)), bases["x"], SHIFT)
+
+
+@settings(max_examples=200, deadline=None)
+@given(coords, st.integers(1, 300), st.data())
+def test_a_shift_that_keeps_the_order_moves_decoded_boxes_along(vals, by, data):
+    """Moving every coordinate from some far gap upward by ``by`` keeps the key; a box
+    encoded before decodes afterwards to the box moved the same way (what a replay
+    relies on: the template's boxes move with the coordinates they came from)."""
+    ds = sorted(set(vals))
+    gaps = [i for i in range(1, len(ds)) if ds[i] - ds[i - 1] >= GAP + 2 * SHIFT]
+    if not gaps:
+        return
+    cut = ds[data.draw(st.sampled_from(gaps))]
+
+    def move(v):
+        return v + by if v >= cut - SHIFT else v
+
+    inputs = [Box((min(a, b),), (max(a, b),)) for a, b in zip(vals, reversed(vals))]
+    moved = [Box((move(b.lo[0]),), (move(b.hi[0]),)) for b in inputs]
+    key, bases = order({"x": _flat(inputs)}, {"x": 1}, GAP)
+    key2, bases2 = order({"x": _flat(moved)}, {"x": 1}, GAP)
+    assert key == key2
+    lo = data.draw(st.sampled_from(vals)) + data.draw(st.integers(-SHIFT, SHIFT))
+    hi = data.draw(st.sampled_from(vals)) + data.draw(st.integers(-SHIFT, SHIFT))
+    enc = encode(Box((lo,), (hi,)), bases["x"], SHIFT)
+    assert box_of(enc, bases2["x"]) == Box((move(lo),), (move(hi),))
+
+
+@pytest.mark.parametrize("nranks,per_rank,tile", [(2, 1, 96), (3, 1, 64), (2, 2, 48)])
+def test_floyd_over_ranks_replays_up_to_a_shift(nranks, per_rank, tile):
+    """Over ranks (threads), a stage's exchange runs where the template marks it, with
+    this step's regions: every rank's arrays, device operations and exchanged bytes are
+    those of the run without replay."""
+    from bbmm.distributed import DistributedRuntime
+    from test_distributed import on_ranks
+    n = 192
+    path = floyd_input(n, 3)
+    runs = {}
+    for replay in (True, False):
+        def rank(comm, replay=replay):
+            rt = DistributedRuntime(make(per_rank), {"path": path.copy()}, comm,
+                                    verify=True, replay=replay)
+            run_floyd(rt, n, tile)
+            return (rt.host.array("path").copy(), counters(rt.local),
+                    dict(rt.rank_stats.sent_bytes), rt.local.stats.shifted)
+        runs[replay] = on_ranks(nranks, rank)
+    np.testing.assert_array_equal(runs[True][0][0], floyd_reference(path))
+    for on, off in zip(runs[True], runs[False]):
+        np.testing.assert_array_equal(on[0], off[0])
+        assert on[1:3] == off[1:3]
+    assert all(r[3] > 0 for r in runs[True]) and all(r[3] == 0 for r in runs[False])
