@@ -461,7 +461,9 @@ def compile(path: str | os.PathLike | None = None, function: str | None = None,
     ``"isl"`` or ``"auto"``, as ``bbmm run --schedule``; ``reassociate``: floating-point
     sums into scalars may run as partial sums in parallel, in another order of additions,
     as ``bbmm run --reassociate``. Compiled drivers are cached by content (the schedule
-    taken and ``reassociate`` included), like ``bbmm run``'s. ``options``: the compiler's
+    taken and ``reassociate`` included), like ``bbmm run``'s; a kernel compiled again in
+    the same process (the same text after the preprocessor, function and options) comes
+    from memory, its warnings given again. ``options``: the compiler's
     settings (:class:`bbmm.codegen.compile.CompileOptions`; None: the environment's)."""
     from bbmm.codegen.compile import CompileOptions, compile_program
 

@@ -11,10 +11,11 @@ import importlib.util
 import os
 import sys
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from bbmm.codegen.boxes import extract_initial_bounding_boxes
 from bbmm.codegen.deps import Plan, dependences, plan as make_plan
@@ -220,11 +221,48 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
                                ("strip", strip)) if v is not None}
     o = replace(options or CompileOptions(), **given)
     path = str(path)
-    scop = parse_file(path, function=function, defines=dict(defines or {}),
-                      include_dirs=include_dirs, reassociate=o.reassociate, strip=o.strip)
-    with in_c_names(dict(scop.c_names)):   # errors and warnings speak of the C names
-        return _compile_scop(scop, path, o.split_all, o.fp64, __version__, o.schedule,
-                             o.reassociate)
+    defs = dict(defines or {})
+    key = (path, _preprocessed(path, defs, include_dirs), function, o)
+    hit = _COMPILED.get(key)
+    if hit is not None:
+        _COMPILED.move_to_end(key)
+        prog, said = hit
+        for w in said:   # what compiling it said, said again
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return prog
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        scop = parse_file(path, function=function, defines=defs,
+                          include_dirs=include_dirs, reassociate=o.reassociate,
+                          strip=o.strip)
+        with in_c_names(dict(scop.c_names)):   # errors and warnings speak of the C names
+            prog = _compile_scop(scop, path, o.split_all, o.fp64, __version__, o.schedule,
+                                 o.reassociate)
+    for w in said:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    _COMPILED[key] = (prog, list(said))
+    if len(_COMPILED) > COMPILED_SIZE:
+        _COMPILED.popitem(last=False)
+    return prog
+
+
+COMPILED_SIZE = 64
+"""Programs :func:`compile_program` keeps per process (the least recently used goes)."""
+_COMPILED: OrderedDict[Any, tuple[Program, list]] = OrderedDict()
+"""Programs compiled in this process, by what they were compiled from: the file's path
+(its coordinates in messages), its text after the preprocessor (the included files and
+``-D`` macros in it), the function and the options. A kernel compiled again in one
+process (``bbmm.compile`` in a notebook, a run on one device then on four) is not
+compiled again: the compile of tests/kernels/quasi/strides.c takes 12 s, of
+tests/kernels/reductions.c 31 s. Programs are frozen; each run loads its own driver."""
+
+
+def _preprocessed(path: str, defines: Mapping[str, str], include_dirs: Sequence[str]) -> str:
+    """The text of ``path`` after the preprocessor (:func:`bbmm.codegen.csource.preprocessed`),
+    as :func:`parse_file` reads it."""
+    from bbmm.codegen.csource import preprocessed, read_text
+    return preprocessed(read_text(path), path, defines, include_dirs,
+                        base_dir=os.path.dirname(path) or ".")
 
 
 def _shape(scop: Scop, plan: Plan) -> tuple[int, int]:

@@ -258,6 +258,18 @@ def read_source(text: str, filename: str = "<input>",
     return CSource(filename, resolve_typedefs(ast), cmap)
 
 
+def preprocessed(text: str, filename: str = "<input>",
+                 defines: Mapping[str, object] | None = None,
+                 include_dirs: Sequence[str] = (), base_dir: str | None = None) -> str:
+    """The text :func:`read_source` parses: comments stripped, ``floord`` kept, directives
+    and ``defines`` applied (what a compiled program depends on of its file and the
+    files it includes)."""
+    filename = shown_name(filename)
+    text = _keep_floord(strip_comments(text))
+    return _preprocess(text, filename, defines, include_dirs, base_dir,
+                       ColumnMap(filename, text))
+
+
 _FLOORD = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?:floord|ceild)[ \t]*\([^\n]*$", re.M)
 
 

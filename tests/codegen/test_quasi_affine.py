@@ -240,9 +240,13 @@ def test_box_past_the_quota_is_a_larger_inexact_box(monkeypatch):
 @needs_cl
 def test_programs_run_right_with_boxes_past_the_quota(monkeypatch, tmp_path):
     """Every box of the kernels with steps over-approximated still gives the C result."""
+    from collections import OrderedDict
+
     from bbmm.cli import main
-    from bbmm.codegen import tiling
+    from bbmm.codegen import compile as compile_module, tiling
     monkeypatch.setattr(tiling, "BOX_OPERATIONS", 20_000)
+    # compiled afresh under the quota, not taken from the programs compiled before
+    monkeypatch.setattr(compile_module, "_COMPILED", OrderedDict())
     kernels = KERNELS / "quasi"
     for name, params in [("redblack", ["tsteps=3", "n=14"]), ("strides", ["tsteps=2", "n=13"])]:
         out = tmp_path / f"{name}.json"
