@@ -75,3 +75,52 @@ def box_of(t: tuple, ds: list[list[int]]) -> Box:
     return Box._new(tuple(vals[:nd]), tuple(vals[nd:]))
 
 
+
+
+def shape(orders: tuple, flat: Mapping[str, list[int]], ndims: Mapping[str, int]) -> tuple:
+    """:func:`order`'s key of ``flat`` as :func:`bases_like` checks it: per array, in
+    order, ``(array, ndim, per dimension (ranks, capped gaps, first position of each
+    rank))``."""
+    out = []
+    i = 0
+    for a in flat:
+        nd = ndims.get(a)
+        if nd is None:
+            continue
+        dims = []
+        for _ in range(nd):
+            ranks, gaps = orders[i], orders[i + 1]
+            i += 2
+            first: dict[int, int] = {}
+            for p, r in enumerate(ranks):
+                first.setdefault(r, p)
+            dims.append((ranks, list(gaps), [first[r] for r in range(len(first))]))
+        out.append((a, nd, tuple(dims)))
+    return tuple(out)
+
+
+def bases_like(shape: tuple, flat: Mapping[str, list[int]], gap: int
+               ) -> dict[str, list[list[int]]] | None:
+    """The bases of ``flat`` (as :func:`order` gives them) if its coordinates come in the
+    order ``shape`` describes, the same ranks and the same gaps capped at ``gap``; else
+    None. :func:`order`'s comparison without sorting: each rank's value is read at its
+    first position, and every position must hold its rank's value."""
+    bases = {}
+    for a, nd, dims in shape:
+        f = flat.get(a)
+        if f is None:
+            return None
+        per = []
+        for d, (ranks, gaps, first) in enumerate(dims):
+            vals = f[d::nd] if nd > 1 else f
+            if len(vals) != len(ranks):
+                return None
+            ds = [vals[p] for p in first]
+            if list(map(ds.__getitem__, ranks)) != vals:
+                return None
+            if [y - x if y - x < gap else gap for x, y in zip(ds, ds[1:])] != gaps:
+                return None
+            per.append(ds)
+        per.append([v for base in per for v in base])
+        bases[a] = per
+    return bases

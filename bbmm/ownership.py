@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from .box import Box, disjoint, hull_all, merge_adjacent
-from .ordertype import Far as _Far, box_of as _box, encode as _encode, order as _order
+from .ordertype import Far as _Far, bases_like, box_of as _box, encode as _encode
+from .ordertype import order as _order, shape as order_shape
 from .runtime import Tile
 
 Messages = dict[tuple[int, int], list[tuple[str, Box]]]
@@ -315,6 +316,8 @@ class PlanMemo:
         self.last_spec_key: Any = None
         """The key of the last phase planned with a ``spec``: equal keys, equal plans."""
         self.hits = self.misses = self.checked = self.rejected = 0
+        self._last: Any = None
+        """The key of the template last used and its shape (:func:`bbmm.ordertype.shape`)."""
         self._streak = 0
         self._paused = 0
 
@@ -340,8 +343,16 @@ class PlanMemo:
         same = self.exact.get(exact)
         if same is not None:
             return self._hit(own, tiles, same)
-        orders, bases = _order(flat, ndims, self.GAP)
-        key = (skel, orders)
+        last = self._last
+        bases = None
+        if last is not None and last[0][0] == skel:
+            # the template used last: its order checked without sorting
+            bases = bases_like(last[1], flat, self.GAP)
+        if bases is not None:
+            key = last[0]
+        else:
+            orders, bases = _order(flat, ndims, self.GAP)
+            key = (skel, orders)
         got = self.plans.get(key)
         if got is not None and got[4] is not False:
             parts, msgs_t, recs_t, limit, verified = got
@@ -353,6 +364,8 @@ class PlanMemo:
             if verified:
                 self.hits += 1
                 self._streak = 0
+                if last is None or last[0] is not key:
+                    self._last = (key, order_shape(key[1], flat, ndims))
                 own.restore(records, limit)
                 return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
             fresh = plan_phase(own, tiles, rank_of)

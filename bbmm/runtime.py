@@ -538,7 +538,8 @@ class Runtime:
         if not self._sizes.small(tiles):
             return tiles
         # the tiles' key (costly: every box hashed) only where replay may need it
-        key = phase_key(tiles) if self._fixed is not None or self._tape is not None else None
+        recording = self._tape is not None and self.directory.tape is not None
+        key = phase_key(tiles) if self._fixed is not None or recording else None
         devs = self._placed.get(key) if self._fixed is not None else None
         if devs is None:
             devs = tuple(self._best_device(t) for t in tiles)

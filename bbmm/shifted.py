@@ -9,24 +9,26 @@ of a block of rows takes the same decisions.
 
 Every decision the runtime takes compares two coordinates of one dimension of one array
 (:mod:`bbmm.ordertype`), or a volume, which only chooses between correct plans (how to
-cut boxes, whether to fuse them). A :class:`Template` is an iteration's device
-operations with every box encoded relative to the coordinates of its inputs: its tiles'
-boxes and the state it started from (the resident copies with their stale parts, the
-records of which copy holds the newest value), plus the records it left. An iteration
-whose inputs have the same key (:func:`bbmm.ordertype.order`, and everything that is
-not a coordinate: devices, copies by :attr:`~bbmm.tiles.Copy.uid`, usage counts, LRU
-order) takes the same
-decisions, moved along with its coordinates: :func:`replay_shifted` issues the
-template's transfers and launches with the boxes decoded for it, allocates and frees its
-transient boxes (those the iteration allocated and freed) from the device pools, and
-leaves the records the template left, decoded.
+cut boxes, whether to fuse them, when to store deferred write-outs). A :class:`Template`
+is an iteration's device operations with every box encoded relative to the coordinates
+of its inputs: its tiles' boxes, each phase's exchange over processes, and the state it
+started from (the resident copies with their stale parts, the records of which copy
+holds the newest value, the deferred write-out groups); plus the state it left. An
+iteration whose inputs have the same key (:func:`bbmm.ordertype.order`, and everything
+that is not a coordinate: devices, copies by :attr:`~bbmm.tiles.Copy.uid`, usage
+counts, LRU order, callbacks) takes the same decisions, moved along with its
+coordinates: :func:`replay_shifted` issues the template's transfers and launches with
+the boxes decoded for it (and a phase's exchange where the template marks it), allocates
+and frees its transient boxes (those the iteration allocated and freed) from the device
+pools, and leaves the state the template left, decoded.
 
 A template is kept from an iteration that allocated only transient boxes, freed no
-other, changed no LRU order and deferred no write-out, whose phases have no callbacks,
-no caller's key or ``spec``, and whose launches ran whole tiles; and it is used only once
-a later iteration with the same key, run for real, encoded to the same template
-(:class:`ShiftMemo`): what a volume decided, or anything this argument missed, shows
-there and the template is dropped.
+other, changed neither the LRU order nor the number of write-out groups, had no phase
+named by a ``spec`` and launched whole tiles; and it is used only once a later iteration
+with the same key, run for real, encoded to the same template (:class:`ShiftMemo`): what
+a volume decided differently, or anything this argument missed, shows there and the key
+is dropped for good. ``docs/coherence.md`` says what the directory's invariant owes to
+this.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ from typing import Any, Sequence
 
 from .box import Box
 from .diagnostic import DeviceMemoryError
-from .ordertype import Far, box_of, encode, order
+from .ordertype import Far, bases_like, box_of, encode, order, shape as order_shape
 from .tiles import Copy, Tile, TileBuffers
 
 GAP = 16
@@ -61,10 +63,10 @@ class Template:
     stale parts by ``("s", ...)`` where the iteration left them as they were."""
 
     key: Any
-    """The skeleton and the coordinates' order (:func:`_flatten`, :func:`_shape`)."""
+    """The skeleton and the coordinates' order (:func:`_flatten`,
+    :func:`bbmm.ordertype.order`)."""
     shape: tuple
-    """Per array of the key's coordinates, in order: ``(array, ndim, per dimension
-    (ranks, gaps, first position of each rank))``: what :func:`match` checks."""
+    """The order as :func:`match` checks it (:func:`bbmm.ordertype.shape`)."""
     phases: tuple[int, ...]
     """Tiles per phase."""
     transients: tuple
@@ -231,52 +233,6 @@ def _flatten(phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], snap: tup
     return tuple(skel), flat, ndims
 
 
-def _shape(flat: dict[str, list[int]], ndims: dict[str, int]
-           ) -> tuple[tuple, tuple, dict[str, list[list[int]]]]:
-    """The coordinates' order (:func:`bbmm.ordertype.order`), the same as the shape
-    :func:`_bases_like` checks, and the bases."""
-    orders, bases = order(flat, ndims, GAP)
-    shape = []
-    i = 0
-    for a in flat:
-        nd = ndims[a]
-        dims = []
-        for _ in range(nd):
-            ranks, gaps = orders[i], orders[i + 1]
-            i += 2
-            first: dict[int, int] = {}
-            for p, r in enumerate(ranks):
-                first.setdefault(r, p)
-            dims.append((ranks, list(gaps), [first[r] for r in range(len(first))]))
-        shape.append((a, nd, tuple(dims)))
-    return orders, tuple(shape), bases
-
-
-def _bases_like(shape: tuple, flat: dict[str, list[int]]
-                ) -> dict[str, list[list[int]]] | None:
-    """The bases of ``flat`` if its coordinates come in the order ``shape`` describes
-    (the same ranks, the same capped gaps), else None: :func:`bbmm.ordertype.order`'s
-    comparison without sorting (each rank's value read at its first position)."""
-    if len(shape) != len(flat):
-        return None
-    bases = {}
-    for (a, nd, dims), (b, f) in zip(shape, flat.items()):
-        if a != b:
-            return None
-        per = []
-        for d, (ranks, gaps, first) in enumerate(dims):
-            vals = f[d::nd] if nd > 1 else f
-            ds = [vals[p] for p in first]
-            if list(map(ds.__getitem__, ranks)) != vals:
-                return None
-            if [y - x if y - x < GAP else GAP for x, y in zip(ds, ds[1:])] != gaps:
-                return None
-            per.append(ds)
-        per.append([v for base in per for v in base])
-        bases[a] = per
-    return bases
-
-
 def encode_iteration(rt: Any, tape: Any) -> Template | None:
     """The template of the iteration ``tape`` recorded (``tape.start``: the state it
     started from), or None where it cannot be one (see the module's docstring)."""
@@ -298,7 +254,8 @@ def encode_iteration(rt: Any, tape: Any) -> Template | None:
         return None
     skel, flat, ndims = _flatten([(ts, *m) for ts, m in zip(tape.tiles_of, tape.metas)],
                                  snap)
-    orders, shape, bases = _shape(flat, ndims)
+    orders, bases = order(flat, ndims, GAP)
+    shape = order_shape(orders, flat, ndims)
     trans = {id(c): i for i, c in enumerate(added)}
     d = rt.directory
     where = {id(c): (a, i) for a, cs in d.copies.items() for i, c in enumerate(cs)}
@@ -370,7 +327,7 @@ def match(tpl: Template, phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]
     skel, flat, _ = _flatten(phases, state_snapshot(rt))
     if skel != tpl.key[0]:
         return None
-    return _bases_like(tpl.shape, flat)
+    return bases_like(tpl.shape, flat, GAP)
 
 
 def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],

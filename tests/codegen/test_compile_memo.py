@@ -14,8 +14,8 @@ from bbmm.diagnostic import BBMMWarning, UnsupportedProgramError
 
 KERNEL = """#include "size.h"
 void scale(int n, float A[N][N]) {
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < n; j++)
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
       A[i][j] = A[i][j] * SCALE * FACTOR;
 }
 """
