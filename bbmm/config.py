@@ -169,7 +169,10 @@ class RuntimeConfig:
     (``$BBMM_SYNC``); replay and edge-first rows are then off."""
     replay: bool = True
     """Replay serial iterations that repeat (``$BBMM_REPLAY``, ``--no-replay``): heat2d
-    12288^2 on two GPUs 0.960 -> 0.651 ms per step."""
+    12288^2 on two GPUs 0.960 -> 0.651 ms per step; and those that repeat up to a shift
+    of their boxes: Floyd n=1024 on four dry devices 0.354 -> 0.251 ms of host work per
+    ``k`` (``python scripts/bench_host.py --programs floyd --devices 4 --param
+    floyd:n=1024``, before and after)."""
     fuse: float = 1 / 64
     """Fuse a tile's boxes of an array into their hull when that adds at most this
     fraction of its points (``$BBMM_FUSE``, ``--fuse``): heat2d on one GPU 1.117 ->

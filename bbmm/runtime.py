@@ -18,7 +18,9 @@ different devices at once; a device runs its own tiles one after the other.
 A serial iteration that leaves the runtime's state as it found it (a stencil's time
 step) is recorded, and the following iterations with the same boxes are replayed:
 their phases are held back until ``end_serial`` and then only their copies and
-launches are issued again (:mod:`bbmm.replay`).
+launches are issued again (:mod:`bbmm.replay`). An iteration that repeats an earlier
+one with its boxes moved (Floyd-Warshall's step ``k``) is replayed with them moved
+(:mod:`bbmm.shifted`).
 """
 from __future__ import annotations
 
