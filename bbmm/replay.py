@@ -241,14 +241,7 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
         times[timer] += clock() - t0
     devs = rt.stats.devices
     for (kind, dev, what), n in tape.counts.items():
-        ds = devs[dev]
-        if kind == "h2d":
-            ds.h2d_bytes += n
-        elif kind == "d2h":
-            ds.d2h_bytes += n
-        else:
-            ds.d2d_bytes += n
-        rt.stats.bytes[what] += n
+        rt.stats.moved(kind, dev, what, n)
     for dev, k in tape.copy_counts.items():
         devs[dev].copies += k
     st = rt.stats

@@ -403,16 +403,8 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
                     d.replay_h2d(c, region, host, what, d.lane(c, region, side))
                 else:
                     d.replay_d2h(c, region, host, what)
-            n = region.volume * c.itemsize
-            ds = stats.devices[c.device.index]
-            if kind == "h2d":
-                ds.h2d_bytes += n
-            elif kind == "d2h":
-                ds.d2h_bytes += n
-            else:
-                ds.d2d_bytes += n
-            ds.copies += 1
-            stats.bytes[what] += n
+            stats.moved(kind, c.device.index, what, region.volume * c.itemsize)
+            stats.devices[c.device.index].copies += 1
         times[timer] += clock() - t0
     for c in made:
         c.device.free(c.alloc, c.last)

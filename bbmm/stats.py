@@ -91,6 +91,18 @@ class Stats:
     two run lengths' difference over their difference in iterations is the time of an
     iteration."""
 
+    def moved(self, kind: str, device: int, what: str, nbytes: int) -> None:
+        """Count ``nbytes`` moved by transfers of ``kind`` (``h2d``, ``d2h`` or ``d2d``)
+        on ``device`` for ``what`` (a :data:`CATEGORIES` name)."""
+        ds = self.devices[device]
+        if kind == "h2d":
+            ds.h2d_bytes += nbytes
+        elif kind == "d2h":
+            ds.d2h_bytes += nbytes
+        else:
+            ds.d2d_bytes += nbytes
+        self.bytes[what] += nbytes
+
     @contextmanager
     def timer(self, what: str) -> Iterator[None]:
         t0 = time.perf_counter()
