@@ -70,6 +70,26 @@ class Tile:
     """The tile as the driver gave it, when the runtime widened its boxes of arrays held
     whole (taken instead if the widened tile does not fit the device)."""
 
+    def __init__(self, device: int, boxes: Mapping[str, Sequence[Box]],
+                 kernel: Callable[[Device, TileBuffers], Any],
+                 writes: Mapping[str, Sequence[Box]] | None = None,
+                 flowout: Mapping[str, Sequence[Box]] | None = None,
+                 writeout: Mapping[str, Sequence[Box]] | None = None,
+                 cleanup: Mapping[str, Sequence[bool]] | None = None,
+                 fresh: frozenset[str] = frozenset(), name: str = "",
+                 span: tuple[int, int] | None = None,
+                 writers: Mapping[str, tuple[int, int, int]] | None = None,
+                 original: Tile | None = None) -> None:
+        # the fields set at once, past the frozen class's per-field checks: a driver
+        # builds every tile of Floyd's every k (2.9 us a tile that way, 1.7 us this way)
+        self.__dict__.update(
+            device=device, boxes=boxes, kernel=kernel,
+            writes={} if writes is None else writes,
+            flowout={} if flowout is None else flowout,
+            writeout={} if writeout is None else writeout,
+            cleanup={} if cleanup is None else cleanup, fresh=fresh, name=name, span=span,
+            writers={} if writers is None else writers, original=original)
+
 
 @dataclass(eq=False, slots=True)
 class Copy:
