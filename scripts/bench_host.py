@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             a, b = (int(v) for v in values.split(","))
         except ValueError:
-            p.error(f"--steady {item!r}: expected PROG:NAME=A,B with integers A < B")
+            a = b = 0
         if not prog or not name or a >= b:
             p.error(f"--steady {item!r}: expected PROG:NAME=A,B with integers A < B")
         steady[prog] = (name, a, b)
