@@ -278,6 +278,10 @@ class Runtime:
                    before: Callable[[bool], None] | None = None,
                    after: Callable[[], None] | None = None, key: Hashable = None,
                    spec: Hashable = None, args: Sequence[Any] | None = None) -> None:
+        if self._tape is not None and not self._tape.phases:
+            # the state the iteration starts from, before a phase's exchange changes it:
+            # what a replay up to a shift is matched against (bbmm.shifted)
+            self._tape.start = state_snapshot(self)
         if before is not None:
             before(False)
         if self._tape is not None:
@@ -298,8 +302,6 @@ class Runtime:
         directory = self.directory
         tape = self._tape
         if tape is not None:
-            if not tape.phases:
-                tape.start = state_snapshot(self)
             if spec is not None:
                 tape.plain = False
             tape.phases.append(_key(tiles, key, spec))
