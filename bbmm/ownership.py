@@ -317,7 +317,8 @@ class PlanMemo:
         """The key of the last phase planned with a ``spec``: equal keys, equal plans."""
         self.hits = self.misses = self.checked = self.rejected = 0
         self._last: Any = None
-        """The key of the template last used and its shape (:func:`bbmm.ordertype.shape`)."""
+        """The key of the verified template used last, its shape
+        (:func:`bbmm.ordertype.shape`) and its entry of :attr:`plans`."""
         self._streak = 0
         self._paused = 0
 
@@ -339,35 +340,26 @@ class PlanMemo:
             self._paused -= 1
             return plan_phase(own, tiles, rank_of)
         skel, flat, ndims = _flatten(own, tiles)
+        last = self._last
+        if last is not None and last[0][0] == skel:
+            # the verified template used last, its order checked without sorting: no
+            # key of the phase's coordinates is built or hashed
+            bases = bases_like(last[1], flat, self.GAP)
+            if bases is not None:
+                return self._decode(own, tiles, last[2], bases)
         exact = (skel, tuple((a, tuple(f)) for a, f in flat.items()))
         same = self.exact.get(exact)
         if same is not None:
             return self._hit(own, tiles, same)
-        last = self._last
-        bases = None
-        if last is not None and last[0][0] == skel:
-            # the template used last: its order checked without sorting
-            bases = bases_like(last[1], flat, self.GAP)
-        if bases is not None:
-            key = last[0]
-        else:
-            orders, bases = _order(flat, ndims, self.GAP)
-            key = (skel, orders)
+        orders, bases = _order(flat, ndims, self.GAP)
+        key = (skel, orders)
         got = self.plans.get(key)
         if got is not None and got[4] is not False:
+            if got[4]:
+                self._last = (key, order_shape(orders, flat, ndims), got)
+                return self._decode(own, tiles, got, bases)
             parts, msgs_t, recs_t, limit, verified = got
-            msgs = [{pair: [(a, _box(t, bases[a])) for a, t in items]
-                     for pair, items in m.items()} for m in msgs_t]
-            records = {a: [] for a in own.records}
-            records.update((a, [(_box(t, bases[a]), o, h) for t, o, h in recs])
-                           for a, recs in recs_t)
-            if verified:
-                self.hits += 1
-                self._streak = 0
-                if last is None or last[0] is not key:
-                    self._last = (key, order_shape(key[1], flat, ndims))
-                own.restore(records, limit)
-                return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
+            msgs, records = _decoded(own, msgs_t, recs_t, bases)
             fresh = plan_phase(own, tiles, rank_of)
             self.checked += 1
             ok = own.records == records and len(fresh) == len(parts) and all(
@@ -394,6 +386,17 @@ class PlanMemo:
                 self.plans[key] = (parts, *template, dict(own._limit), None)
         return plan
 
+    def _decode(self, own: Ownership, tiles: Sequence[Tile], got: tuple,
+                bases: Mapping[str, list[list[int]]]) -> list[tuple[list[Tile], Messages]]:
+        """A verified template ``got`` of :attr:`plans` for ``tiles``, whose coordinates'
+        distinct values are ``bases``: its records restored, its stages returned."""
+        parts, msgs_t, recs_t, limit, _ = got
+        msgs, records = _decoded(own, msgs_t, recs_t, bases)
+        self.hits += 1
+        self._streak = 0
+        own.restore(records, limit)
+        return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
+
     def _keep(self, table: dict[Any, Any], key: Any, parts: tuple,
               plan: list[tuple[list[Tile], Messages]], own: Ownership) -> None:
         """Keep ``plan`` (its stages as ``parts``, positions of the phase's tiles) and the
@@ -412,6 +415,16 @@ class PlanMemo:
         parts, msgs, records, limit, rkey = same
         own.restore(records, limit, rkey)
         return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
+
+
+def _decoded(own: Ownership, msgs_t: list, recs_t: tuple,
+             bases: Mapping[str, list[list[int]]]) -> tuple[list[Messages], dict]:
+    """A template's messages and records, their boxes decoded through ``bases``."""
+    msgs = [{pair: [(a, _box(t, bases[a])) for a, t in items] for pair, items in m.items()}
+            for m in msgs_t]
+    records: dict[str, list] = {a: [] for a in own.records}
+    records.update((a, [(_box(t, bases[a]), o, h) for t, o, h in recs]) for a, recs in recs_t)
+    return msgs, records
 
 
 def _parts(plan: list[tuple[list[Tile], Messages]], tiles: Sequence[Tile]) -> tuple:
