@@ -314,6 +314,7 @@ class PlanMemo:
     STAGES = 1
     MISSES = 128
     PAUSE = 1024
+    RECENT = 8
 
     def __init__(self) -> None:
         self.exact: dict[Any, Any] = {}
@@ -323,9 +324,10 @@ class PlanMemo:
         self.last_spec_key: Any = None
         """The key of the last phase planned with a ``spec``: equal keys, equal plans."""
         self.hits = self.misses = self.checked = self.rejected = 0
-        self._last: Any = None
-        """The key of the verified template used last, its shape
-        (:func:`bbmm.ordertype.shape`) and its entry of :attr:`plans`."""
+        self._recent: list[Any] = []
+        """The verified templates used last, the latest first (at most :attr:`RECENT`):
+        each its key, its shape (:func:`bbmm.ordertype.shape`) and its entry of
+        :attr:`plans`. A serial iteration of several phases uses one per phase."""
         self._streak = 0
         self._paused = 0
 
@@ -347,13 +349,13 @@ class PlanMemo:
             self._paused -= 1
             return plan_phase(own, tiles, rank_of)
         skel, flat, ndims = _flatten(own, tiles)
-        last = self._last
-        if last is not None and last[0][0] == skel:
-            # the verified template used last, its order checked without sorting: no
-            # key of the phase's coordinates is built or hashed
-            bases = bases_like(last[1], flat, self.GAP)
-            if bases is not None:
-                return self._decode(own, tiles, last[2], bases)
+        for last in self._recent:
+            if last[0][0] == skel:
+                # a verified template used last, its order checked without sorting: no
+                # key of the phase's coordinates is built or hashed
+                bases = bases_like(last[1], flat, self.GAP)
+                if bases is not None:
+                    return self._decode(own, tiles, last[2], bases)
         exact = (skel, tuple((a, tuple(f)) for a, f in flat.items()))
         same = self.exact.get(exact)
         if same is not None:
@@ -363,7 +365,9 @@ class PlanMemo:
         got = self.plans.get(key)
         if got is not None and got[4] is not False:
             if got[4]:
-                self._last = (key, order_shape(orders, flat, ndims), got)
+                recent = self._recent
+                recent.insert(0, (key, order_shape(orders, flat, ndims), got))
+                del recent[self.RECENT:]
                 return self._decode(own, tiles, got, bases)
             parts, msgs_t, recs_t, limit, verified = got
             msgs, records = _decoded(own, msgs_t, recs_t, bases)
