@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from bbmm.box import Box
+from bbmm.config import RuntimeConfig
 from bbmm.devices import NullDevice
 from bbmm.runtime import Runtime, Tile
 
@@ -400,3 +401,56 @@ def test_deferred_writeout_is_read_from_its_holder_and_never_clobbers():
     np.testing.assert_array_equal(rt.host.array("x"), expect_x)
     np.testing.assert_array_equal(rt.host.array("y"), np.where(np.arange(n) < n // 2,
                                                                 expect_x, x + 1) * 10)
+
+
+def _staircase(rt, n, intruder=None):
+    """LU's pattern on device 0: step k adds one to rows k..n-1, sends row k's right part
+    home (flow-out) and writes row k's left part out for the last time (deferred), which
+    leaves a staircase of row pieces dirty. ``intruder``: at that step device 1 adds one to
+    element (1, 3), a piece of row 1 that went home, inside the deferred group's hull
+    (device 0 becomes stale there)."""
+    ref = rt.host.array("x").copy()
+    longest = 0
+    for k in range(n):
+        box = Box((k, 0), (n - 1, n - 1))
+        rt.run_phase([Tile(0, {"x": [box]}, add_one(box), writes={"x": [box]},
+                           flowout={"x": [Box((k, k), (k, n - 1))]},
+                           writeout={"x": [Box((k, 0), (k, k - 1))] if k else []})], serial=k)
+        ref[k:] += 1
+        if k == intruder:
+            e = Box((1, 3), (1, 3))
+            rt.run_phase([Tile(1, {"x": [e]}, add_one(e), writes={"x": [e]})], serial=k)
+            ref[1, 3] += 1
+        rt.end_serial(k)
+        longest = max(longest, len(rt.directory.dirty["x"]))
+    rt.finish()
+    return ref, longest
+
+
+@pytest.mark.parametrize("intruder", [None, 5])
+def test_deferred_staircase_merges_into_its_hull_only_where_the_holder_is_newest(
+        monkeypatch, intruder):
+    """The holder's dirty records inside a deferred group's hull become the hull, where
+    the holder holds the newest value of all of it (the parts between the records went
+    home and are equal there): the directory keeps two records instead of one per step,
+    and the run moves the same bytes with the same result. Once another device has
+    written in the hull, the records stay apart, and its value is the one that lasts."""
+    n = 12
+    x = np.arange(n * n, dtype=np.int64).reshape(n, n)
+    runs = {}
+    for merge in (True, False):
+        if not merge:
+            monkeypatch.setattr("bbmm.coherence.Directory._merge_dirty",
+                                lambda self, holder, hull: None)
+        rt = Runtime([NullDevice(i) for i in range(2)], {"x": x.copy()}, verify=True,
+                     replay=False, config=RuntimeConfig(place=False))
+        ref, longest = _staircase(rt, n, intruder)
+        np.testing.assert_array_equal(rt.host.array("x"), ref)
+        runs[merge] = (longest, rt.stats.bytes)
+    assert runs[False][0] >= n - 1          # a record per step without merging
+    if intruder is None:
+        assert runs[True][0] == 2
+        assert runs[True][1] == runs[False][1]
+    else:
+        # merged up to the intruder's step; apart from then on
+        assert n - intruder <= runs[True][0] < runs[False][0]
