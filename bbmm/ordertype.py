@@ -48,6 +48,18 @@ class Far(Exception):
     """A coordinate lies farther than the allowed shift from every input coordinate."""
 
 
+def nearest(v: int, base: list[int], shift: int) -> tuple[int, int]:
+    """``(index, offset)`` of the coordinate of ``base`` (sorted, distinct) nearest to
+    ``v``; :class:`Far` where the offset exceeds ``shift``."""
+    i = bisect_left(base, v)
+    if i == len(base) or (i and v - base[i - 1] < base[i] - v):
+        i -= 1
+    off = v - base[i]
+    if off > shift or -off > shift:
+        raise Far
+    return i, off
+
+
 def encode(b: Box, ds: list[list[int]], shift: int) -> tuple:
     """``b`` as ``(ndim, ((index, offset), ...))``: per bound (``lo`` then ``hi``) the
     index of the nearest distinct input coordinate of its dimension in the concatenation
@@ -56,12 +68,7 @@ def encode(b: Box, ds: list[list[int]], shift: int) -> tuple:
     for bound in (b.lo, b.hi):
         start = 0
         for v, base in zip(bound, ds):
-            i = bisect_left(base, v)
-            if i == len(base) or (i and v - base[i - 1] < base[i] - v):
-                i -= 1
-            off = v - base[i]
-            if off > shift or -off > shift:
-                raise Far
+            i, off = nearest(v, base, shift)
             out.append((start + i, off))
             start += len(base)
     return len(b.lo), tuple(out)

@@ -127,6 +127,8 @@ class Tape:
     the region joined (-1: a new one)."""
     tiles: int = 0
     split_accesses: int = 0
+    edge_first: int = 0
+    """Tiles run in parts (:attr:`bbmm.stats.Stats.edge_first`)."""
     boxes_present: dict[int, int] = field(default_factory=dict)
     """Counters the skipped bookkeeping would have added (per device for the last)."""
 
@@ -247,6 +249,7 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
     st = rt.stats
     st.tiles += tape.tiles
     st.split_accesses += tape.split_accesses
+    st.edge_first += tape.edge_first
     for dev, n in tape.boxes_present.items():
         st.devices[dev].boxes_present += n
     st.replayed += 1

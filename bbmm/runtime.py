@@ -355,6 +355,8 @@ class Runtime:
                     for rows in rest:
                         launch(t, tb, rows)
                 self.stats.edge_first += len(rests)
+                if tape is not None:
+                    tape.edge_first += len(rests)
                 t4b = clock()
                 times["compute"] += t4b - t4
                 t4 = t4b

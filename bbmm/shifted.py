@@ -24,11 +24,18 @@ pools, and leaves the state the template left, decoded.
 
 A template is kept from an iteration that allocated only transient boxes, freed no
 other, changed neither the LRU order nor the number of write-out groups, had no phase
-named by a ``spec`` and launched whole tiles; and it is used only once a later iteration
+named by a ``spec``; and it is used only once a later iteration
 with the same key, run for real, encoded to the same template (:class:`ShiftMemo`): what
 a volume decided differently, or anything this argument missed, shows there and the key
 is dropped for good. ``docs/coherence.md`` says what the directory's invariant owes to
 this.
+
+A tile run in parts (:meth:`bbmm.runtime.Runtime._edges`: the rows writing its flow-out
+first, the rest once the flow-out is stored) has its rows encoded relative to the tiles'
+spans or to the coordinates of the arrays it writes along its rows (:func:`_enc_rows`).
+Which rows write the flow-out is a matter of correctness, not of the key: before
+it issues anything, a replay computes each such tile's parts afresh and runs the
+iteration for real where they differ from the decoded ones.
 """
 from __future__ import annotations
 
@@ -38,7 +45,7 @@ from typing import Any, Sequence
 
 from .box import Box
 from .diagnostic import DeviceMemoryError
-from .ordertype import Far, bases_like, box_of, encode, order, shape as order_shape
+from .ordertype import Far, bases_like, box_of, encode, nearest, order, shape as order_shape
 from .tiles import Copy, Tile, TileBuffers
 
 GAP = 16
@@ -88,6 +95,9 @@ class Template:
     tiles: int
     split_accesses: int
     boxes_present: tuple
+    parted: tuple = ()
+    """Per tile run in parts: ``((phase, index), its launches' rows in order, encoded
+    relative to the spans)``."""
     verified: bool = False
 
 
@@ -126,8 +136,44 @@ class ShiftMemo:
         return None
 
 
+def _row_bases(t: Tile, bases: dict[str, list[list[int]]]) -> list[tuple[Any, list[int]]]:
+    """What a launch's rows of ``t`` are encoded relative to: the tiles' spans, then per
+    array ``t`` writes along its rows (:attr:`~bbmm.tiles.Tile.writers`) the coordinates
+    of that dimension (a flow-out row's bound less the writer's offset)."""
+    out = [(SPAN, bases[SPAN][0])] if SPAN in bases else []
+    out.extend((a, bases[a][w[0]]) for a, w in t.writers.items() if a in bases)
+    return out
+
+
+def _enc_rows(rows: tuple[int, int], t: Tile, bases: dict[str, list[list[int]]]) -> tuple:
+    """``rows`` as per bound ``(source, index, offset)`` (:func:`_row_bases`);
+    :class:`~bbmm.ordertype.Far` where a bound lies near none of them."""
+    out = []
+    for v in rows:
+        for src, base in _row_bases(t, bases):
+            try:
+                out.append((src, *nearest(v, base, SHIFT)))
+                break
+            except Far:
+                continue
+        else:
+            raise Far
+    return tuple(out)
+
+
+def _rows(enc: tuple, t: Tile, bases: dict[str, list[list[int]]]) -> tuple[int, int]:
+    """A launch's rows (:func:`_enc_rows`) decoded for ``t`` and ``bases``."""
+    (s0, i0, o0), (s1, i1, o1) = enc
+    return (_row_base(s0, t, bases)[i0] + o0, _row_base(s1, t, bases)[i1] + o1)
+
+
+def _row_base(src: Any, t: Tile, bases: dict[str, list[list[int]]]) -> list[int]:
+    return bases[SPAN][0] if src == SPAN else bases[src][t.writers[src][0]]
+
+
 def _same(a: Template, b: Template) -> bool:
     return (a.phases == b.phases and a.transients == b.transients and a.ops == b.ops
+            and a.parted == b.parted
             and a.dirty == b.dirty and a.stale == b.stale and a.groups == b.groups
             and a.deferred == b.deferred)
 
@@ -271,14 +317,16 @@ def encode_iteration(rt: Any, tape: Any) -> Template | None:
         transients = tuple((c.array, c.device.index, encode(c.box, bases[c.array], SHIFT),
                             c.itemsize) for c in added)
         ops = []
+        parted: dict[tuple[int, int], list] = {}
         for timer, kind, args in tape.ops:
             if kind == "launch":
                 p, i, tb, rows = args
                 if rows is not None:
-                    return None  # a tile run in parts (its flow-out rows first)
+                    rows = _enc_rows(rows, tape.tiles_of[p][i], bases)
+                    parted.setdefault((p, i), []).append(rows)
                 pieces = tuple((a, tuple((enc(b, c), ref(c)) for b, c in ps),
                                 tuple(tb.access[a])) for a, ps in tb.pieces.items())
-                ops.append((timer, kind, (p, i, pieces)))
+                ops.append((timer, kind, (p, i, pieces, rows)))
             elif kind == "d2d":
                 dst, src, region, what = args
                 ops.append((timer, kind, (ref(dst), ref(src), enc(region, dst), what)))
@@ -317,7 +365,8 @@ def encode_iteration(rt: Any, tape: Any) -> Template | None:
     return Template((skel, orders), shape, tuple(len(ts) for ts in tape.tiles_of),
                     transients, tuple(ops), tuple(dirty), tuple(stale), groups,
                     tuple(deferred), tape.tiles, tape.split_accesses,
-                    tuple(sorted(tape.boxes_present.items())))
+                    tuple(sorted(tape.boxes_present.items())),
+                    tuple((pi, tuple(rs)) for pi, rs in parted.items()))
 
 
 def match(tpl: Template, phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], rt: Any
@@ -339,6 +388,11 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
     d = rt.directory
     devs = rt.devices
     stats = rt.stats
+    for (p, i), encs in tpl.parted:
+        t = phases[p][0][i]
+        parts = rt._edges(t, rt._flowout_boxes(t)) if rt.edges else None
+        if parts is None or parts[0] + parts[1] != [_rows(e, t, bases) for e in encs]:
+            return False  # the rows that write the flow-out are others now
     groups = list(d._groups.items())
     counts = [[g[1] for g in gs] for _, gs in groups]
     for h, g, enc in tpl.deferred:
@@ -369,7 +423,7 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
     for timer, kind, args in tpl.ops:
         t0 = clock()
         if kind == "launch":
-            p, i, pieces = args
+            p, i, pieces, rows = args
             tb = TileBuffers()
             for a, ps, acc in pieces:
                 ds = bases.get(a)
@@ -379,7 +433,8 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
                     out.append((c.box if enc is None else box_of(enc, ds), c))
                 tb.pieces[a] = out
                 tb.access[a] = list(acc)
-            rt._launch(phases[p][0][i], tb, None, phases[p][6])
+            t = phases[p][0][i]
+            rt._launch(t, tb, None if rows is None else _rows(rows, t, bases), phases[p][6])
         elif kind == "begin":
             cb = phases[args[0]][2]
             if cb is not None:
@@ -424,6 +479,7 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
             g[1] = n
     stats.tiles += tpl.tiles
     stats.split_accesses += tpl.split_accesses
+    stats.edge_first += len(tpl.parted)
     for dev, n in tpl.boxes_present:
         stats.devices[dev].boxes_present += n
     stats.replayed += 1

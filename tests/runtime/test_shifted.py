@@ -114,6 +114,73 @@ def test_a_contradicted_template_is_dropped(monkeypatch):
     assert memo.templates["k"] is None
 
 
+def _floyd_in_parts(ndev, tile, n, path, replay):
+    from bbmm.config import RuntimeConfig
+    # as a process of several, whose flow-out other processes read
+    rt = Runtime(make(ndev), {"path": path.copy()}, verify=True, replay=replay,
+                 shared_flowout=True, config=RuntimeConfig(edge=1))
+    run_floyd(rt, n, tile, parts=True)
+    return rt
+
+
+@pytest.mark.parametrize("ndev,tile,least", [(1, 192, 96), (2, 96, 48), (3, 64, 12),
+                                             (4, 48, 8)])
+def test_tiles_run_in_parts_replay_up_to_a_shift(ndev, tile, least):
+    """The owner of row k + 1 runs that row first, stores it, then the rest of its tile:
+    replayed steps decode the rows of each part with k and issue exactly the launches
+    (each part's rows) and copies of the full bookkeeping."""
+    n = 192
+    path = floyd_input(n, 11)
+    on, off = (_floyd_in_parts(ndev, tile, n, path, r) for r in (True, False))
+    np.testing.assert_array_equal(on.host.array("path"), floyd_reference(path))
+    np.testing.assert_array_equal(on.host.array("path"), off.host.array("path"))
+    assert counters(on) == counters(off)
+    assert on.stats.edge_first == off.stats.edge_first > n // 2
+    assert on.stats.shifted >= least
+    assert any(t and t.parted for t in on.shift_memo.templates.values())
+
+
+def test_parts_that_differ_at_replay_run_the_step_for_real(monkeypatch):
+    """A replay computes each part-run tile's parts afresh before it issues anything;
+    where they are other than the template's, the step runs for real, and the run
+    stays exact."""
+    n, tile = 192, 96
+    path = floyd_input(n, 13)
+    real_edges = Runtime._edges
+    state = {"in_replay": False, "calls": 0, "moved": 0}
+
+    def edges(self, t, flows):
+        parts = real_edges(self, t, flows)
+        if state["in_replay"] and parts is not None:
+            state["calls"] += 1
+            if state["calls"] % 2 == 0:  # every other check: the first part one row longer
+                state["moved"] += 1
+                (r0, r1), = parts[0]
+                return [(r0, r1 + 1)], [(r1 + 2, parts[1][-1][1])]
+        return parts
+
+    real_replay = shifted.replay_shifted
+    done = {"ok": 0, "refused": 0}
+
+    def replay_shifted(rt, tpl, bases, phases):
+        state["in_replay"] = True
+        try:
+            ok = real_replay(rt, tpl, bases, phases)
+        finally:
+            state["in_replay"] = False
+        done["ok" if ok else "refused"] += 1
+        return ok
+
+    monkeypatch.setattr(Runtime, "_edges", edges)
+    monkeypatch.setattr("bbmm.runtime.replay_shifted", replay_shifted)
+    on = _floyd_in_parts(2, tile, n, path, True)
+    monkeypatch.undo()
+    off = _floyd_in_parts(2, tile, n, path, False)
+    np.testing.assert_array_equal(on.host.array("path"), floyd_reference(path))
+    assert counters(on) == counters(off)
+    assert state["moved"] > 0 and done["refused"] >= state["moved"] and done["ok"] > 0
+
+
 def test_stencil_steps_stay_exact_fixed_points():
     """An iteration that repeats exactly is replayed by bbmm.replay, not up to a shift."""
     from test_replay import jacobi_input, run_jacobi

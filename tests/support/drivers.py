@@ -46,24 +46,32 @@ def floyd_reference(path: np.ndarray) -> np.ndarray:
     return p
 
 
-def run_floyd(rt: Runtime, n: int, tile: int, flowout: bool = True) -> None:
+def run_floyd(rt: Runtime, n: int, tile: int, flowout: bool = True,
+              parts: bool = False) -> None:
+    """Floyd-Warshall's steps, a tile per block of rows; with ``parts`` a tile can run a
+    part of its rows (``Tile.span``/``writers``: the owner of row ``k + 1`` runs it first)."""
     dt = rt.host.array("path").dtype
     for k in range(n):
         tiles = []
         for lb, ub, dev in tiles_of(n, tile, len(rt.devices)):
             rows, col, row = Box((lb, 0), (ub, n - 1)), Box((lb, k), (ub, k)), Box((k, 0), (k, n - 1))
 
-            def kernel(d, tb, rows=rows, col=col, row=row):
-                A = gather(d, tb, "path", rows, dt)
-                new = np.minimum(A, gather(d, tb, "path", col, dt) + gather(d, tb, "path", row, dt))
-                scatter(d, tb, "path", rows, new)
+            def kernel(d, tb, rows=None, lb=lb, ub=ub, k=k, row=row):
+                lo, hi = (lb, ub) if rows is None else (max(lb, rows[0]), min(ub, rows[1]))
+                mine = Box((lo, 0), (hi, n - 1))
+                A = gather(d, tb, "path", mine, dt)
+                new = np.minimum(A, gather(d, tb, "path", Box((lo, k), (hi, k)), dt)
+                                 + gather(d, tb, "path", row, dt))
+                scatter(d, tb, "path", mine, new)
 
             fo = [Box((k + 1, 0), (k + 1, n - 1))] if lb <= k + 1 <= ub else []
+            part = dict(span=(lb, ub), writers={"path": (0, 0, 0)}) if parts else {}
             tiles.append(Tile(dev, {"path": [rows, col, row]}, kernel,
                               writes={"path": [rows]},
                               flowout={"path": fo} if flowout else {},
                               writeout={"path": [rows]} if k == n - 1 else {},
-                              cleanup={"path": [False, False, True]}, name=f"k{k}:{lb}"))
+                              cleanup={"path": [False, False, True]}, name=f"k{k}:{lb}",
+                              **part))
         rt.run_phase(tiles, serial=k)
         rt.end_serial(k)
     rt.finish()

@@ -431,6 +431,7 @@ SHIFTED = [
     (POLYBENCH / "floyd.c", ["n=128"], 1, 128),
     (POLYBENCH / "floyd.c", ["n=128"], 2, 64),
     (POLYBENCH / "lu.c", ["n=96"], 1, 96),
+    (POLYBENCH / "lu.c", ["n=256"], 2, 128),
 ]
 
 
@@ -455,6 +456,33 @@ def test_steps_replayed_up_to_a_shift_check_and_move_the_same_bytes(path, params
                 "writeback_bytes", "refresh_bytes", "tiles"):
         assert on[key] == off[key], key
     assert on["per_device"] == off["per_device"]
+
+
+@needs_cl
+def test_lu_over_processes_replays_tiles_run_in_parts(tmp_path):
+    """LU over two processes: the owner of the next pivot row runs its tile in parts (the
+    rows writing the flow-out first), and its steps are replayed up to a shift with the
+    parts decoded. The result is the sequential C program's, and every process moves
+    exactly the bytes, in exactly the copy commands, of the full bookkeeping."""
+    docs = []
+    for opt in ([], ["--no-replay"]):
+        out = tmp_path / f"p{len(docs)}.json"
+        assert run(POLYBENCH / "lu.c", ["n=256"], "--devices", 2, "--tile", 128,
+                   "--procs", 2, *opt, json_path=out) == 0
+        docs.append(json.loads(out.read_text()))
+    on, off = docs
+    assert on["check"] == off["check"] == "pass"
+    ranks_on = [r["runtime"] for r in on["per_rank"]]
+    ranks_off = [r["runtime"] for r in off["per_rank"]]
+    parted = [r for r in ranks_on if r["edge_first_tiles"] > 0 and r["shifted_iterations"] > 0]
+    assert parted, "no process replayed steps with tiles run in parts"
+    for a, b in zip(ranks_on, ranks_off):
+        assert b["shifted_iterations"] == 0
+        for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
+                    "writeback_bytes", "refresh_bytes", "tiles", "edge_first_tiles"):
+            assert a[key] == b[key], key
+        assert a["per_device"] == b["per_device"]
+    assert on["exchange_bytes"] == off["exchange_bytes"]
 
 
 @needs_cl
