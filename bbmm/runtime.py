@@ -33,7 +33,7 @@ import numpy as np
 from . import regions as R
 from .acquire import Acquire, fuse_slack
 from .config import RuntimeConfig, edge_points  # noqa: F401 - edge_points: re-exported
-from .box import Box, disjoint
+from .box import Box
 from .buffers import BufferManager
 from .coherence import Directory, HostCopy
 from .devices.base import Device
@@ -816,14 +816,25 @@ class Runtime:
                         for c in self.directory.copies[a])
         if not first or not elsewhere:
             return None
-        # the rows as 1-D boxes: their union (Algorithm 2, touching pieces fused) and the
-        # rest of the tile's range
-        rows = disjoint(Box((r0,), (r1,)) for r0, r1 in first)
-        if 2 * R.volume(rows) > hi - lo + 1:
+        # the rows' union, touching ranges fused, and the rest of the tile's range
+        first.sort()
+        rows = [list(first[0])]
+        for r0, r1 in first[1:]:
+            if r0 <= rows[-1][1] + 1:
+                rows[-1][1] = max(rows[-1][1], r1)
+            else:
+                rows.append([r0, r1])
+        if 2 * sum(r1 - r0 + 1 for r0, r1 in rows) > hi - lo + 1:
             return None
-        rest = R.minus_all([Box((lo,), (hi,))], rows)
-        return ([(b.lo[0], b.hi[0]) for b in sorted(rows, key=_lo0)],
-                [(b.lo[0], b.hi[0]) for b in sorted(rest, key=_lo0)])
+        rest = []
+        at = lo
+        for r0, r1 in rows:
+            if at < r0:
+                rest.append((at, r0 - 1))
+            at = r1 + 1
+        if at <= hi:
+            rest.append((at, hi))
+        return [(r0, r1) for r0, r1 in rows], rest
 
     def _flowout_boxes(self, t: Tile) -> Mapping[str, Sequence[Box]]:
         """Exact coherence: the flow-out boxes; block coherence: every written box whole."""
@@ -839,10 +850,6 @@ _SELS: dict[tuple[int, ...], list[Any]] = {}
 _PAD: dict[int, list[Any]] = {}
 """Per number of dimensions, an unused kernel slot's arguments after its buffer: base 0,
 strides 0, an empty box (lo 1, hi 0)."""
-
-
-def _lo0(b: Box) -> int:
-    return b.lo[0]
 
 
 def _clipped(tb: TileBuffers, a: str, boxes: Sequence[Box]) -> Iterator[tuple[Copy, Box]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bbmm.box import Box
 from bbmm.devices import NullDevice
@@ -217,6 +219,27 @@ def test_edge_rows_of_flowout_boxes():
     # columns: element column 3 of every row is written by rows 3 - 2 .. 3 - 0
     fo = {"A": [Box((0, 3), (9, 3))]}
     assert rt._edges(_tile((0, 9), {"A": (1, 0, 2)}, fo), fo) == ([(1, 3)], [(0, 0), (4, 9)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 12), st.integers(0, 3)), min_size=1, max_size=5))
+def test_edge_rows_are_the_union_of_the_flowout_rows_and_the_rest_is_the_tile_minus_it(rows):
+    """Against brute force over the rows of a tile of rows 0..9: the first part is the
+    set of rows writing some flow-out row (clipped to the tile, touching ranges fused),
+    the rest is every other row, and a first part of more than half the tile is none."""
+    rt = _runtime_with_copy_elsewhere()
+    fo = {"A": [Box((r, 0), (r + h, 9)) for r, h in rows]}
+    got = rt._edges(_tile((0, 9), {"A": (0, 0, 0)}, fo), fo)
+    want = {i for r, h in rows for i in range(r, r + h + 1) if 0 <= i <= 9}
+    if not want or 2 * len(want) > 10:
+        assert got is None
+        return
+    first, rest = got
+    assert {i for a, b in first for i in range(a, b + 1)} == want
+    assert {i for a, b in rest for i in range(a, b + 1)} == set(range(10)) - want
+    for part in (first, rest):
+        assert part == sorted(part)
+        assert all(b + 1 < c for (_, b), (c, _) in zip(part, part[1:]))  # fused
 
 
 def test_no_edges_when_they_are_most_of_the_tile_or_unknown():
