@@ -24,10 +24,10 @@ pools, and leaves the state the template left, decoded.
 
 A template is kept from an iteration that allocated only transient boxes, freed no
 other, changed neither the LRU order nor the number of write-out groups, had no phase
-named by a ``spec``; and it is used only once a later iteration
-with the same key, run for real, encoded to the same template (:class:`ShiftMemo`): what
-a volume decided differently, or anything this argument missed, shows there and the key
-is dropped for good. ``docs/coherence.md`` says what the directory's invariant owes to
+named by a ``spec``; and it is used only once a later iteration with the same key, run
+for real, encoded to the same template (:class:`ShiftMemo`): what a volume decided
+differently, or anything this argument missed, shows there and the key is dropped for
+good. ``docs/coherence.md`` says what the directory's invariant owes to
 this.
 
 A tile run in parts (:meth:`bbmm.runtime.Runtime._edges`: the rows writing its flow-out
@@ -96,8 +96,8 @@ class Template:
     split_accesses: int
     boxes_present: tuple
     parted: tuple = ()
-    """Per tile run in parts: ``((phase, index), its launches' rows in order, encoded
-    relative to the spans)``."""
+    """Per tile run in parts: ``((phase, index), its launches' rows in order)``, each
+    encoded by :func:`_enc_rows`."""
     verified: bool = False
 
 
