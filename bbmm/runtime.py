@@ -863,10 +863,10 @@ def _clipped(tb: TileBuffers, a: str, boxes: Sequence[Box]) -> Iterator[tuple[Co
 
 EDGE_POINTS = 0
 """Default of ``$BBMM_EDGE``: off. Running a tile's flow-out rows first hides the halo's
-hop only where the host has time for the extra launch and copy; on two H200s it has not,
-and heat2d's step at 12288^2 takes 0.50 ms with the split against 0.40 without
-(``BBMM_EDGE=1`` then ``0``: ``python scripts/bench_floor.py --floyd 0 --devices 2
---repeat 2``)."""
+hop only where the host has time for the extra launch and copy; on two H200s in one
+process it has not: heat2d's step at 12288^2 takes 0.43-0.53 ms with the split against
+0.41 without (``BBMM_EDGE=1`` and ``0`` in turn: ``python scripts/bench_floor.py --floyd
+0 --devices 2 --procs 1 --repeat 2``, ``results/h200x2-2026-11-27/edge``)."""
 
 
 EDGE_POINTS_RANKS = 1
