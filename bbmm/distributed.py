@@ -564,8 +564,7 @@ class DistributedRuntime:
             for a, b in items:
                 self._settle(a, b, loads=True)
         t1 = time.perf_counter()
-        sent, got = swap(self.comm, [(d, self._message(items)) for d, items in sends],
-                         [(r, self._message(items)) for r, items in recvs])
+        sent, got = swap(self.comm, self._message_list(sends), self._message_list(recvs))
         if not replaying:
             for _, items in recvs:
                 for a, b in items:
@@ -618,9 +617,21 @@ class DistributedRuntime:
         self._send(sends, t0)
 
     def _send(self, sends: list[tuple[int, list[tuple[str, Box]]]], t0: float) -> None:
-        sent, _ = swap(self.comm, [(d, self._message(items)) for d, items in sends], ())
+        sent, _ = swap(self.comm, self._message_list(sends), ())
         self._count("exchange", sent, {}, t0)
         self._step("send", t0)
+
+    def _message_list(self, pairs: Sequence[tuple[int, Sequence[tuple[str, Box]]]]
+                  ) -> list[tuple[int, Boxes]]:
+        """``(rank, message)`` per ``(rank, items)``; ranks sent the same items in a row
+        (Floyd's row ``k`` to every other process) share one message."""
+        out = []
+        last: Any = None
+        for r, items in pairs:
+            if last is None or items != last[0]:
+                last = (items, self._message(items))
+            out.append((r, last[1]))
+        return out
 
     def _message(self, items: Sequence[tuple[str, Box]]) -> Boxes:
         """The message of ``items`` (boxes of the host arrays), made once per list: a
