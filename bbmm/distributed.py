@@ -622,7 +622,7 @@ class DistributedRuntime:
         self._step("send", t0)
 
     def _message_list(self, pairs: Sequence[tuple[int, Sequence[tuple[str, Box]]]]
-                  ) -> list[tuple[int, Boxes]]:
+                      ) -> list[tuple[int, Boxes]]:
         """``(rank, message)`` per ``(rank, items)``; ranks sent the same items in a row
         (Floyd's row ``k`` to every other process) share one message."""
         out = []
