@@ -236,7 +236,6 @@ class Directory:
         if self.tape is not None:
             self.tape.add("h2d", (dst, region, what, side))
         self.stats.moved("h2d", dev.index, what, n)
-        self.stats.devices[dev.index].copies += 1
 
     def _d2h(self, src: Copy, region: Box, what: str) -> None:
         host = self.host.array(src.array)
@@ -244,7 +243,6 @@ class Directory:
             self.tape.add("d2h", (src, region, what, False))
         self.replay_d2h(src, region, host, what)
         self.stats.moved("d2h", src.device.index, what, region.volume * host.itemsize)
-        self.stats.devices[src.device.index].copies += 1
 
     def _d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
         self.replay_d2d(dst, src, region, what)
@@ -252,7 +250,6 @@ class Directory:
             self.tape.add("d2d", (dst, src, region, what))
         n = region.volume * self.host.array(dst.array).itemsize
         self.stats.moved("d2d", dst.device.index, what, n)
-        self.stats.devices[dst.device.index].copies += 1
 
     def replay_h2d(self, dst: Copy, region: Box, host: np.ndarray, what: str,
                    lane: int = 0) -> None:

@@ -243,7 +243,7 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
         times[timer] += clock() - t0
     devs = rt.stats.devices
     for (kind, dev, what), n in tape.counts.items():
-        rt.stats.moved(kind, dev, what, n)
+        rt.stats.moved(kind, dev, what, n, copies=0)  # counted per device below
     for dev, k in tape.copy_counts.items():
         devs[dev].copies += k
     st = rt.stats

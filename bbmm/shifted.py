@@ -459,7 +459,6 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
                 else:
                     d.replay_d2h(c, region, host, what)
             stats.moved(kind, c.device.index, what, region.volume * c.itemsize)
-            stats.devices[c.device.index].copies += 1
         times[timer] += clock() - t0
     for c in made:
         c.device.free(c.alloc, c.last)

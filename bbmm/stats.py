@@ -91,10 +91,11 @@ class Stats:
     two run lengths' difference over their difference in iterations is the time of an
     iteration."""
 
-    def moved(self, kind: str, device: int, what: str, nbytes: int) -> None:
-        """Count ``nbytes`` moved by transfers of ``kind`` (``h2d``, ``d2h`` or ``d2d``)
-        on ``device`` for ``what`` (a :data:`CATEGORIES` name)."""
+    def moved(self, kind: str, device: int, what: str, nbytes: int, copies: int = 1) -> None:
+        """Count ``nbytes`` moved by ``copies`` transfers of ``kind`` (``h2d``, ``d2h`` or
+        ``d2d``) on ``device`` for ``what`` (a :data:`CATEGORIES` name)."""
         ds = self.devices[device]
+        ds.copies += copies
         if kind == "h2d":
             ds.h2d_bytes += nbytes
         elif kind == "d2h":
