@@ -408,10 +408,7 @@ class PlanMemo:
         distinct values are ``bases``: its records restored, its stages returned."""
         parts, msgs_t, recs_t, limit, _ = got
         msgs, records = _decoded(own, msgs_t, recs_t, bases)
-        self.hits += 1
-        self._streak = 0
-        own.restore(records, limit)
-        return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
+        return self._hit(own, tiles, (parts, msgs, records, limit, None))
 
     def _keep(self, table: dict[Any, Any], key: Any, parts: tuple,
               plan: list[tuple[list[Tile], Messages]], own: Ownership) -> None:
