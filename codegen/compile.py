@@ -224,25 +224,23 @@ def compile_program(path: str | os.PathLike, function: str | None = None,
     defs = dict(defines or {})
     key = (path, _preprocessed(path, defs, include_dirs), function, o)
     hit = _COMPILED.get(key)
-    if hit is not None:
+    if hit is None:
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            scop = parse_file(path, function=function, defines=defs,
+                              include_dirs=include_dirs, reassociate=o.reassociate,
+                              strip=o.strip)
+            with in_c_names(dict(scop.c_names)):   # errors and warnings speak of the C names
+                prog = _compile_scop(scop, path, o.split_all, o.fp64, __version__,
+                                     o.schedule, o.reassociate)
+        hit = _COMPILED[key] = (prog, list(said))
+        if len(_COMPILED) > COMPILED_SIZE:
+            _COMPILED.popitem(last=False)
+    else:
         _COMPILED.move_to_end(key)
-        prog, said = hit
-        for w in said:   # what compiling it said, said again
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        return prog
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        scop = parse_file(path, function=function, defines=defs,
-                          include_dirs=include_dirs, reassociate=o.reassociate,
-                          strip=o.strip)
-        with in_c_names(dict(scop.c_names)):   # errors and warnings speak of the C names
-            prog = _compile_scop(scop, path, o.split_all, o.fp64, __version__, o.schedule,
-                                 o.reassociate)
-    for w in said:
+    prog, said = hit
+    for w in said:   # what compiling it said, on every compile of it
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    _COMPILED[key] = (prog, list(said))
-    if len(_COMPILED) > COMPILED_SIZE:
-        _COMPILED.popitem(last=False)
     return prog
 
 
