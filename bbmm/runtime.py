@@ -782,11 +782,12 @@ class Runtime:
         Without this, a device's flow-out leaves only when its whole tile is done, and a
         device that needs it waits for the copy out, the copy in and the events between
         them at every nest (a stencil's halo on two GPUs: about 40 us per nest on the
-        H200s against 180 us of kernel). With it the rows writing the flow-out run
-        first, the flow-out is stored behind them, and the rest of the tile computes
-        while it travels. Safe because the tile's rows are independent
-        (:attr:`Tile.writers` is given only for a tiled loop that carries no dependence)
-        and every element of the flow-out is written by the first rows
+        H200s against 180 us of kernel; Floyd's row ``k + 1`` over processes). With it
+        the rows writing the flow-out run first, the flow-out is stored behind them, and
+        the rest of the tile computes while it travels. Safe because no row launched
+        first writes what another row of the tile reads or writes (:attr:`Tile.writers`
+        is given only then: :func:`bbmm.codegen.flow.edge_writers`) and every element of
+        the flow-out is written by the first rows
         (:attr:`Tile.writers`), so the store reads final values. Worth it only when
         another device holds a copy of the flow-out (the halo of a neighbour, not rows
         that the same device reads next) and the first rows are a small part of the tile.

@@ -64,8 +64,8 @@ class Tile:
     writers: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
     """Per array, ``(d, cmin, cmax)``: its element ``x`` along dimension ``d`` is written
     only by points whose tiled iterator lies in ``[x - cmax, x - cmin]``
-    (:func:`bbmm.codegen.flow.edge_writers`; only for a tiled loop that carries no
-    dependence, so that the tile's rows may run as several launches)."""
+    (:func:`bbmm.codegen.flow.edge_writers`; only where the rows that write the flow-out
+    may run as a launch of their own, before the rest of the tile's rows)."""
     original: Tile | None = field(default=None, compare=False, repr=False)
     """The tile as the driver gave it, when the runtime widened its boxes of arrays held
     whole (taken instead if the widened tile does not fit the device)."""

@@ -51,7 +51,7 @@ def test_describe(floyd):
 def test_floyd_in_place(floyd, ndev):
     a = graph(64)
     want = floyd_numpy(a)
-    stats = floyd(n=64, path=a, devices=ndev, device_mem="2GiB", tile=None)
+    stats = floyd(n=64, path=a, devices=ndev, device_mem="256MiB", tile=None)
     assert np.array_equal(a, want)
     assert len(stats.per_device) == ndev
     assert stats.time_s["total"] > 0 and stats.wall_s > 0

@@ -53,6 +53,13 @@ def test_polybench_check_over_processes(kernel, tmp_path):
     assert r.stderr == "", r.stderr
 
 
+def floyd_part_launches(n: int, tile: int) -> int:
+    """The launches Floyd-Warshall over processes adds to one per tile and ``k``: at each
+    ``k < n - 1`` the owner of row ``k + 1`` launches that row first, then the rows of its
+    tile above it and those below it, one launch each where there are any."""
+    return sum(((k + 1) % tile > 0) + ((k + 1) % tile < tile - 1) for k in range(n - 1))
+
+
 @pytest.mark.parametrize("procs,devices", [(2, 4), (3, 3)])
 def test_floyd_rows_between_processes(procs, devices, tmp_path):
     """Floyd-Warshall over processes sends what MPI ranks send: row k from its owner to
@@ -67,8 +74,11 @@ def test_floyd_rows_between_processes(procs, devices, tmp_path):
     want = floyd_sent_to(n, [devices // procs] * procs)
     assert [p["sent_to"] for p in doc["per_rank"]] == want
     assert doc["serial_iterations"] == n
-    # per serial iteration each process launches its tiles and moves row k once
-    assert doc["enqueues"]["launches"] == n * devices
+    # per serial iteration each process launches its tiles and moves row k once; the
+    # owner of row k + 1 launches it first and the rest of its tile after it (the rows
+    # above row k + 1 and those below it: two launches where there are both)
+    assert doc["enqueues"]["launches"] == n * devices + floyd_part_launches(n, n // devices)
+    assert sum(p["runtime"]["edge_first_tiles"] for p in doc["per_rank"]) == n - 1
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -116,7 +126,8 @@ def test_profile_over_processes_is_one_trace(tmp_path):
                 if e["tid"] == rank and e["name"] == "transfer":
                     assert any(a <= e["ts"] and e["ts"] + e["dur"] <= b + 1 for a, b in outer)
     kernels = [e for e in ev if e["ph"] == "X" and e["cat"] == "kernel"]
-    assert {e["pid"] for e in kernels} == {1, 2} and len(kernels) == 2 * 32
+    assert {e["pid"] for e in kernels} == {1, 2}
+    assert len(kernels) == 2 * 32 + floyd_part_launches(32, 16)
     runs = [e for e in steps if e["name"] == "run"]  # the ranks start together
     assert abs(runs[0]["ts"] - runs[1]["ts"]) < 0.5 * max(e["dur"] for e in runs)
 
