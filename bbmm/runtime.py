@@ -615,7 +615,7 @@ class Runtime:
     def _serial(self, serial: object) -> None:
         self.acquirer.serial = serial
 
-    def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None = None,
+    def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, ...] | None = None,
                 args: Sequence[Any] | None = None) -> None:
         """Run the tile's kernel callback (on its ``rows`` only, when given; with the
         iteration's kernel ``args``, when given: see :meth:`run_phase`). What it
@@ -835,6 +835,10 @@ class Runtime:
             at = r1 + 1
         if at <= hi:
             rest.append((at, hi))
+        if t.gaps and len(rest) == 2 and GAP_SHARE * (rest[1][0] - rest[0][1] - 1) <= hi - lo + 1:
+            # the first rows inside the tile (Floyd's row k + 1): the rows above and below
+            # them in one launch that skips them, an enqueue less
+            rest = [(rest[0][0], rest[1][1], rest[0][1] + 1, rest[1][0] - 1)]
         return [(r0, r1) for r0, r1 in rows], rest
 
     def _flowout_boxes(self, t: Tile) -> Mapping[str, Sequence[Box]]:
@@ -868,6 +872,12 @@ hop only where the host has time for the extra launch and copy; on two H200s in 
 process it has not: heat2d's step at 12288^2 takes 0.43-0.53 ms with the split against
 0.41 without (``BBMM_EDGE=1`` and ``0`` in turn: ``python scripts/bench_floor.py --floyd
 0 --devices 2 --procs 1 --repeat 2``, ``results/h200x2-2026-11-27/edge``)."""
+
+
+GAP_SHARE = 4
+"""The rest of a tile whose first rows lie inside it is one launch skipping them
+(:attr:`Tile.gaps`) where they are at most this share of its rows (their work-items do
+nothing): an enqueue less for the owner of Floyd's row ``k + 1`` over processes."""
 
 
 EDGE_POINTS_RANKS = 1
