@@ -94,13 +94,11 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
            coarsen: bool = False, staged: bool = False, blocked: bool = False,
            rows: tuple[int, int] | None = None, options: KernelOptions | None = None) -> Any:
     """Launch one tile's kernel (``rows``: only its points whose tiled iterator, band loop
-    0, lies in ``[rows[0], rows[1]]``, and with four values not in ``[rows[2], rows[3]]``:
-    a gap inside them).
+    0, lies in ``[rows[0], rows[1]]``).
 
-    ``scalars`` are the leading arguments (parameters, host iterators, lb, ub); a band
-    kernel takes its gap next (``rows[2:]``, else an empty one); ``grid[d] = (lo, hi)`` is
-    band loop ``d``'s iterator range over the tile, whose ``lo`` values are passed next
-    (the iterator of work-item 0); ``cl_band[c]`` is the
+    ``scalars`` are the leading arguments (parameters, host iterators, lb, ub);
+    ``grid[d] = (lo, hi)`` is band loop ``d``'s iterator range over the tile, whose
+    ``lo`` values are passed next (the iterator of work-item 0); ``cl_band[c]`` is the
     band loop mapped to OpenCL dimension ``c``; ``arrays`` are ``(name, slots, ndim)``
     in kernel argument order. With ``coarsen`` (the kernel takes ``BBMM_CO``) each
     work-item runs :attr:`~KernelOptions.coarsen` points of OpenCL dimension 0 and, for
@@ -128,10 +126,6 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     return dev.launch(knl, gsize, lsize, args)
 
 
-_NO_GAP = (int32(1), int32(0))
-"""A band kernel's gap of no rows."""
-
-
 def _rows_scalars(scalars: Sequence[Any], rows: tuple[int, int]) -> list[Any]:
     """A tile's scalars for its ``rows`` only: its bounds lb, ub (the last two) narrowed."""
     return [*scalars[:-2], int32(max(int(scalars[-2]), rows[0])),
@@ -152,7 +146,6 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         scalars = _rows_scalars(scalars, rows)
         grid = [(max(grid[0][0], rows[0]), min(grid[0][1], rows[1])), *grid[1:]]
     o = _DEFAULT if options is None else options
-    gap = _NO_GAP if rows is None or len(rows) < 4 else (int32(rows[2]), int32(rows[3]))
     align = o.align
     if grid and align > 1:
         # the work-items of OpenCL dimension 0 start on a multiple of ALIGN indices, so
@@ -183,8 +176,6 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         tb.launches[key] = prep
     knl, array_args, stage = prep
     args = list(scalars)
-    if grid:
-        args += gap
     for lo, _ in grid:
         args.append(int32(lo))
     args += array_args

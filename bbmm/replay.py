@@ -55,7 +55,7 @@ def tile_key(t: Tile) -> Hashable:
     """Everything about a tile that the runtime's decisions depend on (not its kernel:
     a replayed launch goes through the new tile's own callback)."""
     return (t.device, _dkey(t.boxes), _dkey(t.writes), _dkey(t.flowout), _dkey(t.writeout),
-            _dkey(t.cleanup), t.fresh, t.span, tuple(t.writers.items()), t.gaps)
+            _dkey(t.cleanup), t.fresh, t.span, tuple(t.writers.items()))
 
 
 def _dkey(d: Any) -> tuple:

@@ -615,7 +615,7 @@ class Runtime:
     def _serial(self, serial: object) -> None:
         self.acquirer.serial = serial
 
-    def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, ...] | None = None,
+    def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None = None,
                 args: Sequence[Any] | None = None) -> None:
         """Run the tile's kernel callback (on its ``rows`` only, when given; with the
         iteration's kernel ``args``, when given: see :meth:`run_phase`). What it
@@ -782,12 +782,11 @@ class Runtime:
         Without this, a device's flow-out leaves only when its whole tile is done, and a
         device that needs it waits for the copy out, the copy in and the events between
         them at every nest (a stencil's halo on two GPUs: about 40 us per nest on the
-        H200s against 180 us of kernel; Floyd's row ``k + 1`` over processes). With it
-        the rows writing the flow-out run first, the flow-out is stored behind them, and
-        the rest of the tile computes while it travels. Safe because no row launched
-        first writes what another row of the tile reads or writes (:attr:`Tile.writers`
-        is given only then: :func:`bbmm.codegen.flow.edge_writers`) and every element of
-        the flow-out is written by the first rows
+        H200s against 180 us of kernel). With it the rows writing the flow-out run
+        first, the flow-out is stored behind them, and the rest of the tile computes
+        while it travels. Safe because the tile's rows are independent
+        (:attr:`Tile.writers` is given only for a tiled loop that carries no dependence)
+        and every element of the flow-out is written by the first rows
         (:attr:`Tile.writers`), so the store reads final values. Worth it only when
         another device holds a copy of the flow-out (the halo of a neighbour, not rows
         that the same device reads next) and the first rows are a small part of the tile.
@@ -835,10 +834,6 @@ class Runtime:
             at = r1 + 1
         if at <= hi:
             rest.append((at, hi))
-        if t.gaps and len(rest) == 2 and GAP_SHARE * (rest[1][0] - rest[0][1] - 1) <= hi - lo + 1:
-            # the first rows inside the tile (Floyd's row k + 1): the rows above and below
-            # them in one launch that skips them, an enqueue less
-            rest = [(rest[0][0], rest[1][1], rest[0][1] + 1, rest[1][0] - 1)]
         return [(r0, r1) for r0, r1 in rows], rest
 
     def _flowout_boxes(self, t: Tile) -> Mapping[str, Sequence[Box]]:
@@ -872,12 +867,6 @@ hop only where the host has time for the extra launch and copy; on two H200s in 
 process it has not: heat2d's step at 12288^2 takes 0.43-0.53 ms with the split against
 0.41 without (``BBMM_EDGE=1`` and ``0`` in turn: ``python scripts/bench_floor.py --floyd
 0 --devices 2 --procs 1 --repeat 2``, ``results/h200x2-2026-11-27/edge``)."""
-
-
-GAP_SHARE = 4
-"""The rest of a tile whose first rows lie inside it is one launch skipping them
-(:attr:`Tile.gaps`) where they are at most this share of its rows (their work-items do
-nothing): an enqueue less for the owner of Floyd's row ``k + 1`` over processes."""
 
 
 EDGE_POINTS_RANKS = 1

@@ -64,12 +64,8 @@ class Tile:
     writers: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
     """Per array, ``(d, cmin, cmax)``: its element ``x`` along dimension ``d`` is written
     only by points whose tiled iterator lies in ``[x - cmax, x - cmin]``
-    (:func:`bbmm.codegen.flow.edge_writers`; only where the rows that write the flow-out
-    may run as a launch of their own, before the rest of the tile's rows)."""
-    gaps: bool = False
-    """The kernel also runs its rows but a gap inside them, as ``kernel(device, buffers,
-    rows=(lo, hi, gap_lo, gap_hi))``: the rest of a tile whose first rows lie inside it
-    is one launch (the generated drivers' kernels; :meth:`bbmm.runtime.Runtime._edges`)."""
+    (:func:`bbmm.codegen.flow.edge_writers`; only for a tiled loop that carries no
+    dependence, so that the tile's rows may run as several launches)."""
     original: Tile | None = field(default=None, compare=False, repr=False)
     """The tile as the driver gave it, when the runtime widened its boxes of arrays held
     whole (taken instead if the widened tile does not fit the device)."""
@@ -83,7 +79,7 @@ class Tile:
                  fresh: frozenset[str] = frozenset(), name: str = "",
                  span: tuple[int, int] | None = None,
                  writers: Mapping[str, tuple[int, int, int]] | None = None,
-                 gaps: bool = False, original: Tile | None = None) -> None:
+                 original: Tile | None = None) -> None:
         # the fields set at once, past the frozen class's per-field checks: a driver
         # builds every tile of Floyd's every k (2.9 us a tile that way, 1.7 us this way)
         self.__dict__.update(
@@ -92,7 +88,7 @@ class Tile:
             flowout={} if flowout is None else flowout,
             writeout={} if writeout is None else writeout,
             cleanup={} if cleanup is None else cleanup, fresh=fresh, name=name, span=span,
-            writers={} if writers is None else writers, gaps=gaps, original=original)
+            writers={} if writers is None else writers, original=original)
 
 
 @dataclass(eq=False, slots=True)

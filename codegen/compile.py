@@ -333,7 +333,7 @@ def _compile_scop(scop: Scop, path: str, split_all: bool, fp64: bool, version: s
             want = tuple(ab.access_id for ab in nb.distinct(a))
             assert tuple(ids) == want, (a, ids, want)
         kernels.append(ks.source)
-        nests.append(NestCode(n, nb, fl, ks, edge_writers(scop, n, t, deps, fl)))
+        nests.append(NestCode(n, nb, fl, ks, edge_writers(scop, n, t, deps)))
     kernel_source = "\n".join(kernels)
     taken = "isl" if res is not None else "as-written"
     host = generate_host(scop, plan, nests, kernel_source, slots, os.path.basename(path),

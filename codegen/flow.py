@@ -40,8 +40,6 @@ flow-out of iteration k is row k+1 from the tile that holds it, nothing from the
 .. autofunction:: nest_flow
 .. autofunction:: plan_flow
 .. autofunction:: edge_writers
-.. autofunction:: conflict_rows
-.. autofunction:: split_rows_safe
 """
 from __future__ import annotations
 
@@ -55,8 +53,7 @@ from bbmm.codegen.scop import Scop
 from bbmm.codegen.tiling import NestTiling, ParamBox, param_box, tile_plan
 
 __all__ = ["SetBox", "ArrayFlow", "NestFlow", "MAX_PIECES", "parallel_flow", "last_writer",
-           "same_tile", "unordered", "nest_flow", "plan_flow", "edge_writers",
-           "conflict_rows", "split_rows_safe"]
+           "same_tile", "unordered", "nest_flow", "plan_flow", "edge_writers"]
 
 
 @dataclass(frozen=True)
@@ -302,8 +299,8 @@ def plan_flow(scop: Scop, plan: Plan, tilings: Sequence[NestTiling] | None = Non
 # {{{ which rows of a tile write its flow-out
 
 
-def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences,
-                 flow: NestFlow | None = None) -> dict[str, tuple[int, int, int]]:
+def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences
+                 ) -> dict[str, tuple[int, int, int]]:
     """Per array the nest writes, ``(d, cmin, cmax)`` when every write access to it has
     dimension ``d`` equal to the tiled iterator plus a constant in ``[cmin, cmax]``: element
     ``x`` along ``d`` is then written only where the tiled iterator ``i`` lies in
@@ -311,16 +308,17 @@ def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences,
 
     The runtime uses it to run the rows of a tile that write its flow-out first, so the
     flow-out travels while the rest of the tile computes (:meth:`bbmm.runtime.Runtime.
-    _edges`). Running a tile's rows as two launches, one after the other, is the same
-    computation when no dependence joins two rows. A tiled loop parallel by its pragma
-    only (Floyd's ``i``: row ``k`` changes inside iteration ``k``) may carry some: under
-    the parallel semantics a row reads what the others wrote before the band instance,
-    so the split keeps that semantics when no row it launches first writes an element
-    another row of the instance reads or writes (:func:`split_rows_safe`, with ``flow``,
-    the nest's flow-out boxes, which place the first rows). Empty otherwise, or for an
-    empty band.
+    _edges`). Running a tile's rows as two launches, one after the other, is the
+    same computation only when no dependence joins two rows: empty when the tiled loop
+    carries one (Floyd's row ``k``, parallel by its pragma), or for an empty band.
+    (Splitting Floyd's tiles anyway, its rows in any order being one of its executions,
+    was measured slower over processes: 0.710 against 0.623 ms per ``k`` at n=16384 on
+    four H200s, the owner of row ``k + 1`` paying a launch more per ``k``; on four H100s,
+    with the split proven safe and the rows above and below row ``k + 1`` in one launch,
+    0.372-0.502 against 0.360-0.425 in three alternating runs of each,
+    ``results/h100x4-2026-11-27/split/``: every process waits for the owner's host.)
     """
-    if not tiling.band:
+    if not tiling.band or not carried(scop, nest.band[0], deps).is_empty():
         return {}
     it = tiling.band[0]
     per: dict[str, list[dict[int, int]]] = {}
@@ -335,63 +333,7 @@ def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences,
             d = min(common)
             cs = [f[d] for f in forms]
             out[a] = (d, min(cs), max(cs))
-    if out and not carried(scop, nest.band[0], deps).is_empty():
-        if flow is None or not split_rows_safe(scop, nest, tiling, deps, flow, out):
-            return {}
     return out
-
-
-def conflict_rows(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences) -> isl.Set:
-    """``[n, k, lb, ub] -> { [i] }``: the rows of a tile (values of the tiled iterator)
-    that write an element another row of the same band instance reads or writes (Floyd:
-    ``i = k``, row ``k`` rewritten and read by every row)."""
-    lid = nest.band[0]
-    depth = scop.loop_node(lid).loop.depth
-    raw = carried(scop, lid, deps.raw)
-    war = carried(scop, lid, deps.war)
-    waw = carried(scop, lid, deps.waw)
-    writes = raw.domain().union(war.range()).union(waw.domain()).union(waw.range())
-    sets: list[isl.Set] = []
-    writes.foreach_set(sets.append)
-    rows = isl.Set(f"[{', '.join(tiling.variables)}] -> {{ [i] : false }}")
-    for x in sets:
-        tile = tiling.tile_of(x.get_tuple_name())
-        x = x.align_params(tile.get_space()).intersect(tile)
-        nd = x.dim(isl.dim_type.set)
-        x = x.project_out(isl.dim_type.set, depth + 1, nd - depth - 1)
-        x = x.project_out(isl.dim_type.set, 0, depth).reset_tuple_id()
-        rows = rows.union(x.align_params(rows.get_space()))
-    return rows
-
-
-def split_rows_safe(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences,
-                    flow: NestFlow, writers: dict[str, tuple[int, int, int]]) -> bool:
-    """Whether the rows the runtime launches first (those that write the flow-out boxes
-    the driver hands it, :meth:`bbmm.runtime.Runtime._edges`: ``[lo_d - cmax, hi_d -
-    cmin]`` of each box) never include a row of :func:`conflict_rows`, at any tile and
-    host iteration. Floyd's first rows are row ``k + 1``, its conflicting row ``k``."""
-    if tiling.loose_divs:
-        return False
-    bad = conflict_rows(scop, nest, tiling, deps)
-    names = ", ".join(tiling.variables)
-    for af in flow.arrays:
-        w = writers.get(af.array)
-        if w is None:
-            continue
-        d, cmin, cmax = w
-        for f in af.flow_out_boxes:
-            lo = isl.Set.from_pw_aff(f.lo_isl[d])
-            hi = isl.Set.from_pw_aff(f.hi_isl[d])
-            between = isl.Set(f"[{names}] -> {{ [x0, x1, i] : x0 - ({cmax}) <= i "
-                              f"<= x1 - ({cmin}) }}")
-            ends = lo.flat_product(hi).insert_dims(isl.dim_type.set, 2, 1)
-            first = between.intersect(ends.align_params(between.get_space()))
-            first = first.project_out(isl.dim_type.set, 0, 2)
-            first = first.intersect_params(f.nonempty.align_params(first.get_space()))
-            meet = first.intersect(bad.align_params(first.get_space()))
-            if not meet.intersect_params(tiling.context).is_empty():
-                return False
-    return True
 
 # }}}
 

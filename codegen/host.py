@@ -640,21 +640,21 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...], L: 
             g(f"for {ti}, {t.lb}, {t.ub} in whole_tile({pr.lo[0]}, {pr.hi[0]}):")
             with g:
                 tile_lines("0", f'"nest{nid}"',
-                           [f"span={spec}.grid[0]", f"writers=NEST{nid}_WRITERS", "gaps=True"])
+                           [f"span={spec}.grid[0]", f"writers=NEST{nid}_WRITERS"])
         elif host:
             g(f"for {ti} in tiles_covering({pr.lo[0]}, {pr.hi[0]}, {tile}):")
             with g:
                 g(f"{t.lb}, {t.ub} = {ti} * {tile}, {ti} * {tile} + {tile} - 1")
                 tile_lines(f"device_of({ti} - {L['t0']}, {L['ntiles']}, {L['ndev']})",
                            f'f"nest{nid} tile {{{ti}}}"',
-                           [f"span={spec}.grid[0]", f"writers=NEST{nid}_WRITERS", "gaps=True"])
+                           [f"span={spec}.grid[0]", f"writers=NEST{nid}_WRITERS"])
         else:
             g("# runs once: spread over every device even if narrower than the grid")
             g(f"for {ti}, {t.lb}, {t.ub}, {L['d']} in once_tiles({pr.lo[0]}, {pr.hi[0]}, "
               f"{tile}, {L['ntiles']}, {L['ndev']}, {L['t0']}):")
             with g:
                 tile_lines(L["d"], f'f"nest{nid} tile {{{ti}}}"',
-                           [f"span={spec}.grid[0]", f"writers=NEST{nid}_WRITERS", "gaps=True"])
+                           [f"span={spec}.grid[0]", f"writers=NEST{nid}_WRITERS"])
     else:
         tile_lines("0", f'"nest{nid}"', [])
     if conds is not None:

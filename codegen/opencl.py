@@ -22,8 +22,7 @@ and uses the first holding the index (Figure 9's ``split`` path).
 Argument order (``KernelSource.arg_names``)::
 
     int params..., float params..., host iterators...,
-    int lb, int ub, int gap_lo, int gap_hi,
-    int g0[, int g1[, int g2]]                           (absent for an empty band)
+    int lb, int ub, int g0[, int g1[, int g2]]           (absent for an empty band)
     per array accessed (scop order), per slot s:
         __global T* A_buf<s>, long A_base<s>, int A_st<s>_<d> (d < ndim-1),
         int A_lo<s>_<d>..., int A_hi<s>_<d>...
@@ -204,7 +203,6 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         return n if n not in used else f"_bbmm_{n}"
 
     lb, ub = fresh("lb"), fresh("ub")
-    gap_lo, gap_hi = fresh("gap_lo"), fresh("gap_hi")
     gs = [fresh(f"g{d}") for d in range(nb)]
     for a in arrays:
         if a.ctype == "double" and not fp64:
@@ -221,10 +219,9 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     groups.append(("host (serial) iterators, outermost first",
                    [[("int", lp.iterator) for lp in host]]))
     if nb:
-        groups.append((f"tile bounds on band loop '{band[0].iterator}', rows skipped "
-                       f"inside them (none: {gap_lo} > {gap_hi}); iterator of work-item 0 "
-                       f"per band loop", [[("int", lb), ("int", ub), ("int", gap_lo),
-                                           ("int", gap_hi)], [("int", g) for g in gs]]))
+        groups.append((f"tile bounds on band loop '{band[0].iterator}'; iterator of "
+                       f"work-item 0 per band loop", [[("int", lb), ("int", ub)],
+                                                      [("int", g) for g in gs]]))
     access_ids = []
     written = {acc.array for acc in accesses if acc.kind == "write"}
     for a in arrays:
@@ -308,11 +305,9 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     coarsen = (nb > 0 and len(body) == 1 and isinstance(body[0], Statement)
                and body[0].op == "=" and scop.array(body[0].lhs.array).ctype != "_Bool")
     def outside(x: str, d: int) -> str:
-        """C test: value ``x`` of band loop ``d`` lies outside the tile or in its gap
-        (d = 0), or outside the loop."""
+        """C test: value ``x`` of band loop ``d`` lies outside the tile (d = 0) or the loop."""
         lp = band[d]
-        return " || ".join(([f"{x} < {lb}", f"{x} > {ub}",
-                             f"({x} >= {gap_lo} && {x} <= {gap_hi})"] if d == 0 else [])
+        return " || ".join(([f"{x} < {lb}", f"{x} > {ub}"] if d == 0 else [])
                            + [f"{x} < {lp.lower}", f"{x} > {lp.upper}"])
 
     if stage:
@@ -460,9 +455,7 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             out("#if BBMM_CO1 > 1")
             out(comment(f"the strip's rows, all inside '{it1}''s range: one load per value"))
             out(f"const int {first} = {fresh(it1 + '0')}, {last} = {first} + BBMM_CO1 - 1;")
-            # (the gap of the tile's rows is an interval: inside it neither end, nor between)
-            clear = f" && ({last} < {gap_lo} || {first} > {gap_hi})" if nb == 2 else ""
-            out(f"if (!({outside(first, nb - 2)}) && !({outside(last, nb - 2)}){clear}) {{")
+            out(f"if (!({outside(first, nb - 2)}) && !({outside(last, nb - 2)})) {{")
             out.level += 1
             u_var, u_bound, u_point = loops[1]
             out("#pragma unroll")

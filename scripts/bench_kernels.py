@@ -374,7 +374,7 @@ def _whole_tile_kernel(ctx, prog, nest: int, arrays, scalars, opts: list[str]):
     """bbmm's own kernel for ``nest`` of the compiled ``prog``, built as the runtime builds
     it for one tile holding the whole arrays (each access's slot known, ``opts`` added),
     with its arguments set: ``arrays`` are ``(name, buffer, box)``, ``scalars`` the
-    leading arguments (parameters, host iterators, lb, ub, the gap, g0...)."""
+    leading arguments (parameters, host iterators, lb, ub, g0...)."""
     from bbmm.buffers import Copy
     from bbmm.devices.base import Allocation
     from bbmm.runtime import TileBuffers, kernel_args
@@ -402,7 +402,7 @@ def _generated_heat2d(prog, ctx, A, B, n: int, co: tuple[int, int], start: int =
     whole = Box.from_shape((n, n))
     knl = _whole_tile_kernel(
         ctx, prog, 0, [("A", A, whole), ("B", B, whole)],
-        [1, n, 0, 1, n - 2, 1, 0, 1, start],             # tsteps, n, t; lb, ub, no gap, g0, g1
+        [1, n, 0, 1, n - 2, 1, start],                   # tsteps, n, t; lb, ub, g0, g1
         [f"-DBBMM_CO={co[0]}", f"-DBBMM_CO1={co[1]}", "-DBBMM_IDX=int"])
     m = n - 1 - start                                    # columns start .. n-2
     gsize = (-(-m // (256 * co[0])) * 256, -(-(n - 2) // co[1]))
@@ -421,7 +421,7 @@ def _generated_mvt1(ctx, A, x, y, rows: int, W: int, small: bool = True):
     knl = _whole_tile_kernel(
         ctx, prog, 1, [("A", A, Box.from_shape((rows, W))), ("x2", x, Box.from_shape((W,))),
                        ("y2", y, Box.from_shape((rows,)))],
-        [rows, W, 0, W - 1, 1, 0, 0],                    # m, n; lb, ub, no gap, g0
+        [rows, W, 0, W - 1, 0],                          # m, n; lb, ub, g0
         (["-DBBMM_IDX=int"] if small else []) + ([] if UNROLL else ["-DBBMM_UNROLL=0"]))
     return lambda: knl
 

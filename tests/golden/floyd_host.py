@@ -64,8 +64,8 @@ __kernel void floyd_nest0(
     int n,
     /* host (serial) iterators, outermost first */
     int k,
-    /* tile bounds on band loop 'i', rows skipped inside them (none: gap_lo > gap_hi); iterator of work-item 0 per band loop */
-    int lb, int ub, int gap_lo, int gap_hi,
+    /* tile bounds on band loop 'i'; iterator of work-item 0 per band loop */
+    int lb, int ub,
     int g0, int g1,
     /* array path: 3 slot(s) (buffer, base, strides; box), then the slot of each access or -1 when split */
     __global float* path_buf0, long path_base0, int path_st0_0,
@@ -104,7 +104,7 @@ __kernel void floyd_nest0(
   #if BBMM_CO1 > 1
   /* the strip's rows, all inside 'i''s range: one load per value */
   const int i_first = i0, i_last = i_first + BBMM_CO1 - 1;
-  if (!(i_first < lb || i_first > ub || (i_first >= gap_lo && i_first <= gap_hi) || i_first < 0 || i_first > n - 1) && !(i_last < lb || i_last > ub || (i_last >= gap_lo && i_last <= gap_hi) || i_last < 0 || i_last > n - 1) && (i_last < gap_lo || i_first > gap_hi)) {
+  if (!(i_first < lb || i_first > ub || i_first < 0 || i_first > n - 1) && !(i_last < lb || i_last > ub || i_last < 0 || i_last > n - 1)) {
     #pragma unroll
     for (int u = 0; u < BBMM_CO; u++) {
       const int j = j0 + u * (int)get_local_size(0);
@@ -134,7 +134,7 @@ __kernel void floyd_nest0(
       #pragma unroll
       for (int u = 0; u < BBMM_CO; u++) {
         const int j = j0 + u * (int)get_local_size(0);
-        if (!(i < lb || i > ub || (i >= gap_lo && i <= gap_hi) || i < 0 || i > n - 1) && !(j < 0 || j > n - 1))
+        if (!(i < lb || i > ub || i < 0 || i > n - 1) && !(j < 0 || j > n - 1))
           v[r][u] = ((path_REF(path_sel0_v, i, j) < (path_REF(path_sel1_v, i, k) + path_REF(path_sel2_v, k, j))) ? path_REF(path_sel0_v, i, j) : (path_REF(path_sel1_v, i, k) + path_REF(path_sel2_v, k, j)));
       }
     }
@@ -145,7 +145,7 @@ __kernel void floyd_nest0(
     #pragma unroll
     for (int u = 0; u < BBMM_CO; u++) {
       const int j = j0 + u * (int)get_local_size(0);
-      if (!(i < lb || i > ub || (i >= gap_lo && i <= gap_hi) || i < 0 || i > n - 1) && !(j < 0 || j > n - 1))
+      if (!(i < lb || i > ub || i < 0 || i > n - 1) && !(j < 0 || j > n - 1))
         path_REF(path_sel0_v, i, j) = v[r][u];
     }
   }
@@ -205,7 +205,7 @@ NEST0_COARSEN = True  # several points per work-item (one assignment)
 NEST0_BLOCKED = False  # a register block of points per work-item
 NEST0_STAGED = False  # inner-loop reads staged in local memory
 NEST0_LAUNCH = tuple((a, SLOTS[a], n, ids) for a, n, ids in NEST0_ARRAYS)
-NEST0_WRITERS = {'path': (0, 0, 0)}  # array: (d, cmin, cmax): element x along d is written by rows i in [x - cmax, x - cmin]
+NEST0_WRITERS = {}  # array: (d, cmin, cmax): element x along d is written by rows i in [x - cmax, x - cmin]
 
 
 def nest0_kernel(scalars, grid, options=None):
@@ -254,7 +254,7 @@ def run(rt, params, scalars, tile, progress=None):
                               nest0_kernel(_ints((n, k, lb, ub)), spec.grid, ko),
                               spec.writes, spec.flowout, spec.writeout, spec.cleanup,
                               fresh=NEST0_FRESH, name=f"nest0 tile {t}",
-                              span=spec.grid[0], writers=NEST0_WRITERS, gaps=True))
+                              span=spec.grid[0], writers=NEST0_WRITERS))
         # per tile on its device (Algorithm 4, lines 4-18): its disjoint boxes (Algorithm 2),
         # bb_present or bb_alloc and bb_readin of each, the compute step, flow-out; then
         # flow-in and write-out

@@ -13,7 +13,7 @@ from bbmm.diagnostic import SettingError
 from bbmm.config import RuntimeConfig
 from bbmm.runtime import EDGE_POINTS, Runtime, Tile, edge_points
 from bbmm.codegen.deps import dependences, plan
-from bbmm.codegen.flow import conflict_rows, edge_writers, plan_flow
+from bbmm.codegen.flow import edge_writers
 from bbmm.codegen.frontend import parse_source
 from bbmm.codegen.tiling import tile_plan
 
@@ -34,9 +34,7 @@ def make(ndev):
 def writers_of(scop):
     pl = plan(scop)
     deps = dependences(scop)
-    tilings = tile_plan(scop, pl)
-    flows = plan_flow(scop, pl, tilings, deps)
-    return [edge_writers(scop, n, t, deps, f) for n, t, f in zip(pl.nests, tilings, flows)]
+    return [edge_writers(scop, n, t, deps) for n, t in zip(pl.nests, tile_plan(scop, pl))]
 
 
 # {{{ compile time
@@ -67,53 +65,10 @@ def test_writers_follow_the_tiled_iterator_in_any_dimension():
     assert w == {"A": (0, 1, 1), "B": (1, 0, 0)}
 
 
-ROWS_READ = """
-void rows(int n, float A[n][n]) {
-  for (int k = 0; k < n - 1; k++)
-#pragma omp parallel for
-    for (int i = 0; i < n; i++)
-      for (int j = 0; j < n; j++)
-        A[i][j] = A[i][j] + A[k][j]%s;
-}
-"""
-
-
-def test_floyd_rows_split_though_its_loop_carries_a_dependence():
-    """Floyd's i loop is parallel by its pragma only: row k changes inside iteration k
-    and every row reads it. Its flow-out is row k + 1, never row k: launching row k + 1
-    first keeps the parallel semantics (every row reads row k as it was)."""
-    assert writers_of(kernel("floyd")) == [{"path": (0, 0, 0)}]
-
-
-def test_conflicting_rows_are_the_rows_others_read():
-    """Brute force over small tiles: the rows conflict_rows gives are exactly those
-    whose written elements another row of the same iteration reads."""
-    import islpy as isl
-    scop = parse_source(ROWS_READ % " + A[k + 1][j]", "rows.c")
-    pl = plan(scop)
-    deps = dependences(scop)
-    (nest,), (tiling,) = pl.nests, tile_plan(scop, pl)
-    rows = conflict_rows(scop, nest, tiling, deps)
-    for n in (3, 5):
-        for k in range(n - 1):
-            for lb in range(0, n, 2):
-                ub = lb + 1
-                fixed = rows.intersect_params(isl.Set(
-                    f"[n, k, lb, ub] -> {{ : n = {n} and k = {k} and lb = {lb} and ub = {ub} }}"
-                ).align_params(rows.get_space()))
-                got = set()
-                fixed.foreach_point(lambda p: got.add(p.get_coordinate_val(
-                    isl.dim_type.set, 0).to_python()))
-                # row r writes A[r][*]; every row reads A[k][*] and A[k + 1][*]
-                want = {r for r in range(lb, min(ub, n - 1) + 1) if r in (k, k + 1)}
-                assert got == want, (n, k, lb, ub)
-
-
-def test_no_writers_where_the_first_rows_are_read_by_the_others():
-    """Row k + 1 is read by every row in iteration k and is part of the flow-out (read in
-    iteration k + 1): launched first, it would give the other rows its new value."""
-    assert writers_of(parse_source(ROWS_READ % " + A[k + 1][j]", "rows.c")) == [{}]
-    assert writers_of(parse_source(ROWS_READ % "", "rows.c")) == [{"A": (0, 0, 0)}]
+def test_no_writers_when_the_tiled_loop_carries_a_dependence():
+    """Floyd's i loop is parallel by its pragma only (row k changes inside iteration k):
+    two launches one after the other would not be the kernel's concurrent semantics."""
+    assert writers_of(kernel("floyd")) == [{}]
 
 
 def test_no_writers_for_a_write_not_along_the_tiled_iterator():

@@ -650,7 +650,7 @@ def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
         hostlib.launch(dev, TileBuffers(), "src", "k", [5, 99], grid, [1, 0], [],
                        local=(256, 1), options=KernelOptions(align=align))
         gsize, local, args = dev.launched[0]
-        assert args == [5, 99, 1, 0, 5, g1]    # lb, ub, no gap, then each band loop's first index
+        assert args == [5, 99, 5, g1]          # lb, ub, then each band loop's first index
         assert gsize[1] == 99 - 5 + 1          # rows as before
         assert gsize[0] % 256 == 0 and g1 + gsize[0] - 1 >= 1000 and g1 % align == 0
     # a 1-D band: dimension 0 is the tiled loop, its origin below the tile's lb
@@ -658,7 +658,7 @@ def test_launch_starts_dimension_0_on_a_multiple_of_align(monkeypatch):
     hostlib.launch(dev, TileBuffers(), "src", "k", [70, 140], [(70, 140)], [0], [],
                    local=(64,), options=KernelOptions(align=32))
     gsize, _, args = dev.launched[0]
-    assert args == [70, 140, 1, 0, 64] and 64 + gsize[0] - 1 >= 140
+    assert args == [70, 140, 64] and 64 + gsize[0] - 1 >= 140
 
 
 def test_last_resort_coalesces_parked_blocks():

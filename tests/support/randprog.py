@@ -125,7 +125,7 @@ AWKWARD = ["iter", "len", "lambda", "S0", "S1", "S3", "half", "local", "uint", "
            "print", "float2", "_bbmm_v", "nest0_tile", "NEST1_FRESH", "ARRAYS", "C_NAMES",
            "lb", "ub", "g0", "Infty", "rat", "constant", "private", "min", "max", "int4",
            "i_neg", "j_s", "slot", "own", "get_global_id", "barrier", "A_AT", "tile", "not",
-           "rt", "spec", "tiles", "TileSpec", "b0", "ntiles", "gap_lo"]
+           "rt", "spec", "tiles", "TileSpec", "b0", "ntiles"]
 
 
 @dataclass

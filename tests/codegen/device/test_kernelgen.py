@@ -169,9 +169,8 @@ def ev_cond_text(text: str, env) -> bool:
     return bool(eval(py, {}, dict(env)))            # guards are affine C conditions
 
 
-def band_points(scop, nest, env, lb, ub, gap=(1, 0)):
-    """Every band point of the tile but those whose tiled iterator lies in ``gap`` (the
-    loop-bound semantics of the sequential program)."""
+def band_points(scop, nest, env, lb, ub):
+    """Every band point of the tile (the loop-bound semantics of the sequential program)."""
     loops = [scop.loop(i) for i in nest.band]
 
     def rec(d, env):
@@ -183,14 +182,12 @@ def band_points(scop, nest, env, lb, ub, gap=(1, 0)):
         if d == 0:
             lo, hi = max(lo, lb), min(hi, ub)
         for v in range(lo, hi + 1):
-            if d == 0 and gap[0] <= v <= gap[1]:
-                continue
             yield from rec(d + 1, {**env, lp.iterator: v})
 
     return list(rec(0, env))
 
 
-def reference(scop, nest, env, lb, ub, data, gap=(1, 0)):
+def reference(scop, nest, env, lb, ub, data):
     if not nest.band:                   # the nest's nodes among the innermost host loop's
         parent = scop.loop_node(nest.host_loops[-1]).children if nest.host_loops else scop.tree
         ours = [n for n in parent if all(s.name in nest.statements for s in (
@@ -198,7 +195,7 @@ def reference(scop, nest, env, lb, ub, data, gap=(1, 0)):
         run_nodes(ours, env, data)
         return
     body = scop.loop_node(nest.band[-1]).children
-    for point in band_points(scop, nest, env, lb, ub, gap):
+    for point in band_points(scop, nest, env, lb, ub):
         run_nodes(body, point, data)
 
 # }}}
@@ -249,11 +246,10 @@ def fetch(queue, pieces, like):
 
 
 def run_case(cl_env, scop, nest, params, host_iters, tile, *, split, split_all=False,
-             floats=None, seed=0, co=1, stage=None, gap=(1, 0)):
+             floats=None, seed=0, co=1, stage=None):
     """Run one nest instance on the device and compare with the reference; ``co`` points
     per work-item where the kernel takes BBMM_CO; ``stage`` = (BBMM_SL, BBMM_SG, BBMM_SC)
-    where the kernel is staged (work-groups of SL x SG, NDRange dimension 1 = SG);
-    ``gap``: rows of the tile the kernel skips."""
+    where the kernel is staged (work-groups of SL x SG, NDRange dimension 1 = SG)."""
     ctx, queue, cache = cl_env
     key = (scop.function, nest.id, split_all, co, stage)
     if key not in cache:
@@ -275,14 +271,14 @@ def run_case(cl_env, scop, nest, params, host_iters, tile, *, split, split_all=F
     global_size: tuple[int, ...] = (1,)
     if nest.band:
         lb, ub = tile
-        pts = band_points(scop, nest, env, lb, ub)  # the grid spans the gap too
+        pts = band_points(scop, nest, env, lb, ub)
         assert pts, "empty tile"
         its = ks.band_iterators
         lo = [min(p[v] for p in pts) for v in its]
         ext = [max(p[v] for p in pts) - l + 1 for v, l in zip(its, lo)]
         if split:                       # a padded grid: the kernel must skip the extra items
             lo, ext = [l - 1 for l in lo], [e + 2 for e in ext]
-        args += [np.int32(v) for v in (lb, ub, *gap)] + [np.int32(v) for v in lo]
+        args += [np.int32(lb), np.int32(ub)] + [np.int32(v) for v in lo]
         global_size = ks.global_size(ext)
         if ks.coarsen or ks.blocked:
             co0, co1 = co if isinstance(co, tuple) else (co, 1)
@@ -305,7 +301,7 @@ def run_case(cl_env, scop, nest, params, host_iters, tile, *, split, split_all=F
     kernel(queue, global_size, local_size, *args)
     queue.finish()
     want = {k: v.copy() for k, v in data.items()}
-    reference(scop, nest, env, *(tile or (0, 0)), want, gap)
+    reference(scop, nest, env, *(tile or (0, 0)), want)
     for name in ks.arrays:
         got = fetch(queue, tb.pieces[name], data[name])
         rtol = {np.float32: 1e-5, np.float64: 1e-12}.get(got.dtype.type, 0)
@@ -359,24 +355,6 @@ def test_nest_matches_reference(cl_env, name, variant, co):
         host, tile = nests[nest.id]
         run_case(cl_env, scop, nest, params, host, tile, split=variant != "whole",
                  split_all=variant == "split_all", floats=floats, seed=nest.id, co=co)
-
-
-@pytest.mark.parametrize("co", [1, (3, 2), (2, 5)], ids=["co1", "co3x2", "co2x5"])
-@pytest.mark.parametrize("name", ["floyd", "jacobi2d", "matmul", "heat3d", "strips", "staged"])
-def test_nest_skips_the_rows_of_its_gap(cl_env, name, co):
-    """A launch with a gap inside its rows (the rest of a tile whose first rows ran
-    before it: bbmm.runtime.Runtime._edges) computes every row of the tile but those, the
-    coarsened strips that straddle the gap included."""
-    scop = scop_of(name)
-    params, floats, nests = CASES[name]
-    for nest in plan(scop).nests:
-        host, tile = nests[nest.id]
-        if tile is None or tile[1] - tile[0] < 2:
-            continue
-        mid = (tile[0] + tile[1]) // 2
-        for gap in ((mid, mid), (tile[0] + 1, mid)):
-            run_case(cl_env, scop, nest, params, host, tile, split=False, floats=floats,
-                     seed=nest.id, co=co, gap=gap)
 
 
 def test_coarsening_only_for_one_plain_assignment():
@@ -485,10 +463,10 @@ def test_floyd_arguments_follow_the_runtime_convention():
     ks = gen("floyd")
     assert ks.name == "floyd_nest0" and ks.arrays == ("path",) and ks.band_ndim == 1
     assert list(ks.arg_names) == [
-        "n", "k", "lb", "ub", "gap_lo", "gap_hi", "g0",
+        "n", "k", "lb", "ub", "g0",
         "path_buf0", "path_base0", "path_st0_0", "path_lo0_0", "path_lo0_1",
         "path_hi0_0", "path_hi0_1"] + [f"path_sel{i}" for i in range(7)]
-    assert ks.arg_types[7:10] == ("__global float*", "long", "int")
+    assert ks.arg_types[5:8] == ("__global float*", "long", "int")
     assert ks.access_ids == ((0, 1, 2, 3, 4, 5, 6),)
     assert "__kernel void floyd_nest0(" in ks.source
     assert "/* S0: path[i][j] = " in ks.source and "/* loop 2: for (j = 0" in ks.source
@@ -515,7 +493,7 @@ def test_innermost_band_loop_is_opencl_dimension_0():
     assert "const int k = k0 + u * (int)get_local_size(0);" in ks.source
     assert "const int i = g0 + (int)get_global_id(2);" in ks.source
     assert ks.global_size([3, 4, 5]) == (5, 4, 3)
-    assert "if (i < lb || i > ub || (i >= gap_lo && i <= gap_hi) || i < 1 || i > n - 2)" in ks.source
+    assert "if (i < lb || i > ub || i < 1 || i > n - 2)" in ks.source
 
 
 HOSTED = """
@@ -564,7 +542,7 @@ def test_generated_names_avoid_user_names():
                         "  for (int i = 0; i < lb; i++) A[i] = A[i] * g0;\n}\n")
     p = plan(scop)
     ks = generate_kernel(scop, p, p.nests[0], {"A": 1})
-    assert ks.arg_names[:7] == ("lb", "g0", "_bbmm_lb", "ub", "gap_lo", "gap_hi", "_bbmm_g0")
+    assert ks.arg_names[:5] == ("lb", "g0", "_bbmm_lb", "ub", "_bbmm_g0")
 
 # }}}
 
