@@ -10,12 +10,13 @@ H100s two checkouts of the same runtime, base always first, differed by 17% in e
 of five rounds (``results/h100x4-2026-11-27/ab/``), by their place in the round or by
 something else of their folders.
 
-Each tree runs from its own folder as ``python -m bbmm``, with a kernel cache of its own
-(``BBMM_CACHE``): Python puts the folder it starts from first on ``sys.path``, ahead of
-``PYTHONPATH``, so a tree run from another tree's root runs that other tree. An editable
-install maps ``bbmm.codegen`` to its own checkout from anywhere: the runs leave its finder
-out, and before timing the script checks that ``bbmm`` and ``bbmm.codegen`` import from
-each tree.
+Each tree's ``bbmm/`` and ``codegen/`` are copied side by side into one temporary folder,
+and each runs from its copy as ``python -m bbmm`` with a kernel cache of its own
+(``BBMM_CACHE``): the two differ in their code only, not in where they lie. Python puts
+the folder it starts from first on ``sys.path``, ahead of ``PYTHONPATH``, so a tree run
+from another tree's root would run that other tree; an editable install maps
+``bbmm.codegen`` to its own checkout from anywhere, so the runs leave its finder out, and
+before timing the script checks that ``bbmm`` and ``bbmm.codegen`` import from each copy.
 
 Usage::
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -71,10 +73,19 @@ def where(tree: str) -> list[str]:
     return out.stdout.split()
 
 
-def check_tree(tree: str) -> None:
-    """Refuse a tree whose runs would import bbmm from elsewhere."""
+def copy_tree(tree: str, dst: str) -> str:
+    """``tree``'s ``bbmm/`` and ``codegen/`` copied into ``dst`` (without bytecode)."""
     if not os.path.isfile(os.path.join(tree, "bbmm", "__init__.py")):
         raise SystemExit(f"bench_ab: {tree} holds no bbmm/ (a checkout's root is wanted)")
+    for part in ("bbmm", "codegen"):
+        if os.path.isdir(os.path.join(tree, part)):
+            shutil.copytree(os.path.join(tree, part), os.path.join(dst, part),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+    return dst
+
+
+def check_tree(tree: str) -> None:
+    """Refuse a tree whose runs would import bbmm from elsewhere."""
     files = where(tree)
     stray = [f for f in files if not _inside(f, tree)]
     if stray:
@@ -143,12 +154,21 @@ def main(argv: list[str] | None = None) -> int:
                          "-- run polybench/floyd.c --param n=4096 --devices 4")
     if a.rounds < 1 or a.warmup < 0:
         raise SystemExit("bench_ab: --rounds must be at least 1, --warmup at least 0")
-    trees = {"base": os.path.abspath(a.base), "new": os.path.abspath(a.new)}
+    given = {"base": os.path.abspath(a.base), "new": os.path.abspath(a.new)}
+    work = tempfile.mkdtemp(prefix="bench_ab_")
+    try:
+        return _compare(a, args, given, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _compare(a: argparse.Namespace, args: list[str], given: dict[str, str], work: str) -> int:
+    """:func:`main`'s rounds, the trees copied into ``work``."""
+    trees = {name: copy_tree(tree, os.path.join(work, name)) for name, tree in given.items()}
     for tree in trees.values():
         check_tree(tree)
     args = absolute_args(args)
-    caches = tempfile.mkdtemp(prefix="bench_ab_")
-    cache = {name: os.path.join(caches, name) for name in trees}
+    cache = {name: os.path.join(work, f"cache_{name}") for name in trees}
     for _ in range(a.warmup):
         for name, tree in trees.items():
             run_once(tree, args, cache[name])
@@ -171,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'-' if loop is None else f'{loop:.3f}':>12}", flush=True)
     # paths as given from here (a results folder is read on other machines)
     result = {"args": [os.path.relpath(x) if os.path.isabs(x) else x for x in args],
-              "trees": {k: os.path.relpath(v) for k, v in trees.items()}, "rounds": a.rounds,
+              "trees": {k: os.path.relpath(v) for k, v in given.items()}, "rounds": a.rounds,
               "base": summary(runs, "base"), "new": summary(runs, "new"), "runs": runs}
     for key, label in (("ms_per_iter", "whole"), ("loop_ms_per_iter", "loop")):
         b, n = result["base"].get(key), result["new"].get(key)
