@@ -325,19 +325,30 @@ class Directory:
 
     # ---- the newest value ------------------------------------------------------
 
-    def store(self, holder: Copy, region: Box, what: str) -> None:
+    def store(self, holder: Copy, region: Box, what: str,
+              parts: Sequence[Box] | None = None) -> None:
         """Copy the parts of ``region`` where ``holder`` is newest to the host.
 
         Safe because only non-stale elements are stored: each is the newest value
         (so at least as new as the host's), and the dirty records over them are
-        dropped since the host is newest there now.
+        dropped since the host is newest there now. With ``parts``, only the records
+        over those parts of ``region`` go: the rest keeps its records, as if it had not
+        been stored (its write-out copies it again, the same values), so that a flow-out
+        stored as the hull of its parts leaves the records the parts alone would
+        (:func:`bbmm.runtime._merged`).
         """
         inter = region.intersect(holder.box)
         if inter is None:
             return
         for piece in R.minus_all([inter], holder.stale):
             self._d2h(holder, piece, what)
-            self._clean(holder.array, piece)
+            if parts is None:
+                self._clean(holder.array, piece)
+            else:
+                for p in parts:
+                    q = p.intersect(piece)
+                    if q is not None:
+                        self._clean(holder.array, q)
 
     def _clean(self, array: str, region: Box) -> None:
         recs = self.dirty[array]

@@ -33,7 +33,7 @@ import numpy as np
 from . import regions as R
 from .acquire import Acquire, fuse_slack
 from .config import RuntimeConfig, edge_points  # noqa: F401 - edge_points: re-exported
-from .box import Box
+from .box import Box, hull_all
 from .buffers import BufferManager
 from .coherence import Directory, HostCopy
 from .devices.base import Device
@@ -326,10 +326,12 @@ class Runtime:
             if tape is not None:
                 tape.timer = "compute"
             rests = []
+            firsts: list[list[tuple[int, int]] | None] = []
             for t, tb, fl in zip(rnd, bufs, flows):
                 parts = self._edges(t, fl) if self.edges else None
                 for rows in (None,) if parts is None else parts[0]:
                     launch(t, tb, rows)
+                firsts.append(None if parts is None else parts[0])
                 if parts is not None:
                     rests.append((t, tb, parts[1]))
             if self.sync:
@@ -341,10 +343,11 @@ class Runtime:
             t3 = clock()
             if tape is not None:
                 tape.timer = "flowout"
-            for tb, fl in zip(bufs, flows):
+            for t, tb, fl, first in zip(rnd, bufs, flows, firsts):
                 for a, boxes in fl.items():
-                    for c, r in _clipped(tb, a, boxes):
-                        directory.store(c, r, "flowout")
+                    for c, r, parts in _merged(_clipped(tb, a, boxes), t.writers.get(a),
+                                               first):
+                        directory.store(c, r, "flowout", parts)
             t4 = clock()
             if rests:
                 # the flow-out of these tiles is on its way (its rows ran first): now the
@@ -850,6 +853,58 @@ _SELS: dict[tuple[int, ...], list[Any]] = {}
 _PAD: dict[int, list[Any]] = {}
 """Per number of dimensions, an unused kernel slot's arguments after its buffer: base 0,
 strides 0, an empty box (lo 1, hi 0)."""
+
+
+MERGE_BYTES = 256 << 10
+"""Flow-out parts of one copy are stored as their hull, one copy to the host, where the
+hull holds at most this many bytes more than they do, and no more than they do: a copy
+costs the host 11-28 us to enqueue (``docs/performance.md``), 256 KiB take 5 us at the
+55 GB/s of pinned memory. LU's tile holding row ``k + 1`` stores the row's two flow-out
+boxes (``[k+1][ub+1..n-1]`` and ``[k+1][k+1]``) as one."""
+
+
+def _merged(parts: Iterable[tuple[Copy, Box]], writers: tuple[int, int, int] | None = None,
+            first: Sequence[tuple[int, int]] | None = None
+            ) -> list[tuple[Copy, Box, list[Box] | None]]:
+    """``parts`` (``(copy, region)``) as stores ``(copy, region, the parts it stands for or
+    None)``: the regions of one copy as their hull where it adds at most
+    :data:`MERGE_BYTES`, and at most their own bytes, and the copy holds the newest value
+    of all of it (inside its box, stale nowhere in it). Of a tile whose ``first`` rows
+    alone have run (:meth:`Runtime._edges`), only a hull whose elements those rows write,
+    by the array's ``writers`` (``(d, cmin, cmax)``), qualifies: the rest of its rows have
+    not written theirs yet."""
+    parts = list(parts)
+    if len(parts) < 2:
+        return [(c, r, None) for c, r in parts]
+    by: dict[int, tuple[Copy, list[Box]]] = {}
+    for c, r in parts:
+        by.setdefault(id(c), (c, []))[1].append(r)
+    if len(by) == len(parts):
+        return [(c, r, None) for c, r in parts]
+    out: list[tuple[Copy, Box, list[Box] | None]] = []
+    for c, rs in by.values():
+        if len(rs) > 1:
+            h = hull_all(rs)
+            own = sum(r.volume for r in rs)
+            extra = (h.volume - own) * c.itemsize
+            if extra <= min(MERGE_BYTES, own * c.itemsize) and h.issubset(c.box) and \
+                    not any(s.overlaps(h) for s in c.stale) and \
+                    (first is None or _written_first(h, writers, first)):
+                out.append((c, h, rs))
+                continue
+        out.extend((c, r, None) for r in rs)
+    return out
+
+
+def _written_first(h: Box, writers: tuple[int, int, int] | None,
+                   first: Sequence[tuple[int, int]]) -> bool:
+    """Every row that may write an element of ``h`` (``writers``: element ``x`` along
+    dimension ``d`` by rows ``x - cmax .. x - cmin``) lies in one range of ``first``."""
+    if writers is None:
+        return False
+    d, cmin, cmax = writers
+    lo, hi = h.lo[d] - cmax, h.hi[d] - cmin
+    return any(r0 <= lo and hi <= r1 for r0, r1 in first)
 
 
 def _clipped(tb: TileBuffers, a: str, boxes: Sequence[Box]) -> Iterator[tuple[Copy, Box]]:

@@ -807,3 +807,67 @@ def test_loop_time_is_none_without_a_phase():
     rt = Runtime(make(1), {"path": floyd_input(4)})
     rt.finish()
     assert rt.stats.loop_s is None
+
+
+# {{{ flow-out parts of one copy stored as one
+
+
+def _copy(box, stale=()):
+    from bbmm.tiles import Copy
+    return Copy("A", box, None, None, 4, stale=list(stale))
+
+
+def test_flowout_parts_of_one_copy_are_stored_as_their_hull():
+    """LU's row k + 1 leaves as [k+1][ub+1..n-1] and [k+1][k+1]: one store of the row's
+    hull, which the copy holds newest, standing for the two parts."""
+    from bbmm.runtime import _merged
+    c = _copy(Box((0, 0), (7, 99)))
+    parts = [(c, Box((3, 40), (3, 99))), (c, Box((3, 3), (3, 3)))]
+    assert _merged(parts) == [(c, Box((3, 3), (3, 99)), [r for _, r in parts])]
+
+
+def test_flowout_parts_stay_apart_where_the_hull_is_not_newest_or_too_large():
+    from bbmm.runtime import MERGE_BYTES, _merged
+    def parts(c):
+        return [(c, Box((3, 40), (3, 99))), (c, Box((3, 3), (3, 3)))]
+    stale = _copy(Box((0, 0), (7, 99)), stale=[Box((3, 10), (3, 20))])
+    assert _merged(parts(stale)) == [(c, r, None) for c, r in parts(stale)]
+    halos = _copy(Box((0, 0), (9, 9)))                   # a tile's two halo rows
+    rows = [(halos, Box((0, 0), (0, 9))), (halos, Box((9, 0), (9, 9)))]
+    assert _merged(rows) == [(c, r, None) for c, r in rows]   # more than their own bytes
+    wide = MERGE_BYTES // 4 + 8                          # a gap of more than MERGE_BYTES
+    far = _copy(Box((0, 0), (0, 3 * wide)))
+    split = [(far, Box((0, 0), (0, wide))), (far, Box((0, 2 * wide + 2), (0, 3 * wide)))]
+    assert _merged(split) == [(c, r, None) for c, r in split]
+    a, b = _copy(Box((0, 0), (7, 99))), _copy(Box((0, 0), (7, 99)))
+    two = [(a, Box((3, 3), (3, 3))), (b, Box((3, 5), (3, 5)))]
+    assert _merged(two) == [(c, r, None) for c, r in two]   # two copies: two stores
+
+
+def test_a_hull_of_a_tile_run_in_parts_is_stored_only_within_its_first_rows():
+    from bbmm.runtime import _merged
+    c = _copy(Box((0, 0), (7, 99)))
+    parts = [(c, Box((3, 40), (3, 99))), (c, Box((3, 3), (3, 3)))]
+    assert _merged(parts, (0, 0, 0), [(3, 3)])[0][1] == Box((3, 3), (3, 99))
+    assert _merged(parts, (0, 0, 0), [(4, 4)]) == [(c, r, None) for c, r in parts]
+    assert _merged(parts, None, [(3, 3)]) == [(c, r, None) for c, r in parts]
+
+
+def test_a_tiles_flowout_in_one_row_leaves_in_one_copy_and_keeps_its_records():
+    """A tile whose flow-out is two boxes of row 3 stores their hull: one copy to the host
+    after its read-in, the elements between them included; the records over those stay,
+    as the two boxes alone would leave them."""
+    devs = [NullDevice(i, cap=1 << 20, arena_size=1 << 12) for i in range(2)]
+    rt = Runtime(devs, {"A": np.arange(64.0).reshape(8, 8)})
+    whole = Box((0, 0), (7, 7))
+    fo = {"A": [Box((3, 5), (3, 7)), Box((3, 3), (3, 3))]}
+    rt.run_phase([Tile(0, {"A": [whole]}, lambda d, tb, rows=None: None,
+                       writes={"A": [whole]}, flowout=fo)])
+    assert rt.stats.devices[0].copies == 2                  # the read-in, the flow-out
+    assert rt.stats.bytes["flowout"] == 5 * 8               # row 3, columns 3..7
+    dirty = [b for b, _ in rt.directory.dirty["A"]]
+    assert any(b.overlaps(Box((3, 4), (3, 4))) for b in dirty)     # between the parts
+    assert not any(b.overlaps(Box((3, 5), (3, 7))) or b.overlaps(Box((3, 3), (3, 3)))
+                   for b in dirty)
+
+# }}}
