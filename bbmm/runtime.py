@@ -888,7 +888,7 @@ def _merged(parts: Iterable[tuple[Copy, Box]], writers: tuple[int, int, int] | N
             own = sum(r.volume for r in rs)
             extra = (h.volume - own) * c.itemsize
             if extra <= min(MERGE_BYTES, own * c.itemsize) and h.issubset(c.box) and \
-                    not any(s.overlaps(h) for s in c.stale) and \
+                    not R.overlaps(c.stale, h) and \
                     (first is None or _written_first(h, writers, first)):
                 out.append((c, h, rs))
                 continue

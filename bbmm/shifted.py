@@ -388,11 +388,14 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
     d = rt.directory
     devs = rt.devices
     stats = rt.stats
+    rows_of: dict[tuple, tuple[int, ...]] = {}  # (phase, index, encoded rows): decoded
     for (p, i), encs in tpl.parted:
         t = phases[p][0][i]
         parts = rt._edges(t, rt._flowout_boxes(t)) if rt.edges else None
-        if parts is None or parts[0] + parts[1] != [_rows(e, t, bases) for e in encs]:
+        decoded = [_rows(e, t, bases) for e in encs]
+        if parts is None or parts[0] + parts[1] != decoded:
             return False  # the rows that write the flow-out are others now
+        rows_of.update(((p, i, e), r) for e, r in zip(encs, decoded))
     groups = list(d._groups.items())
     counts = [[g[1] for g in gs] for _, gs in groups]
     for h, g, enc in tpl.deferred:
@@ -433,8 +436,8 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
                     out.append((c.box if enc is None else box_of(enc, ds), c))
                 tb.pieces[a] = out
                 tb.access[a] = list(acc)
-            t = phases[p][0][i]
-            rt._launch(t, tb, None if rows is None else _rows(rows, t, bases), phases[p][6])
+            rt._launch(phases[p][0][i], tb, None if rows is None else rows_of[(p, i, rows)],
+                       phases[p][6])
         elif kind == "begin":
             cb = phases[args[0]][2]
             if cb is not None:
