@@ -131,8 +131,7 @@ def run_procs(args: argparse.Namespace, procs: int) -> int:
                 c.wait()
         for f in logs:
             f.close()
-        if os.path.exists(path):
-            os.unlink(path)
+        shm.remove(path)
 
 
 class _Said(io.TextIOBase):

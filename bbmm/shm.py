@@ -10,13 +10,20 @@ there is one) holding
 
 - a header: an abort flag and one barrier counter per rank;
 - a mailbox per ordered pair of ranks: a count of chunks written, a count of chunks
-  read, the length of the chunk in flight, and room for one chunk
-  (:data:`CHUNK` bytes). A sender fills the room when it is empty and bumps the written
-  count; the receiver copies the chunk out and bumps the read count.
+  read, the length of the chunk in flight, the room's generation, and a first room for
+  one chunk (:data:`CHUNK` bytes). A sender fills the room when it is empty and bumps
+  the written count; the receiver copies the chunk out and bumps the read count.
 
-A message is a sequence of chunks in one mailbox; an exchange (every rank sends to some
-and receives from others at once) moves whichever chunk can move, so no pair of ranks
-waits for the other. Waits poll: with a core per process they yield the core between
+A message longer than its mailbox's room first makes the room larger, while the mailbox is
+empty: the sender maps a new file of the next power of two bytes (at most
+:data:`ROOM_MAX`) named after the segment, the pair and the room's new generation, and
+the receiver maps it when it meets that generation, then removes its name. A message
+then moves as one chunk, packed by the sender straight into the room and unpacked by the
+receiver straight out of it. A message longer than :data:`ROOM_MAX`, or one that finds
+the mailbox full, or whose room cannot grow (shared memory full), goes through a buffer
+on each side, as a sequence of chunks; an exchange (every rank sends to some and
+receives from others at once) moves whichever chunk can move, so no pair of ranks waits
+for the other. Waits poll: with a core per process they yield the core between
 looks (``sched_yield``); with more processes than cores they back off to sleeps of up
 to :data:`MAX_SLEEP_S`, leaving the cores to the ranks with work.
 
@@ -26,6 +33,7 @@ in order (x86-64's total store order); :func:`supported` says so, and the launch
 """
 from __future__ import annotations
 
+import glob
 import mmap
 import os
 import pickle
@@ -40,14 +48,18 @@ import numpy as np
 from .diagnostic import BBMMError
 
 CHUNK = 1 << 20
-"""Bytes one mailbox holds at a time (a Floyd-Warshall row of 16384 floats is 64 KiB)."""
+"""Bytes of a mailbox's first room (a Floyd-Warshall row of 16384 floats is 64 KiB)."""
+ROOM_MAX = 64 << 20
+"""Bytes a mailbox's room grows to at most. heat3d 813^3's halo planes (2.6 MB) then move
+as one chunk each, as the 512^3 ones (1 MiB) do; the final gather of whole arrays goes in
+chunks of this size."""
 SPIN_S = 2e-3
 """Seconds a wait polls without sleeping before it backs off (more processes than cores)."""
 MAX_SLEEP_S = 1e-3
 LIVENESS_S = 0.25
 """Seconds between checks, while waiting, that the other processes are still alive."""
 _HDR = 8   # int64 words before the mailboxes: [abort code, spare..., barrier counters]
-_BOX = 4   # int64 words of a mailbox's header: written, read, length, spare
+_BOX = 4   # int64 words of a mailbox's header: written, read, length, room generation
 
 
 class Outgoing(Protocol):
@@ -135,6 +147,16 @@ def create(size: int, chunk: int = CHUNK) -> str:
     return path
 
 
+def remove(path: str) -> None:
+    """Remove the shared file ``path`` and any room of its mailboxes left behind (a
+    process that stopped before mapping it)."""
+    for p in [path, *glob.glob(glob.escape(path) + ".*-*.*")]:
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+
+
 class ShmComm:
     """The :class:`~bbmm.distributed.Comm` of ``size`` processes sharing the file ``path``.
 
@@ -144,8 +166,9 @@ class ShmComm:
     """
 
     def __init__(self, path: str, rank: int, size: int, *, chunk: int = CHUNK,
-                 alive: Callable[[], bool] | None = None):
+                 room_max: int = ROOM_MAX, alive: Callable[[], bool] | None = None):
         self.path, self.rank, self.size, self.chunk = path, rank, size, chunk
+        self.room_max = max(chunk, room_max)
         with open(path, "r+b") as f:
             self._map = mmap.mmap(f.fileno(), segment_size(size, chunk))
         nwords = _HDR + size
@@ -161,6 +184,9 @@ class ShmComm:
                 data = np.ndarray((chunk,), np.uint8, buffer=self._map, offset=off + 8 * _BOX)
                 self._boxes[(src, dst)] = (hdr, data)
                 off += 8 * _BOX + chunk
+        self._rooms: dict[tuple[int, int], tuple[int, np.ndarray, Any]] = {}
+        """Per mailbox: the generation of the room mapped here, the room, its mapping
+        (None: the first room, in the segment)."""
         self._alive = alive
         self._bufs = Staging()
         self.exits = True
@@ -193,6 +219,75 @@ class ShmComm:
                 os.sched_yield() if hasattr(os, "sched_yield") else time.sleep(0)
         return idle
 
+    # ---- rooms -----------------------------------------------------------------------
+
+    def _room_path(self, src: int, dst: int, gen: int) -> str:
+        return f"{self.path}.{src}-{dst}.{gen}"
+
+    def _room(self, src: int, dst: int) -> np.ndarray:
+        """The room of mailbox ``(src, dst)`` as its header names it, mapped here on
+        first sight (the receiver then removes its name: both sides have it mapped)."""
+        hdr, data = self._boxes[(src, dst)]
+        gen = int(hdr[3])
+        have = self._rooms.get((src, dst))
+        if gen == 0:
+            return data
+        if have is not None and have[0] == gen:
+            return have[1]
+        path = self._room_path(src, dst, gen)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            m = mmap.mmap(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+        os.unlink(path)
+        self._drop_room((src, dst))
+        room = np.ndarray((len(m),), np.uint8, buffer=m)
+        self._rooms[(src, dst)] = (gen, room, m)
+        return room
+
+    def _grow(self, dst: int, n: int) -> np.ndarray:
+        """The room of this rank's mailbox to ``dst``, made to hold ``n`` bytes where
+        :attr:`room_max` allows and shared memory has room (the mailbox is empty)."""
+        key = (self.rank, dst)
+        hdr, data = self._boxes[key]
+        have = self._rooms.get(key)
+        room = data if have is None else have[1]
+        if n <= room.size or room.size >= self.room_max:
+            return room
+        size = min(self.room_max, 1 << (n - 1).bit_length())
+        gen = int(hdr[3]) + 1
+        path = self._room_path(self.rank, dst, gen)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            return room
+        try:
+            # reserve the pages now: a write past what tmpfs can give would be a SIGBUS
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, 0, size)
+            else:
+                os.ftruncate(fd, size)
+            m = mmap.mmap(fd, size)
+        except OSError:
+            os.close(fd)
+            os.unlink(path)
+            return room
+        os.close(fd)
+        self._drop_room(key)
+        new = np.ndarray((size,), np.uint8, buffer=m)
+        self._rooms[key] = (gen, new, m)
+        hdr[3] = gen  # before the written count that announces the first chunk in it
+        return new
+
+    def _drop_room(self, key: tuple[int, int]) -> None:
+        old = self._rooms.pop(key, None)
+        if old is not None:
+            try:
+                old[2].close()
+            except BufferError:  # a view still refers to it: it goes with the process
+                pass
+
     # ---- point to point --------------------------------------------------------------
 
     def swap(self, sends: Mapping[int, Outgoing], recvs: Mapping[int, Incoming]) -> None:
@@ -205,13 +300,18 @@ class ShmComm:
         mailbox is still full, goes through a buffer kept for the next swap
         (:class:`Staging`)."""
         me = self.rank
-        chunk = self.chunk
         boxes = self._boxes
+        rooms = self._rooms
         staged: dict[int, np.ndarray] = {}
         for dst, msg in sends.items():
             hdr, data = boxes[(me, dst)]
             n = msg.nbytes
-            if n <= chunk and hdr[0] == hdr[1]:
+            if hdr[0] == hdr[1]:
+                have = rooms.get((me, dst))
+                data = data if have is None else have[1]
+                if n > data.size:
+                    data = self._grow(dst, n)
+            if n <= data.size and hdr[0] == hdr[1]:
                 msg.pack_into(data[:n])
                 hdr[2] = n
                 hdr[0] += 1
@@ -230,7 +330,12 @@ class ShmComm:
                     continue  # the receiver has not taken the previous chunk
                 buf = staged[dst]
                 off = sent[dst]
-                k = min(chunk, buf.size - off)  # 0 only for an empty message: one empty chunk
+                if off == 0:
+                    data = self._grow(dst, buf.size)
+                else:
+                    have = rooms.get((me, dst))
+                    data = data if have is None else have[1]
+                k = min(data.size, buf.size - off)  # 0 only for an empty message: one empty chunk
                 data[:k] = buf[off:off + k]
                 hdr[2] = k
                 hdr[0] += 1
@@ -243,6 +348,8 @@ class ShmComm:
                 hdr, data = boxes[(src, me)]
                 if hdr[0] == hdr[1]:
                     continue  # nothing written yet
+                if hdr[3]:
+                    data = self._room(src, me)
                 k = int(hdr[2])
                 off = got[src]
                 msg = recvs[src]
@@ -337,6 +444,8 @@ class ShmComm:
     def close(self) -> None:
         self._words = self._bar = None  # type: ignore[assignment]
         self._boxes.clear()
+        for key in list(self._rooms):
+            self._drop_room(key)
         self._bufs.clear()
         try:
             self._map.close()

@@ -1,8 +1,9 @@
 """The shared-memory communicator of ``bbmm run --procs`` (bbmm/shm.py), between real
-processes: point-to-point exchanges of every size (empty, one chunk, many chunks, both
-ways at once), the collectives, and a stop that reaches every process."""
+processes: point-to-point exchanges of every size (empty, one chunk, a grown room, many
+chunks, both ways at once), the collectives, and a stop that reaches every process."""
 from __future__ import annotations
 
+import glob
 import multiprocessing as mp
 import os
 
@@ -13,17 +14,24 @@ from bbmm import shm
 
 pytestmark = pytest.mark.skipif(not shm.supported(), reason="shared-memory ranks need x86-64")
 
-CHUNK = 64  # tiny chunks: every message of more than 64 bytes goes in pieces
+CHUNK = 64  # tiny first rooms: a message of more than 64 bytes grows its room
+ROOM = 512  # ... up to 512 bytes; a longer one goes in pieces
 
 
 def payload(src: int, dst: int, rnd: int) -> np.ndarray:
-    """The bytes ``src`` sends ``dst`` in round ``rnd``: sizes 0, < 1 chunk, many chunks."""
+    """The bytes ``src`` sends ``dst`` in round ``rnd``: sizes 0, < 1 chunk, one grown
+    room, many chunks."""
     n = [0, 5, CHUNK, 3 * CHUNK + 7, 1000][(src + 2 * dst + rnd) % 5]
     return (np.arange(n, dtype=np.int64) * 31 + 7 * src + 3 * dst + rnd).astype(np.uint8)
 
 
-def worker(path: str, rank: int, size: int, out: mp.Queue) -> None:
-    comm = shm.ShmComm(path, rank, size, chunk=CHUNK)
+def worker(path: str, rank: int, size: int, out: mp.Queue, full: bool = False) -> None:
+    """Exchanges and collectives; with ``full``, shared memory refuses every new room."""
+    if full:
+        def refuse(*args):
+            raise OSError(28, "No space left on device")
+        os.posix_fallocate = refuse
+    comm = shm.ShmComm(path, rank, size, chunk=CHUNK, room_max=ROOM)
     try:
         bad = []
         for rnd in range(6):
@@ -38,19 +46,22 @@ def worker(path: str, rank: int, size: int, out: mp.Queue) -> None:
         every = comm.allgather({"rank": rank, "blob": bytes(300 * rank)})
         root = comm.gather(rank * 10, root=1)
         word = comm.bcast("hello" * 50 if rank == 2 else None, root=2)
+        rooms = sorted(len(r[1]) for r in comm._rooms.values())
         out.put((rank, bad, [e["rank"] for e in every], [len(e["blob"]) for e in every],
-                 root, word))
+                 root, word, rooms))
     finally:
         comm.close()
 
 
-def on_processes(target, size: int) -> list:
-    """Run ``target(path, rank, size, queue)`` in ``size`` spawned processes sharing one
-    segment; returns what each put on the queue, sorted, once all exited with 0."""
+def on_processes(target, size: int, *extra) -> list:
+    """Run ``target(path, rank, size, queue, *extra)`` in ``size`` spawned processes
+    sharing one segment; returns what each put on the queue, sorted, once all exited
+    with 0, and checks that no room of a mailbox is left behind."""
     path = shm.create(size, chunk=CHUNK)
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=target, args=(path, r, size, out)) for r in range(size)]
+    procs = [ctx.Process(target=target, args=(path, r, size, out, *extra))
+             for r in range(size)]
     try:
         for p in procs:
             p.start()
@@ -58,21 +69,38 @@ def on_processes(target, size: int) -> list:
         for p in procs:
             p.join(timeout=30)
             assert p.exitcode == 0
+        assert glob.glob(glob.escape(path) + ".*") == []  # each room's receiver removed it
     finally:
         for p in procs:
             if p.is_alive():
                 p.kill()
-        os.unlink(path)
+        shm.remove(path)
     return results
 
 
-def test_exchanges_and_collectives_between_processes():
-    results = on_processes(worker, 3)
-    for rank, bad, ranks, blobs, root, word in results:
+@pytest.mark.parametrize("full", [False, True], ids=["rooms-grow", "shm-full"])
+def test_exchanges_and_collectives_between_processes(full):
+    results = on_processes(worker, 3, full)
+    for rank, bad, ranks, blobs, root, word, rooms in results:
         assert bad == [], f"rank {rank} received wrong bytes: {bad}"
         assert ranks == [0, 1, 2] and blobs == [0, 300, 600]
         assert root == ([0, 10, 20] if rank == 1 else None)
         assert word == "hello" * 50
+        # rooms grew to a power of two (199 bytes: 256) or to the most (1000: 512), on
+        # both sides of each mailbox; none where shared memory is full
+        assert rooms == [] if full else (rooms and set(rooms) <= {256, 512})
+
+
+def test_remove_takes_rooms_left_behind():
+    path = shm.create(2, chunk=CHUNK)
+    comm = shm.ShmComm(path, 0, 2, chunk=CHUNK, room_max=ROOM)
+    try:
+        room = comm._grow(1, 300)  # sent, never received: its name stays
+        assert room.size == 512 and os.path.exists(path + ".0-1.1")
+    finally:
+        comm.close()
+        shm.remove(path)
+    assert not os.path.exists(path) and glob.glob(glob.escape(path) + "*") == []
 
 
 class Host:
