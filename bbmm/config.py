@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from . import settings
 from .acquire import fuse_slack
-from .diagnostic import SettingError, UsageError
+from .diagnostic import SettingError, UsageError, parse_bytes
 
 __all__ = ["RuntimeConfig", "KernelOptions", "local_sizes"]
 
@@ -193,6 +193,11 @@ class RuntimeConfig:
     whole: int = 1 << 20
     """Arrays the program never writes, of at most this many bytes, are held whole
     (``$BBMM_WHOLE``; 0: never)."""
+    direct: int | None = 256 << 10
+    """Messages between processes of one machine (``--procs``) of at least this many
+    bytes are copied by the receiver straight out of the sender's host arrays in shared
+    memory, one copy instead of two (``$BBMM_DIRECT``, a size; ``off``: never, which also
+    keeps the host arrays out of shared memory)."""
     pipeline: int = 16
     """At most this many tiles per device for a program whose nests all run once and
     share no array (``$BBMM_PIPELINE``): blackscholes 64M on one GPU 25.7 -> 17.9 ms."""
@@ -215,8 +220,24 @@ class RuntimeConfig:
                    defer=r.switch("BBMM_DEFER", True),
                    side=r.switch("BBMM_SIDE", True),
                    whole=r.size("BBMM_WHOLE", 1 << 20),
+                   direct=direct_bytes(r.text("BBMM_DIRECT"), r.label("BBMM_DIRECT")),
                    pipeline=r.integer("BBMM_PIPELINE", 16, 1),
                    kernels=KernelOptions.read(r))
+
+
+def direct_bytes(spec: str | None, label: str = "BBMM_DIRECT") -> int | None:
+    """``$BBMM_DIRECT``: a size (``256KiB``, ``0``: every message) or ``off``; unset: the
+    default of :attr:`RuntimeConfig.direct`."""
+    if spec is None or not spec.strip():
+        return RuntimeConfig.direct
+    text = spec.strip()
+    if text.lower() in settings.OFF[1:]:  # "0" is a size here: every message
+        return None
+    try:
+        return parse_bytes(text)
+    except (UsageError, ValueError):
+        raise SettingError(f"{label}: {spec!r} is not a size such as 262144 or 256KiB, "
+                           f"or off") from None
 
 
 def edge_points(spec: str | None, label: str = "BBMM_EDGE") -> int | None:

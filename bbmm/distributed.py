@@ -148,11 +148,12 @@ class MPIComm:
     def abort(self, code: int = 1) -> None:
         self.comm.Abort(code)
 
-    def swap(self, sends: Mapping[int, Any], recvs: Mapping[int, Any]) -> None:
+    def swap(self, sends: Mapping[int, Any], recvs: Mapping[int, Any],
+             direct: bool = True) -> None:
         """Send each ``sends[dst]`` and receive each ``recvs[src]`` (messages as
         :meth:`bbmm.shm.ShmComm.swap` takes them), all at once, through buffers kept for
         the next swap (:class:`bbmm.shm.Staging`); every send is packed before any
-        receive is unpacked."""
+        receive is unpacked (``direct``: no rank reads another's memory here)."""
         out = {}
         for dst, m in sends.items():
             out[dst] = self.staging.get(("send", dst), m.nbytes)
@@ -197,7 +198,7 @@ class Boxes:
     views of the host arrays are taken once: a replayed stencil step swaps the same boxes
     every step (:meth:`DistributedRuntime._message`)."""
 
-    __slots__ = ("parts", "nbytes")
+    __slots__ = ("parts", "nbytes", "names", "_where")
 
     def __init__(self, host: HostCopy, items: Sequence[tuple[str, Box]]):
         parts = []
@@ -209,10 +210,29 @@ class Boxes:
             off += k
         self.parts = parts
         self.nbytes = off
+        self.names = frozenset(a for a, _ in items)
+        """The arrays the message is of (a sender may leave it in them)."""
+        self._where = [(a, b.slices()) for a, b in items]
+
+    def copies_from_arrays(self, arrays: Mapping[str, np.ndarray]
+                           ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The copies that take the message from the same boxes of ``arrays`` (another
+        process's host arrays, by name: :meth:`bbmm.shm.ShmComm.swap`)."""
+        return [(p[0], arrays[a][sl]) for p, (a, sl) in zip(self.parts, self._where)]
 
     def pack_into(self, out: np.ndarray) -> None:
         for view, lo, hi, dtype, shape in self.parts:
             out[lo:hi].view(dtype).reshape(shape)[...] = view
+
+    def copies_into(self, out: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`pack_into` as ``(dst, src)`` copies, for a :class:`bbmm.copier.Copier`."""
+        return [(out[lo:hi].view(dtype).reshape(shape), view)
+                for view, lo, hi, dtype, shape in self.parts]
+
+    def copies_from(self, buf: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`unpack_from` as ``(dst, src)`` copies."""
+        return [(view, buf[lo:hi].view(dtype).reshape(shape))
+                for view, lo, hi, dtype, shape in self.parts]
 
     def packed(self) -> np.ndarray:
         """The message in a buffer of its own."""
@@ -225,23 +245,38 @@ class Boxes:
             view[...] = buf[lo:hi].view(dtype).reshape(shape)
 
 
-def swap(comm: Comm, sends: Sequence[tuple[int, Boxes]], recvs: Sequence[tuple[int, Boxes]]
-         ) -> tuple[dict[int, int], dict[int, int]]:
+def swap(comm: Comm, sends: Sequence[tuple[int, Boxes]], recvs: Sequence[tuple[int, Boxes]],
+         direct: bool = True) -> tuple[dict[int, int], dict[int, int]]:
     """Send the messages of ``sends`` and receive those of ``recvs`` (``(rank, message)``
     each), all at once; returns the bytes sent to and received from each rank. Every send
     is packed before any receive is unpacked. Through the communicator's ``swap`` where
-    it has one (shared memory: no copy but the two into and out of it; MPI: through
+    it has one (shared memory: no copy but the two into and out of it, or, with
+    ``direct``, one out of the sender's host arrays for a large message; MPI: through
     buffers kept between swaps), else packed, exchanged and unpacked."""
     out, into = dict(sends), dict(recvs)
-    direct = getattr(comm, "swap", None)
-    if direct is not None:
-        direct(out, into)
+    own = getattr(comm, "swap", None)
+    if own is not None:
+        own(out, into, direct)
     else:
         bufs = {dst: m.packed() for dst, m in out.items()}
         got = comm.exchange(bufs, {src: m.nbytes for src, m in into.items()})
         for src, m in into.items():
             m.unpack_from(got[src])
     return {d: m.nbytes for d, m in out.items()}, {r: m.nbytes for r, m in into.items()}
+
+
+def apart(sends: Sequence[tuple[int, Sequence[tuple[str, Box]]]],
+          recvs: Sequence[tuple[int, Sequence[tuple[str, Box]]]]) -> bool:
+    """Whether no region sent meets a region received in one swap: then a receiver may
+    copy a message straight out of its sender's host arrays while the sender takes its
+    own receives into them (:meth:`bbmm.shm.ShmComm.swap`). A plan's exchange sends
+    what a rank holds and receives what it does not, so its regions are apart; a swap
+    given regions both ways (a test's) goes through the mailbox."""
+    if not sends or not recvs:
+        return True
+    got = [(a, b) for _, items in recvs for a, b in items]
+    return not any(a == a2 and b.overlaps(b2)
+                   for _, items in sends for a, b in items for a2, b2 in got)
 
 
 def nbytes(host: HostCopy, items: Sequence[tuple[str, Box]]) -> int:
@@ -564,7 +599,8 @@ class DistributedRuntime:
             for a, b in items:
                 self._settle(a, b, loads=True)
         t1 = time.perf_counter()
-        sent, got = swap(self.comm, self._message_list(sends), self._message_list(recvs))
+        sent, got = swap(self.comm, self._message_list(sends), self._message_list(recvs),
+                         apart(sends, recvs))
         if not replaying:
             for _, items in recvs:
                 for a, b in items:
@@ -614,10 +650,13 @@ class DistributedRuntime:
         t0 = time.perf_counter()
         for e in waits:
             e.wait()
-        self._send(sends, t0)
+        self._send(sends, t0, direct=False)
 
-    def _send(self, sends: list[tuple[int, list[tuple[str, Box]]]], t0: float) -> None:
-        sent, _ = swap(self.comm, self._message_list(sends), ())
+    def _send(self, sends: list[tuple[int, list[tuple[str, Box]]]], t0: float,
+              direct: bool = True) -> None:
+        """Send the regions; ``direct`` False once the stage's tiles are enqueued (their
+        copies may land in the sent regions while a receiver would copy them)."""
+        sent, _ = swap(self.comm, self._message_list(sends), (), direct)
         self._count("exchange", sent, {}, t0)
         self._step("send", t0)
 

@@ -40,7 +40,7 @@ from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
 from .devargs import make_devices_from_args, profile_path
 from .program import check_init_flags, compile_args, prepare_run
-from .run import frozen_heap, host_arrays, runtime_options
+from .run import frozen_heap, host_arrays, pageable, runtime_options
 
 RESULTS = ("gather", "distributed")
 TRAFFIC = ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
@@ -101,7 +101,11 @@ class MPIResult:
 
     def rank_json(self) -> dict[str, Any]:
         rt = self.runtime
+        comm = rt.comm
         return {**rt.rank_stats.as_json(), "host": socket.gethostname(), "wall_s": self.wall_s,
+                "direct_messages": getattr(comm, "direct_received", 0),
+                "shared_arrays": getattr(comm, "shared_arrays", 0),
+                "pageable_arrays": pageable(self.arrays, rt.local.devices),
                 "device_names": [d.name for d in rt.local.devices],
                 "tiles": rt.local.stats.tiles, "runtime": rt.local.stats.as_json()}
 
@@ -357,14 +361,23 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
         prog = on_root(comm, build)  # one compilation, not one per rank
         scop = prog.compiled.scop
 
+        # processes of one machine keep their host arrays in shared memory, where a
+        # large message is copied straight out of its sender's (bbmm.shm.ShmComm.swap)
+        share = getattr(comm, "share_array", None) if config.direct is not None else None
+        if hasattr(comm, "direct_min"):
+            comm.direct_min = config.direct
+
         def prepare() -> tuple[Any, dict[str, np.ndarray]]:
             run = prepare_run(args, prog, config)
-            return run, host_arrays(run.module, run.params, run.devices, run.init)
+            return run, host_arrays(run.module, run.params, run.devices, run.init,
+                                    alloc=share)
 
         with warnings.catch_warnings():
             if comm.rank != 0:  # rank 0 says it once
                 warnings.simplefilter("ignore")
             run, arrays = setup_all(comm, prepare)
+        if share is not None:
+            comm.open_peers()
         params, scalars, module, devices, init = (run.params, run.scalars, run.module,
                                                   run.devices, run.init)
         res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,

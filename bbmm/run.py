@@ -13,7 +13,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -291,19 +291,28 @@ def array_shapes(module: ModuleType, params: Mapping[str, int]) -> dict[str, tup
 
 
 def host_arrays(module: ModuleType, params: Mapping[str, int], devices: Sequence[Any],
-                inputs: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+                inputs: Mapping[str, np.ndarray] | None = None,
+                alloc: Callable[[str, tuple[int, ...], Any], np.ndarray | None] | None = None
+                ) -> dict[str, np.ndarray]:
     """Host arrays for the driver's ARRAYS, page-locked where the platform allows, holding
     ``inputs`` (by model name) where given, else zeros (a local array, an expanded
-    temporary, is left as allocated: the program writes it before it reads it)."""
+    temporary, is left as allocated: the program writes it before it reads it).
+    ``alloc(name, shape, dtype)``: where it gives an array (memory other processes see),
+    that array, page-locked by the first device where it can be."""
 
     out = {}
     pinned = getattr(devices[0], "pinned_empty", None) if devices else None
+    pin = getattr(devices[0], "pin", None) if devices else None
     locals_ = getattr(module, "LOCALS", frozenset())
     shapes = array_shapes(module, params)
     for name, (ctype, dims) in module.ARRAYS.items():
         shape = shapes[name]
         dt = DTYPES[ctype]
-        a = pinned(shape, dt) if pinned is not None else np.empty(shape, dt)
+        a = alloc(name, shape, dt) if alloc is not None else None
+        if a is not None:
+            a = pin(a) if pin is not None else a
+        else:
+            a = pinned(shape, dt) if pinned is not None else np.empty(shape, dt)
         if inputs is not None and name in inputs:
             a[...] = inputs[name]
         elif name not in locals_ or a.size == 1:   # (a loop's break flag starts at 0)

@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
+from .copier import Copier, Copy
 from .diagnostic import BBMMError
 
 CHUNK = 1 << 20
@@ -55,6 +56,16 @@ as one chunk each, as the 512^3 ones (1 MiB) do; the final gather of whole array
 chunks of this size."""
 SPIN_S = 2e-3
 """Seconds a wait polls without sleeping before it backs off (more processes than cores)."""
+DIRECT_MIN = 256 << 10
+"""Bytes of a message from which the receiver copies it straight out of the sender's host
+arrays where it maps them (:meth:`ShmComm.share_array`): one copy instead of two (into the
+mailbox and out of it), at the price of the sender waiting until it is taken. Smaller
+messages (Floyd's and LU's rows, heat2d's halos) go through the mailbox, where a sender
+does not wait for its receivers."""
+_DIRECT = -1  # a mailbox's length word: the message is in the sender's host arrays
+COPY_THREADS = 3
+"""Threads, besides its own, with which a process packs and unpacks large messages
+(:mod:`bbmm.copier`): four processes on a 64-core 4 x H100 host use 16 cores."""
 MAX_SLEEP_S = 1e-3
 LIVENESS_S = 0.25
 """Seconds between checks, while waiting, that the other processes are still alive."""
@@ -67,8 +78,8 @@ class Outgoing(Protocol):
 
     nbytes: int
 
-    def pack_into(self, out: np.ndarray) -> None:
-        """Write the message into ``out`` (``nbytes`` bytes, uint8)."""
+    def copies_into(self, out: np.ndarray) -> list[Copy]:
+        """The copies that write the message into ``out`` (``nbytes`` bytes, uint8)."""
 
 
 class Incoming(Protocol):
@@ -76,9 +87,13 @@ class Incoming(Protocol):
 
     nbytes: int
 
-    def unpack_from(self, buf: np.ndarray) -> None:
-        """Take the message from ``buf`` (``nbytes`` bytes, uint8; only valid during the
-        call)."""
+    def copies_from(self, buf: np.ndarray) -> list[Copy]:
+        """The copies that take the message from ``buf`` (``nbytes`` bytes, uint8; only
+        valid until they are done).
+
+        A message of boxes of host arrays also has ``copies_from_arrays(arrays)``: the
+        copies that take it from the same boxes of ``arrays`` (the sender's host arrays,
+        by name), for a message the sender leaves in them (:meth:`ShmComm.swap`)."""
 
 
 class _Bytes:
@@ -89,11 +104,11 @@ class _Bytes:
     def __init__(self, buf: np.ndarray):
         self.buf, self.nbytes = buf, buf.size
 
-    def pack_into(self, out: np.ndarray) -> None:
-        out[:] = self.buf
+    def copies_into(self, out: np.ndarray) -> list[Copy]:
+        return [(out, self.buf)]
 
-    def unpack_from(self, buf: np.ndarray) -> None:
-        self.buf[:] = buf
+    def copies_from(self, buf: np.ndarray) -> list[Copy]:
+        return [(self.buf, buf)]
 
 
 class Staging:
@@ -148,9 +163,9 @@ def create(size: int, chunk: int = CHUNK) -> str:
 
 
 def remove(path: str) -> None:
-    """Remove the shared file ``path`` and any room of its mailboxes left behind (a
-    process that stopped before mapping it)."""
-    for p in [path, *glob.glob(glob.escape(path) + ".*-*.*")]:
+    """Remove the shared file ``path`` and any room of its mailboxes or shared host array
+    left behind (by a process that stopped before the others mapped it)."""
+    for p in [path, *glob.glob(glob.escape(path) + ".*")]:
         try:
             os.unlink(p)
         except FileNotFoundError:
@@ -166,9 +181,22 @@ class ShmComm:
     """
 
     def __init__(self, path: str, rank: int, size: int, *, chunk: int = CHUNK,
-                 room_max: int = ROOM_MAX, alive: Callable[[], bool] | None = None):
+                 room_max: int = ROOM_MAX, alive: Callable[[], bool] | None = None,
+                 copy_threads: int | None = None, copy_min: int | None = None):
         self.path, self.rank, self.size, self.chunk = path, rank, size, chunk
         self.room_max = max(chunk, room_max)
+        self.direct_min: int | None = DIRECT_MIN
+        """Bytes of a message from which it goes straight from the sender's host arrays
+        to the receiver's (None: never; :attr:`bbmm.config.RuntimeConfig.direct`)."""
+        self._mine: dict[str, tuple[str, tuple[int, ...], str, Any]] = {}
+        """This rank's shared host arrays: name -> (file, shape, dtype, mapping)."""
+        self._peer: dict[int, dict[str, np.ndarray]] = {}
+        """The other ranks' shared host arrays mapped here (read-only), by rank and name."""
+        self._direct_to: dict[int, frozenset[str]] = {}
+        """Per rank, the names of this rank's arrays it maps: what it can copy directly."""
+        self.direct_sent = self.direct_received = 0
+        """Messages left in this rank's host arrays for their receiver, and taken from
+        another rank's."""
         with open(path, "r+b") as f:
             self._map = mmap.mmap(f.fileno(), segment_size(size, chunk))
         nwords = _HDR + size
@@ -195,6 +223,13 @@ class ShmComm:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
             os.cpu_count() or 1)
         self.max_sleep = 0.0 if size <= cores else MAX_SLEEP_S
+        if copy_threads is None:
+            copy_threads = min(COPY_THREADS, cores // size - 1)
+        self.copier = Copier(copy_threads) if copy_min is None else Copier(
+            copy_threads, min_bytes=copy_min, piece=max(1, copy_min // 2))
+        """Packs and unpacks the messages of :meth:`swap`: on this thread and up to
+        ``copy_threads`` more (default: :data:`COPY_THREADS` where each process has that
+        many cores more than one, else fewer)."""
 
     # ---- waiting ---------------------------------------------------------------------
 
@@ -218,6 +253,75 @@ class ShmComm:
             else:
                 os.sched_yield() if hasattr(os, "sched_yield") else time.sleep(0)
         return idle
+
+    # ---- host arrays in shared memory --------------------------------------------------
+
+    def share_array(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray | None:
+        """A host array of this rank in shared memory, which the other ranks map read-only
+        at :meth:`open_peers` so that they copy large messages straight out of it; None
+        where shared memory has no room for it (the caller allocates it otherwise)."""
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        if nbytes == 0 or self.direct_min is None:
+            return None
+        path = f"{self.path}.a{self.rank}-{len(self._mine)}"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            return None
+        try:
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, 0, nbytes)  # no SIGBUS later where tmpfs is full
+            else:
+                os.ftruncate(fd, nbytes)
+            m = mmap.mmap(fd, nbytes)
+        except OSError:
+            os.close(fd)
+            os.unlink(path)
+            return None
+        os.close(fd)
+        self._mine[name] = (path, tuple(shape), dt.str, m)
+        return np.ndarray(shape, dt, buffer=m)
+
+    @property
+    def shared_arrays(self) -> int:
+        """How many of this rank's host arrays are in shared memory."""
+        return len(self._mine)
+
+    def open_peers(self) -> None:
+        """Map every other rank's shared host arrays (collective: every rank calls it once
+        its arrays are made), learn which of this rank's arrays each other rank mapped,
+        then remove the arrays' names (every rank that could map them has)."""
+        mine = {n: (p, shape, dt) for n, (p, shape, dt, _) in self._mine.items()}
+        every = self.allgather(mine)
+        mapped: dict[int, frozenset[str]] = {}
+        for src, arrays in enumerate(every):
+            if src == self.rank:
+                continue
+            got: dict[str, np.ndarray] = {}
+            for name, (path, shape, dt) in arrays.items():
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except OSError:
+                    continue
+                try:
+                    m = mmap.mmap(fd, os.fstat(fd).st_size, access=mmap.ACCESS_READ)
+                except (OSError, ValueError):
+                    continue
+                finally:
+                    os.close(fd)
+                got[name] = np.ndarray(shape, np.dtype(dt), buffer=m)
+            self._peer[src] = got
+            mapped[src] = frozenset(got)
+        views = self.allgather(mapped)
+        self._direct_to = {dst: views[dst].get(self.rank, frozenset())
+                           for dst in range(self.size) if dst != self.rank}
+        self.barrier()
+        for path, _, _, _ in self._mine.values():
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
 
     # ---- rooms -----------------------------------------------------------------------
 
@@ -290,7 +394,8 @@ class ShmComm:
 
     # ---- point to point --------------------------------------------------------------
 
-    def swap(self, sends: Mapping[int, Outgoing], recvs: Mapping[int, Incoming]) -> None:
+    def swap(self, sends: Mapping[int, Outgoing], recvs: Mapping[int, Incoming],
+             direct: bool = True) -> None:
         """Send each ``sends[dst]`` and receive each ``recvs[src]``, all at once (a message
         may be empty).
 
@@ -298,32 +403,60 @@ class ShmComm:
         chunk is packed straight into its mailbox when that is free at the start, and
         unpacked straight out of it: one copy on each side. A longer one, or one whose
         mailbox is still full, goes through a buffer kept for the next swap
-        (:class:`Staging`)."""
+        (:class:`Staging`). The sends are packed together, and the receives found
+        waiting in one look unpacked together, by :attr:`copier`'s threads where they
+        are large.
+
+        With ``direct``, a message of boxes of host arrays (one with ``names``, the
+        arrays it is of; its receiver's with ``copies_from_arrays``) of at least
+        :attr:`direct_min` bytes, whose arrays its receiver maps, is not packed: the
+        mailbox only says it is there, the receiver copies it out of this rank's arrays,
+        and this call returns once it has. The caller passes False where copies it
+        queued earlier may still land in those boxes."""
         me = self.rank
         boxes = self._boxes
         rooms = self._rooms
         staged: dict[int, np.ndarray] = {}
+        copies: list = []
+        packed = []
+        direct_min = self.direct_min if direct else None
+        taken: dict[int, int] = {}  # direct sends: the read count that says it was taken
         for dst, msg in sends.items():
             hdr, data = boxes[(me, dst)]
             n = msg.nbytes
+            if (direct_min is not None and n >= direct_min and hdr[0] == hdr[1]
+                    and getattr(msg, "names", None) is not None
+                    and msg.names <= self._direct_to.get(dst, frozenset())):
+                hdr[2] = _DIRECT
+                hdr[0] += 1
+                taken[dst] = int(hdr[0])
+                self.direct_sent += 1
+                continue
             if hdr[0] == hdr[1]:
                 have = rooms.get((me, dst))
                 data = data if have is None else have[1]
                 if n > data.size:
                     data = self._grow(dst, n)
             if n <= data.size and hdr[0] == hdr[1]:
-                msg.pack_into(data[:n])
-                hdr[2] = n
-                hdr[0] += 1
+                copies += msg.copies_into(data[:n])
+                packed.append((hdr, n))
             else:
                 buf = self._bufs.get(("send", dst), n)
-                msg.pack_into(buf)
+                copies += msg.copies_into(buf)
                 staged[dst] = buf
+        self.copier.copy(copies)
+        for hdr, n in packed:
+            hdr[2] = n
+            hdr[0] += 1
         sent = dict.fromkeys(staged, 0)
         got = dict.fromkeys(recvs, 0)
         idle = None
-        while sent or got:
+        while sent or got or taken:
             moved = False
+            for dst in list(taken):
+                if boxes[(me, dst)][0][1] >= taken[dst]:
+                    del taken[dst]
+                    moved = True
             for dst in list(sent):
                 hdr, data = boxes[(me, dst)]
                 if hdr[0] != hdr[1]:
@@ -344,32 +477,47 @@ class ShmComm:
                     del sent[dst]
                 else:
                     sent[dst] = off + k
+            whole = []  # messages waiting whole in their rooms: unpacked together
             for src in list(got):
                 hdr, data = boxes[(src, me)]
                 if hdr[0] == hdr[1]:
                     continue  # nothing written yet
-                if hdr[3]:
-                    data = self._room(src, me)
                 k = int(hdr[2])
                 off = got[src]
                 msg = recvs[src]
                 n = msg.nbytes
+                if k == _DIRECT:  # in the sender's arrays: copied from there
+                    peer = getattr(msg, "copies_from_arrays", None)
+                    if off or peer is None:
+                        raise BBMMError(f"rank {me}: rank {src} sent a message in its host "
+                                        f"arrays where bytes were expected")
+                    whole.append((src, hdr, peer(self._peer[src])))
+                    self.direct_received += 1
+                    continue
+                if hdr[3]:
+                    data = self._room(src, me)
                 if off + k > n:
                     raise BBMMError(f"rank {me}: message from rank {src} longer than the "
                                     f"{n} bytes expected")
                 if off == 0 and k == n:
-                    msg.unpack_from(data[:k])  # the whole message in one chunk
-                else:
-                    buf = self._bufs.get(("recv", src), n)
-                    buf[off:off + k] = data[:k]
-                    if off + k >= n:
-                        msg.unpack_from(buf)
+                    whole.append((src, hdr, msg.copies_from(data[:k])))
+                    continue
+                buf = self._bufs.get(("recv", src), n)
+                buf[off:off + k] = data[:k]
+                if off + k >= n:
+                    self.copier.copy(msg.copies_from(buf))
                 hdr[1] += 1
                 moved = True
                 if off + k >= n:
                     del got[src]
                 else:
                     got[src] = off + k
+            if whole:
+                self.copier.copy([c for _, _, cs in whole for c in cs])
+                for src, hdr, _ in whole:
+                    hdr[1] += 1
+                    del got[src]
+                moved = True
             if not moved:
                 if idle is None:
                     idle = self._waiter()
@@ -442,8 +590,10 @@ class ShmComm:
         return bool(self._words is not None and self._words[0])
 
     def close(self) -> None:
+        self._peer.clear()
         self._words = self._bar = None  # type: ignore[assignment]
         self._boxes.clear()
+        self.copier.close()
         for key in list(self._rooms):
             self._drop_room(key)
         self._bufs.clear()

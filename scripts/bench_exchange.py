@@ -147,7 +147,7 @@ def measure(procs: int, shape: tuple[int, int], rounds: int, opencl: bool,
         for p in ps:
             p.join()
     finally:
-        os.unlink(path)
+        shm.remove(path)
     busiest = max(got, key=lambda g: g[1]["round"])
     rank, med, moved = busiest
     return {"procs": procs, "shape": list(shape), "opencl": opencl, "staged": staged,

@@ -108,7 +108,7 @@ class LoopbackComm:
         import numpy as np
         return {src: np.zeros(n, np.uint8) for src, n in recvs.items()}
 
-    def swap(self, sends: Any, recvs: Any) -> None:
+    def swap(self, sends: Any, recvs: Any, direct: bool = True) -> None:
         """Pack every message into a buffer kept between swaps and unpack every received
         one out of one (zeros): the copies a shared-memory swap makes into and out of
         its mailbox (:meth:`bbmm.shm.ShmComm.swap`), without the other processes."""

@@ -34,7 +34,7 @@ from .discovery import quiet_build
 from .geometry import (COPY_KERNELS, check_inside, check_ndim, contiguous_run, host_box,
                        padded_end, pair_plan, pairable, rect_plan)
 from .kernelargs import forget, forget_context, set_changed
-from .pinned import pinned_empty
+from .pinned import pin, pinned_empty
 
 __all__ = ["OpenCLDevice", "DEFAULT_ARENA", "CAP_FRACTION", "SIDE_SMALL"]
 
@@ -313,6 +313,11 @@ class OpenCLDevice(Device):
     def pinned_empty(self, shape: int | Sequence[int], dtype: Any = np.float64) -> np.ndarray:
         """A page-locked host array usable with this device (see :func:`pinned_empty`)."""
         return pinned_empty(self.context, shape, dtype, queue=self.queue)
+
+    def pin(self, a: np.ndarray) -> np.ndarray:
+        """``a`` page-locked for this device's context where the driver allows (see
+        :func:`~bbmm.devices.pinned.pin`)."""
+        return pin(self.context, a)
 
     def close(self) -> None:
         """Release every arena (live allocations included) and cached programs."""

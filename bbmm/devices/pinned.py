@@ -1,5 +1,6 @@
 """Pinned (page-locked) host memory: :func:`pinned_empty` maps an ``ALLOC_HOST_PTR``
-buffer as a numpy array, :func:`is_pinned` tells such arrays apart. Host-device copies from
+buffer as a numpy array, :func:`pin` page-locks an array the caller made (memory shared
+between processes), :func:`is_pinned` tells such arrays apart. Host-device copies from
 page-locked memory run at full bus speed."""
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import pyopencl as cl
 
 from ..diagnostic import format_bytes
 
-__all__ = ["pinned_empty", "is_pinned"]
+__all__ = ["pinned_empty", "pin", "is_pinned"]
 
 logger = logging.getLogger(__name__)
 
 
 class _PinnedHolder:
-    """Owns a mapped ALLOC_HOST_PTR buffer; numpy arrays over it keep it alive as their base."""
+    """Owns a page-locked buffer (``ALLOC_HOST_PTR`` mapped, or ``USE_HOST_PTR`` over the
+    caller's memory); numpy arrays over it keep it alive as their base."""
 
     def __init__(self, buf: Any, mapped: np.ndarray):
         self.buf = buf
@@ -52,6 +54,26 @@ def pinned_empty(context: Any, shape: int | Sequence[int], dtype: Any = np.float
                      format_bytes(nbytes), e)
         return np.empty(shape, dtype)
     return np.asarray(_PinnedHolder(buf, mapped))
+
+
+def pin(context: Any, a: np.ndarray) -> np.ndarray:
+    """``a`` (C-contiguous, memory the caller keeps mapped) page-locked for ``context``'s
+    devices where the driver allows: wrapped in a ``USE_HOST_PTR`` buffer, which NVIDIA's
+    driver page-locks, so that copies from and to any view of ``a`` run at the pinned
+    speed (34 GB/s for 1 MiB from a file in ``/dev/shm`` against 6-9 unwrapped, on an
+    H100: ``docs/gpu.md``). Returns a view of ``a`` that keeps the buffer alive (and
+    :func:`is_pinned` knows), or ``a`` itself if the driver refuses."""
+    if not isinstance(context, cl.Context):
+        context = context.context
+    if not a.nbytes:
+        return a
+    try:
+        buf = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                        hostbuf=a)
+    except cl.Error as e:
+        logger.debug("pinning %s of shared memory failed (%s)", format_bytes(a.nbytes), e)
+        return a
+    return np.asarray(_PinnedHolder(buf, a))
 
 
 def is_pinned(a: np.ndarray) -> bool:

@@ -25,13 +25,16 @@ def payload(src: int, dst: int, rnd: int) -> np.ndarray:
     return (np.arange(n, dtype=np.int64) * 31 + 7 * src + 3 * dst + rnd).astype(np.uint8)
 
 
-def worker(path: str, rank: int, size: int, out: mp.Queue, full: bool = False) -> None:
-    """Exchanges and collectives; with ``full``, shared memory refuses every new room."""
+def worker(path: str, rank: int, size: int, out: mp.Queue, full: bool = False,
+           threads: int = 0) -> None:
+    """Exchanges and collectives; with ``full``, shared memory refuses every new room;
+    ``threads``: the copier's threads, on for any message over 64 bytes."""
     if full:
         def refuse(*args):
             raise OSError(28, "No space left on device")
         os.posix_fallocate = refuse
-    comm = shm.ShmComm(path, rank, size, chunk=CHUNK, room_max=ROOM)
+    comm = shm.ShmComm(path, rank, size, chunk=CHUNK, room_max=ROOM, copy_threads=threads,
+                       copy_min=64 if threads else None)
     try:
         bad = []
         for rnd in range(6):
@@ -78,9 +81,10 @@ def on_processes(target, size: int, *extra) -> list:
     return results
 
 
-@pytest.mark.parametrize("full", [False, True], ids=["rooms-grow", "shm-full"])
-def test_exchanges_and_collectives_between_processes(full):
-    results = on_processes(worker, 3, full)
+@pytest.mark.parametrize("full,threads", [(False, 0), (True, 0), (False, 2)],
+                         ids=["rooms-grow", "shm-full", "copy-threads"])
+def test_exchanges_and_collectives_between_processes(full, threads):
+    results = on_processes(worker, 3, full, threads)
     for rank, bad, ranks, blobs, root, word, rooms in results:
         assert bad == [], f"rank {rank} received wrong bytes: {bad}"
         assert ranks == [0, 1, 2] and blobs == [0, 300, 600]
@@ -116,10 +120,11 @@ class Host:
 def swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
     """Two ranks swap boxes in place, each round sending the rows it then receives over:
     a message of one chunk (packed into the mailbox), of many (staged), and two sends in
-    a row while the first may still sit unread in the mailbox."""
+    a row while the first may still sit unread in the mailbox; the copies of any message
+    over 16 bytes split over two threads."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
-    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK, copy_threads=2, copy_min=16)
     other = 1 - rank
     try:
         a = np.arange(10 * 7, dtype=np.float32).reshape(10, 7) + 1000 * rank
@@ -218,3 +223,92 @@ def test_segment_size_grows_with_pairs():
     two = shm.segment_size(2, chunk=100)
     assert two == 8 * 10 + 2 * (32 + 100)
     assert shm.segment_size(4, chunk=100) == 8 * 12 + 12 * (32 + 100)
+
+
+def direct_swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
+    """Two ranks with their host arrays in shared memory: messages of at least 100 bytes
+    are taken straight from the sender's array, smaller ones and those sent with
+    ``direct=False`` go through the mailbox; a sender of a direct message returns once
+    its receiver took it."""
+    import time
+    from bbmm.box import Box
+    from bbmm.distributed import Boxes, swap
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
+    comm.direct_min = 100
+    other = 1 - rank
+    try:
+        a = comm.share_array("a", (10, 7), np.float32)
+        assert a is not None
+        a[...] = np.arange(70, dtype=np.float32).reshape(10, 7) + 1000 * rank
+        comm.open_peers()
+        assert not glob.glob(glob.escape(path) + ".a*")  # named only until all mapped
+        host = Host(a=a)
+        # rank 0 sends rows 0-4 and receives rows 5-9, rank 1 the other way round (a
+        # plan's exchange never sends and receives one region): 140 bytes, direct; a
+        # 16-byte piece of row 9 and of row 4 by the mailbox; then 140 bytes again with
+        # direct=False
+        big = [[("a", Box((0, 0), (4, 6)))], [("a", Box((5, 0), (9, 6)))]]
+        small = [[("a", Box((4, 0), (4, 3)))], [("a", Box((9, 0), (9, 3)))]]
+        log = []
+        for pair, direct in ((big, True), (small, True), (big, False)):
+            before = comm.direct_received
+            out_items, in_items = pair[rank], pair[other]
+            mine = a[out_items[0][1].slices()].copy()
+            swap(comm, [(other, Boxes(host, out_items))], [(other, Boxes(host, in_items))],
+                 direct)
+            log.append((comm.direct_received - before, mine, a[in_items[0][1].slices()].copy()))
+        big = big[0]
+        # rank 0 sends alone, directly; rank 1 takes it 0.3 s later
+        msg = Boxes(host, big)
+        t0 = time.perf_counter()
+        if rank == 0:
+            a[0:5] = -1
+            swap(comm, [(1, msg)], ())
+        else:
+            time.sleep(0.3)
+            swap(comm, (), [(0, msg)])
+        waited = time.perf_counter() - t0
+        comm.barrier()
+        out.put((rank, log, waited, a[0:5].copy(), comm.direct_sent))
+    finally:
+        comm.close()
+
+
+def test_direct_messages_are_taken_from_the_senders_arrays():
+    results = {r[0]: r[1:] for r in on_processes(direct_swapper, 2)}
+    for rank in (0, 1):
+        log, waited, head, sent = results[rank]
+        theirs = results[1 - rank][0]
+        assert [d for d, _, _ in log] == [1, 0, 0]  # big direct, small and direct=False not
+        for (_, _, got), (_, their_before, _) in zip(log, theirs):
+            assert np.array_equal(got, their_before)  # each swap moved the other's values
+        assert sent == (2 if rank == 0 else 1)
+    assert results[0][1] >= 0.25  # the sender waited for its receiver to take it
+    assert (results[1][2] == -1).all()  # what rank 0 held when it sent
+
+
+def test_share_array_falls_back_where_shared_memory_is_full(monkeypatch):
+    path = shm.create(2, chunk=CHUNK)
+    comm = shm.ShmComm(path, 0, 2, chunk=CHUNK)
+    try:
+        def refuse(*args):
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(os, "posix_fallocate", refuse)
+        assert comm.share_array("a", (1000,), np.float64) is None
+        assert glob.glob(glob.escape(path) + ".*") == []
+        comm.direct_min = None  # off: nothing shared
+        monkeypatch.undo()
+        assert comm.share_array("a", (1000,), np.float64) is None
+    finally:
+        comm.close()
+        shm.remove(path)
+
+
+def test_regions_sent_and_received_apart():
+    from bbmm.box import Box
+    from bbmm.distributed import apart
+    a0, a1 = Box((0, 0), (4, 6)), Box((5, 0), (9, 6))
+    assert apart([(1, [("a", a0)])], [(1, [("a", a1)])])
+    assert apart([(1, [("a", a0)])], [(1, [("b", a0)])])  # other arrays
+    assert apart([(1, [("a", a0)])], [])
+    assert not apart([(1, [("a", a0)]), (2, [("a", a1)])], [(2, [("a", Box((4, 6), (5, 6)))])])

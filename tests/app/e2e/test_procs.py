@@ -53,6 +53,34 @@ def test_polybench_check_over_processes(kernel, tmp_path):
     assert r.stderr == "", r.stderr
 
 
+DIRECT = [k for k in KERNELS if k.stem in ("heat3d", "lu", "fdtd2d", "floyd")]
+
+
+@pytest.mark.parametrize("kernel", DIRECT, ids=[k.stem for k in DIRECT])
+@pytest.mark.parametrize("direct", ["0", "off"])
+def test_messages_taken_from_the_senders_arrays(kernel, direct, tmp_path):
+    """With ``BBMM_DIRECT=0`` every message of the exchange and the gather is copied by
+    its receiver straight out of its sender's host arrays in shared memory: the result
+    stays exact; ``off`` keeps every message in the mailboxes."""
+    out = tmp_path / "r.json"
+    argv = ["run", str(kernel), "--procs", "3", "--devices", "3", "--check", "--no-progress",
+            "--json", str(out), "--tune", f"direct={direct}"]
+    for p in ci_params(kernel):
+        argv += ["--param", p]
+    r = bbmm(*argv)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass", doc["mismatches"]
+    direct_msgs = sum(p["direct_messages"] for p in doc["per_rank"])
+    if direct == "off":
+        assert direct_msgs == 0
+    else:
+        # the gather's two messages and some of the exchange's (the others found their
+        # mailbox full, or were sent once the sender's tiles were enqueued)
+        received = sum(p["messages_received"] for p in doc["per_rank"])
+        assert received >= direct_msgs > 2
+
+
 @pytest.mark.parametrize("procs,devices", [(2, 4), (3, 3)])
 def test_floyd_rows_between_processes(procs, devices, tmp_path):
     """Floyd-Warshall over processes sends what MPI ranks send: row k from its owner to
