@@ -251,6 +251,7 @@ def direct_swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
         small = [[("a", Box((4, 0), (4, 3)))], [("a", Box((9, 0), (9, 3)))]]
         log = []
         for pair, direct in ((big, True), (small, True), (big, False)):
+            comm.barrier()  # every mailbox empty: a direct send never finds one full
             before = comm.direct_received
             out_items, in_items = pair[rank], pair[other]
             mine = a[out_items[0][1].slices()].copy()
@@ -260,6 +261,7 @@ def direct_swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
         big = big[0]
         # rank 0 sends alone, directly; rank 1 takes it 0.3 s later
         msg = Boxes(host, big)
+        comm.barrier()
         t0 = time.perf_counter()
         if rank == 0:
             a[0:5] = -1
