@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
@@ -198,7 +199,7 @@ class Boxes:
     views of the host arrays are taken once: a replayed stencil step swaps the same boxes
     every step (:meth:`DistributedRuntime._message`)."""
 
-    __slots__ = ("parts", "nbytes", "names", "_where")
+    __slots__ = ("parts", "nbytes", "names", "key", "_where")
 
     def __init__(self, host: HostCopy, items: Sequence[tuple[str, Box]]):
         parts = []
@@ -212,6 +213,9 @@ class Boxes:
         self.nbytes = off
         self.names = frozenset(a for a, _ in items)
         """The arrays the message is of (a sender may leave it in them)."""
+        self.key = zlib.crc32(repr([(a, b.lo, b.hi) for a, b in items]).encode())
+        """A checksum of the boxes: a receiver taking the message from its sender's
+        arrays checks that both sides mean the same boxes."""
         self._where = [(a, b.slices()) for a, b in items]
 
     def copies_from_arrays(self, arrays: Mapping[str, np.ndarray]

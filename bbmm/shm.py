@@ -408,7 +408,8 @@ class ShmComm:
         are large.
 
         With ``direct``, a message of boxes of host arrays (one with ``names``, the
-        arrays it is of; its receiver's with ``copies_from_arrays``) of at least
+        arrays it is of, and ``key``, a checksum of its boxes; its receiver's with
+        ``copies_from_arrays`` and the same ``key``: both sides mean the same boxes) of at least
         :attr:`direct_min` bytes, whose arrays its receiver maps, is not packed: the
         mailbox only says it is there, the receiver copies it out of this rank's arrays,
         and this call returns once it has. The caller passes False where copies it
@@ -427,6 +428,8 @@ class ShmComm:
             if (direct_min is not None and n >= direct_min and hdr[0] == hdr[1]
                     and getattr(msg, "names", None) is not None
                     and msg.names <= self._direct_to.get(dst, frozenset())):
+                room = rooms.get((me, dst))
+                (data if room is None else room[1])[:8].view(np.int64)[0] = msg.key
                 hdr[2] = _DIRECT
                 hdr[0] += 1
                 taken[dst] = int(hdr[0])
@@ -491,6 +494,10 @@ class ShmComm:
                     if off or peer is None:
                         raise BBMMError(f"rank {me}: rank {src} sent a message in its host "
                                         f"arrays where bytes were expected")
+                    room = self._room(src, me) if hdr[3] else data
+                    if int(room[:8].view(np.int64)[0]) != msg.key:
+                        raise BBMMError(f"rank {me}: rank {src} left a message of other "
+                                        f"boxes in its host arrays than this rank expects")
                     whole.append((src, hdr, peer(self._peer[src])))
                     self.direct_received += 1
                     continue

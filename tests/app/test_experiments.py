@@ -575,8 +575,9 @@ def test_bench_exchange_moves_the_halos_it_times(tmp_path, capsys):
     import bench_exchange as bx
     out = tmp_path / "x.json"
     assert bx.main(["--procs", "2,3", "--shape", "8x6,1x20", "--rounds", "3",
-                    "--json", str(out)]) == 0
+                    "--host", "pageable", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
+    assert all(r["moved_right"] and r["direct_messages"] == 0 for r in rows)
     assert [(r["procs"], r["shape"]) for r in rows] == [
         (2, [8, 6]), (3, [8, 6]), (2, [1, 20]), (3, [1, 20])]
     for r in rows:
@@ -586,3 +587,20 @@ def test_bench_exchange_moves_the_halos_it_times(tmp_path, capsys):
         med = r["median_s"]
         assert med["round"] >= med["transfer"] > 0 and med["d2h"] < med["round"]
     assert "transfer us" in capsys.readouterr().out
+
+
+@needs_cl
+@pytest.mark.parametrize("host,direct", [("shared", "0"), ("shared", "off"), ("pinned", "0")])
+def test_bench_exchange_with_the_runs_host_memory(host, direct, tmp_path):
+    """Host arrays as a run over processes keeps them: in shared memory, the planes taken
+    straight from the sender's array (``--direct 0``: every message) or through the
+    mailboxes; or each process's own pinned buffer. The ghost planes end up holding the
+    neighbours' planes either way."""
+    import bench_exchange as bx
+    out = tmp_path / "x.json"
+    assert bx.main(["--procs", "3", "--shape", "8x6", "--rounds", "3", "--host", host,
+                    "--direct", direct, "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["moved_right"] and row["host"] == host
+    # 3 processes, 4 messages a round, 8 rounds with the warm-up
+    assert row["direct_messages"] == (32 if (host, direct) == ("shared", "0") else 0)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import glob
 import multiprocessing as mp
 import os
+import queue
+import time
 
 import numpy as np
 import pytest
@@ -68,7 +70,16 @@ def on_processes(target, size: int, *extra) -> list:
     try:
         for p in procs:
             p.start()
-        results = sorted((out.get(timeout=120) for _ in procs), key=lambda r: r[0])
+        got = []
+        deadline = time.monotonic() + 120
+        while len(got) < len(procs):  # a process that fails is reported at once
+            try:
+                got.append(out.get(timeout=0.5))
+            except queue.Empty:
+                dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                assert not dead, f"a process failed (exit status {dead[0]}): see its stderr"
+                assert time.monotonic() < deadline, "the processes did not finish"
+        results = sorted(got, key=lambda r: r[0])
         for p in procs:
             p.join(timeout=30)
             assert p.exitcode == 0
@@ -146,7 +157,6 @@ def swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
             a[:] = 8
             swap(comm, [(1, msg)], ())
         else:
-            import time
             time.sleep(0.2)
             msg = Boxes(host, small)
             swap(comm, (), [(0, msg)])
@@ -230,7 +240,6 @@ def direct_swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
     are taken straight from the sender's array, smaller ones and those sent with
     ``direct=False`` go through the mailbox; a sender of a direct message returns once
     its receiver took it."""
-    import time
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
     comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
@@ -241,7 +250,8 @@ def direct_swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
         assert a is not None
         a[...] = np.arange(70, dtype=np.float32).reshape(10, 7) + 1000 * rank
         comm.open_peers()
-        assert not glob.glob(glob.escape(path) + ".a*")  # named only until all mapped
+        comm.barrier()  # each process removes its own arrays' names once all mapped them
+        assert not glob.glob(glob.escape(path) + ".a*")
         host = Host(a=a)
         # rank 0 sends rows 0-4 and receives rows 5-9, rank 1 the other way round (a
         # plan's exchange never sends and receives one region): 140 bytes, direct; a
