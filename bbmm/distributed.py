@@ -199,24 +199,34 @@ class Boxes:
     views of the host arrays are taken once: a replayed stencil step swaps the same boxes
     every step (:meth:`DistributedRuntime._message`)."""
 
-    __slots__ = ("parts", "nbytes", "names", "key", "_where")
+    __slots__ = ("parts", "nbytes", "names", "_items", "_where", "_key")
 
     def __init__(self, host: HostCopy, items: Sequence[tuple[str, Box]]):
         parts = []
+        where = []
         off = 0
         for a, b in items:
             arr = host.array(a)
             k = b.volume * arr.itemsize
-            parts.append((arr[b.slices()], off, off + k, arr.dtype, b.shape))
+            sl = b.slices()
+            parts.append((arr[sl], off, off + k, arr.dtype, b.shape))
+            where.append((a, sl))
             off += k
         self.parts = parts
         self.nbytes = off
         self.names = frozenset(a for a, _ in items)
         """The arrays the message is of (a sender may leave it in them)."""
-        self.key = zlib.crc32(repr([(a, b.lo, b.hi) for a, b in items]).encode())
+        self._items = items
+        self._where = where
+        self._key: int | None = None
+
+    @property
+    def key(self) -> int:
         """A checksum of the boxes: a receiver taking the message from its sender's
         arrays checks that both sides mean the same boxes."""
-        self._where = [(a, b.slices()) for a, b in items]
+        if self._key is None:
+            self._key = zlib.crc32(repr([(a, b.lo, b.hi) for a, b in self._items]).encode())
+        return self._key
 
     def copies_from_arrays(self, arrays: Mapping[str, np.ndarray]
                            ) -> list[tuple[np.ndarray, np.ndarray]]:

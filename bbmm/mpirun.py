@@ -104,7 +104,9 @@ class MPIResult:
         comm = rt.comm
         return {**rt.rank_stats.as_json(), "host": socket.gethostname(), "wall_s": self.wall_s,
                 "direct_messages": getattr(comm, "direct_received", 0),
+                "direct_min": getattr(comm, "direct_min", None),
                 "shared_arrays": getattr(comm, "shared_arrays", 0),
+                "host_arrays": sum(1 for a in self.arrays.values() if a.nbytes),
                 "pageable_arrays": pageable(self.arrays, rt.local.devices),
                 "device_names": [d.name for d in rt.local.devices],
                 "tiles": rt.local.stats.tiles, "runtime": rt.local.stats.as_json()}
@@ -215,6 +217,13 @@ def check_mpi(res: MPIResult, comm: Any, c_path: str, scop: Any,
         res.check = "fail" if res.mismatches else "pass"
 
 
+def private_ranks(per_rank: list[dict[str, Any]]) -> list[int]:
+    """The processes of one machine that take messages straight out of each other's host
+    arrays (``direct_min`` set) but could not put all of theirs in shared memory."""
+    return [p["rank"] for p in per_rank if p.get("direct_min") is not None
+            and p.get("shared_arrays", 0) < p.get("host_arrays", 0)]
+
+
 def report_mpi(res: MPIResult, kernel: str) -> str:
     """Rank 0's report: the run, then one line per rank."""
     rt = res.runtime
@@ -226,10 +235,18 @@ def report_mpi(res: MPIResult, kernel: str) -> str:
             f"  rank {p['rank']} ({p['host']}, {p['devices']} device(s), {p['tiles']} tiles): "
             f"sent {format_bytes(p['exchange_sent_bytes'])}, received "
             f"{format_bytes(p['exchange_received_bytes'])} in "
-            f"{p['messages_sent']}/{p['messages_received']} messages; gather sent "
+            f"{p['messages_sent']}/{p['messages_received']} messages"
+            + (f" ({p['direct_messages']} taken from the sender's arrays)"
+               if p.get("direct_messages") else "")
+            + "; gather sent "
             f"{format_bytes(p['gather_sent_bytes'])}, received "
             f"{format_bytes(p['gather_received_bytes'])}; exchange "
             f"{p['time_s']['exchange']:.3f} s of {p['wall_s']:.3f} s")
+    private = private_ranks(res.per_rank)
+    if private:
+        lines.append(f"  rank(s) {', '.join(map(str, private))}: host arrays not all in shared "
+                     f"memory (no room in /dev/shm): their large messages go through the "
+                     f"mailboxes, two copies instead of one")
     lines.append(f"  between ranks: {format_bytes(doc['exchange_bytes'])} exchanged, "
                  f"{format_bytes(doc['gather_bytes'])} gathered, {doc['messages']} messages"
                  + ("" if rt.gather_result else "; result left distributed"))

@@ -72,6 +72,9 @@ def test_messages_taken_from_the_senders_arrays(kernel, direct, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["check"] == "pass", doc["mismatches"]
     direct_msgs = sum(p["direct_messages"] for p in doc["per_rank"])
+    for p in doc["per_rank"]:  # off keeps the arrays private, else all are shared
+        assert p["shared_arrays"] == (0 if direct == "off" else p["host_arrays"])
+        assert p["host_arrays"] > 0
     if direct == "off":
         assert direct_msgs == 0
     else:
@@ -79,6 +82,14 @@ def test_messages_taken_from_the_senders_arrays(kernel, direct, tmp_path):
         # mailbox full, or were sent once the sender's tiles were enqueued)
         received = sum(p["messages_received"] for p in doc["per_rank"])
         assert received >= direct_msgs > 2
+
+
+def test_ranks_with_private_arrays_are_named():
+    from bbmm.mpirun import private_ranks
+    per_rank = [{"rank": 0, "direct_min": 1, "shared_arrays": 2, "host_arrays": 2},
+                {"rank": 1, "direct_min": 1, "shared_arrays": 0, "host_arrays": 2},
+                {"rank": 2, "direct_min": None, "shared_arrays": 0, "host_arrays": 2}]
+    assert private_ranks(per_rank) == [1]  # rank 2: MPI, or BBMM_DIRECT=off
 
 
 @pytest.mark.parametrize("procs,devices", [(2, 4), (3, 3)])
