@@ -175,7 +175,8 @@ N_RANDOM = int(os.environ.get("BBMM_RANDOM_PROCS", "6"))
 
 def test_random_programs_over_processes(tmp_path):
     """Randomized differential test over processes: random programs (tests/support/randprog.py)
-    with --check on 2 processes of 1 or 2 devices, random tiles and modes.
+    with --check on 2 processes of 1 or 2 devices, random tiles and modes, half of them
+    with every message taken from the sender's host arrays (``direct=0``).
     ``BBMM_RANDOM_PROCS=N`` sets how many; ``BBMM_RANDOM_SEED0`` shifts the seeds."""
     from test_random_kernels import accepted_program
 
@@ -192,6 +193,8 @@ def test_random_programs_over_processes(tmp_path):
             argv += ["--tile", str(rng.randint(1, 5))]
         r = rng.random()
         argv += ["--mode", "convex"] if r < 0.2 else ["--coherence", "block"] if r < 0.4 else []
+        if rng.random() < 0.5:
+            argv += ["--tune", "direct=0"]
         out = tmp_path / f"p{s}.json"
         argv += ["--procs", "2", "--devices", str(rng.choice([2, 4])), "--check",
                  "--no-progress", "--json", str(out)]
