@@ -22,8 +22,9 @@ from .console import (OneLineParser, exit_interrupted, one_line, one_line_warnin
 from .devargs import add_device_options, device_mem, make_devices_from_args, platform_arg
 from .diagnostic import BBMMError, CheckError, UsageError, format_bytes
 from .program import check_init_flags, compile_args, prepare_run
-from .run import (add_run_options, check_against_reference, check_output, profile_path,
-                  report, report_header, report_stream, write_json)
+from .run import (add_run_options, check_against_reference, check_output, host_profile,
+                  host_profile_folder, profile_path, report, report_header, report_stream,
+                  write_json)
 from .version import __version__
 
 __all__ = ["main", "build_parser", "run_json", "COMMANDS", "add_device_options",
@@ -228,14 +229,17 @@ def _run_run(args: argparse.Namespace) -> int:
     check_init_flags(args)
     profile = profile_path(args)  # a bad path fails now, not after the run
     check_output(args.json, "--json")
+    pyprof = host_profile_folder(args)
     prog = compile_args(args, options)  # bbmm.compile (bbmm.api)
     scop = prog.compiled.scop
     run = prepare_run(args, prog, config)  # --param, the devices, the inputs, the reference
-    res = prog.execute(run.params, run.scalars, run.init, devices=run.devices,
-                       tile=args.tile, mode=args.mode, reuse=not args.no_reuse,
-                       coherence=args.coherence, progress=False if args.no_progress else None,
-                       replay=False if args.no_replay else None, fuse=args.fuse,
-                       profile=profile, config=config)
+    with host_profile(pyprof):
+        res = prog.execute(run.params, run.scalars, run.init, devices=run.devices,
+                           tile=args.tile, mode=args.mode, reuse=not args.no_reuse,
+                           coherence=args.coherence,
+                           progress=False if args.no_progress else None,
+                           replay=False if args.no_replay else None, fuse=args.fuse,
+                           profile=profile, config=config)
     if args.check:
         check_against_reference(res, prog.path, scop, run.init, prog.defines, lib=run.lib,
                                 include_dirs=list(prog.include_dirs))

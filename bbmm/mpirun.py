@@ -40,7 +40,8 @@ from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
 from .devargs import make_devices_from_args, profile_path
 from .program import check_init_flags, compile_args, prepare_run
-from .run import frozen_heap, host_arrays, pageable, runtime_options
+from .run import (frozen_heap, host_arrays, host_profile, host_profile_folder, pageable,
+                  runtime_options)
 
 RESULTS = ("gather", "distributed")
 TRAFFIC = ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
@@ -372,10 +373,12 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
         from .run import check_output
         check_init_flags(args)
         check_output(args.json, "--json")     # before the run, not after it
+        host_profile_folder(args)
         return compile_args(args, CompileOptions.from_env(tune=tuned))
 
     def go() -> int:
         prog = on_root(comm, build)  # one compilation, not one per rank
+        pyprof = getattr(args, "host_profile", None)  # the folder rank 0 made
         scop = prog.compiled.scop
 
         # processes of one machine keep their host arrays in shared memory, where a
@@ -397,12 +400,13 @@ def run_cli(args: argparse.Namespace, comm: Any = None) -> int:
             comm.open_peers()
         params, scalars, module, devices, init = (run.params, run.scalars, run.module,
                                                   run.devices, run.init)
-        res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
-                          mode=args.mode, reuse=not args.no_reuse, coherence=args.coherence,
-                          gather=args.mpi_result == "gather", fuse=args.fuse,
-                          progress=False if args.no_progress else None,
-                          replay=False if args.no_replay else None,
-                          profile=profile_path(args), config=config)
+        with host_profile(pyprof, comm.rank):
+            res = execute_mpi(module, devices, params, scalars, arrays, comm, tile=args.tile,
+                              mode=args.mode, reuse=not args.no_reuse,
+                              coherence=args.coherence, gather=args.mpi_result == "gather",
+                              fuse=args.fuse, progress=False if args.no_progress else None,
+                              replay=False if args.no_replay else None,
+                              profile=profile_path(args), config=config)
         if args.check:
             check_mpi(res, comm, prog.path, scop, init, prog.defines,
                       list(prog.include_dirs), lib=run.lib)

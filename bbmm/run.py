@@ -260,6 +260,39 @@ def report_stream(json_path: str | None) -> Any:
     return sys.stderr if json_path == "-" else sys.stdout
 
 
+@contextmanager
+def host_profile(folder: str | None, rank: int = 0) -> Iterator[None]:
+    """With ``folder`` (``--host-profile``): the host's Python inside profiled
+    (cProfile), its statistics written to ``folder/rank<rank>.pstats`` at the end."""
+    if folder is None:
+        yield
+        return
+    import cProfile
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        yield
+    finally:
+        prof.disable()
+        prof.dump_stats(os.path.join(folder, f"rank{rank}.pstats"))
+
+
+def host_profile_folder(args: argparse.Namespace) -> str | None:
+    """``--host-profile DIR``, made if need be; a one-line UsageError where it cannot be
+    written, before the run."""
+    folder = getattr(args, "host_profile", None)
+    if folder is None:
+        return None
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--host-profile {folder}: cannot make the folder "
+                         f"({e.strerror})") from None
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--host-profile {folder}: the folder is not writable")
+    return folder
+
+
 def pageable(arrays: Mapping[str, np.ndarray], devices: Sequence[Any]) -> list[str]:
     """The host arrays in pageable memory although the devices could use pinned memory
     (the driver refused to pin them, or the caller passed its own): host-device copies
@@ -602,6 +635,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "(gzip if it ends in .gz): copies and kernels per device queue, the "
                         "host's steps; prints a summary per device on stderr (also "
                         "$BBMM_PROFILE; bbmm timeline FILE summarizes it again)")
+    g.add_argument("--host-profile", metavar="DIR", default=None,
+                   help="profile the host's Python in each process of the run (cProfile) "
+                        "and write DIR/rank<R>.pstats (rank0 for a run in one process): "
+                        "where a host-bound run spends its time; python3 "
+                        "scripts/host_profile.py DIR summarizes them")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--procs", default="auto", metavar="P",
                    help="run over P processes of this machine, each driving its share of "

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import pytest
 
 import expcommon as ec  # scripts/ is on the import path (pyproject.toml)
 from support.needs import needs_cl
-from support.paths import ROOT
+from support.paths import POLYBENCH, ROOT
 
 COMMON = ["--sizes", "tiny", "--repeat", "1", "--no-progress"]
 
@@ -604,3 +606,37 @@ def test_bench_exchange_with_the_runs_host_memory(host, direct, tmp_path):
     assert row["moved_right"] and row["host"] == host
     # 3 processes, 4 messages a round, 8 rounds with the warm-up
     assert row["direct_messages"] == (32 if (host, direct) == ("shared", "0") else 0)
+
+
+def test_host_profile_kinds():
+    import host_profile as hp
+    shm_py = os.path.join("x", "bbmm", "shm.py")
+    assert hp.kind(("~", 0, "<built-in method posix.sched_yield>")) == "waiting"
+    assert hp.kind((shm_py, 1, "idle")) == "waiting"
+    assert hp.kind(("~", 0, "<method 'wait' of 'pyopencl._cl.Event' objects>")) == "waiting"
+    assert hp.kind(("~", 0, "<built-in method pyopencl._cl.enqueue_copy_buffer_rect>")) == "opencl"
+    assert hp.kind((os.path.join("c", "drivers", "floyd_1.py"), 3, "nest0_tile")) == "driver"
+    assert hp.kind((shm_py, 9, "swap")) == "bbmm"
+    assert hp.kind(("numpy.py", 1, "copyto")) == "other"
+
+
+@needs_cl
+def test_host_profile_of_a_run_over_processes(tmp_path, capsys):
+    """``bbmm run --host-profile DIR`` writes each process's profile, and
+    scripts/host_profile.py splits each process's time into kinds that add up."""
+    import host_profile as hp
+    folder = tmp_path / "prof"
+    r = subprocess.run([sys.executable, "-m", "bbmm", "run", str(POLYBENCH / "floyd.c"),
+                        "--param", "n=48", "--procs", "2", "--devices", "2", "--no-progress",
+                        "--host-profile", str(folder)], capture_output=True, text=True,
+                       cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(p.name for p in folder.iterdir()) == ["rank0.pstats", "rank1.pstats"]
+    s = hp.summarize(str(folder / "rank1.pstats"), 5)
+    assert abs(sum(s["kinds_s"].values()) - s["total_s"]) < 1e-9 and s["total_s"] > 0
+    assert s["kinds_s"]["bbmm"] > 0 and s["kinds_s"]["driver"] > 0
+    assert len(s["top"]) == 5 and s["top"][0]["own_s"] >= s["top"][-1]["own_s"]
+    assert hp.main([str(folder), "--per", "48", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("profiled; waiting") == 2 and "us/iter" in out
+    assert hp.main([str(tmp_path)]) == 2  # no profiles there
