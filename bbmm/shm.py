@@ -27,6 +27,12 @@ for the other. Waits poll: with a core per process they yield the core between
 looks (``sched_yield``); with more processes than cores they back off to sleeps of up
 to :data:`MAX_SLEEP_S`, leaving the cores to the ranks with work.
 
+Each process may also keep its host arrays in files of its own next to the segment
+(:meth:`ShmComm.share_array`), which every other process maps read-only
+(:meth:`ShmComm.open_peers`). A message of at least :data:`DIRECT_MIN` bytes then stays
+where it is: its mailbox carries only a mark and a checksum of its boxes, the receiver
+copies it out of the sender's arrays into its own, and the sender waits until it has.
+
 Ordering of a chunk's bytes before its count relies on the processor keeping stores
 in order (x86-64's total store order); :func:`supported` says so, and the launcher
 (:mod:`bbmm.procs`) refuses other processors.
