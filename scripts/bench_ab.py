@@ -7,8 +7,12 @@ four GPUs varies by 15% or more from the next (Floyd n=16384 over four processes
 so a single pair of runs says little; alternating rounds share the machine's drift and
 their medians compare. The tree that runs first changes from round to round: on four
 H100s two checkouts of the same runtime, base always first, differed by 17% in every one
-of five rounds (``results/h100x4-2026-11-27/ab/``), by their place in the round or by
-something else of their folders.
+of five rounds (``results/h100x4-2026-11-27/ab/``); run as here, a tree against a copy
+of itself came out at 0.95 in four rounds (``rounds/``).
+
+``--base-tune`` and ``--new-tune`` (``NAME=VALUE``, as ``bbmm run --tune`` takes them)
+add settings to one side's runs: with ``--base`` the same tree, they compare one tree
+under two settings.
 
 Each tree's ``bbmm/`` and ``codegen/`` are copied side by side into one temporary folder,
 and each runs from its copy as ``python -m bbmm`` with a kernel cache of its own
@@ -22,6 +26,7 @@ Usage::
 
     python3 scripts/bench_ab.py --base ../base --rounds 3 -- run polybench/floyd.c --param n=16384 --devices 4
     python3 scripts/bench_ab.py --base ../base --new . --rounds 5 --json ab.json -- run polybench/lu.c --param n=8192 --devices 4
+    python3 scripts/bench_ab.py --base . --base-tune direct=off --rounds 4 -- run polybench/heat2d.c --param n=12288 --param tsteps=320 --devices 4
 
 The arguments after ``--`` are bbmm's (``--json`` and ``--no-progress`` are added);
 those naming an existing file are made absolute, so both trees run the same file. Each
@@ -137,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     cut = argv.index("--") if "--" in argv else len(argv)
     own, args = argv[:cut], argv[cut + 1:]
     p = argparse.ArgumentParser(prog="bench_ab.py", usage="%(prog)s --base DIR [--new DIR] "
+                                "[--base-tune NAME=VALUE] [--new-tune NAME=VALUE] "
                                 "[--rounds R] [--warmup W] [--json PATH] -- BBMM_ARGS...",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--base", required=True, help="root of the checkout to compare against")
@@ -148,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
                    "(kernel builds, caches; default 1)")
     p.add_argument("--json", metavar="PATH", help="write every run's figures and the "
                    "summary here")
+    for side in ("base", "new"):
+        p.add_argument(f"--{side}-tune", action="append", default=[], metavar="NAME=VALUE",
+                       help=f"a setting of the {side} side's runs (bbmm run --tune; "
+                            f"repeatable)")
     a = p.parse_args(own)
     if not args:
         raise SystemExit("bench_ab: give bbmm's arguments after --, e.g. "
@@ -168,10 +178,12 @@ def _compare(a: argparse.Namespace, args: list[str], given: dict[str, str], work
     for tree in trees.values():
         check_tree(tree)
     args = absolute_args(args)
+    side_args = {name: args + [x for t in getattr(a, f"{name}_tune") for x in ("--tune", t)]
+                 for name in trees}
     cache = {name: os.path.join(work, f"cache_{name}") for name in trees}
     for _ in range(a.warmup):
         for name, tree in trees.items():
-            run_once(tree, args, cache[name])
+            run_once(tree, side_args[name], cache[name])
     runs = []
     print(f"{'round':>5} {'tree':>4} {'wall s':>8} {'ms/iter':>8} {'loop ms/iter':>12}")
     for rnd in range(1, a.rounds + 1):
@@ -180,18 +192,20 @@ def _compare(a: argparse.Namespace, args: list[str], given: dict[str, str], work
         # takes either place as often
         order = list(trees.items()) if rnd % 2 else list(trees.items())[::-1]
         for name, tree in order:
-            doc = run_once(tree, args, cache[name])
+            doc = run_once(tree, side_args[name], cache[name])
             whole, loop = per_iteration(doc)
             runs.append({"round": rnd, "tree": name, "wall_s": doc["wall_s"],
                          "loop_s": doc.get("loop_s"),
                          "serial_iterations": doc.get("serial_iterations"),
                          "ms_per_iter": whole, "loop_ms_per_iter": loop,
-                         "enqueues": doc.get("enqueues"), "check": doc.get("check")})
+                         "enqueues": doc.get("enqueues"), "check": doc.get("check"),
+                         "replay": doc.get("replay")})
             print(f"{rnd:>5} {name:>4} {doc['wall_s']:8.3f} {whole:8.3f} "
                   f"{'-' if loop is None else f'{loop:.3f}':>12}", flush=True)
     # paths as given from here (a results folder is read on other machines)
     result = {"args": [os.path.relpath(x) if os.path.isabs(x) else x for x in args],
-              "trees": {k: os.path.relpath(v) for k, v in given.items()}, "rounds": a.rounds,
+              "trees": {k: os.path.relpath(v) for k, v in given.items()},
+              "tune": {"base": a.base_tune, "new": a.new_tune}, "rounds": a.rounds,
               "base": summary(runs, "base"), "new": summary(runs, "new"), "runs": runs}
     for key, label in (("ms_per_iter", "whole"), ("loop_ms_per_iter", "loop")):
         b, n = result["base"].get(key), result["new"].get(key)

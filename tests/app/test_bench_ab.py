@@ -73,3 +73,17 @@ def test_rounds_alternate_and_the_medians_are_of_each_tree(tmp_path, capsys):
                                                / doc["base"]["ms_per_iter"]["median"])
     assert os.path.abspath(doc["trees"]["base"]) == str(base)
     assert "new / base" in capsys.readouterr().out
+
+
+def test_one_tree_under_two_settings(tmp_path):
+    """``--base`` the same tree and ``--base-tune``: the base side's runs take the setting
+    (replay off, as their reports say), the new side's do not."""
+    out = tmp_path / "ab.json"
+    assert bench_ab.main(["--base", str(ROOT), "--base-tune", "replay=0", "--rounds", "1",
+                          "--warmup", "0", "--json", str(out), "--", "run",
+                          str(POLYBENCH / "floyd.c"), "--param", "n=24", "--devices", "2",
+                          "--check"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["tune"] == {"base": ["replay=0"], "new": []}
+    assert all(r["check"] == "pass" for r in doc["runs"])
+    assert {r["tree"]: r["replay"] for r in doc["runs"]} == {"base": False, "new": True}
