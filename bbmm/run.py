@@ -274,6 +274,7 @@ def host_profile(folder: str | None, rank: int = 0) -> Iterator[None]:
         yield
     finally:
         prof.disable()
+        os.makedirs(folder, exist_ok=True)  # an MPI rank on another node than rank 0
         prof.dump_stats(os.path.join(folder, f"rank{rank}.pstats"))
 
 
