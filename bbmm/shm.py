@@ -157,6 +157,11 @@ def segment_size(size: int, chunk: int = CHUNK) -> int:
     return 8 * (_HDR + size) + boxes * (8 * _BOX + chunk)
 
 
+def in_memory(path: str) -> bool:
+    """Whether ``path`` lies in ``/dev/shm`` (memory, not a disk)."""
+    return os.path.dirname(os.path.abspath(path)) == "/dev/shm"
+
+
 def create(size: int, chunk: int = CHUNK) -> str:
     """A new shared file for ``size`` processes, zeroed; returns its path."""
     folder = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
@@ -289,8 +294,8 @@ class ShmComm:
         where shared memory has no room for it (the caller allocates it otherwise)."""
         dt = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-        if nbytes == 0 or self.direct_min is None:
-            return None
+        if nbytes == 0 or self.direct_min is None or not in_memory(self.path):
+            return None  # (a file on disk would be written back as the run goes)
         path = f"{self.path}.a{self.rank}-{len(self._mine)}"
         m = _new_mapping(path, nbytes)
         if m is None:

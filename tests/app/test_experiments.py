@@ -593,6 +593,8 @@ def test_bench_exchange_moves_the_halos_it_times(tmp_path, capsys):
 
 @needs_cl
 @pytest.mark.parametrize("host,direct", [("shared", "0"), ("shared", "off"), ("pinned", "0")])
+@pytest.mark.skipif(not (os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)),
+                    reason="no writable /dev/shm: host arrays stay private")
 def test_bench_exchange_with_the_runs_host_memory(host, direct, tmp_path):
     """Host arrays as a run over processes keeps them: in shared memory, the planes taken
     straight from the sender's array (``--direct 0``: every message) or through the
