@@ -543,7 +543,7 @@ class DistributedRuntime:
             # copies it makes stale) must repeat for the stage to be replayed
             key = (tuple((d, tuple(items)) for d, items in sends),
                    tuple((s, tuple(items)) for s, items in recvs))
-            exchange = (partial(self._exchange_before, sends, recvs)
+            exchange = (partial(self._exchange_before, sends, recvs, apart(sends, recvs))
                         if recvs or self.local.directory.blocking else None)
             out.append((mine, sub, sends, recvs, key, exchange))
         return out
@@ -586,14 +586,15 @@ class DistributedRuntime:
             self._swap(sends, recvs, kind, replaying=False)
 
     def _exchange_before(self, sends: list[tuple[int, list[tuple[str, Box]]]],
-                         recvs: list[tuple[int, list[tuple[str, Box]]]],
+                         recvs: list[tuple[int, list[tuple[str, Box]]]], sep: bool,
                          replaying: bool) -> None:
-        """A stage's exchange before its tiles run (:meth:`_swap`)."""
-        self._swap(sends, recvs, "exchange", replaying)
+        """A stage's exchange before its tiles run (:meth:`_swap`; ``sep``: its regions
+        sent and received are :func:`apart`, found once for the stage)."""
+        self._swap(sends, recvs, "exchange", replaying, sep)
 
     def _swap(self, sends: list[tuple[int, list[tuple[str, Box]]]],
               recvs: list[tuple[int, list[tuple[str, Box]]]], kind: str,
-              replaying: bool) -> None:
+              replaying: bool, sep: bool | None = None) -> None:
         """Send and receive regions of the host copy. Sent regions get their newest
         values from the devices first (queued) and their queued stores waited for;
         received ones wait for the queued loads out of them, and their device copies
@@ -614,7 +615,7 @@ class DistributedRuntime:
                 self._settle(a, b, loads=True)
         t1 = time.perf_counter()
         sent, got = swap(self.comm, self._message_list(sends), self._message_list(recvs),
-                         apart(sends, recvs))
+                         apart(sends, recvs) if sep is None else sep)
         if not replaying:
             for _, items in recvs:
                 for a, b in items:
