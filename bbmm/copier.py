@@ -42,15 +42,16 @@ def split(copies: Sequence[Copy], parts: int) -> list[list[Copy]]:
     for d, s in copies:
         while d.nbytes > room and len(out) < parts:
             axis = next((i for i, n in enumerate(d.shape) if n > 1), None)
-            if axis is None:
-                break  # one element: whole
-            per = d.nbytes // d.shape[axis]  # bytes of one slice along the axis
+            # bytes of one slice along the axis (one element: the copy is one slice)
+            per = d.nbytes if axis is None else d.nbytes // d.shape[axis]
             k = max(0, room) // per
             if k == 0:
                 if out[-1]:
                     out.append([])
                     room = target
                     continue
+                if axis is None:
+                    break  # one element more than a list's share: whole, alone
                 k = 1  # one slice is more than a list's share: it goes alone
             idx = (slice(None),) * axis
             out[-1].append((d[idx + (slice(0, k),)], s[idx + (slice(0, k),)]))

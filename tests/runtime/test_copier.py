@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from bbmm.copier import Copier, split
 
@@ -15,6 +15,7 @@ shapes = st.lists(st.integers(1, 7), min_size=1, max_size=3).map(tuple)
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(shapes, min_size=1, max_size=4), st.integers(1, 6))
+@example([(3,), (1,), (1,), (2,)], 2)  # single elements past a full list's share
 def test_split_covers_every_element_once_in_order(shps, parts):
     srcs = [np.arange(int(np.prod(s)), dtype=np.int32).reshape(s) + 1000 * i
             for i, s in enumerate(shps)]
