@@ -157,14 +157,23 @@ def segment_size(size: int, chunk: int = CHUNK) -> int:
     return 8 * (_HDR + size) + boxes * (8 * _BOX + chunk)
 
 
+MEMORY = "/dev/shm"
+"""The folder whose files live in memory, where there is one."""
+
+
+def memory_folder() -> str | None:
+    """:data:`MEMORY` where it exists and this process may write in it, else None."""
+    return MEMORY if os.path.isdir(MEMORY) and os.access(MEMORY, os.W_OK) else None
+
+
 def in_memory(path: str) -> bool:
-    """Whether ``path`` lies in ``/dev/shm`` (memory, not a disk)."""
-    return os.path.dirname(os.path.abspath(path)) == "/dev/shm"
+    """Whether ``path`` lies in :data:`MEMORY` (memory, not a disk)."""
+    return os.path.dirname(os.path.abspath(path)) == MEMORY
 
 
 def create(size: int, chunk: int = CHUNK) -> str:
     """A new shared file for ``size`` processes, zeroed; returns its path."""
-    folder = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    folder = memory_folder()
     fd, path = tempfile.mkstemp(prefix="bbmm-", suffix=".shm", dir=folder)
     try:
         os.ftruncate(fd, segment_size(size, chunk))
@@ -190,6 +199,16 @@ def _new_mapping(path: str, nbytes: int) -> mmap.mmap | None:
     except OSError:
         os.unlink(path)
         return None
+    finally:
+        os.close(fd)
+
+
+def _map_file(path: str, write: bool = True) -> mmap.mmap:
+    """The whole of the existing file ``path``, mapped (read-only unless ``write``)."""
+    fd = os.open(path, os.O_RDWR if write else os.O_RDONLY)
+    try:
+        return mmap.mmap(fd, os.fstat(fd).st_size,
+                         access=mmap.ACCESS_WRITE if write else mmap.ACCESS_READ)
     finally:
         os.close(fd)
 
@@ -245,8 +264,8 @@ class ShmComm:
                 self._boxes[(src, dst)] = (hdr, data)
                 off += 8 * _BOX + chunk
         self._rooms: dict[tuple[int, int], tuple[int, np.ndarray, Any]] = {}
-        """Per mailbox: the generation of the room mapped here, the room, its mapping
-        (None: the first room, in the segment)."""
+        """Per mailbox whose room has grown: the generation of the room mapped here, the
+        room, its mapping (a mailbox in none still has its first room, in the segment)."""
         self._alive = alive
         self._bufs = Staging()
         self.exits = True
@@ -321,15 +340,9 @@ class ShmComm:
             got: dict[str, np.ndarray] = {}
             for name, (path, shape, dt) in arrays.items():
                 try:
-                    fd = os.open(path, os.O_RDONLY)
-                except OSError:
-                    continue
-                try:
-                    m = mmap.mmap(fd, os.fstat(fd).st_size, access=mmap.ACCESS_READ)
+                    m = _map_file(path, write=False)
                 except (OSError, ValueError):
                     continue
-                finally:
-                    os.close(fd)
                 got[name] = np.ndarray(shape, np.dtype(dt), buffer=m)
             self._peer[src] = got
             mapped[src] = frozenset(got)
@@ -359,24 +372,24 @@ class ShmComm:
         if have is not None and have[0] == gen:
             return have[1]
         path = self._room_path(src, dst, gen)
-        fd = os.open(path, os.O_RDWR)
-        try:
-            m = mmap.mmap(fd, os.fstat(fd).st_size)
-        finally:
-            os.close(fd)
+        m = _map_file(path)
         os.unlink(path)
         self._drop_room((src, dst))
         room = np.ndarray((len(m),), np.uint8, buffer=m)
         self._rooms[(src, dst)] = (gen, room, m)
         return room
 
+    def _send_room(self, dst: int) -> np.ndarray:
+        """The room of this rank's mailbox to ``dst`` as it is now."""
+        have = self._rooms.get((self.rank, dst))
+        return self._boxes[(self.rank, dst)][1] if have is None else have[1]
+
     def _grow(self, dst: int, n: int) -> np.ndarray:
         """The room of this rank's mailbox to ``dst``, made to hold ``n`` bytes where
         :attr:`room_max` allows and shared memory has room (the mailbox is empty)."""
         key = (self.rank, dst)
-        hdr, data = self._boxes[key]
-        have = self._rooms.get(key)
-        room = data if have is None else have[1]
+        hdr = self._boxes[key][0]
+        room = self._send_room(dst)
         if n <= room.size or room.size >= self.room_max:
             return room
         size = min(self.room_max, 1 << (n - 1).bit_length())
@@ -422,7 +435,6 @@ class ShmComm:
         queued earlier may still land in those boxes."""
         me = self.rank
         boxes = self._boxes
-        rooms = self._rooms
         staged: dict[int, np.ndarray] = {}
         copies: list = []
         packed = []
@@ -434,16 +446,14 @@ class ShmComm:
             if (direct_min is not None and n >= direct_min and hdr[0] == hdr[1]
                     and getattr(msg, "names", None) is not None
                     and msg.names <= self._direct_to.get(dst, frozenset())):
-                room = rooms.get((me, dst))
-                (data if room is None else room[1])[:8].view(np.int64)[0] = msg.key
+                self._send_room(dst)[:8].view(np.int64)[0] = msg.key
                 hdr[2] = _DIRECT
                 hdr[0] += 1
                 taken[dst] = int(hdr[0])
                 self.direct_sent += 1
                 continue
             if hdr[0] == hdr[1]:
-                have = rooms.get((me, dst))
-                data = data if have is None else have[1]
+                data = self._send_room(dst)
                 if n > data.size:
                     data = self._grow(dst, n)
             if n <= data.size and hdr[0] == hdr[1]:
@@ -472,11 +482,7 @@ class ShmComm:
                     continue  # the receiver has not taken the previous chunk
                 buf = staged[dst]
                 off = sent[dst]
-                if off == 0:
-                    data = self._grow(dst, buf.size)
-                else:
-                    have = rooms.get((me, dst))
-                    data = data if have is None else have[1]
+                data = self._grow(dst, buf.size) if off == 0 else self._send_room(dst)
                 k = min(data.size, buf.size - off)  # 0 only for an empty message: one empty chunk
                 data[:k] = buf[off:off + k]
                 hdr[2] = k

@@ -315,8 +315,9 @@ def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences
     was measured slower over processes: 0.710 against 0.623 ms per ``k`` at n=16384 on
     four H200s, the owner of row ``k + 1`` paying a launch more per ``k``; on four H100s,
     with the split proven safe and the rows above and below row ``k + 1`` in one launch,
-    0.372-0.502 against 0.360-0.425 in three alternating runs of each, the tree before
-    always first in a round: ``results/h100x4-2026-11-27/split/`` and ``ab/``.)
+    0.483 against 0.495 ms per ``k``, medians of four rounds that changed which tree went
+    first, within the 0.95 a tree gives against itself:
+    ``results/h100x4-2026-11-27/rounds/``.)
     """
     if not tiling.band or not carried(scop, nest.band[0], deps).is_empty():
         return {}

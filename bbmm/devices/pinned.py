@@ -77,7 +77,7 @@ def pin(context: Any, a: np.ndarray) -> np.ndarray:
 
 
 def is_pinned(a: np.ndarray) -> bool:
-    """Whether ``a`` (or the array it views) came from :func:`pinned_empty`."""
+    """Whether ``a`` (or the array it views) came from :func:`pinned_empty` or :func:`pin`."""
     base = getattr(a, "base", None)
     while isinstance(base, np.ndarray):  # views of views: numpy may stop short of the owner
         base = base.base

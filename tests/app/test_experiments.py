@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import expcommon as ec  # scripts/ is on the import path (pyproject.toml)
-from support.needs import needs_cl
+from support.needs import needs_cl, needs_shm
 from support.paths import POLYBENCH, ROOT
 
 COMMON = ["--sizes", "tiny", "--repeat", "1", "--no-progress"]
@@ -593,8 +593,7 @@ def test_bench_exchange_moves_the_halos_it_times(tmp_path, capsys):
 
 @needs_cl
 @pytest.mark.parametrize("host,direct", [("shared", "0"), ("shared", "off"), ("pinned", "0")])
-@pytest.mark.skipif(not (os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)),
-                    reason="no writable /dev/shm: host arrays stay private")
+@needs_shm
 def test_bench_exchange_with_the_runs_host_memory(host, direct, tmp_path):
     """Host arrays as a run over processes keeps them: in shared memory, the planes taken
     straight from the sender's array (``--direct 0``: every message) or through the

@@ -13,12 +13,10 @@ import numpy as np
 import pytest
 
 from bbmm import shm
+from support.needs import needs_shm
 
 pytestmark = pytest.mark.skipif(not shm.supported(), reason="shared-memory ranks need x86-64")
 
-NO_SHM = pytest.mark.skipif(
-    not (os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)),
-    reason="no writable /dev/shm: host arrays stay private, every message in the mailboxes")
 CHUNK = 64  # tiny first rooms: a message of more than 64 bytes grows its room
 ROOM = 512  # ... up to 512 bytes; a longer one goes in pieces
 
@@ -289,7 +287,7 @@ def direct_swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
         comm.close()
 
 
-@NO_SHM
+@needs_shm
 def test_direct_messages_are_taken_from_the_senders_arrays():
     results = {r[0]: r[1:] for r in on_processes(direct_swapper, 2)}
     for rank in (0, 1):

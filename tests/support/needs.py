@@ -27,3 +27,13 @@ def no_opencl_reason() -> str | None:
 
 NO_OPENCL = no_opencl_reason()
 needs_cl = pytest.mark.skipif(NO_OPENCL is not None, reason=NO_OPENCL or "")
+
+
+def _no_shm() -> bool:
+    from bbmm import shm
+    return shm.memory_folder() is None
+
+
+needs_shm = pytest.mark.skipif(
+    _no_shm(), reason="no writable /dev/shm: host arrays stay private, every message "
+                      "through the mailboxes")

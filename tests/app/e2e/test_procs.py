@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from support.needs import needs_cl
+from support.needs import needs_cl, needs_shm
 from support.tracecheck import check_trace
 from test_mpi import KERNELS, POLYBENCH, ROOT, ci_params, floyd_sent_to
 
@@ -65,8 +65,7 @@ DIRECT = [k for k in KERNELS if k.stem in ("heat3d", "lu", "fdtd2d", "floyd")]
 
 @pytest.mark.parametrize("kernel", DIRECT, ids=[k.stem for k in DIRECT])
 @pytest.mark.parametrize("direct", ["0", "off"])
-@pytest.mark.skipif(not (os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)),
-                    reason="no writable /dev/shm: host arrays stay private")
+@needs_shm
 def test_messages_taken_from_the_senders_arrays(kernel, direct, tmp_path):
     """With ``BBMM_DIRECT=0`` every message of the exchange and the gather is copied by
     its receiver straight out of its sender's host arrays in shared memory: the result
