@@ -52,6 +52,9 @@ class HostCopy:
     def array(self, name: str) -> np.ndarray:
         return self.arrays[name]
 
+    def storing(self, name: str, box: Box) -> None:
+        """Hook: a device is about to be given a copy into ``box`` of ``name``."""
+
     def stored(self, name: str, box: Box) -> None:
         """Hook: ``box`` of ``name`` was just stored from a device (newest now on the host)."""
 
@@ -274,6 +277,7 @@ class Directory:
         a = src.array
         dev = src.device
         waits = self.order.before(a, region, dev, True)
+        self.host.storing(a, region)
         if dev.profiling:
             dev.note({"array": a, "box": region, "for": what})
         e = dev.read_rect(src.alloc, src.box, region, host, wait_for=waits,
@@ -294,7 +298,9 @@ class Directory:
         dev = c.device
         waits: list[Any] = []
         for r in regions:
-            if not stores:
+            if stores:
+                self.host.storing(a, r)
+            else:
                 self.host.loading(a, r)
             waits += self.order.before(a, r, dev, stores)
         if dev.profiling:

@@ -221,6 +221,11 @@ class Boxes:
         self._key: int | None = None
 
     @property
+    def items(self) -> Sequence[tuple[str, Box]]:
+        """The message's ``(array, box)`` pairs, in order."""
+        return self._items
+
+    @property
     def key(self) -> int:
         """A checksum of the boxes: a receiver taking the message from its sender's
         arrays checks that both sides mean the same boxes."""
@@ -310,6 +315,20 @@ def _moved(t: Tile, device: int) -> Tile:
     return c
 
 
+class _SendingHost(HostCopy):
+    """The host copy of a rank that leaves large messages in its arrays for their
+    receivers to copy and goes on (:attr:`bbmm.shm.ShmComm.defer_takes`): a copy from a
+    device into a region such a message covers first waits until it was taken."""
+
+    def __init__(self, arrays: dict[str, np.ndarray], comm: Any):
+        super().__init__(arrays)
+        self.comm = comm
+
+    def storing(self, name: str, box: Box) -> None:
+        if self.comm.untaken(name, box):
+            self.comm.settle_sends()
+
+
 @dataclass
 class RankStats:
     """Inter-rank traffic of one rank. ``exchange`` is the coherence between phases,
@@ -384,6 +403,11 @@ class DistributedRuntime:
         # Replay (bbmm.replay) over ranks: each phase's exchange runs as the phase's
         # ``before``/``after`` callbacks, where the local runtime issues the phase, and the
         # regions received are part of the phase's key (:meth:`run_phase`).
+        if getattr(comm, "defer_takes", None) is not None and not isinstance(arrays, HostCopy):
+            # a message left in this rank's arrays does not hold it up: what would write
+            # its regions waits for its receiver instead (the next swap, a store)
+            comm.defer_takes = True
+            arrays = _SendingHost(dict(arrays), comm)
         self.local = Runtime(devices, arrays, shared_flowout=True, **runtime)
         counts = comm.allgather(len(devices))
         self.counts = list(counts)
@@ -564,6 +588,9 @@ class DistributedRuntime:
         self.local.finish()
         if self.gather_result:
             self._exchange(plan_gather(self.own, self.root), "gather")
+        settle = getattr(self.comm, "settle_sends", None)
+        if settle is not None:
+            settle()  # every message left in this rank's arrays taken: they are final
 
     def release_all(self) -> None:
         self.local.release_all()

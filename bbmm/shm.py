@@ -31,7 +31,9 @@ Each process may also keep its host arrays in files of its own next to the segme
 (:meth:`ShmComm.share_array`), which every other process maps read-only
 (:meth:`ShmComm.open_peers`). A message of at least :data:`DIRECT_MIN` bytes then stays
 where it is: its mailbox carries only a mark and a checksum of its boxes, the receiver
-copies it out of the sender's arrays into its own, and the sender waits until it has.
+copies it out of the sender's arrays into its own, and the sender waits until it has:
+at once, or, where it defers takes (:attr:`ShmComm.defer_takes`), before it next writes
+those regions.
 
 Ordering of a chunk's bytes before its count relies on the processor keeping stores
 in order (x86-64's total store order); :func:`supported` says so, and the launcher
@@ -248,6 +250,13 @@ class ShmComm:
         self.direct_sent = self.direct_received = 0
         """Messages left in this rank's host arrays for their receiver, and taken from
         another rank's."""
+        self.defer_takes = False
+        """A swap returns without waiting for the receivers of the messages it left in
+        this rank's host arrays (:meth:`untaken`); the caller waits (:meth:`settle_sends`)
+        before anything writes their regions."""
+        self._untaken: list[tuple[int, int, Any]] = []
+        """Messages left in this rank's arrays and maybe not taken yet: (receiver, the
+        mailbox's read count that says taken, the message)."""
         with open(path, "r+b") as f:
             self._map = mmap.mmap(f.fileno(), segment_size(size, chunk))
         nwords = _HDR + size
@@ -431,10 +440,14 @@ class ShmComm:
         ``copies_from_arrays`` and the same ``key``: both sides mean the same boxes) of at least
         :attr:`direct_min` bytes, whose arrays its receiver maps, is not packed: the
         mailbox only says it is there, the receiver copies it out of this rank's arrays,
-        and this call returns once it has. The caller passes False where copies it
-        queued earlier may still land in those boxes."""
+        and this call returns once it has; with :attr:`defer_takes` it returns at once,
+        and the next swap, or the caller before it writes those boxes
+        (:meth:`untaken`), waits for it. The caller passes False where copies it queued
+        earlier may still land in those boxes."""
         me = self.rank
         boxes = self._boxes
+        if self._untaken:
+            self.settle_sends()  # a receive may land where an earlier message waits
         staged: dict[int, np.ndarray] = {}
         copies: list = []
         packed = []
@@ -449,7 +462,10 @@ class ShmComm:
                 self._send_room(dst)[:8].view(np.int64)[0] = msg.key
                 hdr[2] = _DIRECT
                 hdr[0] += 1
-                taken[dst] = int(hdr[0])
+                if self.defer_takes:
+                    self._untaken.append((dst, int(hdr[0]), msg))
+                else:
+                    taken[dst] = int(hdr[0])
                 self.direct_sent += 1
                 continue
             if hdr[0] == hdr[1]:
@@ -542,6 +558,32 @@ class ShmComm:
                     idle = self._waiter()
                 idle()
 
+    def untaken(self, name: str, box: Any) -> bool:
+        """Whether a message left in this rank's arrays (:attr:`defer_takes`) that its
+        receiver may not have taken yet covers part of ``box`` of array ``name``."""
+        boxes = self._boxes
+        for dst, count, msg in self._untaken:
+            if boxes[(self.rank, dst)][0][1] >= count:
+                continue
+            for a, b in msg.items:
+                if a == name and b.overlaps(box):
+                    return True
+        return False
+
+    def settle_sends(self) -> None:
+        """Wait until every message left in this rank's arrays was taken by its receiver
+        (:attr:`defer_takes`): before the regions they cover are written, and before the
+        arrays go."""
+        boxes = self._boxes
+        idle = None
+        while self._untaken:
+            left = [u for u in self._untaken if boxes[(self.rank, u[0])][0][1] < u[1]]
+            self._untaken = left
+            if left:
+                if idle is None:
+                    idle = self._waiter()
+                idle()
+
     def exchange(self, sends: Mapping[int, np.ndarray], recvs: Mapping[int, int]
                  ) -> dict[int, np.ndarray]:
         """Send each ``sends[dst]`` (bytes as uint8) and receive ``recvs[src]`` bytes from
@@ -609,6 +651,8 @@ class ShmComm:
         return bool(self._words is not None and self._words[0])
 
     def close(self) -> None:
+        if self._untaken and self._words is not None and not self._words[0]:
+            self.settle_sends()  # no receiver is still copying out of this rank's arrays
         self._peer.clear()
         self._words = self._bar = None  # type: ignore[assignment]
         self._boxes.clear()

@@ -674,3 +674,61 @@ def test_ownership_compaction_keeps_other_owners_apart():
 
 # }}}
 
+
+
+def test_a_store_into_a_region_left_for_a_receiver_waits_for_it():
+    """A rank that leaves messages in its host arrays and goes on
+    (:attr:`bbmm.shm.ShmComm.defer_takes`) waits for the receiver before a device copy
+    into such a region is enqueued: every store of a run announces its region first."""
+    from bbmm.box import Box as B
+    from bbmm.distributed import _SendingHost
+    from support.drivers import run_jacobi
+
+    class Comm:
+        def __init__(self):
+            self.pending = [("A", B((0, 0), (0, 9)))]
+            self.settled = 0
+
+        def untaken(self, name, box):
+            return any(a == name and b.overlaps(box) for a, b in self.pending)
+
+        def settle_sends(self):
+            self.settled += 1
+            self.pending = []
+
+    comm = Comm()
+    host = _SendingHost({"A": np.zeros((10, 10), np.float32),
+                         "B": np.zeros((10, 10), np.float32)}, comm)
+    assert isinstance(host, HostCopy)
+    host.storing("B", B((0, 0), (0, 9)))
+    host.storing("A", B((1, 0), (1, 9)))
+    assert comm.settled == 0  # neither meets the region left for a receiver
+    host.storing("A", B((0, 3), (2, 3)))
+    assert comm.settled == 1 and comm.pending == []
+
+    order: list = []
+
+    class Announcing(HostCopy):
+        def storing(self, name, box):
+            order.append(("storing", name, box))
+
+    class Logged(NullDevice):
+        def read_rect(self, src, src_box, region, host, *a, **k):
+            order.append(("store", region))
+            return super().read_rect(src, src_box, region, host, *a, **k)
+
+        def read_rects(self, src, src_box, regions, host, *a, **k):
+            order.extend(("store", r) for r in regions)
+            return super().read_rects(src, src_box, regions, host, *a, **k)
+
+    n = 12
+    arrays = Announcing({"A": np.random.default_rng(0).random((n, n), np.float32),
+                         "B": np.zeros((n, n), np.float32)})
+    rt = Runtime([Logged(i, cap=1 << 24, arena_size=1 << 16) for i in range(2)], arrays)
+    run_jacobi(rt, n, 3, 5)
+    rt.finish()
+    stores = [i for i, e in enumerate(order) if e[0] == "store"]
+    assert len(stores) >= 3 * 2  # flow-out rows every step, the write-outs at the end
+    for i in stores:
+        # announced before it was enqueued (a pair of regions announces both first)
+        assert any(e[0] == "storing" and e[2] == order[i][1] for e in order[:i])

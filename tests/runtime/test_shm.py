@@ -301,6 +301,63 @@ def test_direct_messages_are_taken_from_the_senders_arrays():
     assert (results[1][2] == -1).all()  # what rank 0 held when it sent
 
 
+def deferred_sender(path: str, rank: int, size: int, out: mp.Queue) -> None:
+    """Rank 0 leaves a message in its array and goes on (``defer_takes``); rank 1 takes it
+    0.3 s later. Rank 0 knows which regions are still to be taken, waits for its
+    receiver only where asked, and its next swap waits before it starts."""
+    from bbmm.box import Box
+    from bbmm.distributed import Boxes, swap
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
+    comm.direct_min = 100
+    comm.defer_takes = True
+    try:
+        a = comm.share_array("a", (10, 7), np.float32)
+        assert a is not None
+        a[...] = 1000 * rank
+        comm.open_peers()
+        comm.barrier()
+        host = Host(a=a)
+        sent = [("a", Box((0, 0), (4, 6)))]
+        facts: dict = {}
+        for round_ in range(2):
+            comm.barrier()
+            t0 = time.perf_counter()
+            if rank == 0:
+                a[0:5] = -1 - round_
+                swap(comm, [(1, Boxes(host, sent))], ())
+                facts[f"returned{round_}"] = time.perf_counter() - t0
+                facts[f"pending{round_}"] = (comm.untaken("a", Box((2, 0), (3, 6))),
+                                             comm.untaken("a", Box((5, 0), (9, 6))),
+                                             comm.untaken("b", Box((2, 0), (3, 6))))
+                if round_ == 0:
+                    comm.settle_sends()  # before it writes the region again
+                else:
+                    comm.swap({}, {})  # the next swap waits first
+                facts[f"settled{round_}"] = time.perf_counter() - t0
+                facts[f"after{round_}"] = comm.untaken("a", Box((2, 0), (3, 6)))
+                a[0:5] = 7  # the receiver has its copy: this must not reach it
+            else:
+                time.sleep(0.3)
+                swap(comm, (), [(0, Boxes(host, sent))])
+                facts[f"got{round_}"] = a[0:5].copy()
+        comm.barrier()
+        out.put((rank, facts, comm.direct_sent, comm.direct_received))
+    finally:
+        comm.close()
+
+
+@needs_shm
+def test_a_sender_that_defers_takes_goes_on_and_waits_where_asked():
+    (_, sender, sent, _), (_, receiver, _, taken) = on_processes(deferred_sender, 2)
+    assert sent == taken == 2
+    for r in range(2):
+        assert sender[f"returned{r}"] < 0.2  # it did not wait for the receiver
+        assert sender[f"pending{r}"] == (True, False, False)  # its region, not others
+        assert sender[f"settled{r}"] >= 0.25  # settle_sends and the next swap waited
+        assert sender[f"after{r}"] is False
+        assert (receiver[f"got{r}"] == -1 - r).all()  # the values as sent, never the 7s
+
+
 def test_share_array_falls_back_where_shared_memory_is_full(monkeypatch):
     path = shm.create(2, chunk=CHUNK)
     comm = shm.ShmComm(path, 0, 2, chunk=CHUNK)
