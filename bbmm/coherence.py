@@ -52,6 +52,15 @@ class HostCopy:
     def array(self, name: str) -> np.ndarray:
         return self.arrays[name]
 
+    def source(self, name: str, box: Box) -> np.ndarray | None:
+        """The array a device loads ``box`` of ``name`` from, where it is not
+        :meth:`array`'s (another process's, holding the newest values); None: its own."""
+        return None
+
+    def lent(self, name: str, box: Box) -> bool:
+        """Whether a load of ``box`` of ``name`` comes from another array (:meth:`source`)."""
+        return False
+
     def storing(self, name: str, box: Box) -> None:
         """Hook: a device is about to be given a copy into ``box`` of ``name``."""
 
@@ -261,6 +270,9 @@ class Directory:
         bytes counted once per replay."""
         a = dst.array
         self.host.loading(a, region)
+        src = self.host.source(a, region)
+        if src is not None:
+            host = src  # the newest values, in the process that sent them
         dev = dst.device
         waits = self.order.before(a, region, dev, False, lane)
         if dev.profiling:
@@ -296,6 +308,12 @@ class Directory:
         halos, its two flow-out rows."""
         a = c.array
         dev = c.device
+        if not stores and any(self.host.lent(a, r) for r in regions):
+            # a region that lies in another process's array: one load each
+            for r in regions:
+                self.replay_h2d(c, r, host, what)
+            self.stats.devices[dev.index].copies += len(regions) - 1
+            return
         waits: list[Any] = []
         for r in regions:
             if stores:

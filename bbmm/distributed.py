@@ -315,18 +315,30 @@ def _moved(t: Tile, device: int) -> Tile:
     return c
 
 
-class _SendingHost(HostCopy):
-    """The host copy of a rank that leaves large messages in its arrays for their
-    receivers to copy and goes on (:attr:`bbmm.shm.ShmComm.defer_takes`): a copy from a
-    device into a region such a message covers first waits until it was taken."""
+class _SharedHost(HostCopy):
+    """The host copy of a rank whose large messages stay in their sender's arrays
+    (:mod:`bbmm.shm`): it leaves its own for its receivers and goes on
+    (:attr:`~bbmm.shm.ShmComm.defer_takes`), and its devices load what it receives
+    straight out of the sender's (:attr:`~bbmm.shm.ShmComm.lend`). A copy from a device
+    into a region a message of either kind covers first waits for the receiver, or
+    repays the loan."""
 
     def __init__(self, arrays: dict[str, np.ndarray], comm: Any):
         super().__init__(arrays)
         self.comm = comm
 
+    def source(self, name: str, box: Box) -> np.ndarray | None:
+        return self.comm.loaned(name, box) if self.comm.lend else None
+
+    def lent(self, name: str, box: Box) -> bool:
+        return self.comm.lend and self.comm.loaned(name, box, load=False) is not None
+
     def storing(self, name: str, box: Box) -> None:
-        if self.comm.untaken(name, box):
-            self.comm.settle_sends()
+        comm = self.comm
+        if comm.lend:
+            comm.repay(name, box)
+        if comm.untaken(name, box):
+            comm.settle_sends()
 
 
 @dataclass
@@ -403,12 +415,20 @@ class DistributedRuntime:
         # Replay (bbmm.replay) over ranks: each phase's exchange runs as the phase's
         # ``before``/``after`` callbacks, where the local runtime issues the phase, and the
         # regions received are part of the phase's key (:meth:`run_phase`).
-        if getattr(comm, "defer_takes", None) is not None and not isinstance(arrays, HostCopy):
+        shared = getattr(comm, "defer_takes", None) is not None and not isinstance(
+            arrays, HostCopy)
+        if shared:
             # a message left in this rank's arrays does not hold it up: what would write
-            # its regions waits for its receiver instead (the next swap, a store)
-            comm.defer_takes = True
-            arrays = _SendingHost(dict(arrays), comm)
+            # its regions waits for its receiver instead (the next swap, a store); one
+            # left in another's is loaded from there and copied here when time allows
+            comm.defer_takes = comm.lend = True
+            arrays = _SharedHost(dict(arrays), comm)
         self.local = Runtime(devices, arrays, shared_flowout=True, **runtime)
+        if shared:
+            comm.wait_loads = partial(self._settle, loads=True)
+            comm.loads_done = self._loads_done
+            pin = getattr(self.local.devices[0], "pin", None) if self.local.devices else None
+            comm.pin = pin
         counts = comm.allgather(len(devices))
         self.counts = list(counts)
         self.firsts = [sum(counts[:r]) for r in range(len(counts))]
@@ -588,6 +608,8 @@ class DistributedRuntime:
         self.local.finish()
         if self.gather_result:
             self._exchange(plan_gather(self.own, self.root), "gather")
+        if getattr(self.comm, "lend", False):
+            self.comm.repay()  # what was received in this rank's arrays at last
         settle = getattr(self.comm, "settle_sends", None)
         if settle is not None:
             settle()  # every message left in this rank's arrays taken: they are final
@@ -765,6 +787,10 @@ class DistributedRuntime:
         loads from it (before it is overwritten)."""
         for e, _ in self._pending(array, region, loads):
             e.wait()
+
+    def _loads_done(self, array: str, region: Box) -> bool:
+        """Whether the queued copies that touch ``region`` of the host array are done."""
+        return all(dev.done(e) for e, dev in self._pending(array, region, True))
 
     def _pending(self, array: str, region: Box, loads: bool) -> list[tuple[Any, Any]]:
         """The queued host copies that touch ``region`` of the host array (stores into it

@@ -105,6 +105,7 @@ class MPIResult:
         comm = rt.comm
         return {**rt.rank_stats.as_json(), "host": socket.gethostname(), "wall_s": self.wall_s,
                 "direct_messages": getattr(comm, "direct_received", 0),
+                "lent_loads": getattr(comm, "lent_loads", 0),
                 "direct_min": getattr(comm, "direct_min", None),
                 "shared_arrays": getattr(comm, "shared_arrays", 0),
                 "host_arrays": sum(1 for a in self.arrays.values() if a.nbytes),
@@ -237,8 +238,9 @@ def report_mpi(res: MPIResult, kernel: str) -> str:
             f"sent {format_bytes(p['exchange_sent_bytes'])}, received "
             f"{format_bytes(p['exchange_received_bytes'])} in "
             f"{p['messages_sent']}/{p['messages_received']} messages"
-            + (f" ({p['direct_messages']} taken from the sender's arrays)"
-               if p.get("direct_messages") else "")
+            + (f" ({p['direct_messages']} taken from the sender's arrays"
+               + (f", {p['lent_loads']} loads from there" if p.get("lent_loads") else "")
+               + ")" if p.get("direct_messages") else "")
             + "; gather sent "
             f"{format_bytes(p['gather_sent_bytes'])}, received "
             f"{format_bytes(p['gather_received_bytes'])}; exchange "

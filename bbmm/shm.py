@@ -78,7 +78,8 @@ MAX_SLEEP_S = 1e-3
 LIVENESS_S = 0.25
 """Seconds between checks, while waiting, that the other processes are still alive."""
 _HDR = 8   # int64 words before the mailboxes: [abort code, spare..., barrier counters]
-_BOX = 4   # int64 words of a mailbox's header: written, read, length, room generation
+_BOX = 5   # int64 words of a mailbox's header: written, read, length, room generation,
+# and the messages left in the sender's arrays that the receiver is done with
 
 
 class Outgoing(Protocol):
@@ -102,6 +103,17 @@ class Incoming(Protocol):
         A message of boxes of host arrays also has ``copies_from_arrays(arrays)``: the
         copies that take it from the same boxes of ``arrays`` (the sender's host arrays,
         by name), for a message the sender leaves in them (:meth:`ShmComm.swap`)."""
+
+
+class _Loan:
+    """A message left in its sender's arrays that this rank's devices load from
+    (:attr:`ShmComm.lend`): its sender, the message, the arrays to load from, and the
+    swap that received it."""
+
+    __slots__ = ("src", "msg", "arrays", "swap")
+
+    def __init__(self, src: int, msg: Any, arrays: dict[str, np.ndarray], swap: int):
+        self.src, self.msg, self.arrays, self.swap = src, msg, arrays, swap
 
 
 class _Bytes:
@@ -244,7 +256,10 @@ class ShmComm:
         self._mine: dict[str, tuple[str, tuple[int, ...], str, Any]] = {}
         """This rank's shared host arrays: name -> (file, shape, dtype, mapping)."""
         self._peer: dict[int, dict[str, np.ndarray]] = {}
-        """The other ranks' shared host arrays mapped here (read-only), by rank and name."""
+        """The other ranks' shared host arrays mapped here (read-only views), by rank and
+        name."""
+        self._peer_rw: dict[int, dict[str, np.ndarray]] = {}
+        """The same arrays, writable: only for page-locking them (:meth:`_lent_arrays`)."""
         self._direct_to: dict[int, frozenset[str]] = {}
         """Per rank, the names of this rank's arrays it maps: what it can copy directly."""
         self.direct_sent = self.direct_received = 0
@@ -255,8 +270,30 @@ class ShmComm:
         this rank's host arrays (:meth:`untaken`); the caller waits (:meth:`settle_sends`)
         before anything writes their regions."""
         self._untaken: list[tuple[int, int, Any]] = []
-        """Messages left in this rank's arrays and maybe not taken yet: (receiver, the
-        mailbox's read count that says taken, the message)."""
+        """Messages left in this rank's arrays that their receiver may still read:
+        (receiver, the mailbox's count of such messages done with that says this one is,
+        the message)."""
+        self._direct_count: dict[int, int] = {}
+        """Messages left in this rank's arrays, per receiver."""
+        self.lend = False
+        """A message left in its sender's arrays is not copied at once: it becomes a
+        loan (:meth:`loaned`), from which this rank's devices load its regions straight,
+        copied into this rank's arrays later (:meth:`repay`) where the wait for other
+        messages leaves time, at the latest by the end of the next swap. Needs
+        :attr:`wait_loads` and :attr:`loads_done`."""
+        self.wait_loads: Callable[[str, Any], None] | None = None
+        """Waits until the loads queued from a region of this rank's host array are
+        done (:attr:`lend`)."""
+        self.loads_done: Callable[[str, Any], bool] | None = None
+        """Whether those loads are done."""
+        self.pin: Callable[[np.ndarray], np.ndarray] | None = None
+        """Page-locks a host array for this rank's devices (a loan's source arrays)."""
+        self._loans: list[_Loan] = []
+        self.lent_loads = 0
+        """Loads this rank's devices took straight from another rank's arrays."""
+        self._lent: dict[int, dict[str, np.ndarray]] = {}
+        """Per sender, its arrays as this rank's devices load from them (page-locked)."""
+        self._swaps = 0
         with open(path, "r+b") as f:
             self._map = mmap.mmap(f.fileno(), segment_size(size, chunk))
         nwords = _HDR + size
@@ -347,13 +384,17 @@ class ShmComm:
             if src == self.rank:
                 continue
             got: dict[str, np.ndarray] = {}
+            rw: dict[str, np.ndarray] = {}
             for name, (path, shape, dt) in arrays.items():
                 try:
-                    m = _map_file(path, write=False)
+                    m = _map_file(path)  # writable: a driver page-locks only such memory
                 except (OSError, ValueError):
                     continue
-                got[name] = np.ndarray(shape, np.dtype(dt), buffer=m)
+                rw[name] = np.ndarray(shape, np.dtype(dt), buffer=m)
+                got[name] = rw[name].view()
+                got[name].flags.writeable = False
             self._peer[src] = got
+            self._peer_rw[src] = rw
             mapped[src] = frozenset(got)
         views = self.allgather(mapped)
         self._direct_to = {dst: views[dst].get(self.rank, frozenset())
@@ -446,8 +487,13 @@ class ShmComm:
         earlier may still land in those boxes."""
         me = self.rank
         boxes = self._boxes
+        self._swaps += 1
         if self._untaken:
-            self.settle_sends()  # a receive may land where an earlier message waits
+            # a receive may land where a message still waits for its receiver
+            for msg in recvs.values():
+                if any(self.untaken(a, b) for a, b in getattr(msg, "items", ())):
+                    self.settle_sends()
+                    break
         staged: dict[int, np.ndarray] = {}
         copies: list = []
         packed = []
@@ -461,11 +507,12 @@ class ShmComm:
                     and msg.names <= self._direct_to.get(dst, frozenset())):
                 self._send_room(dst)[:8].view(np.int64)[0] = msg.key
                 hdr[2] = _DIRECT
+                count = self._direct_count[dst] = self._direct_count.get(dst, 0) + 1
                 hdr[0] += 1
                 if self.defer_takes:
-                    self._untaken.append((dst, int(hdr[0]), msg))
+                    self._untaken.append((dst, count, msg))
                 else:
-                    taken[dst] = int(hdr[0])
+                    taken[dst] = count
                 self.direct_sent += 1
                 continue
             if hdr[0] == hdr[1]:
@@ -489,7 +536,7 @@ class ShmComm:
         while sent or got or taken:
             moved = False
             for dst in list(taken):
-                if boxes[(me, dst)][0][1] >= taken[dst]:
+                if boxes[(me, dst)][0][4] >= taken[dst]:
                     del taken[dst]
                     moved = True
             for dst in list(sent):
@@ -526,14 +573,22 @@ class ShmComm:
                     if int(room[:8].view(np.int64)[0]) != msg.key:
                         raise BBMMError(f"rank {me}: rank {src} left a message of other "
                                         f"boxes in its host arrays than this rank expects")
-                    whole.append((src, hdr, peer(self._peer[src])))
                     self.direct_received += 1
+                    if self.lend:
+                        self._loans.append(_Loan(src, msg, self._lent_arrays(src), self._swaps))
+                        hdr[1] += 1  # the mailbox is free; the arrays stay lent
+                        del got[src]
+                        moved = True
+                        continue
+                    whole.append((src, hdr, peer(self._peer[src])))
                     continue
                 if hdr[3]:
                     data = self._room(src, me)
                 if off + k > n:
                     raise BBMMError(f"rank {me}: message from rank {src} longer than the "
                                     f"{n} bytes expected")
+                if self._loans:
+                    self._repay_under(msg)  # an older value, lent, must not win
                 if off == 0 and k == n:
                     whole.append((src, hdr, msg.copies_from(data[:k])))
                     continue
@@ -550,20 +605,98 @@ class ShmComm:
             if whole:
                 self.copier.copy([c for _, _, cs in whole for c in cs])
                 for src, hdr, _ in whole:
+                    if hdr[2] == _DIRECT:
+                        hdr[4] += 1  # done with the sender's arrays
                     hdr[1] += 1
                     del got[src]
                 moved = True
             if not moved:
+                if self._loans and self._repay_one():
+                    continue  # time the wait would have lost
                 if idle is None:
                     idle = self._waiter()
                 idle()
+        # loans of earlier swaps are repaid by now: a sender may wait for one before it
+        # writes the region again
+        while self._loans and self._loans[0].swap < self._swaps:
+            self._repay(self._loans[0])
+
+    # ---- loans: messages left in the sender's arrays, loaded from there ----------------
+
+    def _lent_arrays(self, src: int) -> dict[str, np.ndarray]:
+        """Rank ``src``'s arrays as this rank's devices load from them: mapped writable
+        (page-locking needs it) and page-locked once (:attr:`pin`), else the read-only
+        views."""
+        got = self._lent.get(src)
+        if got is None:
+            got = self._peer[src]
+            if self.pin is not None:
+                got = {name: self.pin(a) for name, a in self._peer_rw[src].items()}
+            self._lent[src] = got
+        return got
+
+    def loaned(self, name: str, box: Any, load: bool = True) -> np.ndarray | None:
+        """The array to load ``box`` of array ``name`` from where a loan covers all of
+        it (the newest loan: its sender's array), else None (this rank's own). A loan that
+        covers part of it is repaid first. ``load``: a load takes it (counted in
+        :attr:`lent_loads`)."""
+        for loan in reversed(self._loans):
+            for a, b in loan.msg.items:
+                if a != name or not b.overlaps(box):
+                    continue
+                if box.issubset(b):
+                    self.lent_loads += load
+                    return loan.arrays[name]
+                self._repay(loan)
+                return self.loaned(name, box, load)
+        return None
+
+    def _repay_under(self, msg: Any) -> None:
+        """Repay the loans that meet a message about to be copied into this rank's
+        arrays."""
+        for a, b in getattr(msg, "items", ()):
+            self.repay(a, b)
+
+    def repay(self, name: str | None = None, box: Any = None) -> None:
+        """Repay the loans (those meeting ``box`` of array ``name``, where given): their
+        regions copied into this rank's arrays once the loads from them are done, and
+        their senders told."""
+        for loan in list(self._loans):
+            if loan in self._loans and (name is None or any(
+                    a == name and b.overlaps(box) for a, b in loan.msg.items)):
+                self._repay(loan)
+
+    def _repay(self, loan: _Loan) -> None:
+        """Repay ``loan`` and, first, the older loans of its sender (its count of
+        messages done with counts them in order)."""
+        while self._loans:
+            first = next(x for x in self._loans if x.src == loan.src)
+            for a, b in first.msg.items:
+                self.wait_loads(a, b)
+            self.copier.copy(first.msg.copies_from_arrays(self._peer[first.src]))
+            self._boxes[(first.src, self.rank)][0][4] += 1
+            self._loans.remove(first)
+            if first is loan:
+                return
+
+    def _repay_one(self) -> bool:
+        """Repay the oldest loan of an earlier swap whose loads are done; whether one was."""
+        done = self.loads_done
+        for loan in self._loans:
+            if loan.swap >= self._swaps:
+                return False
+            older = [x for x in self._loans if x.src == loan.src]
+            if older[0] is loan and all(done(a, b) for a, b in loan.msg.items):
+                self._repay(loan)
+                return True
+        return False
 
     def untaken(self, name: str, box: Any) -> bool:
         """Whether a message left in this rank's arrays (:attr:`defer_takes`) that its
         receiver may not have taken yet covers part of ``box`` of array ``name``."""
         boxes = self._boxes
         for dst, count, msg in self._untaken:
-            if boxes[(self.rank, dst)][0][1] >= count:
+            if boxes[(self.rank, dst)][0][4] >= count:
                 continue
             for a, b in msg.items:
                 if a == name and b.overlaps(box):
@@ -577,7 +710,7 @@ class ShmComm:
         boxes = self._boxes
         idle = None
         while self._untaken:
-            left = [u for u in self._untaken if boxes[(self.rank, u[0])][0][1] < u[1]]
+            left = [u for u in self._untaken if boxes[(self.rank, u[0])][0][4] < u[1]]
             self._untaken = left
             if left:
                 if idle is None:
@@ -653,7 +786,10 @@ class ShmComm:
     def close(self) -> None:
         if self._untaken and self._words is not None and not self._words[0]:
             self.settle_sends()  # no receiver is still copying out of this rank's arrays
+        self._loans.clear()
+        self._lent.clear()
         self._peer.clear()
+        self._peer_rw.clear()
         self._words = self._bar = None  # type: ignore[assignment]
         self._boxes.clear()
         self.copier.close()

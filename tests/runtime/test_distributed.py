@@ -681,10 +681,12 @@ def test_a_store_into_a_region_left_for_a_receiver_waits_for_it():
     (:attr:`bbmm.shm.ShmComm.defer_takes`) waits for the receiver before a device copy
     into such a region is enqueued: every store of a run announces its region first."""
     from bbmm.box import Box as B
-    from bbmm.distributed import _SendingHost
+    from bbmm.distributed import _SharedHost
     from support.drivers import run_jacobi
 
     class Comm:
+        lend = False
+
         def __init__(self):
             self.pending = [("A", B((0, 0), (0, 9)))]
             self.settled = 0
@@ -697,7 +699,7 @@ def test_a_store_into_a_region_left_for_a_receiver_waits_for_it():
             self.pending = []
 
     comm = Comm()
-    host = _SendingHost({"A": np.zeros((10, 10), np.float32),
+    host = _SharedHost({"A": np.zeros((10, 10), np.float32),
                          "B": np.zeros((10, 10), np.float32)}, comm)
     assert isinstance(host, HostCopy)
     host.storing("B", B((0, 0), (0, 9)))

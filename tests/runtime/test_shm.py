@@ -232,8 +232,8 @@ def test_a_dead_process_is_noticed():
 def test_segment_size_grows_with_pairs():
     assert shm.segment_size(1) == 8 * (8 + 1)
     two = shm.segment_size(2, chunk=100)
-    assert two == 8 * 10 + 2 * (32 + 100)
-    assert shm.segment_size(4, chunk=100) == 8 * 12 + 12 * (32 + 100)
+    assert two == 8 * 10 + 2 * (40 + 100)
+    assert shm.segment_size(4, chunk=100) == 8 * 12 + 12 * (40 + 100)
 
 
 def direct_swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
@@ -304,7 +304,8 @@ def test_direct_messages_are_taken_from_the_senders_arrays():
 def deferred_sender(path: str, rank: int, size: int, out: mp.Queue) -> None:
     """Rank 0 leaves a message in its array and goes on (``defer_takes``); rank 1 takes it
     0.3 s later. Rank 0 knows which regions are still to be taken, waits for its
-    receiver only where asked, and its next swap waits before it starts."""
+    receiver only where asked, and a swap that receives into such a region waits before
+    it starts."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
     comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
@@ -318,6 +319,7 @@ def deferred_sender(path: str, rank: int, size: int, out: mp.Queue) -> None:
         comm.barrier()
         host = Host(a=a)
         sent = [("a", Box((0, 0), (4, 6)))]
+        row = [("a", Box((0, 0), (0, 6)))]
         facts: dict = {}
         for round_ in range(2):
             comm.barrier()
@@ -332,14 +334,19 @@ def deferred_sender(path: str, rank: int, size: int, out: mp.Queue) -> None:
                 if round_ == 0:
                     comm.settle_sends()  # before it writes the region again
                 else:
-                    comm.swap({}, {})  # the next swap waits first
+                    # a swap that receives into the region waits first
+                    swap(comm, (), [(1, Boxes(host, row))])
+                    facts["row"] = a[0].copy()
                 facts[f"settled{round_}"] = time.perf_counter() - t0
                 facts[f"after{round_}"] = comm.untaken("a", Box((2, 0), (3, 6)))
-                a[0:5] = 7  # the receiver has its copy: this must not reach it
+                a[1:5] = 7  # the receiver has its copy: this must not reach it
             else:
                 time.sleep(0.3)
                 swap(comm, (), [(0, Boxes(host, sent))])
                 facts[f"got{round_}"] = a[0:5].copy()
+                if round_ == 1:
+                    a[0] = 5
+                    swap(comm, [(0, Boxes(host, row))], ())  # 28 bytes: the mailbox
         comm.barrier()
         out.put((rank, facts, comm.direct_sent, comm.direct_received))
     finally:
@@ -356,6 +363,79 @@ def test_a_sender_that_defers_takes_goes_on_and_waits_where_asked():
         assert sender[f"settled{r}"] >= 0.25  # settle_sends and the next swap waited
         assert sender[f"after{r}"] is False
         assert (receiver[f"got{r}"] == -1 - r).all()  # the values as sent, never the 7s
+    assert (sender["row"] == 5).all()  # the receive landed after the take
+
+
+def lending_receiver(path: str, rank: int, size: int, out: mp.Queue) -> None:
+    """Rank 1 lends (``lend``): a message left in rank 0's array is loaded from there
+    (:meth:`ShmComm.loaned`) and copied into rank 1's own array only when repaid: by a
+    load that the loan covers only in part, or by the end of the next swap. Rank 0 waits
+    for the repayment before it writes the region."""
+    from bbmm.box import Box
+    from bbmm.distributed import Boxes, swap
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
+    comm.direct_min = 100
+    comm.defer_takes = True
+    waited: list = []
+    if rank == 1:
+        comm.lend = True
+        comm.wait_loads = lambda a, b: waited.append((a, b))
+        comm.loads_done = lambda a, b: True
+    try:
+        a = comm.share_array("a", (10, 7), np.float32)
+        assert a is not None
+        a[...] = 1 + rank
+        comm.open_peers()
+        comm.barrier()
+        host = Host(a=a)
+        sent = [("a", Box((0, 0), (4, 6)))]
+        row = [("a", Box((9, 0), (9, 6)))]
+        facts: dict = {}
+        for round_ in range(2):
+            comm.barrier()
+            if rank == 0:
+                swap(comm, [(1, Boxes(host, sent))], ())
+                t0 = time.perf_counter()
+                comm.settle_sends()  # until rank 1 repaid it
+                facts[f"waited{round_}"] = time.perf_counter() - t0
+                a[0:5] = 10 + round_
+                if round_ == 1:
+                    a[9] = 3
+                    swap(comm, [(1, Boxes(host, row))], ())
+                continue
+            swap(comm, (), [(0, Boxes(host, sent))])
+            src = comm.loaned("a", Box((1, 0), (2, 6)))
+            facts[f"lent{round_}"] = (src is not None and src is not a
+                                      and bool((src[1:3] == 1 + 9 * round_).all()))
+            facts[f"own{round_}"] = a[0:5].copy()  # before it is repaid
+            time.sleep(0.3)
+            if round_ == 0:
+                # a load the loan covers in part: repaid first, then from its own array
+                facts["part"] = comm.loaned("a", Box((4, 0), (6, 6)))
+            else:
+                # the next swap repays it while it waits for its message
+                swap(comm, (), [(0, Boxes(host, row))])
+            facts[f"repaid{round_}"] = a[0:5].copy()
+            facts[f"loans{round_}"] = len(comm._loans)
+        facts["row"] = a[9].copy()
+        comm.barrier()
+        out.put((rank, facts, comm.lent_loads, len(waited)))
+    finally:
+        comm.close()
+
+
+@needs_shm
+def test_a_lending_receiver_loads_from_the_sender_and_repays_later():
+    (_, sender, _, _), (_, receiver, lent, waited) = on_processes(lending_receiver, 2)
+    for r, before, value in ((0, 2, 1), (1, 1, 10)):
+        assert receiver[f"lent{r}"] is True  # loaded from rank 0's array
+        assert (receiver[f"own{r}"] == before).all()  # not copied in the swap
+        assert (receiver[f"repaid{r}"] == value).all()  # copied when repaid
+        assert receiver[f"loans{r}"] == 0
+        assert sender[f"waited{r}"] >= 0.25  # rank 0 waited for the repayment
+    assert receiver["part"] is None
+    assert (receiver["row"] == 3).all()
+    assert lent == 2 and waited >= 2  # each repayment waited for the loads first
 
 
 def test_share_array_falls_back_where_shared_memory_is_full(monkeypatch):
