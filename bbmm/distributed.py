@@ -338,7 +338,7 @@ class _SharedHost(HostCopy):
         if comm.lend:
             comm.repay(name, box)
         if comm.untaken(name, box):
-            comm.settle_sends()
+            comm.settle_sends(name, box)
 
 
 @dataclass
@@ -419,12 +419,13 @@ class DistributedRuntime:
             arrays, HostCopy)
         if shared:
             # a message left in this rank's arrays does not hold it up: what would write
-            # its regions waits for its receiver instead (the next swap, a store); one
-            # left in another's is loaded from there and copied here when time allows
-            comm.defer_takes = comm.lend = True
+            # its regions waits for its receiver instead (the next swap, a store); with
+            # lend, one left in another's is loaded from there and copied here later
+            comm.defer_takes = True
             arrays = _SharedHost(dict(arrays), comm)
         self.local = Runtime(devices, arrays, shared_flowout=True, **runtime)
-        if shared:
+        if shared and self.local.config.lend:
+            comm.lend = True
             comm.wait_loads = partial(self._settle, loads=True)
             comm.loads_done = self._loads_done
             pin = getattr(self.local.devices[0], "pin", None) if self.local.devices else None

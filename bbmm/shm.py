@@ -33,7 +33,11 @@ Each process may also keep its host arrays in files of its own next to the segme
 where it is: its mailbox carries only a mark and a checksum of its boxes, the receiver
 copies it out of the sender's arrays into its own, and the sender waits until it has:
 at once, or, where it defers takes (:attr:`ShmComm.defer_takes`), before it next writes
-those regions.
+those regions. A receiver that lends (:attr:`ShmComm.lend`) does not copy it at once
+either: its devices load the message's regions straight from the sender's arrays
+(page-locked in its own context too), and it copies them into its own arrays while it
+waits for later messages, at the latest by the end of its next swap. A fifth word of
+each mailbox counts the messages its receiver is done with.
 
 Ordering of a chunk's bytes before its count relies on the processor keeping stores
 in order (x86-64's total store order); :func:`supported` says so, and the launcher
@@ -67,9 +71,9 @@ SPIN_S = 2e-3
 DIRECT_MIN = 256 << 10
 """Bytes of a message from which the receiver copies it straight out of the sender's host
 arrays where it maps them (:meth:`ShmComm.share_array`): one copy instead of two (into the
-mailbox and out of it), at the price of the sender waiting until it is taken. Smaller
-messages (Floyd's and LU's rows, heat2d's halos) go through the mailbox, where a sender
-does not wait for its receivers."""
+mailbox and out of it), at the price of the sender keeping the region as it is until the
+receiver is done with it. Smaller messages (Floyd's and LU's rows, heat2d's halos) go
+through the mailbox, where a sender never waits for its receivers."""
 _DIRECT = -1  # a mailbox's length word: the message is in the sender's host arrays
 COPY_THREADS = 3
 """Threads, besides its own, with which a process packs and unpacks large messages
@@ -491,9 +495,9 @@ class ShmComm:
         if self._untaken:
             # a receive may land where a message still waits for its receiver
             for msg in recvs.values():
-                if any(self.untaken(a, b) for a, b in getattr(msg, "items", ())):
-                    self.settle_sends()
-                    break
+                for a, b in getattr(msg, "items", ()):
+                    if self.untaken(a, b):
+                        self.settle_sends(a, b)
         staged: dict[int, np.ndarray] = {}
         copies: list = []
         packed = []
@@ -703,19 +707,28 @@ class ShmComm:
                     return True
         return False
 
-    def settle_sends(self) -> None:
-        """Wait until every message left in this rank's arrays was taken by its receiver
-        (:attr:`defer_takes`): before the regions they cover are written, and before the
-        arrays go."""
+    def settle_sends(self, name: str | None = None, box: Any = None) -> None:
+        """Wait until the receivers are done with the messages left in this rank's arrays
+        (:attr:`defer_takes`) that cover part of ``box`` of array ``name`` (all of them
+        where not given): before those regions are written, and before the arrays go.
+        Meanwhile this rank repays its own loans: a receiver that waits for it so is
+        never waited for in turn. A newer message is not waited for where it need not
+        be: its receiver may repay it only after this rank's next message."""
         boxes = self._boxes
         idle = None
-        while self._untaken:
-            left = [u for u in self._untaken if boxes[(self.rank, u[0])][0][4] < u[1]]
-            self._untaken = left
-            if left:
-                if idle is None:
-                    idle = self._waiter()
-                idle()
+        while True:
+            self._untaken = [u for u in self._untaken
+                             if boxes[(self.rank, u[0])][0][4] < u[1]]
+            if not any(name is None or any(a == name and b.overlaps(box)
+                                           for a, b in u[2].items)
+                       for u in self._untaken):
+                return
+            if self._loans:
+                self._repay(self._loans[0])
+                continue
+            if idle is None:
+                idle = self._waiter()
+            idle()
 
     def exchange(self, sends: Mapping[int, np.ndarray], recvs: Mapping[int, int]
                  ) -> dict[int, np.ndarray]:

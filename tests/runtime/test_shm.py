@@ -438,6 +438,56 @@ def test_a_lending_receiver_loads_from_the_sender_and_repays_later():
     assert lent == 2 and waited >= 2  # each repayment waited for the loads first
 
 
+def lending_chain(path: str, rank: int, size: int, out: mp.Queue) -> None:
+    """Rank 0 sends a message a swap, each left in its arrays; rank 1 lends, so it repays
+    each only by the end of its next swap. Before rank 0 writes the region of one message
+    it waits for that one alone: the newer one is repaid only after its next message."""
+    from bbmm.box import Box
+    from bbmm.distributed import Boxes, swap
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
+    comm.direct_min = 100
+    comm.defer_takes = True
+    if rank == 1:
+        comm.lend = True
+        comm.wait_loads = lambda a, b: None
+        comm.loads_done = lambda a, b: True
+    try:
+        arrays = {n: comm.share_array(n, (10, 7), np.float32) for n in ("a", "b")}
+        for i, x in enumerate(arrays.values()):
+            x[...] = 10 * i + rank
+        comm.open_peers()
+        comm.barrier()
+        host = Host(**arrays)
+        msgs = [[(n, Box((0, 0), (4, 6)))] for n in ("a", "b", "a", "b")]
+        got = []
+        for i, items in enumerate(msgs):
+            comm.barrier()  # rank 1 took the message before: its mailbox is free
+            if rank == 0:
+                swap(comm, [(1, Boxes(host, items))], ())
+                if i:  # the region of the message before this one is written again
+                    name = msgs[i - 1][0][0]
+                    comm.settle_sends(name, Box((0, 0), (4, 6)))
+                    arrays[name][0:5] += 100
+            else:
+                swap(comm, (), [(0, Boxes(host, items))])
+                got.append(arrays[items[0][0]][0:5].copy())
+        comm.barrier()
+        comm.repay()
+        out.put((rank, got, [x.copy() for x in arrays.values()]))
+    finally:
+        comm.close()
+
+
+@needs_shm
+def test_a_sender_waits_only_for_the_message_it_overwrites():
+    (_, _, sent), (_, got, held) = on_processes(lending_chain, 2)
+    # what rank 1 held after each swap: its own array until the loan of the swap before
+    # was repaid at the end of this one
+    assert [float(g[0, 0]) for g in got] == [1.0, 11.0, 0.0, 10.0]
+    assert float(held[0][0, 0]) == 100.0 and float(held[1][0, 0]) == 110.0  # the last sent
+    assert float(sent[0][0, 0]) == 200.0
+
+
 def test_share_array_falls_back_where_shared_memory_is_full(monkeypatch):
     path = shm.create(2, chunk=CHUNK)
     comm = shm.ShmComm(path, 0, 2, chunk=CHUNK)
