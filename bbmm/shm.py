@@ -493,6 +493,7 @@ class ShmComm:
         boxes = self._boxes
         self._swaps += 1
         if self._untaken:
+            self._untaken = [u for u in self._untaken if boxes[(me, u[0])][0][4] < u[1]]
             # a receive may land where a message still waits for its receiver
             for msg in recvs.values():
                 for a, b in getattr(msg, "items", ()):
@@ -673,7 +674,7 @@ class ShmComm:
     def _repay(self, loan: _Loan) -> None:
         """Repay ``loan`` and, first, the older loans of its sender (its count of
         messages done with counts them in order)."""
-        while self._loans:
+        while loan in self._loans:
             first = next(x for x in self._loans if x.src == loan.src)
             for a, b in first.msg.items:
                 self.wait_loads(a, b)
