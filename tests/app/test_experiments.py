@@ -618,6 +618,11 @@ def test_host_profile_kinds():
     assert hp.kind(("~", 0, "<built-in method pyopencl._cl.enqueue_copy_buffer_rect>")) == "opencl"
     assert hp.kind((os.path.join("c", "drivers", "floyd_1.py"), 3, "nest0_tile")) == "driver"
     assert hp.kind((shm_py, 9, "swap")) == "bbmm"
+    # pyopencl's compiled calls count as their wrapper's own time
+    assert hp.kind((os.path.join("x", "bbmm", "devices", "cldevice.py"), 9, "launch")) == "opencl"
+    assert hp.kind((os.path.join("x", "bbmm", "devices", "kernelargs.py"), 9, "set_changed")) \
+        == "opencl"
+    assert hp.kind((os.path.join("x", "bbmm", "devices", "base.py"), 9, "alloc")) == "bbmm"
     assert hp.kind(("numpy.py", 1, "copyto")) == "other"
 
 
