@@ -279,6 +279,25 @@ def plan_phase(own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int]
     return out
 
 
+class SpecKey:
+    """A phase's ``spec`` with the records it met (:func:`_records_key`), hashed once:
+    what :attr:`PlanMemo.by_spec` and the runtime's stages are looked up by, every
+    phase of a stencil's step."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value: tuple):
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (type(other) is SpecKey and self._hash == other._hash
+                                 and self.value == other.value)
+
+
 class PlanMemo:
     """Phases planned before, looked up by the *order* of their coordinates.
 
@@ -327,6 +346,11 @@ class PlanMemo:
         self.by_spec: dict[Any, Any] = {}
         """Plans by the phase's ``spec`` and the records it met (:meth:`plan`)."""
         self.last_spec_key: Any = None
+        self._known: dict[tuple[Any, int], tuple[tuple, SpecKey, Any]] = {}
+        """Entries of :attr:`by_spec` by the phase's ``spec`` and the identity of the
+        records' key (:attr:`Ownership.key`) they were found with: ``(that key, the
+        entry's key, the entry)``. A plan looked up restores the records with the key it
+        kept, so a serial iteration that repeats meets the same key objects each time."""
         """The key of the last phase planned with a ``spec``: equal keys, equal plans."""
         self.hits = self.misses = self.checked = self.rejected = 0
         self._recent: list[Any] = []
@@ -343,9 +367,21 @@ class PlanMemo:
         determines the tiles (:meth:`bbmm.runtime.Runtime.run_phase`): a phase is then
         looked up by it and the records alone, before its boxes are looked at."""
         if spec is not None:
-            rk = self.last_spec_key = (spec, _records_key(own))
+            key = own.key
+            if key is not None:
+                # the records as a plan looked up left them: known by the key's identity,
+                # without hashing the records
+                known = self._known.get((spec, id(key)))
+                if known is not None and known[0] is key:
+                    self.last_spec_key = known[1]
+                    return self._hit(own, tiles, known[2])
+            rk = self.last_spec_key = SpecKey((spec, _records_key(own)))
             same = self.by_spec.get(rk)
             if same is not None:
+                if key is not None:  # a kept key (a fresh one is not met again)
+                    if len(self._known) >= 4 * self.SIZE:
+                        self._known.clear()
+                    self._known[(spec, id(key))] = (key, rk, same)
                 return self._hit(own, tiles, same)
             plan = self.plan(own, tiles, rank_of)
             self._keep(self.by_spec, rk, _parts(plan, tiles), plan, own)

@@ -150,6 +150,24 @@ def test_phases_named_by_a_spec_are_looked_up_by_it_and_the_records():
     assert len(memo.by_spec) <= 4 and memo.hits >= 36
 
 
+def test_a_repeating_step_finds_its_plans_by_the_records_key_it_left(monkeypatch):
+    """A plan looked up by its spec restores the records with the key it kept, so the
+    next phase is found by that key's identity without computing or hashing the records'
+    key again; the plans stay those of planning afresh."""
+    import bbmm.ownership as ow
+    n, ndev = 64, 3
+    phases, specs = [], []
+    for s in range(40):
+        phases.append(_jacobi(n, ndev, s % 2))
+        specs.append(("jacobi", s % 2))
+    keys = []
+    real = ow._records_key
+    monkeypatch.setattr(ow, "_records_key", lambda own: keys.append(1) or real(own))
+    memo = _check_sequence(phases, (n, n), 3, ndev, specs)
+    assert len(memo._known) >= 2  # one per nest
+    assert len(keys) <= 16  # the first steps only (and each plan kept): not one a step
+
+
 def test_a_template_that_differs_is_never_used(monkeypatch):
     """The first use of a template is checked against planning afresh; one that differs
     (here: every template, made wrong on purpose) is dropped and planning goes on afresh."""
