@@ -428,8 +428,8 @@ class DistributedRuntime:
             comm.lend = True
             comm.wait_loads = partial(self._settle, loads=True)
             comm.loads_done = self._loads_done
-            pin = getattr(self.local.devices[0], "pin", None) if self.local.devices else None
-            comm.pin = pin
+            comm.pin = getattr(self.local.devices[0], "pin", None) if self.local.devices \
+                else None
         counts = comm.allgather(len(devices))
         self.counts = list(counts)
         self.firsts = [sum(counts[:r]) for r in range(len(counts))]

@@ -346,12 +346,12 @@ class PlanMemo:
         self.by_spec: dict[Any, Any] = {}
         """Plans by the phase's ``spec`` and the records it met (:meth:`plan`)."""
         self.last_spec_key: Any = None
+        """The key of the last phase planned with a ``spec``: equal keys, equal plans."""
         self._known: dict[tuple[Any, int], tuple[tuple, SpecKey, Any]] = {}
         """Entries of :attr:`by_spec` by the phase's ``spec`` and the identity of the
         records' key (:attr:`Ownership.key`) they were found with: ``(that key, the
         entry's key, the entry)``. A plan looked up restores the records with the key it
         kept, so a serial iteration that repeats meets the same key objects each time."""
-        """The key of the last phase planned with a ``spec``: equal keys, equal plans."""
         self.hits = self.misses = self.checked = self.rejected = 0
         self._recent: list[Any] = []
         """The verified templates used last, the latest first (at most :attr:`RECENT`):

@@ -28,8 +28,8 @@ looks (``sched_yield``); with more processes than cores they back off to sleeps 
 to :data:`MAX_SLEEP_S`, leaving the cores to the ranks with work.
 
 Each process may also keep its host arrays in files of its own next to the segment
-(:meth:`ShmComm.share_array`), which every other process maps read-only
-(:meth:`ShmComm.open_peers`). A message of at least :data:`DIRECT_MIN` bytes then stays
+(:meth:`ShmComm.share_array`), which every other process maps and reads
+(:meth:`ShmComm.open_peers`; writable only so that its driver can page-lock them). A message of at least :data:`DIRECT_MIN` bytes then stays
 where it is: its mailbox carries only a mark and a checksum of its boxes, the receiver
 copies it out of the sender's arrays into its own, and the sender waits until it has:
 at once, or, where it defers takes (:attr:`ShmComm.defer_takes`), before it next writes
@@ -358,7 +358,7 @@ class ShmComm:
     # ---- host arrays in shared memory --------------------------------------------------
 
     def share_array(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray | None:
-        """A host array of this rank in shared memory, which the other ranks map read-only
+        """A host array of this rank in shared memory, which the other ranks map
         at :meth:`open_peers` so that they copy large messages straight out of it; None
         where shared memory has no room for it (the caller allocates it otherwise)."""
         dt = np.dtype(dtype)
