@@ -14,6 +14,13 @@ of itself came out at 0.95 in four rounds (``rounds/``).
 add settings to one side's runs: with ``--base`` the same tree, they compare one tree
 under two settings.
 
+Runs of one tree within one call vary by 40% (Floyd n=16384 over four H100s,
+0.398-0.565 ms per ``k`` in six runs, ``results/h100x4-2026-11-27/variance/``), so as
+many rounds as the device time allows are worth it: ``--time-limit S`` starts no round
+that would end past S seconds and still prints the summary of those run, and ``--json``
+is written again after every round (a command stopped by ``timeout`` lost its summary
+when it was written only at the end).
+
 Each tree's ``bbmm/`` and ``codegen/`` are copied side by side into one temporary folder,
 and each runs from its copy as ``python -m bbmm`` with a kernel cache of its own
 (``BBMM_CACHE``): the two differ in their code only, not in where they lie. Python puts
@@ -27,6 +34,7 @@ Usage::
     python3 scripts/bench_ab.py --base ../base --rounds 3 -- run polybench/floyd.c --param n=16384 --devices 4
     python3 scripts/bench_ab.py --base ../base --new . --rounds 5 --json ab.json -- run polybench/lu.c --param n=8192 --devices 4
     python3 scripts/bench_ab.py --base . --base-tune direct=off --rounds 4 -- run polybench/heat2d.c --param n=12288 --param tsteps=320 --devices 4
+    python3 scripts/bench_ab.py --base ../base --rounds 20 --time-limit 240 --json ab.json -- run polybench/heat3d.c --param n=512 --param tsteps=220 --devices 4
 
 The arguments after ``--`` are bbmm's (``--json`` and ``--no-progress`` are added);
 those naming an existing file are made absolute, so both trees run the same file. Each
@@ -44,6 +52,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Any
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -143,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     own, args = argv[:cut], argv[cut + 1:]
     p = argparse.ArgumentParser(prog="bench_ab.py", usage="%(prog)s --base DIR [--new DIR] "
                                 "[--base-tune NAME=VALUE] [--new-tune NAME=VALUE] "
-                                "[--rounds R] [--warmup W] [--json PATH] -- BBMM_ARGS...",
+                                "[--rounds R] [--warmup W] [--time-limit S] [--json PATH] -- "
+                                "BBMM_ARGS...",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--base", required=True, help="root of the checkout to compare against")
     p.add_argument("--new", default=_ROOT, help="root of the checkout measured (default: "
@@ -153,7 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=1, help="untimed runs of each tree first "
                    "(kernel builds, caches; default 1)")
     p.add_argument("--json", metavar="PATH", help="write every run's figures and the "
-                   "summary here")
+                   "summary here (again after every round, so that a run stopped from "
+                   "outside leaves the rounds it finished)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="start no round that would end more than S seconds after the "
+                        "first run began (each round taken to last as long as the longest "
+                        "before it): a machine lent for a while ends with a summary")
     for side in ("base", "new"):
         p.add_argument(f"--{side}-tune", action="append", default=[], metavar="NAME=VALUE",
                        help=f"a setting of the {side} side's runs (bbmm run --tune; "
@@ -164,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                          "-- run polybench/floyd.c --param n=4096 --devices 4")
     if a.rounds < 1 or a.warmup < 0:
         raise SystemExit("bench_ab: --rounds must be at least 1, --warmup at least 0")
+    if a.time_limit is not None and a.time_limit <= 0:
+        raise SystemExit("bench_ab: --time-limit must be a positive number of seconds")
     given = {"base": os.path.abspath(a.base), "new": os.path.abspath(a.new)}
     work = tempfile.mkdtemp(prefix="bench_ab_")
     try:
@@ -181,12 +198,20 @@ def _compare(a: argparse.Namespace, args: list[str], given: dict[str, str], work
     side_args = {name: args + [x for t in getattr(a, f"{name}_tune") for x in ("--tune", t)]
                  for name in trees}
     cache = {name: os.path.join(work, f"cache_{name}") for name in trees}
+    t0 = time.monotonic()
     for _ in range(a.warmup):
         for name, tree in trees.items():
             run_once(tree, side_args[name], cache[name])
-    runs = []
+    runs: list[dict[str, Any]] = []
+    longest = 0.0  # the longest round so far
     print(f"{'round':>5} {'tree':>4} {'wall s':>8} {'ms/iter':>8} {'loop ms/iter':>12}")
     for rnd in range(1, a.rounds + 1):
+        started = time.monotonic()
+        if a.time_limit is not None and rnd > 1 and \
+                started + longest - t0 > a.time_limit:
+            print(f"stopped after {rnd - 1} of {a.rounds} rounds: another would end past "
+                  f"--time-limit {a.time_limit:g} s", flush=True)
+            break
         # the tree that goes first changes every round (base, new; new, base; ...): a run
         # right after another may be slower or faster than one after it, and each tree
         # takes either place as often
@@ -202,23 +227,34 @@ def _compare(a: argparse.Namespace, args: list[str], given: dict[str, str], work
                          "replay": doc.get("replay")})
             print(f"{rnd:>5} {name:>4} {doc['wall_s']:8.3f} {whole:8.3f} "
                   f"{'-' if loop is None else f'{loop:.3f}':>12}", flush=True)
-    # paths as given from here (a results folder is read on other machines)
+        longest = max(longest, time.monotonic() - started)
+        result = _result(a, args, given, runs)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(result, f, indent=1)
+    for key, label in (("ms_per_iter", "whole"), ("loop_ms_per_iter", "loop")):
+        b, n = result["base"].get(key), result["new"].get(key)
+        if b and n:
+            print(f"{label}: median base {b['median']:.3f} ({b['min']:.3f}-{b['max']:.3f}), "
+                  f"new {n['median']:.3f} ({n['min']:.3f}-{n['max']:.3f}) ms per serial "
+                  f"iteration; new / base {result[f'ratio_{label}']:.3f}")
+    return 0
+
+
+def _result(a: argparse.Namespace, args: list[str], given: dict[str, str],
+            runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs so far with each tree's summary and their ratios, paths as given (a
+    results folder is read on other machines)."""
     result = {"args": [os.path.relpath(x) if os.path.isabs(x) else x for x in args],
               "trees": {k: os.path.relpath(v) for k, v in given.items()},
               "tune": {"base": a.base_tune, "new": a.new_tune}, "rounds": a.rounds,
+              "rounds_run": max((r["round"] for r in runs), default=0),
               "base": summary(runs, "base"), "new": summary(runs, "new"), "runs": runs}
     for key, label in (("ms_per_iter", "whole"), ("loop_ms_per_iter", "loop")):
         b, n = result["base"].get(key), result["new"].get(key)
         if b and n:
-            ratio = n["median"] / b["median"]
-            result[f"ratio_{label}"] = ratio
-            print(f"{label}: median base {b['median']:.3f} ({b['min']:.3f}-{b['max']:.3f}), "
-                  f"new {n['median']:.3f} ({n['min']:.3f}-{n['max']:.3f}) ms per serial "
-                  f"iteration; new / base {ratio:.3f}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(result, f, indent=1)
-    return 0
+            result[f"ratio_{label}"] = n["median"] / b["median"]
+    return result
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import statistics
+import time
 
 import pytest
 
@@ -87,3 +88,28 @@ def test_one_tree_under_two_settings(tmp_path):
     assert doc["tune"] == {"base": ["replay=0"], "new": []}
     assert all(r["check"] == "pass" for r in doc["runs"])
     assert {r["tree"]: r["replay"] for r in doc["runs"]} == {"base": False, "new": True}
+
+
+def test_a_time_limit_ends_the_rounds_with_a_summary(tmp_path, monkeypatch, capsys):
+    """``--time-limit``: no round starts that would end past the limit (a round taken to
+    last as long as the longest before it), and the JSON holds the rounds run, written
+    after each one."""
+    out = tmp_path / "ab.json"
+    calls = []
+
+    def fake(tree, args, cache):
+        calls.append(tree)
+        if len(calls) == 3:  # the second round's first run: the first round is on disk
+            assert json.loads(out.read_text())["rounds_run"] == 1
+        time.sleep(0.2)
+        return {"wall_s": 0.2, "loop_s": 0.1, "serial_iterations": 11}
+
+    monkeypatch.setattr(bench_ab, "run_once", fake)
+    assert bench_ab.main(["--base", str(ROOT), "--rounds", "10", "--warmup", "0",
+                          "--time-limit", "1.0", "--json", str(out), "--", "run",
+                          str(POLYBENCH / "floyd.c"), "--param", "n=11"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["rounds_run"] == 2 and doc["rounds"] == 10 and len(calls) == 4
+    assert doc["ratio_loop"] == pytest.approx(1.0)
+    printed = capsys.readouterr().out
+    assert "stopped after 2 of 10 rounds" in printed and "new / base" in printed
