@@ -111,13 +111,12 @@ class Incoming(Protocol):
 
 class _Loan:
     """A message left in its sender's arrays that this rank's devices load from
-    (:attr:`ShmComm.lend`): its sender, the message, the arrays to load from, and the
-    swap that received it."""
+    (:attr:`ShmComm.lend`): its sender, the message, and the swap that received it."""
 
-    __slots__ = ("src", "msg", "arrays", "swap")
+    __slots__ = ("src", "msg", "swap")
 
-    def __init__(self, src: int, msg: Any, arrays: dict[str, np.ndarray], swap: int):
-        self.src, self.msg, self.arrays, self.swap = src, msg, arrays, swap
+    def __init__(self, src: int, msg: Any, swap: int):
+        self.src, self.msg, self.swap = src, msg, swap
 
 
 class _Bytes:
@@ -263,7 +262,7 @@ class ShmComm:
         """The other ranks' shared host arrays mapped here (read-only views), by rank and
         name."""
         self._peer_rw: dict[int, dict[str, np.ndarray]] = {}
-        """The same arrays, writable: only for page-locking them (:meth:`_lent_arrays`)."""
+        """The same arrays, writable: only for page-locking them (:meth:`_lent_array`)."""
         self._direct_to: dict[int, frozenset[str]] = {}
         """Per rank, the names of this rank's arrays it maps: what it can copy directly."""
         self.direct_sent = self.direct_received = 0
@@ -580,7 +579,7 @@ class ShmComm:
                                         f"boxes in its host arrays than this rank expects")
                     self.direct_received += 1
                     if self.lend:
-                        self._loans.append(_Loan(src, msg, self._lent_arrays(src), self._swaps))
+                        self._loans.append(_Loan(src, msg, self._swaps))
                         hdr[1] += 1  # the mailbox is free; the arrays stay lent
                         del got[src]
                         moved = True
@@ -628,17 +627,15 @@ class ShmComm:
 
     # ---- loans: messages left in the sender's arrays, loaded from there ----------------
 
-    def _lent_arrays(self, src: int) -> dict[str, np.ndarray]:
-        """Rank ``src``'s arrays as this rank's devices load from them: mapped writable
-        (page-locking needs it) and page-locked once (:attr:`pin`), else the read-only
-        views."""
-        got = self._lent.get(src)
-        if got is None:
-            got = self._peer[src]
-            if self.pin is not None:
-                got = {name: self.pin(a) for name, a in self._peer_rw[src].items()}
-            self._lent[src] = got
-        return got
+    def _lent_array(self, src: int, name: str) -> np.ndarray:
+        """Rank ``src``'s array ``name`` as this rank's devices load from it: page-locked
+        (:attr:`pin`) the first time a loan is loaded from it, else the read-only view."""
+        got = self._lent.setdefault(src, {})
+        a = got.get(name)
+        if a is None:
+            a = got[name] = (self._peer[src][name] if self.pin is None
+                             else self.pin(self._peer_rw[src][name]))
+        return a
 
     def loaned(self, name: str, box: Any, load: bool = True) -> np.ndarray | None:
         """The array to load ``box`` of array ``name`` from where a loan covers all of
@@ -651,7 +648,7 @@ class ShmComm:
                     continue
                 if box.issubset(b):
                     self.lent_loads += load
-                    return loan.arrays[name]
+                    return self._lent_array(loan.src, name)
                 self._repay(loan)
                 return self.loaned(name, box, load)
         return None
