@@ -199,7 +199,7 @@ class Boxes:
     views of the host arrays are taken once: a replayed stencil step swaps the same boxes
     every step (:meth:`DistributedRuntime._message`)."""
 
-    __slots__ = ("parts", "nbytes", "names", "_items", "_where", "_key")
+    __slots__ = ("parts", "nbytes", "names", "items", "_where", "_key")
 
     def __init__(self, host: HostCopy, items: Sequence[tuple[str, Box]]):
         parts = []
@@ -216,21 +216,17 @@ class Boxes:
         self.nbytes = off
         self.names = frozenset(a for a, _ in items)
         """The arrays the message is of (a sender may leave it in them)."""
-        self._items = items
+        self.items = items
+        """The message's ``(array, box)`` pairs, in order."""
         self._where = where
         self._key: int | None = None
-
-    @property
-    def items(self) -> Sequence[tuple[str, Box]]:
-        """The message's ``(array, box)`` pairs, in order."""
-        return self._items
 
     @property
     def key(self) -> int:
         """A checksum of the boxes: a receiver taking the message from its sender's
         arrays checks that both sides mean the same boxes."""
         if self._key is None:
-            self._key = zlib.crc32(repr([(a, b.lo, b.hi) for a, b in self._items]).encode())
+            self._key = zlib.crc32(repr([(a, b.lo, b.hi) for a, b in self.items]).encode())
         return self._key
 
     def copies_from_arrays(self, arrays: Mapping[str, np.ndarray]

@@ -29,8 +29,8 @@ to :data:`MAX_SLEEP_S`, leaving the cores to the ranks with work.
 
 Each process may also keep its host arrays in files of its own next to the segment
 (:meth:`ShmComm.share_array`), which every other process maps and reads
-(:meth:`ShmComm.open_peers`; writable only so that its driver can page-lock them). A message of at least :data:`DIRECT_MIN` bytes then stays
-where it is: its mailbox carries only a mark and a checksum of its boxes, the receiver
+(:meth:`ShmComm.open_peers`; writable only so that its driver can page-lock them). A
+message of at least :data:`DIRECT_MIN` bytes then stays where it is: its mailbox carries only a mark and a checksum of its boxes, the receiver
 copies it out of the sender's arrays into its own, and the sender waits until it has:
 at once, or, where it defers takes (:attr:`ShmComm.defer_takes`), before it next writes
 those regions. A receiver that lends (:attr:`ShmComm.lend`) does not copy it at once
@@ -107,6 +107,11 @@ class Incoming(Protocol):
         A message of boxes of host arrays also has ``copies_from_arrays(arrays)``: the
         copies that take it from the same boxes of ``arrays`` (the sender's host arrays,
         by name), for a message the sender leaves in them (:meth:`ShmComm.swap`)."""
+
+
+def _meets(items: Any, name: str, box: Any) -> bool:
+    """Whether a message's ``(array, box)`` items meet ``box`` of array ``name``."""
+    return any(a == name and b.overlaps(box) for a, b in items)
 
 
 class _Loan:
@@ -492,7 +497,7 @@ class ShmComm:
         boxes = self._boxes
         self._swaps += 1
         if self._untaken:
-            self._untaken = [u for u in self._untaken if boxes[(me, u[0])][0][4] < u[1]]
+            self._drop_finished()
             # a receive may land where a message still waits for its receiver
             for msg in recvs.values():
                 for a, b in getattr(msg, "items", ()):
@@ -664,8 +669,7 @@ class ShmComm:
         regions copied into this rank's arrays once the loads from them are done, and
         their senders told."""
         for loan in list(self._loans):
-            if loan in self._loans and (name is None or any(
-                    a == name and b.overlaps(box) for a, b in loan.msg.items)):
+            if loan in self._loans and (name is None or _meets(loan.msg.items, name, box)):
                 self._repay(loan)
 
     def _repay(self, loan: _Loan) -> None:
@@ -697,13 +701,14 @@ class ShmComm:
         """Whether a message left in this rank's arrays (:attr:`defer_takes`) that its
         receiver may not have taken yet covers part of ``box`` of array ``name``."""
         boxes = self._boxes
-        for dst, count, msg in self._untaken:
-            if boxes[(self.rank, dst)][0][4] >= count:
-                continue
-            for a, b in msg.items:
-                if a == name and b.overlaps(box):
-                    return True
-        return False
+        return any(boxes[(self.rank, dst)][0][4] < count and _meets(msg.items, name, box)
+                   for dst, count, msg in self._untaken)
+
+    def _drop_finished(self) -> None:
+        """Forget the messages left in this rank's arrays that their receivers are done
+        with."""
+        boxes = self._boxes
+        self._untaken = [u for u in self._untaken if boxes[(self.rank, u[0])][0][4] < u[1]]
 
     def settle_sends(self, name: str | None = None, box: Any = None) -> None:
         """Wait until the receivers are done with the messages left in this rank's arrays
@@ -712,14 +717,11 @@ class ShmComm:
         Meanwhile this rank repays its own loans: a receiver that waits for it so is
         never waited for in turn. A newer message is not waited for where it need not
         be: its receiver may repay it only after this rank's next message."""
-        boxes = self._boxes
         idle = None
         while True:
-            self._untaken = [u for u in self._untaken
-                             if boxes[(self.rank, u[0])][0][4] < u[1]]
-            if not any(name is None or any(a == name and b.overlaps(box)
-                                           for a, b in u[2].items)
-                       for u in self._untaken):
+            self._drop_finished()
+            if not any(name is None or _meets(msg.items, name, box)
+                       for _, _, msg in self._untaken):
                 return
             if self._loans:
                 self._repay(self._loans[0])
