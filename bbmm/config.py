@@ -206,9 +206,10 @@ class RuntimeConfig:
     """Over processes, a message left in its sender's arrays (``direct``) is loaded by
     the receiver's devices straight from there, and copied into the receiver's arrays
     while it waits for later messages, at the latest by the end of its next exchange
-    (``$BBMM_LEND``); off: the receiver copies it at once. Off until measured on GPUs:
-    ``python3 scripts/bench_ab.py --base . --base-tune lend=off --new-tune lend=on --
-    run polybench/heat3d.c --param n=512 --param tsteps=220 --devices 4``."""
+    (``$BBMM_LEND``); off: the receiver copies it at once. Off: heat3d 512^3 over four
+    H100s took 3.59 ms per step with it against 1.52 without (``python3
+    scripts/bench_ab.py --base . --base-tune lend=off --new-tune lend=on -- run
+    polybench/heat3d.c --param n=512 --param tsteps=220 --devices 4``)."""
     pipeline: int = 16
     """At most this many tiles per device for a program whose nests all run once and
     share no array (``$BBMM_PIPELINE``): blackscholes 64M on one GPU 25.7 -> 17.9 ms."""
