@@ -64,6 +64,10 @@ class HostCopy:
     def storing(self, name: str, box: Box) -> None:
         """Hook: a device is about to be given a copy into ``box`` of ``name``."""
 
+    def written_back(self, name: str, box: Box) -> None:
+        """Hook: ``box`` of ``name``, loaded from another array (:meth:`source`), has been
+        given to a device to copy into :meth:`array`'s."""
+
     def stored(self, name: str, box: Box) -> None:
         """Hook: ``box`` of ``name`` was just stored from a device (newest now on the host)."""
 
@@ -209,6 +213,9 @@ class Directory:
         blocking host copy, whose hooks publish each stored region at once (MPI)."""
         self._groups: dict[Copy, list[list]] = {}
         """Deferred write-outs per holder: ``[hull, points]`` groups, oldest first."""
+        self.writebacks: list[tuple[Copy, Box, str]] = []
+        """Regions loaded from another array (:meth:`HostCopy.source`) whose copy from
+        the device into the host's own array is not enqueued yet (:meth:`flush_writebacks`)."""
 
     # ---- membership ------------------------------------------------------------
 
@@ -222,6 +229,8 @@ class Directory:
 
     def remove(self, c: Copy) -> None:
         """Forget a copy that is about to be freed; it must hold no dirty record."""
+        if self.writebacks:
+            self.flush_writebacks()
         for _, h in self.dirty[c.array]:
             assert h is not c, "free of a dirty copy"
         self._groups.pop(c, None)
@@ -273,6 +282,7 @@ class Directory:
         src = self.host.source(a, region)
         if src is not None:
             host = src  # the newest values, in the process that sent them
+            self.writebacks.append((dst, region, what))
         dev = dst.device
         waits = self.order.before(a, region, dev, False, lane)
         if dev.profiling:
@@ -283,6 +293,31 @@ class Directory:
             self.order.after(a, region, dev, False, e, lane)
         if e is not None:
             dst.last = e
+
+    def flush_writebacks(self) -> None:
+        """Enqueue the copies of the regions loaded from another array (another process's,
+        :meth:`HostCopy.source`) from the devices into the host's own array: the device
+        that loaded one copies it back, behind the launches that followed the load, so
+        that no processor copies it and the other array is free once that copy is done.
+        Called before the next exchange and before a copy is freed."""
+        todo, self.writebacks = self.writebacks, []
+        for c, region, what in todo:
+            if not any(x is c for x in self.copies[c.array]):
+                continue  # freed: the host copies it when it repays
+            a = c.array
+            dev = c.device
+            host = self.host.array(a)
+            if dev.profiling:
+                dev.note({"array": a, "box": region, "for": "writeback"})
+            e = dev.read_rect(c.alloc, c.box, region, host,
+                              wait_for=self.order.before(a, region, dev, True),
+                              blocking=self.blocking)
+            if not self.blocking:
+                self.order.after(a, region, dev, True, e)
+            if e is not None:
+                c.last = e
+            self.host.written_back(a, region)
+            self.stats.moved("d2h", dev.index, "writeback", region.volume * host.itemsize)
 
     def replay_d2h(self, src: Copy, region: Box, host: np.ndarray, what: str) -> None:
         """The store of :meth:`_d2h`, without recording or counting it (a replay's)."""
@@ -603,6 +638,8 @@ class Directory:
 
     def flush_all(self) -> None:
         """Store every dirty record: afterwards the host holds the newest of everything."""
+        if self.writebacks:
+            self.flush_writebacks()
         for c in list(self._groups):
             self._flush_groups(c)
         for name in self.dirty:

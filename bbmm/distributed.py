@@ -336,6 +336,9 @@ class _SharedHost(HostCopy):
         if comm.untaken(name, box):
             comm.settle_sends(name, box)
 
+    def written_back(self, name: str, box: Box) -> None:
+        self.comm.written_back(name, box)
+
 
 @dataclass
 class RankStats:
@@ -651,6 +654,8 @@ class DistributedRuntime:
         t0 = time.perf_counter()
         host = self.local.host
         directory = self.local.directory
+        if directory.writebacks:
+            directory.flush_writebacks()
         for _, items in sends:
             for a, b in items:
                 if not replaying:
@@ -686,6 +691,8 @@ class DistributedRuntime:
         dependence and not be parallel (an element both written and read, such as
         Floyd-Warshall's row k, is written with the value it had)."""
         t0 = time.perf_counter()
+        if self.local.directory.writebacks:
+            self.local.directory.flush_writebacks()
         waits = []
         ready = True
         for _, items in sends:

@@ -116,12 +116,15 @@ def _meets(items: Any, name: str, box: Any) -> bool:
 
 class _Loan:
     """A message left in its sender's arrays that this rank's devices load from
-    (:attr:`ShmComm.lend`): its sender, the message, and the swap that received it."""
+    (:attr:`ShmComm.lend`): its sender, the message, the swap that received it, and the
+    positions of its items a device copies into this rank's arrays (:meth:`ShmComm.
+    written_back`), which its repayment need not copy."""
 
-    __slots__ = ("src", "msg", "swap")
+    __slots__ = ("src", "msg", "swap", "back")
 
     def __init__(self, src: int, msg: Any, swap: int):
         self.src, self.msg, self.swap = src, msg, swap
+        self.back: set[int] = set()
 
 
 class _Bytes:
@@ -295,12 +298,13 @@ class ShmComm:
         self.loads_done: Callable[[str, Any], bool] | None = None
         """Whether those loads are done."""
         self.pin: Callable[[np.ndarray], np.ndarray] | None = None
-        """Page-locks a host array for this rank's devices (a loan's source arrays)."""
+        """Page-locks host memory for this rank's devices (a loan's pages)."""
         self._loans: list[_Loan] = []
         self.lent_loads = 0
         """Loads this rank's devices took straight from another rank's arrays."""
-        self._lent: dict[int, dict[str, np.ndarray]] = {}
-        """Per sender, its arrays as this rank's devices load from them (page-locked)."""
+        self._lent: dict[int, dict[tuple[str, int, int], np.ndarray]] = {}
+        """Per sender, the pages of its arrays this rank's devices load from, page-locked
+        in this rank's context: by array and first and last page."""
         self._swaps = 0
         with open(path, "r+b") as f:
             self._map = mmap.mmap(f.fileno(), segment_size(size, chunk))
@@ -626,21 +630,36 @@ class ShmComm:
                     idle = self._waiter()
                 idle()
         # loans of earlier swaps are repaid by now: a sender may wait for one before it
-        # writes the region again
+        # writes the region again. One a device copies back is left to a later look
+        # (here or while a swap waits) until that copy is done: waiting for it here would
+        # wait for the launches queued before it
         while self._loans and self._loans[0].swap < self._swaps:
-            self._repay(self._loans[0])
+            first = self._loans[0]
+            if len(first.back) == len(first.msg.items) and not all(
+                    self.loads_done(a, b) for a, b in first.msg.items):
+                break
+            self._repay(first)
 
     # ---- loans: messages left in the sender's arrays, loaded from there ----------------
 
-    def _lent_array(self, src: int, name: str) -> np.ndarray:
-        """Rank ``src``'s array ``name`` as this rank's devices load from it: page-locked
-        (:attr:`pin`) the first time a loan is loaded from it, else the read-only view."""
+    def _lent_array(self, src: int, name: str, box: Any) -> np.ndarray:
+        """Rank ``src``'s array ``name`` as this rank's devices load ``box`` from it, the
+        pages holding ``box`` page-locked (:attr:`pin`) the first time: a region's pages,
+        not the whole array (an H100 process idled 42-179 ms page-locking each of heat3d
+        512^3's 512 MiB arrays: ``docs/performance.md``)."""
+        rw = self._peer_rw[src][name]
+        if self.pin is None:
+            return self._peer[src][name]
+        flat = rw.reshape(-1).view(np.uint8)
+        item = rw.itemsize
+        first = int(np.ravel_multi_index(tuple(box.lo), rw.shape)) * item
+        last = (int(np.ravel_multi_index(tuple(box.hi), rw.shape)) + 1) * item
+        page = mmap.PAGESIZE
+        key = (name, first // page, -(-last // page))
         got = self._lent.setdefault(src, {})
-        a = got.get(name)
-        if a is None:
-            a = got[name] = (self._peer[src][name] if self.pin is None
-                             else self.pin(self._peer_rw[src][name]))
-        return a
+        if key not in got:
+            got[key] = self.pin(flat[key[1] * page:min(flat.size, key[2] * page)])
+        return rw
 
     def loaned(self, name: str, box: Any, load: bool = True) -> np.ndarray | None:
         """The array to load ``box`` of array ``name`` from where a loan covers all of
@@ -653,7 +672,7 @@ class ShmComm:
                     continue
                 if box.issubset(b):
                     self.lent_loads += load
-                    return self._lent_array(loan.src, name)
+                    return self._lent_array(loan.src, name, box)
                 self._repay(loan)
                 return self.loaned(name, box, load)
         return None
@@ -672,14 +691,27 @@ class ShmComm:
             if loan in self._loans and (name is None or _meets(loan.msg.items, name, box)):
                 self._repay(loan)
 
+    def written_back(self, name: str, box: Any) -> None:
+        """A device of this rank loaded ``box`` of array ``name`` from a loan and has been
+        given the copy of it into this rank's own array: the loan's item of exactly that
+        box need not be copied when it is repaid."""
+        for loan in self._loans:
+            for i, (a, b) in enumerate(loan.msg.items):
+                if a == name and b == box:
+                    loan.back.add(i)
+
     def _repay(self, loan: _Loan) -> None:
         """Repay ``loan`` and, first, the older loans of its sender (its count of
-        messages done with counts them in order)."""
+        messages done with counts them in order): once the loads from them are done,
+        copy the items no device writes back, and tell the sender."""
         while loan in self._loans:
             first = next(x for x in self._loans if x.src == loan.src)
             for a, b in first.msg.items:
                 self.wait_loads(a, b)
-            self.copier.copy(first.msg.copies_from_arrays(self._peer[first.src]))
+            copies = first.msg.copies_from_arrays(self._peer[first.src])
+            if first.back:
+                copies = [c for i, c in enumerate(copies) if i not in first.back]
+            self.copier.copy(copies)
             self._boxes[(first.src, self.rank)][0][4] += 1
             self._loans.remove(first)
             if first is loan:

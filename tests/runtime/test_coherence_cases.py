@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from bbmm.box import Box
+from bbmm.coherence import HostCopy
 from bbmm.config import RuntimeConfig
 from bbmm.devices import NullDevice
 from bbmm.runtime import Runtime, Tile
@@ -457,3 +458,46 @@ def test_deferred_staircase_merges_into_its_hull_only_where_the_holder_is_newest
     else:
         # merged up to the intruder's step; apart from then on
         assert n - intruder <= runs[True][0] < runs[False][0]
+
+
+def test_a_region_loaded_from_another_array_is_copied_back_by_its_device():
+    """A region whose newest values lie in another array (another process's, lent:
+    :meth:`bbmm.coherence.HostCopy.source`) is loaded from there, and the device that
+    loaded it, not the processor, copies it into the host's own array: after the
+    launches that followed the load (before the next exchange, when a copy is freed, at
+    the end), and the host copy hears of it (``written_back``)."""
+    n = 12
+    other = np.arange(n, dtype=np.int64) * 7  # the sender's newest values
+    own = np.full(n, -1, np.int64)  # this process's, not copied at the swap
+
+    class Lending(HostCopy):
+        def __init__(self, arrays):
+            super().__init__(arrays)
+            self.back: list = []
+
+        def source(self, name, box):
+            return other if name == "x" else None
+
+        def written_back(self, name, box):
+            self.back.append((name, box))
+
+    host = Lending({"x": own, "y": np.zeros(n, np.int64)})
+    dev = NullDevice(0, cap=1 << 20, arena_size=1 << 12, align=8)
+    rt = Runtime([dev], host)
+    whole = Box((0,), (n - 1,))
+
+    def plus_one(d, tb):
+        scatter(d, tb, "y", whole, gather(d, tb, "x", whole, np.int64) + 1)
+
+    rt.run_phase([Tile(0, {"x": [whole], "y": [whole]}, plus_one, writes={"y": [whole]})],
+                 serial=0)
+    d = rt.directory
+    assert [(c.array, r) for c, r, _ in d.writebacks] == [("x", whole)]
+    assert (own == -1).all() and host.back == []  # not yet: behind the launch
+    assert not any(k == "d2h" for k, _, _ in dev.log)
+    rt.end_serial(0)
+    rt.finish()
+    np.testing.assert_array_equal(host.array("y"), other + 1)  # computed from the loan
+    np.testing.assert_array_equal(own, other)  # copied back by the device
+    assert host.back == [("x", whole)] and d.writebacks == []
+    assert rt.stats.bytes["writeback"] >= n * 8

@@ -529,3 +529,49 @@ def test_regions_sent_and_received_apart():
     assert apart([(1, [("a", a0)])], [(1, [("b", a0)])])  # other arrays
     assert apart([(1, [("a", a0)])], [])
     assert not apart([(1, [("a", a0)]), (2, [("a", a1)])], [(2, [("a", Box((4, 6), (5, 6)))])])
+
+
+def written_back_loan(path: str, rank: int, size: int, out: mp.Queue) -> None:
+    """Rank 1 lends, and a device of it copies the loan's one item into its own array
+    (:meth:`ShmComm.written_back`): the repayment copies nothing, waits for the loads
+    (the device's copy among them), and tells rank 0, which then writes the region."""
+    from bbmm.box import Box
+    from bbmm.distributed import Boxes, swap
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
+    comm.direct_min = 100
+    comm.defer_takes = True
+    waited: list = []
+    if rank == 1:
+        comm.lend = True
+        comm.wait_loads = lambda a, b: waited.append((a, b))
+        comm.loads_done = lambda a, b: True
+    try:
+        a = comm.share_array("a", (10, 7), np.float32)
+        a[...] = 1 + rank
+        comm.open_peers()
+        comm.barrier()
+        sent = [("a", Box((0, 0), (4, 6)))]
+        facts: dict = {}
+        if rank == 0:
+            swap(comm, [(1, Boxes(Host(a=a), sent))], ())
+            comm.settle_sends()  # until rank 1 is done with it
+            a[0:5] = 10
+        else:
+            swap(comm, (), [(0, Boxes(Host(a=a), sent))])
+            facts["lent"] = comm.loaned("a", Box((0, 0), (4, 6))) is not None
+            comm.written_back("a", Box((0, 0), (4, 6)))  # as the device would
+            comm.repay()
+            facts["own"] = a[0:5].copy()  # as it was: the device's copy writes it
+            facts["loans"] = len(comm._loans)
+        comm.barrier()
+        out.put((rank, facts, len(waited)))
+    finally:
+        comm.close()
+
+
+@needs_shm
+def test_a_loan_a_device_copies_back_is_repaid_without_a_copy():
+    (_, _, _), (_, receiver, waited) = on_processes(written_back_loan, 2)
+    assert receiver["lent"] is True and receiver["loans"] == 0
+    assert (receiver["own"] == 2).all()  # no processor copy of rank 0's 1s
+    assert waited == 1  # the repayment waited for the loads (and the device's copy)

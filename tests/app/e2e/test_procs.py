@@ -76,6 +76,9 @@ def test_messages_taken_from_the_senders_arrays(kernel, direct, tmp_path):
     doc, _ = checked(kernel, tmp_path, 3, *tune)
     if direct == "lend":
         assert sum(p["lent_loads"] for p in doc["per_rank"]) > 0
+        # the devices that loaded a message from its sender's arrays copied it into
+        # their own process's (a write-back), and no processor copied it at once
+        assert doc["writeback_bytes"] > 0
         direct = "0"
     direct_msgs = sum(p["direct_messages"] for p in doc["per_rank"])
     for p in doc["per_rank"]:  # off keeps the arrays private, else all are shared
