@@ -52,9 +52,10 @@ class HostCopy:
     def array(self, name: str) -> np.ndarray:
         return self.arrays[name]
 
-    def source(self, name: str, box: Box) -> np.ndarray | None:
-        """The array a device loads ``box`` of ``name`` from, where it is not
-        :meth:`array`'s (another process's, holding the newest values); None: its own."""
+    def source(self, name: str, box: Box) -> tuple[np.ndarray, tuple[int, ...]] | None:
+        """Where a device loads ``box`` of ``name`` from, where it is not :meth:`array`
+        (another process's array, holding the newest values): an array and the
+        coordinates of its first element; None: :meth:`array`."""
         return None
 
     def lent(self, name: str, box: Box) -> bool:
@@ -280,14 +281,15 @@ class Directory:
         a = dst.array
         self.host.loading(a, region)
         src = self.host.source(a, region)
+        origin = None
         if src is not None:
-            host = src  # the newest values, in the process that sent them
+            host, origin = src  # the newest values, in the process that sent them
             self.writebacks.append((dst, region, what))
         dev = dst.device
         waits = self.order.before(a, region, dev, False, lane)
         if dev.profiling:
             dev.note({"array": a, "box": region, "for": what})
-        e = dev.write_rect(dst.alloc, dst.box, region, host, wait_for=waits,
+        e = dev.write_rect(dst.alloc, dst.box, region, host, origin, wait_for=waits,
                            blocking=self.blocking, side=bool(lane))
         if not self.blocking:
             self.order.after(a, region, dev, False, e, lane)

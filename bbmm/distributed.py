@@ -323,7 +323,7 @@ class _SharedHost(HostCopy):
         super().__init__(arrays)
         self.comm = comm
 
-    def source(self, name: str, box: Box) -> np.ndarray | None:
+    def source(self, name: str, box: Box) -> tuple[np.ndarray, tuple[int, ...]] | None:
         return self.comm.loaned(name, box) if self.comm.lend else None
 
     def lent(self, name: str, box: Box) -> bool:

@@ -34,9 +34,10 @@ message of at least :data:`DIRECT_MIN` bytes then stays where it is: its mailbox
 copies it out of the sender's arrays into its own, and the sender waits until it has:
 at once, or, where it defers takes (:attr:`ShmComm.defer_takes`), before it next writes
 those regions. A receiver that lends (:attr:`ShmComm.lend`) does not copy it at once
-either: its devices load the message's regions straight from the sender's arrays
-(page-locked in its own context too), and it copies them into its own arrays while it
-waits for later messages, at the latest by the end of its next swap. A fifth word of
+either: its devices load the message's regions straight from the sender's arrays (their
+pages page-locked in its own context too) and copy them into its own arrays behind the
+launches that follow; it copies with the processor only what no device loaded, while
+it waits for later messages, at the latest by the end of its next swap. A fifth word of
 each mailbox counts the messages its receiver is done with.
 
 Ordering of a chunk's bytes before its count relies on the processor keeping stores
@@ -288,10 +289,11 @@ class ShmComm:
         """Messages left in this rank's arrays, per receiver."""
         self.lend = False
         """A message left in its sender's arrays is not copied at once: it becomes a
-        loan (:meth:`loaned`), from which this rank's devices load its regions straight,
-        copied into this rank's arrays later (:meth:`repay`) where the wait for other
-        messages leaves time, at the latest by the end of the next swap. Needs
-        :attr:`wait_loads` and :attr:`loads_done`."""
+        loan (:meth:`loaned`), from which this rank's devices load its regions straight
+        and copy them into this rank's arrays (:meth:`written_back`); the rest is copied
+        later (:meth:`repay`) where the wait for other messages leaves time, at the
+        latest by the end of the next swap. Needs :attr:`wait_loads` and
+        :attr:`loads_done`."""
         self.wait_loads: Callable[[str, Any], None] | None = None
         """Waits until the loads queued from a region of this rank's host array are
         done (:attr:`lend`)."""
@@ -302,9 +304,10 @@ class ShmComm:
         self._loans: list[_Loan] = []
         self.lent_loads = 0
         """Loads this rank's devices took straight from another rank's arrays."""
-        self._lent: dict[int, dict[tuple[str, int, int], np.ndarray]] = {}
-        """Per sender, the pages of its arrays this rank's devices load from, page-locked
-        in this rank's context: by array and first and last page."""
+        self._lent: dict[int, dict[tuple[str, int, int], tuple]] = {}
+        """Per sender, by array and first and last slice along its first axis: the slices
+        this rank's devices load from, their origin, and the page-locked buffer over
+        their pages (:meth:`_lent_array`)."""
         self._swaps = 0
         with open(path, "r+b") as f:
             self._map = mmap.mmap(f.fileno(), segment_size(size, chunk))
@@ -642,30 +645,42 @@ class ShmComm:
 
     # ---- loans: messages left in the sender's arrays, loaded from there ----------------
 
-    def _lent_array(self, src: int, name: str, box: Any) -> np.ndarray:
-        """Rank ``src``'s array ``name`` as this rank's devices load ``box`` from it, the
-        pages holding ``box`` page-locked (:attr:`pin`) the first time: a region's pages,
-        not the whole array (an H100 process idled 42-179 ms page-locking each of heat3d
-        512^3's 512 MiB arrays: ``docs/performance.md``)."""
-        rw = self._peer_rw[src][name]
-        if self.pin is None:
-            return self._peer[src][name]
-        flat = rw.reshape(-1).view(np.uint8)
-        item = rw.itemsize
-        first = int(np.ravel_multi_index(tuple(box.lo), rw.shape)) * item
-        last = (int(np.ravel_multi_index(tuple(box.hi), rw.shape)) + 1) * item
-        page = mmap.PAGESIZE
-        key = (name, first // page, -(-last // page))
+    def _lent_array(self, src: int, name: str, box: Any) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Where this rank's devices load ``box`` of rank ``src``'s array ``name`` from: the
+        slices of the array along its first axis that ``box`` spans, and their origin.
+        Those slices are page-locked (:attr:`pin`) the first time, and a copy names
+        them, not the whole array: NVIDIA's driver takes a copy at the pinned speed only
+        when the host pointer it is given lies in page-locked memory, and otherwise
+        stages it (a 1 MiB plane of heat3d waited 260-340 us on an H100 before its 22 us
+        copy began). Only a region's pages are page-locked, not the whole array (an H100
+        process idled 42-179 ms page-locking each of heat3d 512^3's 512 MiB arrays:
+        ``docs/performance.md``)."""
+        lo, hi = int(box.lo[0]), int(box.hi[0])
+        key = (name, lo, hi)
         got = self._lent.setdefault(src, {})
-        if key not in got:
-            got[key] = self.pin(flat[key[1] * page:min(flat.size, key[2] * page)])
-        return rw
+        hit = got.get(key)
+        if hit is None:
+            rw = self._peer_rw[src][name] if self.pin is not None else self._peer[src][name]
+            view = rw[lo:hi + 1]
+            origin = (lo,) + (0,) * (rw.ndim - 1)
+            if self.pin is not None and view.nbytes:
+                # the pages holding the slices (a driver page-locks whole pages)
+                flat = rw.reshape(-1).view(np.uint8)
+                page = mmap.PAGESIZE
+                start = lo * (rw.nbytes // rw.shape[0])
+                first = start // page * page
+                last = min(flat.size, -(-(start + view.nbytes) // page) * page)
+                hit = got[key] = (view, origin, self.pin(flat[first:last]))
+            else:
+                hit = got[key] = (view, origin, None)
+        return hit[0], hit[1]
 
-    def loaned(self, name: str, box: Any, load: bool = True) -> np.ndarray | None:
-        """The array to load ``box`` of array ``name`` from where a loan covers all of
-        it (the newest loan: its sender's array), else None (this rank's own). A loan that
-        covers part of it is repaid first. ``load``: a load takes it (counted in
-        :attr:`lent_loads`)."""
+    def loaned(self, name: str, box: Any, load: bool = True
+               ) -> tuple[np.ndarray, tuple[int, ...]] | None:
+        """Where to load ``box`` of array ``name`` from where a loan covers all of it (the
+        newest loan: slices of its sender's array, and their origin), else None (this
+        rank's own array). A loan that covers part of it is repaid first. ``load``: a load
+        takes it (counted in :attr:`lent_loads`)."""
         for loan in reversed(self._loans):
             for a, b in loan.msg.items:
                 if a != name or not b.overlaps(box):

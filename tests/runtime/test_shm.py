@@ -405,8 +405,10 @@ def lending_receiver(path: str, rank: int, size: int, out: mp.Queue) -> None:
                 continue
             swap(comm, (), [(0, Boxes(host, sent))])
             src = comm.loaned("a", Box((1, 0), (2, 6)))
-            facts[f"lent{round_}"] = (src is not None and src is not a
-                                      and bool((src[1:3] == 1 + 9 * round_).all()))
+            # the slices of rank 0's array the box spans, and where they start
+            facts[f"lent{round_}"] = (src is not None and src[1] == (1, 0)
+                                      and not np.shares_memory(src[0], a)
+                                      and bool((src[0] == 1 + 9 * round_).all()))
             facts[f"own{round_}"] = a[0:5].copy()  # before it is repaid
             time.sleep(0.3)
             if round_ == 0:
