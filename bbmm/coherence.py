@@ -301,11 +301,10 @@ class Directory:
         :meth:`HostCopy.source`) from the devices into the host's own array: the device
         that loaded one copies it back, behind the launches that followed the load, so
         that no processor copies it and the other array is free once that copy is done.
-        Called before the next exchange and before a copy is freed."""
+        Called before the next exchange, before a copy is freed (every path that frees
+        one calls it first) and at the end."""
         todo, self.writebacks = self.writebacks, []
         for c, region, what in todo:
-            if not any(x is c for x in self.copies[c.array]):
-                continue  # freed: the host copies it when it repays
             a = c.array
             dev = c.device
             host = self.host.array(a)

@@ -463,6 +463,8 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
                     d.replay_d2h(c, region, host, what)
             stats.moved(kind, c.device.index, what, region.volume * c.itemsize)
         times[timer] += clock() - t0
+    if d.writebacks:
+        d.flush_writebacks()  # before the transient boxes they copy from are freed
     for c in made:
         c.device.free(c.alloc, c.last)
         stats.devices[c.device.index].on_free(c.nbytes)
