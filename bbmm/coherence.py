@@ -65,9 +65,13 @@ class HostCopy:
     def storing(self, name: str, box: Box) -> None:
         """Hook: a device is about to be given a copy into ``box`` of ``name``."""
 
+    def lent_load(self, name: str, box: Box, event: Any, device: Any) -> None:
+        """Hook: ``box`` of ``name`` is being loaded from another array (:meth:`source`)
+        by the command ``event`` (None: done) of ``device``."""
+
     def written_back(self, name: str, box: Box) -> None:
         """Hook: ``box`` of ``name``, loaded from another array (:meth:`source`), has been
-        given to a device to copy into :meth:`array`'s."""
+        given to the device that loaded it to copy into :meth:`array`'s."""
 
     def stored(self, name: str, box: Box) -> None:
         """Hook: ``box`` of ``name`` was just stored from a device (newest now on the host)."""
@@ -214,7 +218,7 @@ class Directory:
         blocking host copy, whose hooks publish each stored region at once (MPI)."""
         self._groups: dict[Copy, list[list]] = {}
         """Deferred write-outs per holder: ``[hull, points]`` groups, oldest first."""
-        self.writebacks: list[tuple[Copy, Box, str]] = []
+        self.writebacks: list[tuple[Copy, Box]] = []
         """Regions loaded from another array (:meth:`HostCopy.source`) whose copy from
         the device into the host's own array is not enqueued yet (:meth:`flush_writebacks`)."""
 
@@ -284,7 +288,6 @@ class Directory:
         origin = None
         if src is not None:
             host, origin = src  # the newest values, in the process that sent them
-            self.writebacks.append((dst, region, what))
         dev = dst.device
         waits = self.order.before(a, region, dev, False, lane)
         if dev.profiling:
@@ -295,6 +298,9 @@ class Directory:
             self.order.after(a, region, dev, False, e, lane)
         if e is not None:
             dst.last = e
+        if src is not None:
+            self.host.lent_load(a, region, e, dev)
+            self.writebacks.append((dst, region))
 
     def flush_writebacks(self) -> None:
         """Enqueue the copies of the regions loaded from another array (another process's,
@@ -304,7 +310,7 @@ class Directory:
         Called before the next exchange, before a copy is freed (every path that frees
         one calls it first) and at the end."""
         todo, self.writebacks = self.writebacks, []
-        for c, region, what in todo:
+        for c, region in todo:
             a = c.array
             dev = c.device
             host = self.host.array(a)

@@ -336,6 +336,9 @@ class _SharedHost(HostCopy):
         if comm.untaken(name, box):
             comm.settle_sends(name, box)
 
+    def lent_load(self, name: str, box: Box, event: Any, device: Any) -> None:
+        self.comm.lent_load(name, box, event, device)
+
     def written_back(self, name: str, box: Box) -> None:
         self.comm.written_back(name, box)
 

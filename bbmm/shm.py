@@ -121,11 +121,13 @@ class _Loan:
     positions of its items a device copies into this rank's arrays (:meth:`ShmComm.
     written_back`), which its repayment need not copy."""
 
-    __slots__ = ("src", "msg", "swap", "back")
+    __slots__ = ("src", "msg", "swap", "back", "loads")
 
     def __init__(self, src: int, msg: Any, swap: int):
         self.src, self.msg, self.swap = src, msg, swap
         self.back: set[int] = set()
+        self.loads: list[tuple[Any, Any]] = []
+        """The loads from it: (event, device)."""
 
 
 class _Bytes:
@@ -638,8 +640,7 @@ class ShmComm:
         # wait for the launches queued before it
         while self._loans and self._loans[0].swap < self._swaps:
             first = self._loans[0]
-            if len(first.back) == len(first.msg.items) and not all(
-                    self.loads_done(a, b) for a, b in first.msg.items):
+            if len(first.back) == len(first.msg.items) and not self._loan_done(first):
                 break
             self._repay(first)
 
@@ -706,14 +707,38 @@ class ShmComm:
             if loan in self._loans and (name is None or _meets(loan.msg.items, name, box)):
                 self._repay(loan)
 
+    def _lender(self, name: str, box: Any) -> _Loan | None:
+        """The newest loan with an item of array ``name`` holding all of ``box``."""
+        for loan in reversed(self._loans):
+            for a, b in loan.msg.items:
+                if a == name and box.issubset(b):
+                    return loan
+        return None
+
+    def lent_load(self, name: str, box: Any, event: Any, device: Any) -> None:
+        """A device of this rank is loading ``box`` of array ``name`` from a loan
+        (:meth:`loaned`): the command ``event`` (None: done already) of ``device``."""
+        loan = self._lender(name, box)
+        if loan is not None and event is not None:
+            loan.loads.append((event, device))
+
     def written_back(self, name: str, box: Any) -> None:
         """A device of this rank loaded ``box`` of array ``name`` from a loan and has been
         given the copy of it into this rank's own array: the loan's item of exactly that
-        box need not be copied when it is repaid."""
-        for loan in self._loans:
+        box need not be copied when it is repaid, and the sender may have its array back
+        once the loads from it are done (the copy back reads the device's)."""
+        for loan in reversed(self._loans):
             for i, (a, b) in enumerate(loan.msg.items):
                 if a == name and b == box:
                     loan.back.add(i)
+                    return
+
+    def _loan_done(self, loan: _Loan) -> bool:
+        """Whether the loads from ``loan`` are done: those of a loan its devices copy back
+        by their own events, else every queued copy touching its regions."""
+        if len(loan.back) == len(loan.msg.items):
+            return all(dev.done(e) for e, dev in loan.loads)
+        return all(self.loads_done(a, b) for a, b in loan.msg.items)
 
     def _repay(self, loan: _Loan) -> None:
         """Repay ``loan`` and, first, the older loans of its sender (its count of
@@ -721,8 +746,12 @@ class ShmComm:
         copy the items no device writes back, and tell the sender."""
         while loan in self._loans:
             first = next(x for x in self._loans if x.src == loan.src)
-            for a, b in first.msg.items:
-                self.wait_loads(a, b)
+            if len(first.back) == len(first.msg.items):
+                for e, dev in first.loads:
+                    dev.wait(e)
+            else:
+                for a, b in first.msg.items:
+                    self.wait_loads(a, b)
             copies = first.msg.copies_from_arrays(self._peer[first.src])
             if first.back:
                 copies = [c for i, c in enumerate(copies) if i not in first.back]
@@ -734,12 +763,11 @@ class ShmComm:
 
     def _repay_one(self) -> bool:
         """Repay the oldest loan of an earlier swap whose loads are done; whether one was."""
-        done = self.loads_done
         for loan in self._loans:
             if loan.swap >= self._swaps:
                 return False
             older = [x for x in self._loans if x.src == loan.src]
-            if older[0] is loan and all(done(a, b) for a, b in loan.msg.items):
+            if older[0] is loan and self._loan_done(loan):
                 self._repay(loan)
                 return True
         return False

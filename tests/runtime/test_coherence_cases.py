@@ -493,7 +493,7 @@ def test_a_region_loaded_from_another_array_is_copied_back_by_its_device():
     rt.run_phase([Tile(0, {"x": [whole], "y": [whole]}, plus_one, writes={"y": [whole]})],
                  serial=0)
     d = rt.directory
-    assert [(c.array, r) for c, r, _ in d.writebacks] == [("x", whole)]
+    assert [(c.array, r) for c, r in d.writebacks] == [("x", whole)]
     assert (own == -1).all() and host.back == []  # not yet: behind the launch
     assert not any(k == "d2h" for k, _, _ in dev.log)
     rt.end_serial(0)

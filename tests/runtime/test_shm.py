@@ -535,8 +535,8 @@ def test_regions_sent_and_received_apart():
 
 def written_back_loan(path: str, rank: int, size: int, out: mp.Queue) -> None:
     """Rank 1 lends, and a device of it copies the loan's one item into its own array
-    (:meth:`ShmComm.written_back`): the repayment copies nothing, waits for the loads
-    (the device's copy among them), and tells rank 0, which then writes the region."""
+    (:meth:`ShmComm.written_back`): the repayment copies nothing, waits for the load from
+    the loan alone, and tells rank 0, which then writes the region."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
     comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
@@ -561,8 +561,20 @@ def written_back_loan(path: str, rank: int, size: int, out: mp.Queue) -> None:
         else:
             swap(comm, (), [(0, Boxes(Host(a=a), sent))])
             facts["lent"] = comm.loaned("a", Box((0, 0), (4, 6))) is not None
-            comm.written_back("a", Box((0, 0), (4, 6)))  # as the device would
+
+            class Device:  # the device that loaded it, as the directory tells
+                def done(self, event):
+                    return False
+
+                def wait(self, event):
+                    loads.append(event)
+
+            loads: list = []
+            comm.lent_load("a", Box((0, 0), (4, 6)), "the load", Device())
+            comm.written_back("a", Box((0, 0), (4, 6)))
+            facts["kept"] = len(comm._loans)  # still lent
             comm.repay()
+            facts["waited for"] = loads
             facts["own"] = a[0:5].copy()  # as it was: the device's copy writes it
             facts["loans"] = len(comm._loans)
         comm.barrier()
@@ -574,6 +586,8 @@ def written_back_loan(path: str, rank: int, size: int, out: mp.Queue) -> None:
 @needs_shm
 def test_a_loan_a_device_copies_back_is_repaid_without_a_copy():
     (_, _, _), (_, receiver, waited) = on_processes(written_back_loan, 2)
-    assert receiver["lent"] is True and receiver["loans"] == 0
+    assert receiver["lent"] is True and receiver["loans"] == 0 and receiver["kept"] == 1
     assert (receiver["own"] == 2).all()  # no processor copy of rank 0's 1s
-    assert waited == 1  # the repayment waited for the loads (and the device's copy)
+    # the repayment waited for the load itself, not for every copy touching the region
+    # (the device's copy back among them, queued behind its launches)
+    assert receiver["waited for"] == ["the load"] and waited == 0
