@@ -308,23 +308,35 @@ class Directory:
         that loaded one copies it back, behind the launches that followed the load, so
         that no processor copies it and the other array is free once that copy is done.
         Called before the next exchange, before a copy is freed (every path that frees
-        one calls it first) and at the end."""
+        one calls it first) and at the end. The regions of one copy go as one command
+        where the device can (a middle process's two halos, loaded from its two
+        neighbours)."""
         todo, self.writebacks = self.writebacks, []
+        by_copy: dict[int, tuple[Copy, list[Box]]] = {}
         for c, region in todo:
+            got = by_copy.setdefault(id(c), (c, []))[1]
+            if not any(r.overlaps(region) for r in got):
+                got.append(region)
+        for c, regions in by_copy.values():
             a = c.array
             dev = c.device
             host = self.host.array(a)
+            waits = [e for r in regions for e in self.order.before(a, r, dev, True)]
             if dev.profiling:
-                dev.note({"array": a, "box": region, "for": "writeback"})
-            e = dev.read_rect(c.alloc, c.box, region, host,
-                              wait_for=self.order.before(a, region, dev, True),
-                              blocking=self.blocking)
-            if not self.blocking:
-                self.order.after(a, region, dev, True, e)
+                dev.note({"array": a, "box": " + ".join(str(r)[3:] for r in regions),
+                          "for": "writeback"})
+            e = dev.read_rects(c.alloc, c.box, regions, host, wait_for=waits,
+                               blocking=self.blocking)
+            if not dev.paired(c.alloc, c.box, regions, host):
+                self.stats.devices[dev.index].copies += len(regions) - 1
+            for r in regions:
+                if not self.blocking:
+                    self.order.after(a, r, dev, True, e)
+                self.host.written_back(a, r)
             if e is not None:
                 c.last = e
-            self.host.written_back(a, region)
-            self.stats.moved("d2h", dev.index, "writeback", region.volume * host.itemsize)
+            self.stats.moved("d2h", dev.index, "writeback",
+                             sum(r.volume for r in regions) * host.itemsize)
 
     def replay_d2h(self, src: Copy, region: Box, host: np.ndarray, what: str) -> None:
         """The store of :meth:`_d2h`, without recording or counting it (a replay's)."""
