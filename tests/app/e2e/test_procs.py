@@ -64,21 +64,26 @@ DIRECT = [k for k in KERNELS if k.stem in ("heat3d", "lu", "fdtd2d", "floyd")]
 
 
 @pytest.mark.parametrize("kernel", DIRECT, ids=[k.stem for k in DIRECT])
-@pytest.mark.parametrize("direct", ["0", "off", "lend"])
+@pytest.mark.parametrize("direct", ["0", "off", "copy"])
 @needs_shm
 def test_messages_taken_from_the_senders_arrays(kernel, direct, tmp_path):
-    """With ``BBMM_DIRECT=0`` every message of the exchange and the gather is copied by
-    its receiver straight out of its sender's host arrays in shared memory: the result
-    stays exact; ``off`` keeps every message in the mailboxes; ``lend`` (``direct=0`` with
-    ``BBMM_LEND``) has the receivers' devices load them from the senders' arrays."""
-    tune = ["--tune", "direct=0", "--tune", "lend=on"] if direct == "lend" else [
+    """With ``BBMM_DIRECT=0`` every message of the exchange and the gather stays in its
+    sender's host arrays in shared memory, where the receivers' devices load it from
+    (``BBMM_LEND``, the default): the result stays exact; ``copy`` (``lend=off``) has
+    the receivers' processors copy it out of there instead; ``off`` keeps every message
+    in the mailboxes."""
+    tune = ["--tune", "direct=0", "--tune", "lend=off"] if direct == "copy" else [
         "--tune", f"direct={direct}"]
     doc, _ = checked(kernel, tmp_path, 3, *tune)
-    if direct == "lend":
-        assert sum(p["lent_loads"] for p in doc["per_rank"]) > 0
+    lent = sum(p["lent_loads"] for p in doc["per_rank"])
+    if direct == "0":
+        assert lent > 0
         # the devices that loaded a message from its sender's arrays copied it into
         # their own process's (a write-back), and no processor copied it at once
         assert doc["writeback_bytes"] > 0
+    else:
+        assert lent == 0
+    if direct == "copy":
         direct = "0"
     direct_msgs = sum(p["direct_messages"] for p in doc["per_rank"])
     for p in doc["per_rank"]:  # off keeps the arrays private, else all are shared
@@ -185,8 +190,9 @@ N_RANDOM = int(os.environ.get("BBMM_RANDOM_PROCS", "6"))
 def test_random_programs_over_processes(tmp_path):
     """Randomized differential test over processes: random programs (tests/support/randprog.py)
     with --check on 2 processes of 1 or 2 devices, random tiles and modes, half of them
-    with every message taken from the sender's host arrays (``direct=0``), half of those
-    loaded from there by the receiver's devices (``lend=on``).
+    with every message left in the sender's host arrays (``direct=0``), half of those
+    loaded from there by the receiver's devices (the default) and half copied out by its
+    processor (``lend=off``).
     ``BBMM_RANDOM_PROCS=N`` sets how many; ``BBMM_RANDOM_SEED0`` shifts the seeds."""
     from test_random_kernels import accepted_program
 
@@ -204,7 +210,7 @@ def test_random_programs_over_processes(tmp_path):
         r = rng.random()
         argv += ["--mode", "convex"] if r < 0.2 else ["--coherence", "block"] if r < 0.4 else []
         if rng.random() < 0.5:
-            argv += ["--tune", "direct=0"] + (["--tune", "lend=on"] if rng.random() < 0.5 else [])
+            argv += ["--tune", "direct=0"] + (["--tune", "lend=off"] if rng.random() < 0.5 else [])
         out = tmp_path / f"p{s}.json"
         argv += ["--procs", "2", "--devices", str(rng.choice([2, 4])), "--check",
                  "--no-progress", "--json", str(out)]
