@@ -98,6 +98,23 @@ def test_messages_taken_from_the_senders_arrays(kernel, direct, tmp_path):
         assert received >= direct_msgs > 2
 
 
+@needs_shm
+def test_loans_under_a_memory_cap(tmp_path):
+    """heat3d over three processes with every message left in its sender's arrays and
+    loaded from there, under a device memory cap that boxes copies out: loans, their
+    devices' copies back and the write-backs of evicted boxes stay exact together."""
+    out = tmp_path / "r.json"
+    r = bbmm("run", str(POLYBENCH / "heat3d.c"), "--param", "n=24", "--param", "tsteps=6",
+             "--procs", "3", "--devices", "3", "--tile", "4", "--device-mem", "64KiB",
+             "--tune", "direct=0", "--check", "--no-progress", "--json", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass", doc["mismatches"]
+    assert sum(p["lent_loads"] for p in doc["per_rank"]) > 0
+    assert sum(d["evictions"] for p in doc["per_rank"]
+               for d in p["runtime"]["per_device"]) > 0
+
+
 def test_ranks_with_private_arrays_are_named():
     from bbmm.mpirun import private_ranks
     per_rank = [{"rank": 0, "direct_min": 1, "shared_arrays": 2, "host_arrays": 2},
