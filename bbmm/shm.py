@@ -76,6 +76,10 @@ mailbox and out of it), at the price of the sender keeping the region as it is u
 receiver is done with it. Smaller messages (Floyd's and LU's rows, heat2d's halos) go
 through the mailbox, where a sender never waits for its receivers."""
 _DIRECT = -1  # a mailbox's length word: the message is in the sender's host arrays
+LENT_PAGES = 64
+"""Slices of one other rank's arrays a rank keeps page-locked for its loads
+(:meth:`ShmComm._lent_array`) before it lets go of those no loan holds: a stencil loads
+the same few halos every step."""
 COPY_THREADS = 3
 """Threads, besides its own, with which a process packs and unpacks large messages
 (:mod:`bbmm.copier`): four processes on a 64-core 4 x H100 host use 16 cores."""
@@ -661,6 +665,8 @@ class ShmComm:
         got = self._lent.setdefault(src, {})
         hit = got.get(key)
         if hit is None:
+            if len(got) >= LENT_PAGES:
+                self._unlock(src)
             rw = self._peer_rw[src][name] if self.pin is not None else self._peer[src][name]
             view = rw[lo:hi + 1]
             origin = (lo,) + (0,) * (rw.ndim - 1)
@@ -675,6 +681,18 @@ class ShmComm:
             else:
                 hit = got[key] = (view, origin, None)
         return hit[0], hit[1]
+
+    def _unlock(self, src: int) -> None:
+        """Let go of the page-locked slices of rank ``src``'s arrays that no loan of
+        this rank holds (the loads from a loan are done before it goes): a program whose
+        large messages move (a row per serial iteration) would otherwise lock a slice per
+        message, each locked by the driver until its buffer goes."""
+        held = [(a, b) for loan in self._loans if loan.src == src for a, b in loan.msg.items]
+        got = self._lent[src]
+        for key in list(got):
+            name, lo, hi = key
+            if not any(a == name and b.lo[0] <= lo and hi <= b.hi[0] for a, b in held):
+                del got[key]
 
     def loaned(self, name: str, box: Any, load: bool = True
                ) -> tuple[np.ndarray, tuple[int, ...]] | None:

@@ -591,3 +591,33 @@ def test_a_loan_a_device_copies_back_is_repaid_without_a_copy():
     # the repayment waited for the load itself, not for every copy touching the region
     # (the device's copy back among them, queued behind its launches)
     assert receiver["waited for"] == ["the load"] and waited == 0
+
+
+def test_a_rank_lets_go_of_the_slices_no_loan_holds():
+    """The slices of another rank's array page-locked for loads (one per moving row, in
+    a program whose large messages move) stay at most :data:`bbmm.shm.LENT_PAGES`: those
+    no loan holds go first, one a loan holds stays."""
+    from bbmm.box import Box
+    path = shm.create(2, chunk=CHUNK)
+    comm = shm.ShmComm(path, 1, 2, chunk=CHUNK)
+    try:
+        peer = np.zeros((300, 4), np.float32)
+        comm._peer[0] = comm._peer_rw[0] = {"a": peer}
+        locked: list = []
+        comm.pin = lambda a: locked.append(a.nbytes) or a
+
+        class Message:
+            items = [("a", Box((250, 0), (250, 3)))]
+
+        comm._loans.append(shm._Loan(0, Message, 0))
+        view, origin = comm._lent_array(0, "a", Box((250, 0), (250, 3)))
+        assert origin == (250, 0) and np.shares_memory(view, peer) and view.shape == (1, 4)
+        for k in range(200):
+            comm._lent_array(0, "a", Box((k, 0), (k, 3)))
+            assert len(comm._lent[0]) <= shm.LENT_PAGES
+        assert ("a", 250, 250) in comm._lent[0]  # its loan is still out
+        assert len(locked) == 201  # each slice locked once, when first loaded
+    finally:
+        comm._loans.clear()
+        comm.close()
+        shm.remove(path)
