@@ -302,16 +302,25 @@ class Directory:
             self.host.lent_load(a, region, e, dev)
             self.writebacks.append((dst, region))
 
-    def flush_writebacks(self) -> None:
+    def flush_writebacks(self, meeting: Sequence[tuple[str, Box]] | None = None) -> bool:
         """Enqueue the copies of the regions loaded from another array (another process's,
         :meth:`HostCopy.source`) from the devices into the host's own array: the device
         that loaded one copies it back, behind the launches that followed the load, so
         that no processor copies it and the other array is free once that copy is done.
-        Called before the next exchange, before a copy is freed (every path that frees
-        one calls it first) and at the end. The regions of one copy go as one command
-        where the device can (a middle process's two halos, loaded from its two
-        neighbours)."""
-        todo, self.writebacks = self.writebacks, []
+        Called at the next exchange (while it waits for messages; before it, those that
+        meet what it sends or receives: ``meeting``, ``(array, box)`` pairs), before a
+        copy is freed (every path that frees one calls it first) and at the end. The
+        regions of one copy go as one command where the device can (a middle process's
+        two halos, loaded from its two neighbours). Returns whether it enqueued any."""
+        if meeting is None:
+            todo, self.writebacks = self.writebacks, []
+        else:
+            todo, keep = [], []
+            for w in self.writebacks:
+                c, region = w
+                hit = any(a == c.array and region.overlaps(b) for a, b in meeting)
+                (todo if hit else keep).append(w)
+            self.writebacks = keep
         by_copy: dict[int, tuple[Copy, list[Box]]] = {}
         for c, region in todo:
             got = by_copy.setdefault(id(c), (c, []))[1]
@@ -337,6 +346,7 @@ class Directory:
                 c.last = e
             self.stats.moved("d2h", dev.index, "writeback",
                              sum(r.volume for r in regions) * host.itemsize)
+        return bool(todo)
 
     def replay_d2h(self, src: Copy, region: Box, host: np.ndarray, what: str) -> None:
         """The store of :meth:`_d2h`, without recording or counting it (a replay's)."""

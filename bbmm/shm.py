@@ -305,6 +305,10 @@ class ShmComm:
         done (:attr:`lend`)."""
         self.loads_done: Callable[[str, Any], bool] | None = None
         """Whether those loads are done."""
+        self.idle_work: Callable[[], bool] | None = None
+        """Work a swap does while it waits for messages, once its own are sent: returns
+        whether there was any (the devices' copies back of lent regions,
+        :meth:`bbmm.coherence.Directory.flush_writebacks`)."""
         self.pin: Callable[[np.ndarray], np.ndarray] | None = None
         """Page-locks host memory for this rank's devices (a loan's pages)."""
         self._loans: list[_Loan] = []
@@ -635,6 +639,8 @@ class ShmComm:
             if not moved:
                 if self._loans and self._repay_one():
                     continue  # time the wait would have lost
+                if self.idle_work is not None and self.idle_work():
+                    continue
                 if idle is None:
                     idle = self._waiter()
                 idle()

@@ -502,3 +502,27 @@ def test_a_region_loaded_from_another_array_is_copied_back_by_its_device():
     np.testing.assert_array_equal(own, other)  # copied back by the device
     assert host.back == [("x", whole)] and d.writebacks == []
     assert rt.stats.bytes["writeback"] >= n * 8
+
+
+def test_copies_back_that_meet_an_exchange_go_first():
+    """Before an exchange only the copies back of lent regions that meet what it sends or
+    receives are enqueued (their stores must be waited for); the others wait for the
+    exchange's idle time, and a call with nothing to do says so."""
+    n = 8
+    x = np.zeros((n, 4), np.int64)
+    host = HostCopy({"x": x})
+    dev = NullDevice(0, cap=1 << 20, arena_size=1 << 12, align=8)
+    rt = Runtime([dev], host)
+    d = rt.directory
+    whole = Box((0, 0), (n - 1, 3))
+    from bbmm.tiles import Copy
+    c = Copy("x", whole, dev, dev.alloc(whole.volume * 8), 8)
+    d.add(c)
+    dev.view(c.alloc, whole, np.int64)[...] = 5
+    top, bottom = Box((0, 0), (0, 3)), Box((n - 1, 0), (n - 1, 3))
+    d.writebacks = [(c, top), (c, bottom)]
+    assert d.flush_writebacks([("x", Box((n - 2, 0), (n - 1, 3)))]) is True
+    assert d.writebacks == [(c, top)] and (x[n - 1] == 5).all() and (x[0] == 0).all()
+    assert d.flush_writebacks([("y", top)]) is False  # another array: nothing met
+    assert d.flush_writebacks() is True and (x[0] == 5).all() and d.writebacks == []
+    assert d.flush_writebacks() is False

@@ -621,3 +621,33 @@ def test_a_rank_lets_go_of_the_slices_no_loan_holds():
         comm._loans.clear()
         comm.close()
         shm.remove(path)
+
+
+def idle_worker(path: str, rank: int, size: int, out: mp.Queue) -> None:
+    """Rank 1 waits for a message rank 0 sends late: meanwhile its swap does the work it
+    was given (:attr:`ShmComm.idle_work`) at once, as long as that says there was some,
+    then asks again at each look."""
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
+    calls: list = []
+    if rank == 1:
+        comm.idle_work = lambda: calls.append(time.perf_counter()) or len(calls) < 3
+    try:
+        comm.barrier()
+        if rank == 0:
+            time.sleep(0.2)
+            comm.exchange({1: np.arange(8, dtype=np.uint8)}, {})
+            out.put((rank, None, None))
+        else:
+            t0 = time.perf_counter()
+            got = comm.exchange({}, {0: 8})
+            out.put((rank, [c - t0 for c in calls], got[0].tolist()))
+    finally:
+        comm.close()
+
+
+@needs_shm
+def test_a_swap_works_while_it_waits():
+    (_, _, _), (_, calls, got) = on_processes(idle_worker, 2)
+    assert got == list(range(8))
+    # the first three calls one after the other (two found work), more while it waited
+    assert len(calls) > 3 and calls[2] < 0.1 < calls[-1]
