@@ -309,7 +309,9 @@ class Directory:
         that no processor copies it and the other array is free once that copy is done.
         Called at the next exchange (while it waits for messages; before it, those that
         meet what it sends or receives: ``meeting``, ``(array, box)`` pairs), before a
-        copy is freed (every path that frees one calls it first) and at the end. The
+        store into such a region (the newer values of another device of this process
+        must land after it), before a copy is freed (every path that frees one calls it
+        first) and at the end. The
         regions of one copy go as one command where the device can (a middle process's
         two halos, loaded from its two neighbours). Returns whether it enqueued any."""
         if meeting is None:
@@ -352,6 +354,8 @@ class Directory:
         """The store of :meth:`_d2h`, without recording or counting it (a replay's)."""
         a = src.array
         dev = src.device
+        if self.writebacks:
+            self.flush_writebacks([(a, region)])  # a copy back of it lands first
         waits = self.order.before(a, region, dev, True)
         self.host.storing(a, region)
         if dev.profiling:
@@ -372,6 +376,8 @@ class Directory:
         halos, its two flow-out rows."""
         a = c.array
         dev = c.device
+        if stores and self.writebacks:
+            self.flush_writebacks([(a, r) for r in regions])  # copies back land first
         if not stores and any(self.host.lent(a, r) for r in regions):
             # a region that lies in another process's array: one load each
             for r in regions:

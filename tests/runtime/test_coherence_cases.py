@@ -526,3 +526,25 @@ def test_copies_back_that_meet_an_exchange_go_first():
     assert d.flush_writebacks([("y", top)]) is False  # another array: nothing met
     assert d.flush_writebacks() is True and (x[0] == 5).all() and d.writebacks == []
     assert d.flush_writebacks() is False
+
+
+def test_a_store_into_a_lent_region_lands_after_its_copy_back():
+    """A device's store into a region another device of the process loaded from a loan
+    is enqueued after that device's copy back of it (so the newer values land last),
+    even where no exchange came in between."""
+    n = 6
+    host = HostCopy({"x": np.zeros(n, np.int64)})
+    devs = [NullDevice(i, cap=1 << 20, arena_size=1 << 12, align=8) for i in range(2)]
+    rt = Runtime(devs, host)
+    d = rt.directory
+    whole = Box((0,), (n - 1,))
+    from bbmm.tiles import Copy
+    c0, c1 = (Copy("x", whole, dv, dv.alloc(whole.volume * 8), 8) for dv in devs)
+    d.add(c0)
+    d.add(c1)
+    devs[0].view(c0.alloc, whole, np.int64)[...] = 1  # the lent values, loaded
+    devs[1].view(c1.alloc, whole, np.int64)[...] = 2  # newer ones, written later
+    d.writebacks = [(c0, whole)]
+    d.replay_d2h(c1, Box((2,), (3,)), host.array("x"), "flowout")
+    np.testing.assert_array_equal(host.array("x"), [1, 1, 2, 2, 1, 1])
+    assert d.writebacks == []
