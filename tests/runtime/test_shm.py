@@ -366,13 +366,10 @@ def test_a_sender_that_defers_takes_goes_on_and_waits_where_asked():
     assert (sender["row"] == 5).all()  # the receive landed after the take
 
 
-def lending_receiver(path: str, rank: int, size: int, out: mp.Queue) -> None:
-    """Rank 1 lends (``lend``): a message left in rank 0's array is loaded from there
-    (:meth:`ShmComm.loaned`) and copied into rank 1's own array only when repaid: by a
-    load that the loan covers only in part, or by the end of the next swap. Rank 0 waits
-    for the repayment before it writes the region."""
-    from bbmm.box import Box
-    from bbmm.distributed import Boxes, swap
+def lending_pair(path: str, rank: int) -> tuple[shm.ShmComm, np.ndarray, list]:
+    """Rank ``rank`` of two sharing a 10 x 7 array ``a`` (all ``1 + rank``) whose messages
+    of 100 bytes or more stay in their sender's arrays; rank 1 lends, its waits for the
+    loads from a region noted in the list returned (no device: never pending)."""
     comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
     comm.direct_min = 100
     comm.defer_takes = True
@@ -381,12 +378,23 @@ def lending_receiver(path: str, rank: int, size: int, out: mp.Queue) -> None:
         comm.lend = True
         comm.wait_loads = lambda a, b: waited.append((a, b))
         comm.loads_done = lambda a, b: True
+    a = comm.share_array("a", (10, 7), np.float32)
+    assert a is not None
+    a[...] = 1 + rank
+    comm.open_peers()
+    comm.barrier()
+    return comm, a, waited
+
+
+def lending_receiver(path: str, rank: int, size: int, out: mp.Queue) -> None:
+    """Rank 1 lends (``lend``): a message left in rank 0's array is loaded from there
+    (:meth:`ShmComm.loaned`) and copied into rank 1's own array only when repaid: by a
+    load that the loan covers only in part, or by the end of the next swap. Rank 0 waits
+    for the repayment before it writes the region."""
+    from bbmm.box import Box
+    from bbmm.distributed import Boxes, swap
+    comm, a, waited = lending_pair(path, rank)
     try:
-        a = comm.share_array("a", (10, 7), np.float32)
-        assert a is not None
-        a[...] = 1 + rank
-        comm.open_peers()
-        comm.barrier()
         host = Host(a=a)
         sent = [("a", Box((0, 0), (4, 6)))]
         row = [("a", Box((9, 0), (9, 6)))]
@@ -539,19 +547,8 @@ def written_back_loan(path: str, rank: int, size: int, out: mp.Queue) -> None:
     the loan alone, and tells rank 0, which then writes the region."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
-    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
-    comm.direct_min = 100
-    comm.defer_takes = True
-    waited: list = []
-    if rank == 1:
-        comm.lend = True
-        comm.wait_loads = lambda a, b: waited.append((a, b))
-        comm.loads_done = lambda a, b: True
+    comm, a, waited = lending_pair(path, rank)
     try:
-        a = comm.share_array("a", (10, 7), np.float32)
-        a[...] = 1 + rank
-        comm.open_peers()
-        comm.barrier()
         sent = [("a", Box((0, 0), (4, 6)))]
         facts: dict = {}
         if rank == 0:
