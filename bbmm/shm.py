@@ -637,9 +637,11 @@ class ShmComm:
                     del got[src]
                 moved = True
             if not moved:
-                if self._loans and self._repay_one():
-                    continue  # time the wait would have lost
+                # first the work given (the devices' copies back of loans, which spare
+                # their repayment a copy), then repayments: time the wait would lose
                 if self.idle_work is not None and self.idle_work():
+                    continue
+                if self._loans and self._repay_one():
                     continue
                 if idle is None:
                     idle = self._waiter()
@@ -648,6 +650,8 @@ class ShmComm:
         # writes the region again. One a device copies back is left to a later look
         # (here or while a swap waits) until that copy is done: waiting for it here would
         # wait for the launches queued before it
+        if self._loans and self.idle_work is not None:
+            self.idle_work()  # copies back not given yet: they spare the loans a copy
         while self._loans and self._loans[0].swap < self._swaps:
             first = self._loans[0]
             if len(first.back) == len(first.msg.items) and not self._loan_done(first):
