@@ -648,3 +648,48 @@ def test_a_swap_works_while_it_waits():
     assert got == list(range(8))
     # the first three calls one after the other (two found work), more while it waited
     assert len(calls) > 3 and calls[2] < 0.1 < calls[-1]
+
+
+def copied_back_first(path: str, rank: int, size: int, out: mp.Queue) -> None:
+    """Rank 1 lends a message and, at its next swap (whose message is already waiting),
+    is given the device's copy back as work (:attr:`ShmComm.idle_work`): the swap gives
+    it before it repays the loan at its end, so the processor copies nothing."""
+    from bbmm.box import Box
+    from bbmm.distributed import Boxes, swap
+    comm, a, _ = lending_pair(path, rank)
+    try:
+        host = Host(a=a)
+        sent = [("a", Box((0, 0), (4, 6)))]
+        row = [("a", Box((9, 0), (9, 6)))]
+        if rank == 0:
+            swap(comm, [(1, Boxes(host, sent))], ())
+            swap(comm, [(1, Boxes(host, row))], ())
+            comm.barrier()
+            comm.settle_sends()
+            out.put((rank, None))
+            return
+        given: list = []
+
+        def work():
+            if given or not comm._loans:
+                return False
+            given.append(True)
+            comm.written_back("a", Box((0, 0), (4, 6)))  # the device's copy back
+            return True
+
+        comm.idle_work = work
+        swap(comm, (), [(0, Boxes(host, sent))])
+        assert comm.loaned("a", Box((0, 0), (4, 6))) is not None
+        comm.barrier()  # the row is waiting: the next swap never waits, and at its end
+        swap(comm, (), [(0, Boxes(host, row))])  # repays the loan of the swap before
+        out.put((rank, (len(comm._loans), a[0:5].copy(), a[9].copy(), len(given))))
+    finally:
+        comm.close()
+
+
+@needs_shm
+def test_a_swap_gives_the_copies_back_before_it_repays():
+    (_, _), (_, (loans, own, row, given)) = on_processes(copied_back_first, 2)
+    assert loans == 0 and given == 1
+    assert (own == 2).all()  # not copied by the processor: the device copies it back
+    assert (row == 1).all()  # the row came through the mailbox
