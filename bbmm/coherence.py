@@ -311,9 +311,9 @@ class Directory:
         meet what it sends or receives: ``meeting``, ``(array, box)`` pairs), before a
         store into such a region (the newer values of another device of this process
         must land after it), before a copy is freed (every path that frees one calls it
-        first) and at the end. The
-        regions of one copy go as one command where the device can (a middle process's
-        two halos, loaded from its two neighbours). Returns whether it enqueued any."""
+        first) and at the end. The regions of one copy go as one command where the device
+        can (a middle process's two halos, loaded from its two neighbours). Returns
+        whether it enqueued any."""
         if meeting is None:
             todo, self.writebacks = self.writebacks, []
         else:

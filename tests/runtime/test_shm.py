@@ -301,6 +301,28 @@ def test_direct_messages_are_taken_from_the_senders_arrays():
     assert (results[1][2] == -1).all()  # what rank 0 held when it sent
 
 
+def direct_pair(path: str, rank: int, fill: float, lend: bool = True
+                ) -> tuple[shm.ShmComm, np.ndarray, list]:
+    """Rank ``rank`` of two sharing a 10 x 7 array ``a`` (all ``fill``) whose messages of
+    100 bytes or more stay in their sender's arrays, and the sender goes on; with
+    ``lend``, rank 1 lends, its waits for the loads from a region noted in the list
+    returned (no device: never pending)."""
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
+    comm.direct_min = 100
+    comm.defer_takes = True
+    waited: list = []
+    if lend and rank == 1:
+        comm.lend = True
+        comm.wait_loads = lambda a, b: waited.append((a, b))
+        comm.loads_done = lambda a, b: True
+    a = comm.share_array("a", (10, 7), np.float32)
+    assert a is not None
+    a[...] = fill
+    comm.open_peers()
+    comm.barrier()
+    return comm, a, waited
+
+
 def deferred_sender(path: str, rank: int, size: int, out: mp.Queue) -> None:
     """Rank 0 leaves a message in its array and goes on (``defer_takes``); rank 1 takes it
     0.3 s later. Rank 0 knows which regions are still to be taken, waits for its
@@ -308,15 +330,8 @@ def deferred_sender(path: str, rank: int, size: int, out: mp.Queue) -> None:
     it starts."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
-    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
-    comm.direct_min = 100
-    comm.defer_takes = True
+    comm, a, _ = direct_pair(path, rank, 1000 * rank, lend=False)
     try:
-        a = comm.share_array("a", (10, 7), np.float32)
-        assert a is not None
-        a[...] = 1000 * rank
-        comm.open_peers()
-        comm.barrier()
         host = Host(a=a)
         sent = [("a", Box((0, 0), (4, 6)))]
         row = [("a", Box((0, 0), (0, 6)))]
@@ -366,26 +381,6 @@ def test_a_sender_that_defers_takes_goes_on_and_waits_where_asked():
     assert (sender["row"] == 5).all()  # the receive landed after the take
 
 
-def lending_pair(path: str, rank: int) -> tuple[shm.ShmComm, np.ndarray, list]:
-    """Rank ``rank`` of two sharing a 10 x 7 array ``a`` (all ``1 + rank``) whose messages
-    of 100 bytes or more stay in their sender's arrays; rank 1 lends, its waits for the
-    loads from a region noted in the list returned (no device: never pending)."""
-    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
-    comm.direct_min = 100
-    comm.defer_takes = True
-    waited: list = []
-    if rank == 1:
-        comm.lend = True
-        comm.wait_loads = lambda a, b: waited.append((a, b))
-        comm.loads_done = lambda a, b: True
-    a = comm.share_array("a", (10, 7), np.float32)
-    assert a is not None
-    a[...] = 1 + rank
-    comm.open_peers()
-    comm.barrier()
-    return comm, a, waited
-
-
 def lending_receiver(path: str, rank: int, size: int, out: mp.Queue) -> None:
     """Rank 1 lends (``lend``): a message left in rank 0's array is loaded from there
     (:meth:`ShmComm.loaned`) and copied into rank 1's own array only when repaid: by a
@@ -393,7 +388,7 @@ def lending_receiver(path: str, rank: int, size: int, out: mp.Queue) -> None:
     for the repayment before it writes the region."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
-    comm, a, waited = lending_pair(path, rank)
+    comm, a, waited = direct_pair(path, rank, 1 + rank)
     try:
         host = Host(a=a)
         sent = [("a", Box((0, 0), (4, 6)))]
@@ -547,7 +542,7 @@ def written_back_loan(path: str, rank: int, size: int, out: mp.Queue) -> None:
     the loan alone, and tells rank 0, which then writes the region."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
-    comm, a, waited = lending_pair(path, rank)
+    comm, a, waited = direct_pair(path, rank, 1 + rank)
     try:
         sent = [("a", Box((0, 0), (4, 6)))]
         facts: dict = {}
@@ -656,7 +651,7 @@ def copied_back_first(path: str, rank: int, size: int, out: mp.Queue) -> None:
     it before it repays the loan at its end, so the processor copies nothing."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
-    comm, a, _ = lending_pair(path, rank)
+    comm, a, _ = direct_pair(path, rank, 1 + rank)
     try:
         host = Host(a=a)
         sent = [("a", Box((0, 0), (4, 6)))]
