@@ -41,16 +41,22 @@ from .diagnostic import UsageError
 from .replay import Tape, phase_key, replay, signature
 from .shifted import ShiftMemo, Template, match, replay_shifted, state_snapshot
 from .stats import DeviceStats, Stats
-from .tiles import Copy, Tile, TileBuffers
+from .tiles import Copy, Tile, TileBuffers, int32
 
 __all__ = ["Runtime", "Tile", "TileBuffers", "Copy", "kernel_args", "int32", "fuse_slack",
            "MODES", "COHERENCE"]
 
 MODES = ("disjoint", "convex")
-REPLAY_MISSES = 8
+REPLAY_MISSES = 4
 """Recorded serial iterations in a row that are no fixed point before recording pauses."""
-REPLAY_PAUSE = (16, 512)
-"""First and longest pause of recording, in serial iterations (each pause doubles)."""
+REPLAY_PAUSE = (8, 512)
+"""First and longest pause of recording, in serial iterations (each pause doubles).
+Floyd's and LU's iterations near a tile boundary never repeat (:mod:`bbmm.shifted`), and
+the first regular iteration after them is found sooner with short pauses: on eight dry
+devices, Floyd n=1024 replays 721 of its 1024 iterations with 4 misses and pauses from 8
+(47.8 us of host work per tile) against 519 with 8 and 16 (56.8 us); LU n=1024 76.3 us
+against 78.5 (``python scripts/bench_host.py --programs floyd,lu --devices 4,8 --param
+floyd:n=1024 --param lu:n=1024 --repeat 2``)."""
 COHERENCE = ("exact", "block")
 STOP_PERIOD = 2e-3
 """Seconds between two requests for a loop's ``break`` flag (:meth:`Runtime.stopped`): a
@@ -845,9 +851,6 @@ class Runtime:
 
 
 _I64_0 = np.int64(0)
-_INT32: dict[int, np.int32] = {}
-"""Interned ``np.int32`` kernel scalars (:func:`int32`): sizes, host iterators, tile bounds,
-grid origins, strides of padding slots, access slots."""
 _SELS: dict[tuple[int, ...], list[Any]] = {}
 """The kernel arguments of each list of access slots seen (a tile's accesses repeat)."""
 _PAD: dict[int, list[Any]] = {}
@@ -932,18 +935,6 @@ H100s heat2d 12288^2 over two processes takes 0.441 ms per step with it against 
 without (one GPU: 0.866; ``python3 -m bbmm run polybench/heat2d.c --param n=12288
 --param tsteps=T --devices 2 --procs 2``, T = 20 and 220, with ``BBMM_EDGE=0`` for
 without; ``results/h100x2-2026-11-26``)."""
-
-
-def int32(v: int) -> np.int32:
-    """``np.int32(v)``, the same object for the same value: a launch that sets only the
-    arguments that changed (:func:`bbmm.devices.kernelargs.set_changed`) then finds the
-    unchanged ones by identity, without a numpy comparison, and no scalar is made anew."""
-    x = _INT32.get(v)
-    if x is None:
-        if len(_INT32) >= 1 << 16:
-            _INT32.clear()
-        x = _INT32[v] = np.int32(v)
-    return x
 
 
 def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]:

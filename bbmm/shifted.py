@@ -209,7 +209,7 @@ def _flatten(phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], snap: tup
 
     def walk(x: Any) -> Any:
         if type(x) is tuple:
-            if len(x) == 2 and type(x[0]) is str and type(x[1]) is Box:
+            if len(x) == 2 and type(x[1]) is Box and type(x[0]) is str:
                 a, b = x
                 f = flat.get(a)
                 if f is None:
@@ -218,7 +218,7 @@ def _flatten(phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], snap: tup
                 f += b.lo
                 f += b.hi
                 return a
-            return tuple(walk(e) for e in x)
+            return tuple([walk(e) if type(e) is tuple else e for e in x])
         return x
 
     for tiles, extra, before, after in phases:

@@ -14,7 +14,27 @@ import numpy as np
 from .box import Box
 from .devices.base import Allocation, Device
 
-__all__ = ["Tile", "TileSpec", "Copy", "TileBuffers"]
+__all__ = ["Tile", "TileSpec", "Copy", "TileBuffers", "int32"]
+
+
+def int32(v: int) -> np.int32:
+    """``np.int32(v)``, the same object for the same value: a launch that sets only the
+    arguments that changed (:func:`bbmm.devices.kernelargs.set_changed`) then finds the
+    unchanged ones by identity, without a numpy comparison, and no scalar is made anew."""
+    x = _INT32.get(v)
+    if x is None:
+        if len(_INT32) >= 1 << 16:
+            _INT32.clear()
+        x = _INT32[v] = np.int32(v)
+    return x
+
+
+_INT32: dict[int, np.int32] = {}
+"""Interned ``np.int32`` kernel scalars (:func:`int32`): sizes, host iterators, tile bounds,
+grid origins, strides, access slots."""
+_STRIDES: dict[tuple[int, ...], tuple[list[int], list[np.int32]]] = {}
+"""A copy's strides by its shape, as ints and as kernel arguments: a transient box (a
+row ``k`` replayed up to a shift) is a new copy of one shape every serial iteration."""
 
 
 class TileSpec(NamedTuple):
@@ -126,18 +146,25 @@ class Copy:
         """``[buffer, base, strides...]`` of this copy for kernels (computed once)."""
         if self._kargs is None:
             box = self.box
+            lo = box.lo
             shape = box.shape
-            strides = [1] * len(shape)
-            for d in range(len(shape) - 2, -1, -1):
-                strides[d] = strides[d + 1] * shape[d + 1]
-            base = self.element_offset()
+            got = _STRIDES.get(shape)
+            if got is None:
+                strides = [1] * len(shape)
+                for d in range(len(shape) - 2, -1, -1):
+                    strides[d] = strides[d + 1] * shape[d + 1]
+                if len(_STRIDES) >= 4096:
+                    _STRIDES.clear()
+                got = _STRIDES[shape] = (strides, [np.int32(st) for st in strides[:-1]])
+            strides, args = got
+            base = self.alloc.offset // self.itemsize
             top = 0  # the largest |x[d]| * stride[d] summed: what fits_int bounds
-            for l, h, st in zip(box.lo, box.hi, strides):
+            for l, h, st in zip(lo, box.hi, strides):
                 base -= l * st
                 top += max(abs(l), abs(h)) * st
             # the kernel computes base + sum(x[d] * stride[d]) with each product in BBMM_IDX
             self._fits = abs(base) + top < 2**31
-            self._kargs = [self.alloc.buf, np.int64(base)] + [np.int32(st) for st in strides[:-1]]
+            self._kargs = [self.alloc.buf, np.int64(base), *args]
         return self._kargs
 
     def bound_args(self, piece: Box) -> list:
@@ -146,7 +173,7 @@ class Copy:
         last = self._bargs
         if last is not None and last[0] == piece:
             return last[1]
-        args = [np.int32(v) for v in piece.lo] + [np.int32(v) for v in piece.hi]
+        args = [*map(int32, piece.lo), *map(int32, piece.hi)]
         self._bargs = (piece, args)
         return args
 
