@@ -99,6 +99,9 @@ class Template:
     """Per tile run in parts: ``((phase, index), its launches' rows in order)``, each
     encoded by :func:`_enc_rows`."""
     verified: bool = False
+    buffers: dict = field(default_factory=dict, compare=False, repr=False)
+    """Per launch (its place in :attr:`ops`): the :class:`~bbmm.tiles.TileBuffers` of its
+    last replay, taken again where its pieces are the same (their launch prepared)."""
 
 
 @dataclass
@@ -423,19 +426,24 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
 
     clock = time.perf_counter
     times = stats.times
-    for timer, kind, args in tpl.ops:
+    kept = tpl.buffers
+    for n, (timer, kind, args) in enumerate(tpl.ops):
         t0 = clock()
         if kind == "launch":
             p, i, pieces, rows = args
-            tb = TileBuffers()
+            got = {}
             for a, ps, acc in pieces:
                 ds = bases.get(a)
                 out = []
                 for enc, r in ps:
                     c = copy(r)
                     out.append((c.box if enc is None else box_of(enc, ds), c))
-                tb.pieces[a] = out
-                tb.access[a] = list(acc)
+                got[a] = out
+            tb = kept.get(n)
+            if tb is None or tb.pieces != got:
+                # the same boxes of the same copies as the last replay (a tile whose boxes
+                # did not move): its buffers again, with the launch prepared for them
+                tb = kept[n] = TileBuffers(got, {a: list(acc) for a, _, acc in pieces})
             rt._launch(phases[p][0][i], tb, None if rows is None else rows_of[(p, i, rows)],
                        phases[p][6])
         elif kind == "begin":

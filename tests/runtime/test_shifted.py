@@ -58,6 +58,35 @@ def test_floyd_under_a_tight_cap_replays_the_same_operations():
     assert on.stats.shifted > 0
 
 
+def test_a_replayed_launch_whose_pieces_did_not_move_takes_its_buffers_again():
+    """The tile of the device holding row k has the same pieces every step of a block:
+    its replays hand its kernel the buffers of the replay before (the launch prepared
+    for them), the tile reading row k from a transient box new ones; either way the
+    pieces are those the step's bookkeeping gives, and the result is exact."""
+    n, tile = 192, 96
+    path = floyd_input(n, 3)
+    seen = []
+
+    class Watch(Runtime):
+        def _launch(self, t, tb, rows=None, args=None):
+            seen.append((tb, [(a, [(b, id(c)) for b, c in ps]) for a, ps in tb.pieces.items()]))
+            return super()._launch(t, tb, rows, args)
+
+    rt = Watch(make(2), {"path": path.copy()}, replay=True)
+    run_floyd(rt, n, tile)
+    np.testing.assert_array_equal(rt.host.array("path"), floyd_reference(path))
+    last = {}
+    again = 0
+    for tb, pieces in seen:
+        before = last.get(id(tb))
+        if before is not None:
+            again += 1
+            assert before[0] is tb and before[1] == pieces
+        last[id(tb)] = (tb, pieces)
+    assert rt.stats.shifted > n // 2 and again >= rt.stats.shifted // 2
+    assert len(last) > n // 2  # the transient row's tile: new buffers every step
+
+
 def test_a_transient_box_that_does_not_fit_runs_the_step_for_real(monkeypatch):
     """When the pool refuses a replayed step's transient box, nothing of the step has been
     issued: it runs with the full bookkeeping instead (which may box out), and the run
