@@ -427,7 +427,7 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
     clock = time.perf_counter
     times = stats.times
     kept = tpl.buffers
-    for n, (timer, kind, args) in enumerate(tpl.ops):
+    for at, (timer, kind, args) in enumerate(tpl.ops):
         t0 = clock()
         if kind == "launch":
             p, i, pieces, rows = args
@@ -439,11 +439,11 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
                     c = copy(r)
                     out.append((c.box if enc is None else box_of(enc, ds), c))
                 got[a] = out
-            tb = kept.get(n)
+            # the same boxes of the same copies as at the last replay (a tile whose boxes
+            # did not move): its buffers again, with the launch prepared for them
+            tb = kept.get(at)
             if tb is None or tb.pieces != got:
-                # the same boxes of the same copies as the last replay (a tile whose boxes
-                # did not move): its buffers again, with the launch prepared for them
-                tb = kept[n] = TileBuffers(got, {a: list(acc) for a, _, acc in pieces})
+                tb = kept[at] = TileBuffers(got, {a: list(acc) for a, _, acc in pieces})
             rt._launch(phases[p][0][i], tb, None if rows is None else rows_of[(p, i, rows)],
                        phases[p][6])
         elif kind == "begin":
