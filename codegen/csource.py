@@ -345,7 +345,7 @@ def _preprocess(text: str, filename: str, defines: Mapping[str, object] | None,
         m = re.match(r"^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$", first)
         if m:
             msg = m.group(4)
-            if fake is None and re.search(r"No such file", msg) and "<" in \
+            if fake is None and re.search(r"No such file|no include path", msg) and "<" in \
                     (lines[int(m.group(2)) - 1] if m.group(1) == filename else ""):
                 msg += " (install pycparser-fake-libc for stand-in system headers)"
             raise UnsupportedProgramError(f"preprocessor: {msg}",

@@ -96,6 +96,16 @@ def test_fake_libc_headers_are_parsed_not_dropped():
     assert csource.fake_libc_dir() is not None
 
 
+def test_a_system_header_without_stand_ins_names_the_package(monkeypatch):
+    """Without pycparser-fake-libc a ``<math.h>`` has nowhere to come from (no system
+    header is read): the error points at the include and says what to install."""
+    monkeypatch.setattr(csource, "fake_libc_dir", lambda: None)
+    src = "#include <math.h>\nvoid f(int n, float A[n]) {\n  for (int i = 0; i < n; i++)\n    A[i] = 1;\n}\n"
+    with pytest.raises(UnsupportedProgramError, match="install pycparser-fake-libc") as e:
+        parse_source(src, "f.c")
+    assert str(e.value).startswith("f.c:1:")
+
+
 def test_quoted_include_resolves_beside_the_file(tmp_path, monkeypatch):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "sz.h").write_text("#define W 7\n")
