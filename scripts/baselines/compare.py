@@ -336,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     platform = int(args.platform) if args.platform and args.platform.isdigit() else args.platform
 
     rows = []
+    failed: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     for dev in counts:
         team = Team.create(dev, kind=args.device_kind, platform=platform, contexts=args.contexts)
@@ -345,7 +346,13 @@ def main(argv: list[str] | None = None) -> int:
             kept = make_devices(dev, platform=platform, kind=args.device_kind)
         for prog in progs:
             t1 = time.perf_counter()
-            row = compare_one(prog, sizes[prog], dev, team, args, kept)
+            try:
+                row = compare_one(prog, sizes[prog], dev, team, args, kept)
+            except Exception as e:  # noqa: BLE001 - one program's failure keeps the others'
+                failed.append({"program": prog, "devices": dev, "error": str(e)})
+                print(f"# {prog} {fmt_params(sizes[prog])} on {dev} device(s): failed: {e}",
+                      file=sys.stderr, flush=True)
+                continue
             rows.append(row)
             print(f"# {prog} {fmt_params(sizes[prog])} on {dev} device(s): bbmm "
                   f"{row['bbmm_s_per_iter']:.4g} s/iter, baseline {row['baseline_s_per_iter']:.4g}"
@@ -355,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         for d in kept or ():
             d.close()
     meta = {"preset": args.preset, "repeat": args.repeat, "total_s": time.perf_counter() - t0,
-            "argv": sys.argv[1:] if argv is None else list(argv)}
+            "argv": sys.argv[1:] if argv is None else list(argv), "failed": failed}
     print()
     print_table(rows)
     if args.out:
@@ -363,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [r for r in rows if str(r["bbmm_check"]).startswith("fail")
            or str(r.get("bbmm_kept_check")).startswith("fail")
            or str(r["baseline_check"]).startswith("FAIL")]
-    return 1 if bad else 0
+    return 1 if bad or failed else 0
 
 
 if __name__ == "__main__":

@@ -275,4 +275,29 @@ def test_compare_fresh_and_kept(tmp_path, capsys):
     csv = (tmp_path / "c.csv").read_text().splitlines()
     assert "ratio_kept" in csv[0].split(",") and len(csv) == 5
 
+
+def test_compare_keeps_the_rows_of_the_programs_that_ran(tmp_path, monkeypatch, capsys):
+    """A program that fails (a header the machine cannot find) is reported and skipped:
+    the others' rows are written, the failure is in the JSON, the exit status is 1."""
+    import json
+
+    from baselines import compare
+    real = compare.compare_one
+
+    def compare_one(prog, *a, **k):
+        if prog == "blackscholes":
+            raise RuntimeError("bbmm run blackscholes.c failed (exit 1): no math.h")
+        return real(prog, *a, **k)
+
+    monkeypatch.setattr(compare, "compare_one", compare_one)
+    out = tmp_path / "c.json"
+    rc = compare.main(["--programs", "blackscholes,floyd", "--param", "floyd:n=40",
+                       "--devices", "1", "--repeat", "1", "--no-kept", "--out", str(out)])
+    assert rc == 1
+    got = json.loads(out.read_text())
+    assert [r["program"] for r in got["rows"]] == ["floyd"]
+    assert got["meta"]["failed"] == [{"program": "blackscholes", "devices": 1,
+                                      "error": "bbmm run blackscholes.c failed (exit 1): no math.h"}]
+    assert "blackscholes n=" in capsys.readouterr().err
+
 # }}}
