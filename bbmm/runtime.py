@@ -440,8 +440,15 @@ class Runtime:
             if len(self._deferred) == len(shifted.phases):
                 phases = self._deferred
                 t0 = time.perf_counter()
-                bases = match(shifted, [(p[0], p[4], p[2] is not None, p[3] is not None)
-                                        for p in phases], self)
+                specs = [(p[0], p[4], p[2] is not None, p[3] is not None) for p in phases]
+                bases = match(shifted, specs, self)
+                if bases is None:
+                    # another template's iteration (LU's steps after a deferred write-out
+                    # group was stored cycle through a few): replayed by it if verified
+                    got = self.shift_memo.lookup(specs, self)
+                    if got is not None:
+                        shifted, bases = got
+                        self._shifted = shifted
                 self.stats.times["memory_mgmt"] += time.perf_counter() - t0
                 if bases is not None:
                     self._serial = phases[-1][1]

@@ -381,6 +381,24 @@ def moving_reference(A, p):
     return A
 
 
+def test_iterations_cycling_through_templates_replay_by_their_own():
+    """Row r(k) = (1 + 6k) mod 30 comes back every five steps, each step at another
+    distance from the tile boundaries than the one before: no step matches the template
+    of the step before it, but each matches the template verified five or ten steps
+    earlier, which the replay looks up by the step's key. The run stays exact, transfer
+    for transfer."""
+    p = {"n": 30, "ndev": 2, "steps": 80, "rs": 6, "ro": 1, "cs": 0, "co": 2, "w": 2,
+         "per_dev": 1, "flowout": True, "tight": False}
+    rng = np.random.default_rng(4)
+    A = rng.integers(0, 100, (30, 30)).astype(np.float64)
+    on, off = both(lambda rt: run_moving(rt, p), 2, {"A": A})
+    np.testing.assert_array_equal(on.host.array("A"), moving_reference(A, p))
+    np.testing.assert_array_equal(on.host.array("A"), off.host.array("A"))
+    assert counters(on) == counters(off)
+    assert on.shift_memo.found >= p["steps"] // 2
+    assert on.stats.shifted >= on.shift_memo.found
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_random_moving_programs_replay_exactly(seed):
     """Random programs whose boxes move with k (and wrap around), on 1-4 devices, with and
