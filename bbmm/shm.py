@@ -541,10 +541,12 @@ class ShmComm:
                     taken[dst] = count
                 self.direct_sent += 1
                 continue
-            if hdr[0] == hdr[1]:
-                data = self._send_room(dst)
-                if n > data.size:
-                    data = self._grow(dst, n)
+            # the room the receiver reads (its header's generation), never the first
+            # one once the room grew: the receiver may empty the mailbox between the look
+            # that would grow the room and the one that packs into it
+            data = self._send_room(dst)
+            if n > data.size and hdr[0] == hdr[1]:
+                data = self._grow(dst, n)
             if n <= data.size and hdr[0] == hdr[1]:
                 copies += msg.copies_into(data[:n])
                 packed.append((hdr, n))

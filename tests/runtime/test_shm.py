@@ -107,6 +107,50 @@ def test_exchanges_and_collectives_between_processes(full, threads):
         assert rooms == [] if full else (rooms and set(rooms) <= {256, 512})
 
 
+class _Racing:
+    """A mailbox header as the sender sees it while its receiver works: right after the
+    sender's first look at the read count, the receiver takes what waits (``take``);
+    that look still sees the count from before."""
+
+    def __init__(self, real, take):
+        self.real, self.take, self.looked = real, take, False
+
+    def __getitem__(self, i):
+        v = self.real[i]
+        if i == 1 and not self.looked:
+            self.looked = True
+            self.take()
+        return v
+
+    def __setitem__(self, i, v):
+        self.real[i] = v
+
+
+def test_a_message_goes_into_the_room_its_receiver_reads():
+    """A message that fits the mailbox's first room, sent after one that grew the room
+    while the receiver takes that one between the sender's looks, goes into the grown
+    room, which the receiver reads from then on (it once went into the first: the
+    receiver read the old message's bytes instead)."""
+    path = shm.create(2, chunk=CHUNK)
+    a = shm.ShmComm(path, 0, 2, chunk=CHUNK, room_max=ROOM)
+    b = shm.ShmComm(path, 1, 2, chunk=CHUNK, room_max=ROOM)
+    try:
+        big, small = payload(0, 1, 1), payload(0, 1, 4)  # 199 bytes, then 5
+        assert big.size > CHUNK >= small.size
+        a.exchange({1: big}, {})  # the room grows to 256 bytes; not read yet
+        got = {}
+        hdr, data = a._boxes[(0, 1)]
+        a._boxes[(0, 1)] = (_Racing(hdr, lambda: got.update(big=b.exchange({}, {0: big.size})[0])),
+                            data)
+        a.exchange({1: small}, {})
+        np.testing.assert_array_equal(got["big"], big)
+        np.testing.assert_array_equal(b.exchange({}, {0: small.size})[0], small)
+    finally:
+        a.close()
+        b.close()
+        shm.remove(path)
+
+
 def test_remove_takes_rooms_left_behind():
     path = shm.create(2, chunk=CHUNK)
     comm = shm.ShmComm(path, 0, 2, chunk=CHUNK, room_max=ROOM)
