@@ -557,6 +557,14 @@ class Runtime:
         """
         if not tiles:
             return tiles
+        shifted = self._shifted
+        if shifted is not None:
+            # held back for a replay up to a shift: placed as in the template's iteration
+            # (a replay whose tiles' devices are others runs for real, placed afresh)
+            i = len(self._deferred)
+            if i < len(shifted.placed) and len(shifted.placed[i]) == len(tiles):
+                return [t if d == t.device else replace(t, device=d)
+                        for t, d in zip(tiles, shifted.placed[i])]
         if not self._sizes.small(tiles):
             return tiles
         # the tiles' key (costly: every box hashed) only where replay may need it

@@ -106,6 +106,10 @@ class Template:
     """Per tile run in parts: ``((phase, index), its launches' rows in order)``, each
     encoded by :func:`_enc_rows`."""
     verified: bool = False
+    placed: tuple = ()
+    """Per phase, the devices of its tiles as they ran (:meth:`bbmm.runtime.Runtime._place`
+    moves a small phase's tiles to their data): a phase held back for a replay takes them
+    again instead of weighing every device's copies."""
     buffers: dict = field(default_factory=dict, compare=False, repr=False)
     """Per launch (its place in :attr:`ops`): the :class:`~bbmm.tiles.TileBuffers` of its
     last replay, taken again where its pieces are the same (their launch prepared)."""
@@ -394,7 +398,8 @@ def encode_iteration(rt: Any, tape: Any) -> Template | None:
                     transients, tuple(ops), tuple(dirty), tuple(stale), groups,
                     tuple(deferred), tape.tiles, tape.split_accesses,
                     tuple(sorted(tape.boxes_present.items())),
-                    tuple((pi, tuple(rs)) for pi, rs in parted.items()))
+                    tuple((pi, tuple(rs)) for pi, rs in parted.items()),
+                    placed=tuple(tuple(t.device for t in ts) for ts in tape.tiles_of))
 
 
 def match(tpl: Template, phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], rt: Any

@@ -486,6 +486,39 @@ def test_lu_over_processes_replays_tiles_run_in_parts(tmp_path):
 
 
 @needs_cl
+def test_lu_in_one_process_replays_its_placed_phase(tmp_path, monkeypatch):
+    """LU on three devices of one process: the scaling of row k is a small phase, run
+    where row k is; a step replayed up to a shift places it as its template's step did,
+    without weighing the devices' copies again. The result is the sequential C
+    program's, and every device moves exactly the bytes, in exactly the copy commands,
+    of the full bookkeeping."""
+    from bbmm.runtime import Runtime
+    weighed = []
+    real = Runtime._best_device
+
+    def best(self, t):
+        weighed[-1] += 1
+        return real(self, t)
+
+    monkeypatch.setattr(Runtime, "_best_device", best)
+    docs = []
+    for opt in ([], ["--no-replay"]):
+        weighed.append(0)
+        out = tmp_path / f"p{len(docs)}.json"
+        assert run(POLYBENCH / "lu.c", ["n=512"], "--devices", 3, "--procs", 1, *opt,
+                   json_path=out) == 0
+        docs.append(json.loads(out.read_text()))
+    on, off = docs
+    assert on["check"] == off["check"] == "pass"
+    assert on["shifted_iterations"] > 200 and off["shifted_iterations"] == 0
+    assert weighed[0] <= weighed[1] - on["shifted_iterations"]  # a tile or more per replay
+    for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
+                "writeback_bytes", "refresh_bytes", "tiles"):
+        assert on[key] == off[key], key
+    assert on["per_device"] == off["per_device"]
+
+
+@needs_cl
 def test_small_read_only_array_held_whole(tmp_path, monkeypatch):
     """fdtd2d's _fict_ is read at [t]: held whole it is read in once per device, not one
     element per step; BBMM_WHOLE=0 turns that off (and then no step repeats)."""
