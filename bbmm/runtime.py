@@ -560,7 +560,7 @@ class Runtime:
         shifted = self._shifted
         if shifted is not None:
             # held back for a replay up to a shift: placed as in the template's iteration
-            # (any placement is correct; the steps that run for real are placed afresh)
+            # (any placement is correct; a step not held back is placed afresh)
             i = len(self._deferred)
             if i < len(shifted.placed) and len(shifted.placed[i]) == len(tiles):
                 return [t if d == t.device else replace(t, device=d)
