@@ -133,6 +133,10 @@ class _Loan:
         self.loads: list[tuple[Any, Any]] = []
         """The loads from it: (event, device)."""
 
+    def all_back(self) -> bool:
+        """Every item is copied into this rank's arrays by the device that loaded it."""
+        return len(self.back) == len(self.msg.items)
+
 
 class _Bytes:
     """Raw bytes as a message, either way."""
@@ -656,7 +660,7 @@ class ShmComm:
             self.idle_work()  # copies back not given yet: they spare the loans a copy
         while self._loans and self._loans[0].swap < self._swaps:
             first = self._loans[0]
-            if len(first.back) == len(first.msg.items) and not self._loan_done(first):
+            if first.all_back() and not self._loan_done(first):
                 break
             self._repay(first)
 
@@ -766,7 +770,7 @@ class ShmComm:
     def _loan_done(self, loan: _Loan) -> bool:
         """Whether the loads from ``loan`` are done: those of a loan its devices copy back
         by their own events, else every queued copy touching its regions."""
-        if len(loan.back) == len(loan.msg.items):
+        if loan.all_back():
             return all(dev.done(e) for e, dev in loan.loads)
         return all(self.loads_done(a, b) for a, b in loan.msg.items)
 
@@ -776,7 +780,7 @@ class ShmComm:
         copy the items no device writes back, and tell the sender."""
         while loan in self._loans:
             first = next(x for x in self._loans if x.src == loan.src)
-            if len(first.back) == len(first.msg.items):
+            if first.all_back():
                 for e, dev in first.loads:
                     dev.wait(e)
             else:
