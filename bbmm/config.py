@@ -173,6 +173,10 @@ class RuntimeConfig:
     of their boxes: Floyd n=1024 on four dry devices 0.354 -> 0.251 ms of host work per
     ``k`` (``python scripts/bench_host.py --programs floyd --devices 4 --param
     floyd:n=1024``, before and after)."""
+    ahead: bool = True
+    """Replay a serial iteration from the ones before it without building its tiles,
+    where the generated driver's comparisons of the serial iterators say every box moves
+    on as before (``$BBMM_AHEAD``; :meth:`bbmm.runtime.Runtime.ahead`)."""
     fuse: float = 1 / 64
     """Fuse a tile's boxes of an array into their hull when that adds at most this
     fraction of its points (``$BBMM_FUSE``, ``--fuse``): heat2d on one GPU 1.117 ->
@@ -226,6 +230,7 @@ class RuntimeConfig:
         return cls(debug=r.switch("BBMM_DEBUG", False),
                    sync=r.switch("BBMM_SYNC", False),
                    replay=r.switch("BBMM_REPLAY", True),
+                   ahead=r.switch("BBMM_AHEAD", True),
                    fuse=_fuse(r.text("BBMM_FUSE"), r.label("BBMM_FUSE")),
                    edge=edge_points(r.text("BBMM_EDGE"), r.label("BBMM_EDGE")),
                    place=r.switch("BBMM_PLACE", True),

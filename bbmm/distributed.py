@@ -54,6 +54,7 @@ from . import settings
 from .box import Box, hull_all
 from .coherence import HostCopy
 from .devices.base import Device
+from .ordertype import bases_like
 from .ownership import Messages, Ownership, PlanMemo, plan_gather
 from .runtime import PhaseSizes, Runtime, Tile
 from .shm import Staging
@@ -426,6 +427,15 @@ class DistributedRuntime:
             comm.defer_takes = True
             arrays = _SharedHost(dict(arrays), comm)
         self.local = Runtime(devices, arrays, shared_flowout=True, **runtime)
+        self.local.ahead_alone = False  # moved on here, with the phase's exchange
+        self._chain: _PlanChain | None = None
+        """Iterations whose phases were planned by verified templates with coordinates
+        moving by the same amount each iteration (:meth:`ahead`)."""
+        self._planned: list[tuple[Sequence[Tile], Any, Any]] = []
+        """This iteration's phases: their tiles, how each was planned
+        (:attr:`PlanMemo.last`) and its spec."""
+        self._sig: Any = None
+        self._ahead_done = False
         if shared and self.local.config.lend:
             comm.lend = True
             comm.wait_loads = partial(self._settle, loads=True)
@@ -497,6 +507,7 @@ class DistributedRuntime:
         if self.place and tiles and self._sizes.small(tiles) and spec is None:
             tiles = self._place(tiles)
         plan = self.memo.plan(self.own, tiles, self.rank_of, spec)
+        self._planned.append((tiles, self.memo.last, spec))
         st.plan_s += time.perf_counter() - t0
         self._step("plan", t0)
         if spec is not None:
@@ -512,17 +523,9 @@ class DistributedRuntime:
             stages = self._my_stages(plan, tiles, None)
         for mine, sub, sends, recvs, key, exchange in stages:
             st.stages += 1
-            if key is None:
-                self.local.run_phase(mine, serial, spec=sub, args=args)
-            elif exchange is not None:
-                self.local.run_phase(mine, serial, before=exchange, key=key, spec=sub,
-                                     args=args)
-            else:
-                box: dict[str, Any] = {}
-                self.local.run_phase(mine, serial,
-                                     before=partial(self._send_before, sends, box),
-                                     after=partial(self._send_after, sends, box), key=key,
-                                     spec=sub, args=args)
+            ph = self._stage_phase(mine, serial, sends, key, exchange)
+            self.local.run_phase(mine, serial, before=ph[2], after=ph[3], key=key, spec=sub,
+                                 args=args)
 
     def _place(self, tiles: Sequence[Tile]) -> Sequence[Tile]:
         """Tiles of a small phase run on the rank holding the newest values of most of
@@ -582,22 +585,90 @@ class DistributedRuntime:
                     for t in stage if lo <= t.device < hi]
             sub = None if pos is None else (
                 spec, tuple(pos[id(t)] for t in stage if lo <= t.device < hi))
-            sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
-            recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
-            if not sends and not recvs:
-                out.append((mine, sub, sends, recvs, None, None))
-                continue
-            # what the stage sends (the newest values it stores first) and receives (the
-            # copies it makes stale) must repeat for the stage to be replayed
-            key = (tuple((d, tuple(items)) for d, items in sends),
-                   tuple((s, tuple(items)) for s, items in recvs))
-            exchange = (partial(self._exchange_before, sends, recvs, apart(sends, recvs))
-                        if recvs or self.local.directory.blocking else None)
-            out.append((mine, sub, sends, recvs, key, exchange))
+            out.append((mine, sub, *self._stage_messages(msgs)))
         return out
+
+    def _stage_messages(self, msgs: Messages) -> tuple:
+        """What this rank sends and receives in a stage of messages ``msgs``, the stage's
+        replay key (None: no exchange) and, where it receives or copies block, the
+        exchange to run before its tiles."""
+        me = self.rank
+        sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
+        recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
+        if not sends and not recvs:
+            return sends, recvs, None, None
+        # what the stage sends (the newest values it stores first) and receives (the
+        # copies it makes stale) must repeat for the stage to be replayed
+        key = (tuple((d, tuple(items)) for d, items in sends),
+               tuple((s, tuple(items)) for s, items in recvs))
+        exchange = (partial(self._exchange_before, sends, recvs, apart(sends, recvs))
+                    if recvs or self.local.directory.blocking else None)
+        return sends, recvs, key, exchange
+
+    def _stage_phase(self, tiles: Sequence[Tile], serial: object, sends: list, key: Any,
+                     exchange: Any) -> tuple:
+        """A stage as the local runtime holds a phase back (:meth:`run_phase`'s calls)."""
+        if key is None:
+            return (tiles, serial, None, None, None, None, None)
+        if exchange is not None:
+            return (tiles, serial, exchange, None, key, None, None)
+        box: dict[str, Any] = {}
+        return (tiles, serial, partial(self._send_before, sends, box),
+                partial(self._send_after, sends, box), key, None, None)
+
+    def ahead(self, serial: object, sig: Any) -> bool:
+        """:meth:`bbmm.runtime.Runtime.ahead` over processes: where the last iterations'
+        phases were planned by the same verified templates (:class:`PlanMemo`), with
+        coordinates that moved by the same amount each iteration, and the local runtime
+        moves its own iteration on, this iteration's plans are those moved on once more
+        (the records as they leave them, each stage's messages), and the local runtime
+        replays the iteration with each stage's exchange. The argument is
+        :class:`bbmm.shifted.Chain`'s, for the plans' coordinates (the tiles' and the
+        records'). Every process moves on the same iterations: each planned the same
+        phases from the same records and tiles."""
+        self._sig = sig
+        self.local.ahead(serial, sig)  # (notes sig; replays nothing alone)
+        ch = self._chain
+        lc = self.local._chain
+        if (ch is None or ch.count < 2 or ch.sig != sig or lc is None or lc.count < 2
+                or lc.sig != sig):
+            return False
+        own = self.own
+        saved = (own.records, own._limit, own.key)
+        phases = []
+        stages = lc.phases
+        flats = ch.next()
+        for (tiles, entry), flat in zip(ch.entries, flats):
+            bases = bases_like(entry[1], flat, PlanMemo.GAP)
+            if bases is None:
+                own.records, own._limit, own.key = saved
+                return False
+            for _, msgs in self.memo._decode(own, tiles, entry[2], bases):
+                i = len(phases)
+                if i >= len(stages):
+                    own.records, own._limit, own.key = saved
+                    return False
+                sends, _, key, exchange = self._stage_messages(msgs)
+                phases.append(self._stage_phase(stages[i][0], serial, sends, key, exchange))
+        if len(phases) != len(stages) or not self.local.ahead_phases(serial, phases):
+            own.records, own._limit, own.key = saved
+            return False
+        ch.moved(flats)
+        self.rank_stats.stages += len(phases)
+        self._ahead_done = True
+        return True
 
     def end_serial(self, serial: object = None) -> None:
         self.local.end_serial(serial)
+        planned, self._planned = self._planned, []
+        sig, self._sig = self._sig, None
+        if self._ahead_done:
+            self._ahead_done = False
+        elif (sig is None or self.local._chain is None or not planned
+              or any(last is None or spec is not None for _, last, spec in planned)):
+            self._chain = None
+        elif self._chain is None or not self._chain.follow(sig, planned):
+            self._chain = _PlanChain(sig, planned)
         if isinstance(serial, tuple) and len(serial) == 1:
             self.rank_stats.serial_iterations += 1
 
@@ -821,5 +892,58 @@ class DistributedRuntime:
                 if (stores or loads) and b.overlaps(region)]
 
 # }}}
+
+
+
+class _PlanChain:
+    """Iterations in a row whose phases were planned by the same verified templates of
+    :class:`PlanMemo`, the driver's comparisons the same, each phase's coordinates
+    moving by the same amount from each to the next (:meth:`DistributedRuntime.ahead`)."""
+
+    def __init__(self, sig: Any, planned: list[tuple[Sequence[Tile], Any, Any]]):
+        self.sig = sig
+        self.entries = [(tiles, last[0]) for tiles, last, _ in planned]
+        """Per phase: the tiles it was planned for, and the template (:attr:`PlanMemo.last`)."""
+        self.flats = [last[1] for _, last, _ in planned]
+        self.deltas: list[dict[str, list[int]]] | None = None
+        self.count = 0
+
+    def follow(self, sig: Any, planned: list[tuple[Sequence[Tile], Any, Any]]) -> bool:
+        """Take the next iteration, planned for real; False where it does not continue
+        the chain."""
+        if sig != self.sig or len(planned) != len(self.entries):
+            return False
+        deltas = []
+        for (_, last, _), (_, entry), f0 in zip(planned, self.entries, self.flats):
+            if last[0] is not entry:
+                return False
+            flat = last[1]
+            if flat.keys() != f0.keys():
+                return False
+            d = {}
+            for a, f in flat.items():
+                g = f0[a]
+                if len(g) != len(f):
+                    return False
+                d[a] = [y - x for x, y in zip(g, f)]
+            deltas.append(d)
+        if self.count and deltas == self.deltas:
+            self.count += 1
+        else:
+            self.deltas, self.count = deltas, 1
+        self.entries = [(tiles, last[0]) for tiles, last, _ in planned]
+        self.flats = [last[1] for _, last, _ in planned]
+        return True
+
+    def next(self) -> list[dict[str, list[int]]]:
+        """Each phase's coordinates at the next iteration, moved on."""
+        assert self.deltas is not None
+        return [{a: [x + dx for x, dx in zip(f, d[a])] for a, f in flat.items()}
+                for flat, d in zip(self.flats, self.deltas)]
+
+    def moved(self, flats: list[dict[str, list[int]]]) -> None:
+        """The iteration moved on (:meth:`next`) was replayed."""
+        self.flats = flats
+        self.count += 1
 
 # vim: foldmethod=marker

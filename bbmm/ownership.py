@@ -359,6 +359,10 @@ class PlanMemo:
         :attr:`plans`. A serial iteration of several phases uses one per phase."""
         self._streak = 0
         self._paused = 0
+        self.last: tuple | None = None
+        """How the last phase was planned, where by a verified template used last: that
+        entry of :attr:`_recent` and the phase's coordinates (:func:`_flatten`); else
+        None. :meth:`bbmm.distributed.DistributedRuntime.ahead` moves it on."""
 
     def plan(self, own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int],
              spec: Any = None) -> list[tuple[list[Tile], Messages]]:
@@ -366,6 +370,7 @@ class PlanMemo:
         a phase of the same order met records of the same order. ``spec``: a value that
         determines the tiles (:meth:`bbmm.runtime.Runtime.run_phase`): a phase is then
         looked up by it and the records alone, before its boxes are looked at."""
+        self.last = None
         if spec is not None:
             key = own.key
             if key is not None:
@@ -396,6 +401,7 @@ class PlanMemo:
                 # key of the phase's coordinates is built or hashed
                 bases = bases_like(last[1], flat, self.GAP)
                 if bases is not None:
+                    self.last = (last, flat)
                     return self._decode(own, tiles, last[2], bases)
         exact = (skel, tuple((a, tuple(f)) for a, f in flat.items()))
         same = self.exact.get(exact)

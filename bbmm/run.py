@@ -451,6 +451,9 @@ class _Footprint:
         if self.phases >= FIT_PHASES:
             raise _Enough
 
+    def ahead(self, serial: object, sig: Any) -> bool:
+        return False        # every sampled iteration's tiles are looked at
+
     def end_serial(self, *args: Any, **kw: Any) -> None:
         pass
 

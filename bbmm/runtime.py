@@ -39,7 +39,8 @@ from .coherence import Directory, HostCopy
 from .devices.base import Device
 from .diagnostic import UsageError
 from .replay import Tape, phase_key, replay, signature
-from .shifted import ShiftMemo, Template, match, replay_shifted, state_snapshot
+from .ordertype import bases_like
+from .shifted import GAP, Chain, ShiftMemo, Template, match, replay_shifted, state_snapshot
 from .stats import DeviceStats, Stats
 from .tiles import Copy, Tile, TileBuffers, int32
 
@@ -200,6 +201,14 @@ class Runtime:
         self.shift_memo = ShiftMemo()
         """Templates of iterations that repeat up to a shift (:mod:`bbmm.shifted`)."""
         self._deferred: list[tuple[list[Tile], object, Any, Any, Hashable, Hashable, Any]] = []
+        self.ahead_on = config.ahead and self.replay
+        """Replay iterations from the ones before without their tiles (:meth:`ahead`)."""
+        self._chain: Chain | None = None
+        self._sig: Any = None  # what the driver gave ahead() for this iteration
+        self._ahead_done = False  # this iteration was replayed by ahead()
+        self.ahead_alone = True
+        """:meth:`ahead` replays by itself (not over processes, where
+        :meth:`bbmm.distributed.DistributedRuntime.ahead` moves the exchanges on too)."""
         self._prev_keys: tuple | None = None
         self._prev_sig: object = None
         self._record()
@@ -270,6 +279,70 @@ class Runtime:
         if spec is not None:
             tiles = self._arrange(tiles)
         self._run_phase(tiles, serial, before, after, key, spec, args)
+
+    def ahead(self, serial: object, sig: Hashable) -> bool:
+        """Replay the serial iteration ``serial`` from the iterations before it, its tiles
+        never built: True where it was (the driver goes on to ``end_serial``), False
+        where the driver builds and runs its tiles as always.
+
+        ``sig``: the generated driver's comparisons of the serial iterators that pick the
+        pieces of every tile of the iteration (``nest<N>_sig``). Where the last three
+        iterations had the same ``sig``, were replayed by one template up to a shift
+        (:mod:`bbmm.shifted`), and every coordinate of their tiles and state, and every
+        kernel's scalars and grid, moved by the same amount from each to the next, this
+        one is the last moved on by that amount once more (:class:`bbmm.shifted.Chain`
+        says why that is exact): it is replayed from the last iteration's tiles with
+        their launches moved on. That skips building the tiles, ordering their
+        coordinates and matching them, most of a replayed iteration's host work."""
+        self._sig = sig
+        chain = self._chain
+        if chain is None or chain.count < 2 or chain.sig != sig or not self.ahead_alone:
+            return False
+        if any(p[2] is not None or p[3] is not None or p[4] is not None
+               for p in chain.phases):
+            return False  # an exchange between processes: bbmm.distributed moves it on
+        return self.ahead_phases(serial, [(p[0], serial, None, None, None, None, None)
+                                          for p in chain.phases])
+
+    def ahead_phases(self, serial: object, phases: list[tuple]) -> bool:
+        """:meth:`ahead` with the iteration's phases given (held back as
+        :meth:`run_phase` holds them: :mod:`bbmm.distributed` gives each its
+        exchange)."""
+        chain = self._chain
+        tpl = self._shifted
+        if (chain is None or chain.count < 2 or tpl is not chain.tpl or tpl.parted
+                or self._deferred or self._fixed is not None):
+            return False
+        t0 = time.perf_counter()
+        flat, ats = chain.next()
+        bases = bases_like(tpl.shape, flat, GAP)
+        if bases is None:
+            self.stats.times["memory_mgmt"] += time.perf_counter() - t0
+            return False  # two coordinates come too close: the key changes
+        self._serial = serial
+        if not replay_shifted(self, tpl, bases, phases, ats):
+            return False
+        chain.moved(phases, flat, ats)
+        self._ahead_done = True
+        self.stats.ahead += 1
+        if self.host_log is not None:
+            self.host_log.append(("replay", t0, time.perf_counter()))
+        return True
+
+    def _follow(self, sig: Hashable, tpl: Template, phases: list,
+                flat: dict[str, list[int]]) -> None:
+        """A serial iteration replayed by ``tpl`` after its tiles were matched (``sig``:
+        what the driver gave :meth:`ahead` for it): it continues :attr:`_chain` or starts
+        one."""
+        if sig is None or not self.ahead_on:
+            return
+        ats = Chain.launches(phases)
+        if ats is None:
+            self._chain = None
+            return
+        chain = self._chain
+        if chain is None or not chain.follow(sig, tpl, phases, flat, ats):
+            self._chain = Chain(sig, tpl, phases, flat, ats)
 
     def _arrange(self, tiles: Sequence[Tile]) -> Sequence[Tile]:
         """The tiles as they run: small phases placed by their data, arrays held whole
@@ -423,8 +496,14 @@ class Runtime:
                 # the loop's clock (Stats.loop_s) starts again after the first iteration:
                 # processes that started at different times have met in its exchanges
                 self._loop_t0 = time.perf_counter()
+        if self._ahead_done:
+            self._ahead_done = False  # replayed by ahead(): nothing left to do
+            self._sig = None
+            return
+        sig, self._sig = self._sig, None
         fixed = self._fixed
         if fixed is not None:
+            self._chain = None
             if len(self._deferred) == len(fixed.phases):
                 phases, self._deferred = self._deferred, []
                 if phases:
@@ -441,23 +520,25 @@ class Runtime:
                 phases = self._deferred
                 t0 = time.perf_counter()
                 specs = [(p[0], p[4], p[2] is not None, p[3] is not None) for p in phases]
-                bases = match(shifted, specs, self)
-                if bases is None:
+                found = match(shifted, specs, self)
+                if found is None:
                     # another template's iteration (LU's steps after a deferred write-out
                     # group was stored cycle through a few): replayed by it if verified
                     got = self.shift_memo.lookup(specs, self)
                     if got is not None:
-                        shifted, bases = got
+                        shifted, found = got
                         self._shifted = shifted
                 self.stats.times["memory_mgmt"] += time.perf_counter() - t0
-                if bases is not None:
+                if found is not None:
                     self._serial = phases[-1][1]
-                    if replay_shifted(self, shifted, bases, phases):
+                    if replay_shifted(self, shifted, found[0], phases):
                         self._deferred = []
+                        self._follow(sig, shifted, phases, found[1])
                         if self.host_log is not None:
                             self.host_log.append(("replay", t0, time.perf_counter()))
                         return
             self._abandon()
+        self._chain = None
         with self.stats.timer("memory_mgmt"):
             for m in self.managers:
                 m.cleanup(serial if serial is not None else self._serial,
@@ -640,9 +721,10 @@ class Runtime:
         self.acquirer.serial = serial
 
     def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None = None,
-                args: Sequence[Any] | None = None) -> None:
+                args: Sequence[Any] | None = None, at: Any = None) -> None:
         """Run the tile's kernel callback (on its ``rows`` only, when given; with the
-        iteration's kernel ``args``, when given: see :meth:`run_phase`). What it
+        iteration's kernel ``args``, when given: see :meth:`run_phase`; ``at``: its
+        scalars and grid moved on, for a tile of an earlier iteration: :meth:`ahead`). What it
         enqueued last is the last use so far of every copy the tile took: a side read-in
         into their memory, once they are freed, waits for it. A callback that enqueued
         nothing leaves them as they were (the device's older kernel would understate a
@@ -652,7 +734,9 @@ class Runtime:
         if dev.profiling:
             dev.note({"tile": t.name, "rows": rows,
                       "boxes": [(c.array, c.box) for c in tb.copies()]})
-        if args is not None:
+        if at is not None:
+            t.kernel(dev, tb, rows=rows, at=at)
+        elif args is not None:
             t.kernel(dev, tb, rows=rows, args=args)
         elif rows is None:
             t.kernel(dev, tb)

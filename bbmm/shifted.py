@@ -50,10 +50,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
+
 from .box import Box
 from .diagnostic import DeviceMemoryError
 from .ordertype import Far, bases_like, box_of, encode, nearest, order, shape as order_shape
-from .tiles import Copy, Tile, TileBuffers
+from .tiles import Copy, Tile, TileBuffers, int32
 
 GAP = 16
 """Gaps between neighbouring coordinates of this size or more count as "far" (as
@@ -153,7 +155,8 @@ class ShiftMemo:
 
 
     def lookup(self, phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], rt: Any
-               ) -> tuple[Template, dict[str, list[list[int]]]] | None:
+               ) -> tuple[Template, tuple[dict[str, list[list[int]]], dict[str, list[int]]]
+                          ] | None:
         """The verified template of these phases' key from the state now, and the bases to
         decode it with; None where there is none. An iteration that did not match the
         template being replayed may be another's: after a deferred write-out group is
@@ -165,7 +168,7 @@ class ShiftMemo:
         if tpl is None or not tpl.verified:
             return None
         self.found += 1
-        return tpl, bases
+        return tpl, (bases, flat)
 
 
 def _row_bases(t: Tile, bases: dict[str, list[list[int]]]) -> list[tuple[Any, list[int]]]:
@@ -403,21 +406,139 @@ def encode_iteration(rt: Any, tape: Any) -> Template | None:
 
 
 def match(tpl: Template, phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], rt: Any
-          ) -> dict[str, list[list[int]]] | None:
+          ) -> tuple[dict[str, list[list[int]]], dict[str, list[int]]] | None:
     """The bases to decode ``tpl`` with for these phases (as :func:`_flatten` takes
-    them) from the state now, or None when their key is another."""
+    them) from the state now, and the coordinates they are of; None when their key is
+    another."""
     skel, flat, _ = _flatten(phases, state_snapshot(rt))
     if skel != tpl.key[0]:
         return None
-    return bases_like(tpl.shape, flat, GAP)
+    bases = bases_like(tpl.shape, flat, GAP)
+    return None if bases is None else (bases, flat)
+
+
+Launch = tuple[list[Any], tuple[tuple[int, int], ...]]
+"""A tile's kernel scalars and grid (the generated kernel's ``at``)."""
+
+
+def _at_delta(a: Launch, b: Launch) -> tuple[tuple[int, ...], tuple] | None:
+    """How a tile's scalars and grid moved from ``a`` to ``b``; None where a value that is
+    no integer changed."""
+    (sa, ga), (sb, gb) = a, b
+    if len(sa) != len(sb) or len(ga) != len(gb):
+        return None
+    ds = []
+    for x, y in zip(sa, sb):
+        if x is y or x == y:
+            ds.append(0)
+        elif isinstance(x, (int, np.integer)) and isinstance(y, (int, np.integer)):
+            ds.append(int(y) - int(x))
+        else:
+            return None
+    return tuple(ds), tuple((y0 - x0, y1 - x1) for (x0, x1), (y0, y1) in zip(ga, gb))
+
+
+def _at_step(a: Launch, d: tuple[tuple[int, ...], tuple]) -> Launch:
+    """``a`` moved on by ``d`` (:func:`_at_delta`)."""
+    (sa, ga), (ds, dg) = a, d
+    return ([x if dx == 0 else int32(int(x) + dx) for x, dx in zip(sa, ds)],
+            tuple((x0 + d0, x1 + d1) for (x0, x1), (d0, d1) in zip(ga, dg)))
+
+
+@dataclass
+class Chain:
+    """Serial iterations in a row replayed by one template, the generated driver's
+    comparisons the same for each (``nest<N>_sig``), and every coordinate moved by the
+    same amount from each to the next: the next iteration with those comparisons is the
+    last one moved on once more (:meth:`bbmm.runtime.Runtime.ahead`).
+
+    Why that is exact: while a tile's comparisons hold, each of its coordinates is one
+    affine function of the serial iterators (:func:`bbmm.codegen.regime.shifts`), so
+    the tiles move on by the amount they moved last. The state an iteration starts from
+    is the template's end state decoded with the last iteration's bases; those moved by
+    the same amount at each of the last iterations, so the state moves on by it too. A
+    key (:func:`bbmm.ordertype.order`) that still holds for the coordinates moved on
+    (checked: :func:`bbmm.ordertype.bases_like`) then replays the template exactly, as a
+    matched iteration would."""
+
+    sig: Any
+    tpl: Template
+    phases: list
+    """The last iteration's phases, as the runtime held them back (tiles and all)."""
+    flat: dict[str, list[int]]
+    """The last iteration's coordinates (:func:`_flatten`)."""
+    ats: list[list[Launch]]
+    """Per phase, per tile: its kernel's scalars and grid at the last iteration."""
+    dflat: dict[str, list[int]] | None = None
+    dats: list[list[tuple]] | None = None
+    count: int = 0
+    """Iterations in a row that moved by :attr:`dflat` and :attr:`dats`."""
+
+    @staticmethod
+    def launches(phases: Sequence[tuple]) -> list[list[Launch]] | None:
+        """The scalars and grid of each tile's kernel (None: a kernel that has none)."""
+        out = []
+        for p in phases:
+            row = []
+            for t in p[0]:
+                at = getattr(t.kernel, "at", None)
+                if at is None:
+                    return None
+                row.append(at)
+            out.append(row)
+        return out
+
+    def follow(self, sig: Any, tpl: Template, phases: list, flat: dict[str, list[int]],
+               ats: list[list[Launch]]) -> bool:
+        """Take the next iteration replayed (matched, not moved on); False where it does
+        not continue the chain (a new one starts from it)."""
+        if sig != self.sig or tpl is not self.tpl or flat.keys() != self.flat.keys():
+            return False
+        dflat = {}
+        for a, f in flat.items():
+            f0 = self.flat[a]
+            if len(f0) != len(f):
+                return False
+            dflat[a] = [y - x for x, y in zip(f0, f)]
+        if len(ats) != len(self.ats):
+            return False
+        dats = []
+        for row0, row in zip(self.ats, ats):
+            if len(row0) != len(row):
+                return False
+            ds = [_at_delta(a, b) for a, b in zip(row0, row)]
+            if None in ds:
+                return False
+            dats.append(ds)
+        if self.count and dflat == self.dflat and dats == self.dats:
+            self.count += 1
+        else:
+            self.dflat, self.dats, self.count = dflat, dats, 1
+        self.phases, self.flat, self.ats = phases, flat, ats
+        return True
+
+    def next(self) -> tuple[dict[str, list[int]], list[list[Launch]]]:
+        """The coordinates and launches of the next iteration, moved on."""
+        assert self.dflat is not None and self.dats is not None
+        flat = {a: [x + d for x, d in zip(f, self.dflat[a])] for a, f in self.flat.items()}
+        ats = [[_at_step(a, d) for a, d in zip(row, ds)]
+               for row, ds in zip(self.ats, self.dats)]
+        return flat, ats
+
+    def moved(self, phases: list, flat: dict[str, list[int]], ats: list[list[Launch]]
+              ) -> None:
+        """The iteration moved on (:meth:`next`) was replayed."""
+        self.phases, self.flat, self.ats = phases, flat, ats
+        self.count += 1
 
 
 def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
-                   phases: list[tuple]) -> bool:
+                   phases: list[tuple], ats: list[list[Launch]] | None = None) -> bool:
     """Issue ``tpl``'s operations for ``phases`` (as :func:`bbmm.replay.replay`), with
-    boxes decoded through ``bases``; False, with nothing issued, when a transient box
-    does not fit its device's pool or a deferred write-out group would fill up (the
-    iteration then runs for real)."""
+    boxes decoded through ``bases`` (``ats``: per phase and tile, its kernel's scalars
+    and grid, for tiles of an earlier iteration: :class:`Chain`); False, with nothing
+    issued, when a transient box does not fit its device's pool or a deferred write-out
+    group would fill up (the iteration then runs for real)."""
     d = rt.directory
     devs = rt.devices
     stats = rt.stats
@@ -475,7 +596,7 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
             if tb is None or tb.pieces != got:
                 tb = kept[at] = TileBuffers(got, {a: list(acc) for a, _, acc in pieces})
             rt._launch(phases[p][0][i], tb, None if rows is None else rows_of[(p, i, rows)],
-                       phases[p][6])
+                       phases[p][6], None if ats is None else ats[p][i])
         elif kind == "begin":
             cb = phases[args[0]][2]
             if cb is not None:

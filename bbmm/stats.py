@@ -80,6 +80,9 @@ class Stats:
     :attr:`shifted`)."""
     shifted: int = 0
     """Of those, the ones replayed up to a shift of their coordinates (:mod:`bbmm.shifted`)."""
+    ahead: int = 0
+    """Of those, the ones replayed from the iterations before without their tiles built
+    (:meth:`bbmm.runtime.Runtime.ahead`)."""
     serial_iterations: int = 0
     """Iterations of the outermost serial loop (0: the program has none)."""
     loop_s: float | None = None
@@ -129,7 +132,7 @@ class Stats:
                 **{f"{k}_bytes": v for k, v in self.bytes.items()},
                 "time_s": t, "overhead_percent": self.overhead_percent, "tiles": self.tiles,
                 "split_accesses": self.split_accesses, "replayed_iterations": self.replayed,
-                "shifted_iterations": self.shifted,
+                "shifted_iterations": self.shifted, "ahead_iterations": self.ahead,
                 "edge_first_tiles": self.edge_first,
                 "serial_iterations": self.serial_iterations, "loop_s": self.loop_s,
                 "enqueues": self.enqueues()}

@@ -24,7 +24,7 @@ from bbmm.codegen.flow import NestFlow
 from bbmm.codegen.literals import py_comment, py_doc, py_str
 from bbmm.codegen.opencl import KernelSource
 from bbmm.codegen.pyexpr import pwaff_to_py, set_to_py
-from bbmm.codegen.regime import regime
+from bbmm.codegen.regime import regime, shifts
 from bbmm.codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
                           Cmp, LoopNode, Scop)
 from bbmm.codegen.tiling import BOX_OPERATIONS, ParamBox, _isl_quota
@@ -42,6 +42,8 @@ class Emitter:
         """Phases emitted with their tile lists built once per regime."""
         self.narrow: frozenset[int] = frozenset()
         """Nests run as one tile (:func:`narrow_nests`)."""
+        self.sigs: set[int] = set()
+        """Nests with a ``nest<N>_sig`` function (:func:`_emit_sig`)."""
 
     def __call__(self, line: str = "") -> None:
         self.lines.append(("    " * self.level + line) if line else "")
@@ -215,6 +217,7 @@ def generate_host(scop: Scop, plan: Plan, nests: list[NestCode], kernel_source: 
     g.lines.extend(("KERNELS = " + lit).split("\n"))
     g()
     ftypes = {"float": "np.float32", "double": "np.float64"}
+    g.narrow = narrow_nests(scop, [nc.nest for nc in nests])
     for nc in nests:
         _emit_nest(g, scop, nc, ftypes)
     _emit_default_tile(g, scop, nests)
@@ -374,6 +377,7 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     g.tile_sources[nest.id] = "\n".join(g.lines[first:])
     g()
     g()
+    _emit_sig(g, scop, nc)
     arrays = [(a, len(scop.array(a).dims)) for a in ks.arrays]
     # no read-in: the tile overwrites every element of the array's exact boxes before
     # reading any (only written, or each read takes a value the tile wrote: blackscholes'
@@ -403,18 +407,26 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
           f'(``rows``: on its rows in that range only; ``options``: the run\'s kernel '
           f'options)."""')
         if t.lb:
-            g("def kernel(dev, buffers, rows=None, args=None):")
+            g("def kernel(dev, buffers, rows=None, args=None, at=None):")
         else:
             g("def kernel(dev, buffers, rows=None):")
         with g:
             if t.lb:
-                g("# args: this serial iteration's scalars, for a tile built at an earlier one")
-                g("sc = scalars if args is None else [*args, *scalars[-2:]]")
+                g("# args: this serial iteration's scalars, for a tile built at an earlier one;")
+                g("# at: its scalars and grid, for a tile replayed from an earlier one's")
+                g("if at is None:")
+                with g:
+                    g("sc, gr = scalars if args is None else [*args, *scalars[-2:]], grid")
+                g("else:")
+                with g:
+                    g("sc, gr = at")
             g(f"return launch(dev, buffers, KERNELS, {ks.name!r}, "
-              f"{'sc' if t.lb else 'scalars'}, grid,")
+              f"{'sc, gr' if t.lb else 'scalars, grid'},")
             g(f"              NEST{nest.id}_CL_BAND, NEST{nest.id}_LAUNCH, "
               f"coarsen=NEST{nest.id}_COARSEN, staged=NEST{nest.id}_STAGED,")
             g(f"              blocked=NEST{nest.id}_BLOCKED, rows=rows, options=options)")
+        if t.lb:
+            g("kernel.at = (scalars, grid)  # what Runtime.ahead moves on from")
         g("return kernel")
     g()
     g("# }}}")
@@ -486,7 +498,6 @@ def _emit_run(g: Emitter, scop: Scop, plan: Plan, nests: list[NestCode]) -> None
     serial = set(plan.serial_loops)
     ftypes = {"float": "np.float32", "double": "np.float64"}
     L = Locals(scop, [x for nc in nests for x in nc.boxes.tiling.variables])
-    g.narrow = narrow_nests(scop, [nc.nest for nc in nests])
     rt, tile = L["rt"], L["tile"]
     g(f"def run({rt}, {L['params']}, {L['scalars']}, {tile}, {L['progress']}=None):")
     with g:
@@ -545,9 +556,30 @@ def _emit_nodes(g, scop, nodes, serial, by_stmt, band_first, emitted, host, oute
             g(f"for {lp.iterator} in serial_range({rt}, {bound_py(lp.lower_expr)}, "
               f"{_upper_py(lp)}):  # {lp.text.strip() or lp.iterator}")
             with g:
+                key = _tuple([*host, lp.iterator])
+                sig = _loop_sig(g, scop, node, serial, by_stmt, band_first, emitted, host, L)
+                if sig is not None:
+                    g("# where every phase's tiles meet their comparisons as in the last "
+                      "iterations, the")
+                    g("# runtime replays this one from those, each box moved on as it "
+                      "moved then, its tiles")
+                    g("# never built (Runtime.ahead)")
+                    g(f"{L['sig']} = (")
+                    with g:
+                        for part in sig:
+                            for i, line in enumerate(part.split("\n")):
+                                g(line + ("," if i == part.count("\n") else ""))
+                    g(")")
+                    g(f"if {rt}.ahead({key}, {L['sig']}):")
+                    with g:
+                        g(f"{rt}.end_serial({key})")
+                        if node is outer:
+                            g(f"if {L['bar']} is not None:")
+                            with g:
+                                g(f"{L['bar']}.step()")
+                        g("continue")
                 _emit_nodes(g, scop, node.children, serial, by_stmt, band_first, emitted,
                             host + (lp.iterator,), outer, L)
-                key = _tuple([*host, lp.iterator])
                 g(f"{rt}.end_serial({key})  # bb_cleanup (Algorithm 4, line 19): the "
                   f"boxes of this iteration")
                 flag = next((a.name for a in scop.arrays if a.local and lp.stop_flag in (
@@ -709,6 +741,82 @@ def narrow_nests(scop: Scop, nests: list[Nest]) -> frozenset[int]:
         if all(len(ds) <= 1 and not ds & tiled.get(a, set()) for a, ds in mine):
             out.add(nid)
     return frozenset(out)
+
+
+def _emit_sig(g: Emitter, scop: Scop, nc: NestCode) -> None:
+    """``nest<N>_sig``: the truth values of the comparisons that decide which affine piece
+    of ``nest<N>_tile`` applies (:func:`bbmm.codegen.regime.shifts`), for a tiled nest
+    inside serial loops whose tile list is not built once per regime. A run of serial
+    iterations with the same values moves every box of the tile by the same amount each
+    iteration (:meth:`bbmm.runtime.Runtime.ahead`)."""
+    t = nc.boxes.tiling
+    nid = nc.nest.id
+    host = tuple(t.host)
+    if not host or not t.lb or _phase_regime(g, scop, nc, host) is not None:
+        return
+    # a nest run as one tile takes its bounds from the serial iterators too
+    serial = host + ((t.lb, t.ub) if nid in g.narrow else ())
+    conds = shifts([g.tile_sources[nid]], serial, scop.int_params)
+    if conds is None:
+        return
+    g.sigs.add(nid)
+    g(f"def nest{nid}_sig({', '.join(t.variables)}):")
+    with g:
+        g(f'"""The comparisons of {", ".join(host)} that pick the pieces of nest{nid}_tile: '
+          f'while they')
+        g('hold as in the last iterations, each box moves on as it moved then."""')
+        g(f"return {_tuple(list(conds)) if conds else '()'}")
+    g()
+    g()
+
+
+def _loop_sig(g: Emitter, scop: Scop, node: LoopNode, serial: set[int], by_stmt, band_first,
+              emitted: set[int], host: tuple[str, ...], L: Locals) -> list[str] | None:
+    """Python source of the items of the value :meth:`bbmm.runtime.Runtime.ahead` is
+    given at the top of the serial loop ``node``'s body: every phase's ``nest<N>_sig`` per
+    tile, with the tiles and the comparisons of the tile ranges; None where the body
+    holds anything but phases with such a function (a serial loop, a ``break``)."""
+    lp = node.loop
+    if lp.stop_flag:
+        return None
+    ncs = []
+    seen = set(emitted)
+    for child in node.children:
+        if isinstance(child, LoopNode) and child.loop.id in serial:
+            return None
+        if isinstance(child, LoopNode):
+            nc = band_first.get(child.loop.id) or _nest_below(child, by_stmt)
+        else:
+            nc = by_stmt.get(child.name)
+        if nc is None or nc.nest.id in seen:
+            continue
+        seen.add(nc.nest.id)
+        ncs.append(nc)
+    if not ncs:
+        return None
+    parts: list[str] = []
+    its = host + (lp.iterator,)
+    tile, ti = L["tile"], L["t"]
+    for nc in ncs:
+        t = nc.boxes.tiling
+        nid = nc.nest.id
+        if nid not in g.sigs or tuple(t.host) != its:
+            return None
+        pr = t.p0_range_at
+        conds = shifts([pr.lo[0], pr.hi[0]], its, scop.int_params)
+        if conds is None:
+            return None
+        parts.extend(c for c in conds if c not in parts)
+        if nid in g.narrow:
+            parts.append(f"tuple(nest{nid}_sig({', '.join(t.variables)})\n"
+                         f"      for {ti}, {t.lb}, {t.ub} in whole_tile({pr.lo[0]}, "
+                         f"{pr.hi[0]}))")
+        else:
+            at = {t.lb: f"{ti} * {tile}", t.ub: f"{ti} * {tile} + {tile} - 1"}
+            args = ", ".join(at.get(v, v) for v in t.variables)
+            parts.append(f"tuple(({ti}, nest{nid}_sig({args}))\n"
+                         f"      for {ti} in tiles_covering({pr.lo[0]}, {pr.hi[0]}, {tile}))")
+    return parts
 
 
 def _phase_regime(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...]

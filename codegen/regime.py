@@ -62,3 +62,103 @@ def regime(texts: Iterable[str], serial: Sequence[str], params: Iterable[str]
     except SyntaxError as e:  # the driver's own code: cannot be
         raise AssertionError(f"not Python: {e}") from None
     return tuple(found)
+
+
+class _NotAffine(Exception):
+    pass
+
+
+_CONTAINERS = frozenset(["Box.unchecked", "TileSpec", "tuple", "list"])
+"""Calls that only hold their arguments: a serial iterator may appear in them."""
+
+
+def shifts(texts: Iterable[str], serial: Sequence[str], params: Iterable[str]
+           ) -> tuple[str, ...] | None:
+    """The comparisons (as Python source) that decide which affine piece of ``texts``
+    applies, where every value in them is affine in the ``serial`` iterators: while
+    their truth values stay the same, every value moves by a constant per unit step of
+    the iterators. A ``min`` or ``max`` of values that read the iterators counts as the
+    comparisons of each pair of its arguments (which one wins). None where an iterator
+    is read in another way (``//``, ``%``, a product of two iterators, a call)."""
+    serial_set = frozenset(serial)
+    static = frozenset(params)
+    found: dict[str, None] = {}
+
+    def fixed(node: ast.AST) -> bool:
+        """Whether ``node`` is built of constants and parameters only."""
+        return all(isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator,
+                                  ast.unaryop, ast.Load))
+                   or (isinstance(n, ast.Name) and n.id in static) for n in ast.walk(node))
+
+    def truth(node: ast.AST) -> None:
+        """A value that reads an iterator, taken as true or false: its comparison with 0."""
+        found[f"({ast.unparse(node)}) != 0"] = None
+
+    def visit(node: ast.AST) -> bool:
+        """Whether ``node``'s value reads a serial iterator (checking that it is affine)."""
+        if isinstance(node, ast.Name):
+            return node.id in serial_set
+        if isinstance(node, ast.Compare):
+            if any([visit(n) for n in (node.left, *node.comparators)]):
+                found[ast.unparse(node)] = None
+            return False  # a truth value: constant while the comparison's holds
+        if isinstance(node, ast.BinOp):
+            left, right = visit(node.left), visit(node.right)
+            if not (left or right):
+                return False
+            if isinstance(node.op, (ast.Add, ast.Sub)):
+                return True
+            if isinstance(node.op, ast.Mult) and (fixed(node.left) or fixed(node.right)):
+                return True
+            raise _NotAffine
+        if isinstance(node, ast.UnaryOp):
+            inner = visit(node.operand)
+            if inner and isinstance(node.op, ast.Not):
+                truth(node.operand)
+                return False
+            if inner and not isinstance(node.op, (ast.USub, ast.UAdd)):
+                raise _NotAffine
+            return inner
+        if isinstance(node, ast.BoolOp):
+            # ``a and b`` is one of its operands, which each one's truth picks
+            reads = [visit(v) for v in node.values]
+            for v, r in zip(node.values, reads):
+                if r:
+                    truth(v)
+            return any(reads)
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            reads = [visit(a) for a in node.args] + [visit(k.value) for k in node.keywords]
+            if name in ("min", "max") and not node.keywords:
+                if any(reads):
+                    op = ">=" if name == "max" else "<="
+                    args = [ast.unparse(a) for a in node.args]
+                    for i, a in enumerate(args):
+                        for b in args[i + 1:]:
+                            found[f"({a}) {op} ({b})"] = None
+                    return True
+                return False
+            if any(reads) and name not in _CONTAINERS:
+                raise _NotAffine
+            return False  # a box or a tile: its values are checked one by one above
+        if isinstance(node, ast.IfExp):
+            if visit(node.test):
+                truth(node.test)
+            return visit(node.body) | visit(node.orelse)
+        if isinstance(node, (ast.Subscript, ast.Attribute, ast.Lambda, ast.comprehension)):
+            if any(isinstance(n, ast.Name) and n.id in serial_set for n in ast.walk(node)):
+                raise _NotAffine
+            return False
+        out = False
+        for child in ast.iter_child_nodes(node):
+            out = visit(child) or out
+        return out
+
+    try:
+        for text in texts:
+            visit(ast.parse(text))
+    except _NotAffine:
+        return None
+    except SyntaxError as e:  # the driver's own code: cannot be
+        raise AssertionError(f"not Python: {e}") from None
+    return tuple(found)

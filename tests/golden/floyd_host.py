@@ -198,6 +198,12 @@ def nest0_tile(n, k, lb, ub):
     )
 
 
+def nest0_sig(n, k, lb, ub):
+    """The comparisons of k that pick the pieces of nest0_tile: while they
+    hold as in the last iterations, each box moves on as it moved then."""
+    return (n >= k + 2, ub >= k + 1, k + 1 >= lb, k + 1 == n)
+
+
 NEST0_FRESH = frozenset([])  # written before read, through exact boxes: no read-in
 NEST0_ARRAYS = (('path', 2, (0, 1, 2)),)  # (array, ndim, ids of the accesses whose boxes the kernel takes) in kernel order
 NEST0_CL_BAND = (1, 0)  # band loop of each OpenCL dim
@@ -210,12 +216,17 @@ NEST0_WRITERS = {}  # array: (d, cmin, cmax): element x along d is written by ro
 
 def nest0_kernel(scalars, grid, options=None):
     """The compute step of Algorithm 4 (line 13): launch floyd_nest0 on the tile (``rows``: on its rows in that range only; ``options``: the run's kernel options)."""
-    def kernel(dev, buffers, rows=None, args=None):
-        # args: this serial iteration's scalars, for a tile built at an earlier one
-        sc = scalars if args is None else [*args, *scalars[-2:]]
-        return launch(dev, buffers, KERNELS, 'floyd_nest0', sc, grid,
+    def kernel(dev, buffers, rows=None, args=None, at=None):
+        # args: this serial iteration's scalars, for a tile built at an earlier one;
+        # at: its scalars and grid, for a tile replayed from an earlier one's
+        if at is None:
+            sc, gr = scalars if args is None else [*args, *scalars[-2:]], grid
+        else:
+            sc, gr = at
+        return launch(dev, buffers, KERNELS, 'floyd_nest0', sc, gr,
                       NEST0_CL_BAND, NEST0_LAUNCH, coarsen=NEST0_COARSEN, staged=NEST0_STAGED,
                       blocked=NEST0_BLOCKED, rows=rows, options=options)
+    kernel.at = (scalars, grid)  # what Runtime.ahead moves on from
     return kernel
 
 # }}}
@@ -241,6 +252,18 @@ def run(rt, params, scalars, tile, progress=None):
     bar = Progress(max(0, n), 'floyd', progress)
     # Algorithm 4: each iteration of the serial loop runs the parallel phases in it
     for k in serial_range(rt, 0, n):  # for (int k = 0; k < n; k++)
+        # where every phase's tiles meet their comparisons as in the last iterations, the
+        # runtime replays this one from those, each box moved on as it moved then, its tiles
+        # never built (Runtime.ahead)
+        sig = (
+            tuple((t, nest0_sig(n, k, t * tile, t * tile + tile - 1))
+                  for t in tiles_covering(0, n - 1, tile)),
+        )
+        if rt.ahead((k,), sig):
+            rt.end_serial((k,))
+            if bar is not None:
+                bar.step()
+            continue
         # nest 0 (S0): one parallel phase, its tiles
         tiles = []
         for t in tiles_covering(0, n - 1, tile):

@@ -68,9 +68,9 @@ def test_a_replayed_launch_whose_pieces_did_not_move_takes_its_buffers_again():
     seen = []
 
     class Watch(Runtime):
-        def _launch(self, t, tb, rows=None, args=None):
+        def _launch(self, t, tb, rows=None, args=None, at=None):
             seen.append((tb, [(a, [(b, id(c)) for b, c in ps]) for a, ps in tb.pieces.items()]))
-            return super()._launch(t, tb, rows, args)
+            return super()._launch(t, tb, rows, args, at)
 
     rt = Watch(make(2), {"path": path.copy()}, replay=True)
     run_floyd(rt, n, tile)

@@ -60,6 +60,31 @@ def test_polybench_check_over_processes(kernel, tmp_path):
     assert stderr == "", stderr
 
 
+@pytest.mark.parametrize("name,n", [("floyd", 384), ("lu", 512)])
+def test_steps_moved_on_over_processes_are_exact(name, n, tmp_path):
+    """Over three processes, each moves most of Floyd's and LU's steps on from the steps
+    before (``DistributedRuntime.ahead``: the plans' records and messages too), its
+    tiles never built. The result is the sequential C program's, and every process
+    sends, receives and copies exactly what it does when every tile is built
+    (``--tune ahead=off``)."""
+    docs = {}
+    for ahead in ("on", "off"):
+        out = tmp_path / f"{ahead}.json"
+        r = bbmm("run", str(POLYBENCH / f"{name}.c"), "--param", f"n={n}", "--procs", "3",
+                 "--devices", "3", "--check", "--no-progress", "--tune", f"ahead={ahead}",
+                 "--json", str(out))
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        docs[ahead] = json.loads(out.read_text())
+    on, off = docs["on"], docs["off"]
+    assert on["check"] == off["check"] == "pass"
+    for ron, roff in zip(on["per_rank"], off["per_rank"]):
+        assert ron["runtime"]["ahead_iterations"] > n // 4
+        assert roff["runtime"]["ahead_iterations"] == 0
+        assert ron["runtime"]["per_device"] == roff["runtime"]["per_device"]
+        for key in ("sent_bytes", "received_bytes", "messages_sent", "tiles"):
+            assert ron[key] == roff[key], key
+
+
 DIRECT = [k for k in KERNELS if k.stem in ("heat3d", "lu", "fdtd2d", "floyd")]
 
 

@@ -519,6 +519,32 @@ def test_lu_in_one_process_replays_its_placed_phase(tmp_path, monkeypatch):
 
 
 @needs_cl
+@pytest.mark.parametrize("name,n", [("floyd", 384), ("lu", 512)])
+def test_steps_moved_on_without_their_tiles_are_exact(name, n, tmp_path, monkeypatch):
+    """Floyd's and LU's steps on three devices of one process: most are replayed from
+    the steps before, their tiles never built (``Runtime.ahead``). The result is the
+    sequential C program's, and every device moves exactly the bytes, in exactly the
+    copy commands and launches, of the replay that builds every tile (``BBMM_AHEAD=0``)
+    and of the full bookkeeping (``--no-replay``)."""
+    docs = {}
+    for mode, opt, ahead in (("ahead", [], "1"), ("built", [], "0"),
+                             ("full", ["--no-replay"], "1")):
+        monkeypatch.setenv("BBMM_AHEAD", ahead)
+        out = tmp_path / f"{mode}.json"
+        assert run(POLYBENCH / f"{name}.c", [f"n={n}"], "--devices", 3, "--procs", 1, *opt,
+                   json_path=out) == 0
+        docs[mode] = json.loads(out.read_text())
+    ahead, built, full = docs["ahead"], docs["built"], docs["full"]
+    assert ahead["check"] == built["check"] == full["check"] == "pass"
+    assert ahead["ahead_iterations"] > n // 2 and built["ahead_iterations"] == 0
+    assert ahead["shifted_iterations"] == built["shifted_iterations"] > n // 2
+    for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
+                "writeback_bytes", "refresh_bytes", "tiles"):
+        assert ahead[key] == built[key] == full[key], key
+    assert ahead["per_device"] == built["per_device"] == full["per_device"]
+
+
+@needs_cl
 def test_small_read_only_array_held_whole(tmp_path, monkeypatch):
     """fdtd2d's _fict_ is read at [t]: held whole it is read in once per device, not one
     element per step; BBMM_WHOLE=0 turns that off (and then no step repeats)."""
