@@ -44,6 +44,7 @@ from __future__ import annotations
 import os
 import time
 import zlib
+from collections import deque
 from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
@@ -630,15 +631,17 @@ class DistributedRuntime:
         self.local.ahead(serial, sig)  # (notes sig; replays nothing alone)
         ch = self._chain
         lc = self.local._chain
-        if (ch is None or ch.count < 2 or ch.sig != sig or lc is None or lc.count < 2
-                or lc.sig != sig):
+        if ch is None or lc is None or lc.count < 2 or lc.sig != sig:
             return False
+        got = ch.next(sig)
+        if got is None:
+            return False
+        entries, flats = got
         own = self.own
         saved = (own.records, own._limit, own.key)
         phases = []
         stages = lc.phases
-        flats = ch.next()
-        for (tiles, entry), flat in zip(ch.entries, flats):
+        for (tiles, entry), flat in zip(entries, flats):
             bases = bases_like(entry[1], flat, PlanMemo.GAP)
             if bases is None:
                 own.records, own._limit, own.key = saved
@@ -653,7 +656,7 @@ class DistributedRuntime:
         if len(phases) != len(stages) or not self.local.ahead_phases(serial, phases):
             own.records, own._limit, own.key = saved
             return False
-        ch.moved(flats)
+        ch.add(sig, entries, flats, moved=True)
         self.rank_stats.stages += len(phases)
         self._ahead_done = True
         return True
@@ -667,8 +670,11 @@ class DistributedRuntime:
         elif (sig is None or self.local._chain is None or not planned
               or any(last is None or spec is not None for _, last, spec in planned)):
             self._chain = None
-        elif self._chain is None or not self._chain.follow(sig, planned):
-            self._chain = _PlanChain(sig, planned)
+        else:
+            if self._chain is None:
+                self._chain = _PlanChain()
+            self._chain.add(sig, [(tiles, last[0]) for tiles, last, _ in planned],
+                            [last[1] for _, last, _ in planned])
         if isinstance(serial, tuple) and len(serial) == 1:
             self.rank_stats.serial_iterations += 1
 
@@ -896,54 +902,81 @@ class DistributedRuntime:
 
 
 class _PlanChain:
-    """Iterations in a row whose phases were planned by the same verified templates of
-    :class:`PlanMemo`, the driver's comparisons the same, each phase's coordinates
-    moving by the same amount from each to the next (:meth:`DistributedRuntime.ahead`)."""
+    """The last serial iterations' plans (:meth:`DistributedRuntime.ahead`): per
+    iteration, the driver's comparisons and, per phase, its tiles, the verified template
+    of :class:`PlanMemo` that planned it and its coordinates.
 
-    def __init__(self, sig: Any, planned: list[tuple[Sequence[Tile], Any, Any]]):
-        self.sig = sig
-        self.entries = [(tiles, last[0]) for tiles, last, _ in planned]
-        """Per phase: the tiles it was planned for, and the template (:attr:`PlanMemo.last`)."""
-        self.flats = [last[1] for _, last, _ in planned]
-        self.deltas: list[dict[str, list[int]]] | None = None
-        self.count = 0
+    The records the plans leave may cycle: LU's grow by a record or two each step and are
+    compacted every few steps, each step of the cycle planned by its own template. The
+    plans move on with period ``P`` (at most :attr:`PERIOD`) where each of the last ``P``
+    iterations had the template of the iterations ``P`` and ``2P`` before it, and moved
+    from them by the same amount: the next is then the one ``P`` before it moved on by
+    that amount once more (the argument of :class:`bbmm.shifted.Chain`, applied to ``P``
+    iterations at a time)."""
 
-    def follow(self, sig: Any, planned: list[tuple[Sequence[Tile], Any, Any]]) -> bool:
-        """Take the next iteration, planned for real; False where it does not continue
-        the chain."""
-        if sig != self.sig or len(planned) != len(self.entries):
+    PERIOD = 8
+
+    def __init__(self) -> None:
+        self.history: deque[tuple[Any, list[tuple[Sequence[Tile], Any]],
+                                  list[dict[str, list[int]]]]] = deque(maxlen=3 * self.PERIOD)
+        self.period: int | None = None
+        """A period checked against every iteration planned since (None: none yet)."""
+
+    def add(self, sig: Any, entries: list[tuple[Sequence[Tile], Any]],
+            flats: list[dict[str, list[int]]], moved: bool = False) -> None:
+        """The iteration just run: planned for real, or moved on (``moved``, which keeps
+        the period)."""
+        self.history.append((sig, entries, flats))
+        if not moved:
+            self.period = None
+
+    def next(self, sig: Any) -> tuple[list[tuple[Sequence[Tile], Any]],
+                                      list[dict[str, list[int]]]] | None:
+        """Each phase's tiles, template and coordinates at the next iteration, moved on;
+        None where the plans do not move on evenly."""
+        h = self.history
+        if not h or h[-1][0] != sig:
+            return None
+        p = self.period
+        if p is None:
+            p = self.period = self._period(sig)
+            if p is None:
+                return None
+        _, entries, now = h[-p]
+        _, _, before = h[-2 * p]
+        return entries, [{a: [2 * x - y for x, y in zip(f, g[a])] for a, f in fn.items()}
+                         for fn, g in zip(now, before)]
+
+    def _period(self, sig: Any) -> int | None:
+        h = self.history
+        for p in range(1, self.PERIOD + 1):
+            if len(h) < 3 * p:
+                return None
+            if any(h[-j][0] != sig for j in range(1, 3 * p + 1)):
+                return None
+            if all(self._even(h[-j], h[-j - p], h[-j - 2 * p]) for j in range(1, p + 1)):
+                return p
+        return None
+
+    @staticmethod
+    def _even(a: tuple, b: tuple, c: tuple) -> bool:
+        """Iterations ``c``, ``b``, ``a`` (in that order) planned by the same templates,
+        their coordinates moving by the same amount from each to the next."""
+        if len(a[1]) != len(b[1]) or len(b[1]) != len(c[1]):
             return False
-        deltas = []
-        for (_, last, _), (_, entry), f0 in zip(planned, self.entries, self.flats):
-            if last[0] is not entry:
+        for (_, ea), (_, eb), (_, ec) in zip(a[1], b[1], c[1]):
+            if ea is not eb or eb is not ec:
                 return False
-            flat = last[1]
-            if flat.keys() != f0.keys():
+        for fa, fb, fc in zip(a[2], b[2], c[2]):
+            if fa.keys() != fb.keys() or fb.keys() != fc.keys():
                 return False
-            d = {}
-            for a, f in flat.items():
-                g = f0[a]
-                if len(g) != len(f):
+            for k, xa in fa.items():
+                xb, xc = fb[k], fc[k]
+                if len(xa) != len(xb) or len(xb) != len(xc):
                     return False
-                d[a] = [y - x for x, y in zip(g, f)]
-            deltas.append(d)
-        if self.count and deltas == self.deltas:
-            self.count += 1
-        else:
-            self.deltas, self.count = deltas, 1
-        self.entries = [(tiles, last[0]) for tiles, last, _ in planned]
-        self.flats = [last[1] for _, last, _ in planned]
+                if any(x - y != y - z for x, y, z in zip(xa, xb, xc)):
+                    return False
         return True
 
-    def next(self) -> list[dict[str, list[int]]]:
-        """Each phase's coordinates at the next iteration, moved on."""
-        assert self.deltas is not None
-        return [{a: [x + dx for x, dx in zip(f, d[a])] for a, f in flat.items()}
-                for flat, d in zip(self.flats, self.deltas)]
-
-    def moved(self, flats: list[dict[str, list[int]]]) -> None:
-        """The iteration moved on (:meth:`next`) was replayed."""
-        self.flats = flats
-        self.count += 1
 
 # vim: foldmethod=marker

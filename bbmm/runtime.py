@@ -310,11 +310,11 @@ class Runtime:
         exchange)."""
         chain = self._chain
         tpl = self._shifted
-        if (chain is None or chain.count < 2 or tpl is not chain.tpl or tpl.parted
-                or self._deferred or self._fixed is not None):
+        if (chain is None or chain.count < 2 or tpl is not chain.tpl or self._deferred
+                or self._fixed is not None):
             return False
         t0 = time.perf_counter()
-        flat, ats = chain.next()
+        flat, ats, edges = chain.next(phases)
         bases = bases_like(tpl.shape, flat, GAP)
         if bases is None:
             self.stats.times["memory_mgmt"] += time.perf_counter() - t0
@@ -322,7 +322,7 @@ class Runtime:
         self._serial = serial
         if not replay_shifted(self, tpl, bases, phases, ats):
             return False
-        chain.moved(phases, flat, ats)
+        chain.moved(phases, flat, ats, edges)
         self._ahead_done = True
         self.stats.ahead += 1
         if self.host_log is not None:

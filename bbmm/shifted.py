@@ -47,7 +47,7 @@ iteration for real where they differ from the decoded ones.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -445,6 +445,40 @@ def _at_step(a: Launch, d: tuple[tuple[int, ...], tuple]) -> Launch:
             tuple((x0 + d0, x1 + d1) for (x0, x1), (d0, d1) in zip(ga, dg)))
 
 
+def _edge_coords(t: Tile) -> list[int]:
+    """What :meth:`bbmm.runtime.Runtime._edges` reads of a tile run in parts, as numbers:
+    its write and flow-out boxes and its span."""
+    out: list[int] = []
+    for dct in (t.writes, t.flowout):
+        for bs in dct.values():
+            for b in bs:
+                out += b.lo
+                out += b.hi
+    out += t.span or ()
+    return out
+
+
+def _edge_moved(t: Tile, coords: list[int]) -> Tile:
+    """``t`` with the boxes and span :func:`_edge_coords` gives as ``coords``."""
+    at = 0
+
+    def boxes(dct: Any) -> dict:
+        nonlocal at
+        out = {}
+        for a, bs in dct.items():
+            row = []
+            for b in bs:
+                nd = len(b.lo)
+                row.append(Box._new(tuple(coords[at:at + nd]), tuple(coords[at + nd:at + 2 * nd])))
+                at += 2 * nd
+            out[a] = row
+        return out
+
+    writes, flowout = boxes(t.writes), boxes(t.flowout)
+    span = None if t.span is None else (coords[at], coords[at + 1])
+    return replace(t, writes=writes, flowout=flowout, span=span)
+
+
 @dataclass
 class Chain:
     """Serial iterations in a row replayed by one template, the generated driver's
@@ -469,10 +503,21 @@ class Chain:
     """The last iteration's coordinates (:func:`_flatten`)."""
     ats: list[list[Launch]]
     """Per phase, per tile: its kernel's scalars and grid at the last iteration."""
+    edges: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    """Per tile run in parts (:attr:`Template.parted`): what decides its parts
+    (:func:`_edge_coords`), which a replay checks afresh."""
     dflat: dict[str, list[int]] | None = None
     dats: list[list[tuple]] | None = None
+    dedges: dict[tuple[int, int], list[int]] | None = None
     count: int = 0
-    """Iterations in a row that moved by :attr:`dflat` and :attr:`dats`."""
+    """Iterations in a row that moved by :attr:`dflat`, :attr:`dats` and :attr:`dedges`."""
+
+    def __post_init__(self) -> None:
+        self.edges = self.parted(self.phases)
+
+    def parted(self, phases: Sequence[tuple]) -> dict[tuple[int, int], list[int]]:
+        """:attr:`edges` of ``phases``."""
+        return {(p, i): _edge_coords(phases[p][0][i]) for (p, i), _ in self.tpl.parted}
 
     @staticmethod
     def launches(phases: Sequence[tuple]) -> list[list[Launch]] | None:
@@ -510,25 +555,41 @@ class Chain:
             if None in ds:
                 return False
             dats.append(ds)
-        if self.count and dflat == self.dflat and dats == self.dats:
+        edges = self.parted(phases)
+        dedges = {}
+        for pi, c in edges.items():
+            c0 = self.edges[pi]
+            if len(c0) != len(c):
+                return False
+            dedges[pi] = [y - x for x, y in zip(c0, c)]
+        if self.count and dflat == self.dflat and dats == self.dats and dedges == self.dedges:
             self.count += 1
         else:
-            self.dflat, self.dats, self.count = dflat, dats, 1
-        self.phases, self.flat, self.ats = phases, flat, ats
+            self.dflat, self.dats, self.dedges, self.count = dflat, dats, dedges, 1
+        self.phases, self.flat, self.ats, self.edges = phases, flat, ats, edges
         return True
 
-    def next(self) -> tuple[dict[str, list[int]], list[list[Launch]]]:
-        """The coordinates and launches of the next iteration, moved on."""
-        assert self.dflat is not None and self.dats is not None
+    def next(self, phases: list[tuple]) -> tuple[dict[str, list[int]], list[list[Launch]],
+                                                  dict[tuple[int, int], list[int]]]:
+        """The coordinates and launches of the next iteration, moved on; its tiles run in
+        parts moved on in ``phases`` (for the replay to check their parts)."""
+        assert self.dflat is not None and self.dats is not None and self.dedges is not None
         flat = {a: [x + d for x, d in zip(f, self.dflat[a])] for a, f in self.flat.items()}
         ats = [[_at_step(a, d) for a, d in zip(row, ds)]
                for row, ds in zip(self.ats, self.dats)]
-        return flat, ats
+        edges = {}
+        for (p, i), c in self.edges.items():
+            c = edges[(p, i)] = [x + d for x, d in zip(c, self.dedges[(p, i)])]
+            ph = phases[p]
+            tiles = list(ph[0])
+            tiles[i] = _edge_moved(tiles[i], c)
+            phases[p] = (tiles, *ph[1:])
+        return flat, ats, edges
 
-    def moved(self, phases: list, flat: dict[str, list[int]], ats: list[list[Launch]]
-              ) -> None:
+    def moved(self, phases: list, flat: dict[str, list[int]], ats: list[list[Launch]],
+              edges: dict[tuple[int, int], list[int]]) -> None:
         """The iteration moved on (:meth:`next`) was replayed."""
-        self.phases, self.flat, self.ats = phases, flat, ats
+        self.phases, self.flat, self.ats, self.edges = phases, flat, ats, edges
         self.count += 1
 
 
