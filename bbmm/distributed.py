@@ -55,7 +55,7 @@ from . import settings
 from .box import Box, hull_all
 from .coherence import HostCopy
 from .devices.base import Device
-from .ordertype import bases_like
+from .ordertype import delta, moved_on
 from .ownership import Messages, Ownership, PlanMemo, plan_gather
 from .runtime import PhaseSizes, Runtime, Tile
 from .shm import Staging
@@ -636,16 +636,12 @@ class DistributedRuntime:
         got = ch.next(sig)
         if got is None:
             return False
-        entries, flats = got
+        entries, moved = got
         own = self.own
         saved = (own.records, own._limit, own.key)
         phases = []
         stages = lc.phases
-        for (tiles, entry), flat in zip(entries, flats):
-            bases = bases_like(entry[1], flat, PlanMemo.GAP)
-            if bases is None:
-                own.records, own._limit, own.key = saved
-                return False
+        for (tiles, entry), bases in zip(entries, moved):
             for _, msgs in self.memo._decode(own, tiles, entry[2], bases):
                 i = len(phases)
                 if i >= len(stages):
@@ -656,7 +652,7 @@ class DistributedRuntime:
         if len(phases) != len(stages) or not self.local.ahead_phases(serial, phases):
             own.records, own._limit, own.key = saved
             return False
-        ch.add(sig, entries, flats, moved=True)
+        ch.add(sig, entries, moved, moved=True)
         self.rank_stats.stages += len(phases)
         self._ahead_done = True
         return True
@@ -918,22 +914,24 @@ class _PlanChain:
 
     def __init__(self) -> None:
         self.history: deque[tuple[Any, list[tuple[Sequence[Tile], Any]],
-                                  list[dict[str, list[int]]]]] = deque(maxlen=3 * self.PERIOD)
+                                  list[dict[str, list[list[int]]]]]] = deque(
+                                      maxlen=3 * self.PERIOD)
         self.period: int | None = None
         """A period checked against every iteration planned since (None: none yet)."""
 
     def add(self, sig: Any, entries: list[tuple[Sequence[Tile], Any]],
-            flats: list[dict[str, list[int]]], moved: bool = False) -> None:
-        """The iteration just run: planned for real, or moved on (``moved``, which keeps
-        the period)."""
-        self.history.append((sig, entries, flats))
+            bases: list[dict[str, list[list[int]]]], moved: bool = False) -> None:
+        """The iteration just run (per phase, the bases its plan was decoded with):
+        planned for real, or moved on (``moved``, which keeps the period)."""
+        self.history.append((sig, entries, bases))
         if not moved:
             self.period = None
 
     def next(self, sig: Any) -> tuple[list[tuple[Sequence[Tile], Any]],
-                                      list[dict[str, list[int]]]] | None:
-        """Each phase's tiles, template and coordinates at the next iteration, moved on;
-        None where the plans do not move on evenly."""
+                                      list[dict[str, list[list[int]]]]] | None:
+        """Each phase's tiles, template and bases at the next iteration, moved on; None
+        where the plans do not move on evenly, or two coordinates come too close for a
+        template's key."""
         h = self.history
         if not h or h[-1][0] != sig:
             return None
@@ -944,8 +942,14 @@ class _PlanChain:
                 return None
         _, entries, now = h[-p]
         _, _, before = h[-2 * p]
-        return entries, [{a: [2 * x - y for x, y in zip(f, g[a])] for a, f in fn.items()}
-                         for fn, g in zip(now, before)]
+        out = []
+        for (_, entry), bn, bb in zip(entries, now, before):
+            by = delta(bn, bb)
+            moved = None if by is None else moved_on(entry[1], bn, by, PlanMemo.GAP)
+            if moved is None:
+                return None
+            out.append(moved)
+        return entries, out
 
     def _period(self, sig: Any) -> int | None:
         h = self.history
@@ -967,15 +971,10 @@ class _PlanChain:
         for (_, ea), (_, eb), (_, ec) in zip(a[1], b[1], c[1]):
             if ea is not eb or eb is not ec:
                 return False
-        for fa, fb, fc in zip(a[2], b[2], c[2]):
-            if fa.keys() != fb.keys() or fb.keys() != fc.keys():
+        for ba, bb, bc in zip(a[2], b[2], c[2]):
+            d = delta(ba, bb)
+            if d is None or d != delta(bb, bc):
                 return False
-            for k, xa in fa.items():
-                xb, xc = fb[k], fc[k]
-                if len(xa) != len(xb) or len(xb) != len(xc):
-                    return False
-                if any(x - y != y - z for x, y, z in zip(xa, xb, xc)):
-                    return False
         return True
 
 

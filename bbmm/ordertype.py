@@ -131,3 +131,43 @@ def bases_like(shape: tuple, flat: Mapping[str, list[int]], gap: int
         per.append([v for base in per for v in base])
         bases[a] = per
     return bases
+
+
+def delta(now: Mapping[str, list[list[int]]], before: Mapping[str, list[list[int]]]
+          ) -> dict[str, list[list[int]]] | None:
+    """How each distinct coordinate moved from ``before`` to ``now`` (bases of one key,
+    as :func:`order` gives them); None where their arrays or counts differ."""
+    if now.keys() != before.keys():
+        return None
+    out = {}
+    for a, per in now.items():
+        old = before[a]
+        if len(per) != len(old):
+            return None
+        row = []
+        for x, y in zip(per[:-1], old[:-1]):
+            if len(x) != len(y):
+                return None
+            row.append([u - v for u, v in zip(x, y)])
+        out[a] = row
+    return out
+
+
+def moved_on(shape: tuple, bases: Mapping[str, list[list[int]]],
+             by: Mapping[str, list[list[int]]], gap: int) -> dict[str, list[list[int]]] | None:
+    """``bases`` with each distinct coordinate moved by ``by`` (:func:`delta`), where they
+    keep the order and the capped gaps ``shape`` describes (:func:`bases_like`'s check on
+    the distinct coordinates alone: the positions of one rank move together); else
+    None."""
+    out = {}
+    for a, _, dims in shape:
+        per = []
+        for (_, gaps, _), x, d in zip(dims, bases[a], by[a]):
+            ds = [u + v for u, v in zip(x, d)]
+            if [y - w if y - w < gap else gap for w, y in zip(ds, ds[1:])] != gaps:
+                return None
+            per.append(ds)
+        per.append([v for base in per for v in base])
+        out[a] = per
+    return out
+

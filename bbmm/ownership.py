@@ -361,8 +361,8 @@ class PlanMemo:
         self._paused = 0
         self.last: tuple | None = None
         """How the last phase was planned, where by a verified template used last: that
-        entry of :attr:`_recent` and the phase's coordinates (:func:`_flatten`); else
-        None. :meth:`bbmm.distributed.DistributedRuntime.ahead` moves it on."""
+        entry of :attr:`_recent` and the bases it was decoded with; else None.
+        :meth:`bbmm.distributed.DistributedRuntime.ahead` moves it on."""
 
     def plan(self, own: Ownership, tiles: Sequence[Tile], rank_of: Sequence[int],
              spec: Any = None) -> list[tuple[list[Tile], Messages]]:
@@ -401,7 +401,7 @@ class PlanMemo:
                 # key of the phase's coordinates is built or hashed
                 bases = bases_like(last[1], flat, self.GAP)
                 if bases is not None:
-                    self.last = (last, flat)
+                    self.last = (last, bases)
                     return self._decode(own, tiles, last[2], bases)
         exact = (skel, tuple((a, tuple(f)) for a, f in flat.items()))
         same = self.exact.get(exact)

@@ -39,8 +39,7 @@ from .coherence import Directory, HostCopy
 from .devices.base import Device
 from .diagnostic import UsageError
 from .replay import Tape, phase_key, replay, signature
-from .ordertype import bases_like
-from .shifted import GAP, Chain, ShiftMemo, Template, match, replay_shifted, state_snapshot
+from .shifted import Chain, ShiftMemo, Template, match, replay_shifted, state_snapshot
 from .stats import DeviceStats, Stats
 from .tiles import Copy, Tile, TileBuffers, int32
 
@@ -314,15 +313,15 @@ class Runtime:
                 or self._fixed is not None):
             return False
         t0 = time.perf_counter()
-        flat, ats, edges = chain.next(phases)
-        bases = bases_like(tpl.shape, flat, GAP)
-        if bases is None:
+        got = chain.next(phases)
+        if got is None:
             self.stats.times["memory_mgmt"] += time.perf_counter() - t0
             return False  # two coordinates come too close: the key changes
+        bases, ats, edges = got
         self._serial = serial
         if not replay_shifted(self, tpl, bases, phases, ats):
             return False
-        chain.moved(phases, flat, ats, edges)
+        chain.moved(phases, bases, ats, edges)
         self._ahead_done = True
         self.stats.ahead += 1
         if self.host_log is not None:
@@ -330,7 +329,7 @@ class Runtime:
         return True
 
     def _follow(self, sig: Hashable, tpl: Template, phases: list,
-                flat: dict[str, list[int]]) -> None:
+                bases: dict[str, list[list[int]]]) -> None:
         """A serial iteration replayed by ``tpl`` after its tiles were matched (``sig``:
         what the driver gave :meth:`ahead` for it): it continues :attr:`_chain` or starts
         one."""
@@ -341,8 +340,8 @@ class Runtime:
             self._chain = None
             return
         chain = self._chain
-        if chain is None or not chain.follow(sig, tpl, phases, flat, ats):
-            self._chain = Chain(sig, tpl, phases, flat, ats)
+        if chain is None or not chain.follow(sig, tpl, phases, bases, ats):
+            self._chain = Chain(sig, tpl, phases, bases, ats)
 
     def _arrange(self, tiles: Sequence[Tile]) -> Sequence[Tile]:
         """The tiles as they run: small phases placed by their data, arrays held whole
@@ -520,20 +519,20 @@ class Runtime:
                 phases = self._deferred
                 t0 = time.perf_counter()
                 specs = [(p[0], p[4], p[2] is not None, p[3] is not None) for p in phases]
-                found = match(shifted, specs, self)
-                if found is None:
+                bases = match(shifted, specs, self)
+                if bases is None:
                     # another template's iteration (LU's steps after a deferred write-out
                     # group was stored cycle through a few): replayed by it if verified
                     got = self.shift_memo.lookup(specs, self)
                     if got is not None:
-                        shifted, found = got
+                        shifted, bases = got
                         self._shifted = shifted
                 self.stats.times["memory_mgmt"] += time.perf_counter() - t0
-                if found is not None:
+                if bases is not None:
                     self._serial = phases[-1][1]
-                    if replay_shifted(self, shifted, found[0], phases):
+                    if replay_shifted(self, shifted, bases, phases):
                         self._deferred = []
-                        self._follow(sig, shifted, phases, found[1])
+                        self._follow(sig, shifted, phases, bases)
                         if self.host_log is not None:
                             self.host_log.append(("replay", t0, time.perf_counter()))
                         return

@@ -54,7 +54,8 @@ import numpy as np
 
 from .box import Box
 from .diagnostic import DeviceMemoryError
-from .ordertype import Far, bases_like, box_of, encode, nearest, order, shape as order_shape
+from .ordertype import (Far, bases_like, box_of, delta, encode, moved_on, nearest, order,
+                        shape as order_shape)
 from .tiles import Copy, Tile, TileBuffers, int32
 
 GAP = 16
@@ -155,8 +156,7 @@ class ShiftMemo:
 
 
     def lookup(self, phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], rt: Any
-               ) -> tuple[Template, tuple[dict[str, list[list[int]]], dict[str, list[int]]]
-                          ] | None:
+               ) -> tuple[Template, dict[str, list[list[int]]]] | None:
         """The verified template of these phases' key from the state now, and the bases to
         decode it with; None where there is none. An iteration that did not match the
         template being replayed may be another's: after a deferred write-out group is
@@ -168,7 +168,7 @@ class ShiftMemo:
         if tpl is None or not tpl.verified:
             return None
         self.found += 1
-        return tpl, (bases, flat)
+        return tpl, bases
 
 
 def _row_bases(t: Tile, bases: dict[str, list[list[int]]]) -> list[tuple[Any, list[int]]]:
@@ -406,15 +406,13 @@ def encode_iteration(rt: Any, tape: Any) -> Template | None:
 
 
 def match(tpl: Template, phases: Sequence[tuple[Sequence[Tile], Any, bool, bool]], rt: Any
-          ) -> tuple[dict[str, list[list[int]]], dict[str, list[int]]] | None:
+          ) -> dict[str, list[list[int]]] | None:
     """The bases to decode ``tpl`` with for these phases (as :func:`_flatten` takes
-    them) from the state now, and the coordinates they are of; None when their key is
-    another."""
+    them) from the state now, or None when their key is another."""
     skel, flat, _ = _flatten(phases, state_snapshot(rt))
     if skel != tpl.key[0]:
         return None
-    bases = bases_like(tpl.shape, flat, GAP)
-    return None if bases is None else (bases, flat)
+    return bases_like(tpl.shape, flat, GAP)
 
 
 Launch = tuple[list[Any], tuple[tuple[int, int], ...]]
@@ -499,18 +497,19 @@ class Chain:
     tpl: Template
     phases: list
     """The last iteration's phases, as the runtime held them back (tiles and all)."""
-    flat: dict[str, list[int]]
-    """The last iteration's coordinates (:func:`_flatten`)."""
+    bases: dict[str, list[list[int]]]
+    """The distinct coordinates the last iteration's were decoded with
+    (:func:`bbmm.ordertype.order`: the positions of one rank move together)."""
     ats: list[list[Launch]]
     """Per phase, per tile: its kernel's scalars and grid at the last iteration."""
     edges: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     """Per tile run in parts (:attr:`Template.parted`): what decides its parts
     (:func:`_edge_coords`), which a replay checks afresh."""
-    dflat: dict[str, list[int]] | None = None
+    dbases: dict[str, list[list[int]]] | None = None
     dats: list[list[tuple]] | None = None
     dedges: dict[tuple[int, int], list[int]] | None = None
     count: int = 0
-    """Iterations in a row that moved by :attr:`dflat`, :attr:`dats` and :attr:`dedges`."""
+    """Iterations in a row that moved by :attr:`dbases`, :attr:`dats` and :attr:`dedges`."""
 
     def __post_init__(self) -> None:
         self.edges = self.parted(self.phases)
@@ -533,19 +532,14 @@ class Chain:
             out.append(row)
         return out
 
-    def follow(self, sig: Any, tpl: Template, phases: list, flat: dict[str, list[int]],
-               ats: list[list[Launch]]) -> bool:
+    def follow(self, sig: Any, tpl: Template, phases: list,
+               bases: dict[str, list[list[int]]], ats: list[list[Launch]]) -> bool:
         """Take the next iteration replayed (matched, not moved on); False where it does
         not continue the chain (a new one starts from it)."""
-        if sig != self.sig or tpl is not self.tpl or flat.keys() != self.flat.keys():
+        if sig != self.sig or tpl is not self.tpl:
             return False
-        dflat = {}
-        for a, f in flat.items():
-            f0 = self.flat[a]
-            if len(f0) != len(f):
-                return False
-            dflat[a] = [y - x for x, y in zip(f0, f)]
-        if len(ats) != len(self.ats):
+        dbases = delta(bases, self.bases)
+        if dbases is None or len(ats) != len(self.ats):
             return False
         dats = []
         for row0, row in zip(self.ats, ats):
@@ -562,19 +556,23 @@ class Chain:
             if len(c0) != len(c):
                 return False
             dedges[pi] = [y - x for x, y in zip(c0, c)]
-        if self.count and dflat == self.dflat and dats == self.dats and dedges == self.dedges:
+        if self.count and dbases == self.dbases and dats == self.dats and dedges == self.dedges:
             self.count += 1
         else:
-            self.dflat, self.dats, self.dedges, self.count = dflat, dats, dedges, 1
-        self.phases, self.flat, self.ats, self.edges = phases, flat, ats, edges
+            self.dbases, self.dats, self.dedges, self.count = dbases, dats, dedges, 1
+        self.phases, self.bases, self.ats, self.edges = phases, bases, ats, edges
         return True
 
-    def next(self, phases: list[tuple]) -> tuple[dict[str, list[int]], list[list[Launch]],
-                                                  dict[tuple[int, int], list[int]]]:
-        """The coordinates and launches of the next iteration, moved on; its tiles run in
-        parts moved on in ``phases`` (for the replay to check their parts)."""
-        assert self.dflat is not None and self.dats is not None and self.dedges is not None
-        flat = {a: [x + d for x, d in zip(f, self.dflat[a])] for a, f in self.flat.items()}
+    def next(self, phases: list[tuple]) -> tuple[dict[str, list[list[int]]],
+                                                  list[list[Launch]],
+                                                  dict[tuple[int, int], list[int]]] | None:
+        """The bases and launches of the next iteration, moved on, and its tiles run in
+        parts moved on in ``phases`` (for the replay to check their parts); None where
+        two coordinates come too close for the template's key."""
+        assert self.dbases is not None and self.dats is not None and self.dedges is not None
+        bases = moved_on(self.tpl.shape, self.bases, self.dbases, GAP)
+        if bases is None:
+            return None
         ats = [[_at_step(a, d) for a, d in zip(row, ds)]
                for row, ds in zip(self.ats, self.dats)]
         edges = {}
@@ -584,12 +582,12 @@ class Chain:
             tiles = list(ph[0])
             tiles[i] = _edge_moved(tiles[i], c)
             phases[p] = (tiles, *ph[1:])
-        return flat, ats, edges
+        return bases, ats, edges
 
-    def moved(self, phases: list, flat: dict[str, list[int]], ats: list[list[Launch]],
+    def moved(self, phases: list, bases: dict[str, list[list[int]]], ats: list[list[Launch]],
               edges: dict[tuple[int, int], list[int]]) -> None:
         """The iteration moved on (:meth:`next`) was replayed."""
-        self.phases, self.flat, self.ats, self.edges = phases, flat, ats, edges
+        self.phases, self.bases, self.ats, self.edges = phases, bases, ats, edges
         self.count += 1
 
 
