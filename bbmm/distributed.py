@@ -969,8 +969,8 @@ class _PlanChain:
         if len(a[1]) != len(b[1]) or len(b[1]) != len(c[1]):
             return False
         for (_, ea), (_, eb), (_, ec) in zip(a[1], b[1], c[1]):
-            if ea is not eb or eb is not ec:
-                return False
+            if ea[2] is not eb[2] or eb[2] is not ec[2]:
+                return False  # (a template's entry of PlanMemo.plans, by identity)
         for ba, bb, bc in zip(a[2], b[2], c[2]):
             d = delta(ba, bb)
             if d is None or d != delta(bb, bc):

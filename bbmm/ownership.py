@@ -413,8 +413,10 @@ class PlanMemo:
         if got is not None and got[4] is not False:
             if got[4]:
                 recent = self._recent
-                recent.insert(0, (key, order_shape(orders, flat, ndims), got))
+                entry = (key, order_shape(orders, flat, ndims), got)
+                recent.insert(0, entry)
                 del recent[self.RECENT:]
+                self.last = (entry, bases)
                 return self._decode(own, tiles, got, bases)
             parts, msgs_t, recs_t, limit, verified = got
             msgs, records = _decoded(own, msgs_t, recs_t, bases)
