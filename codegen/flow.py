@@ -319,7 +319,8 @@ def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences
     first, within the 0.95 a tree gives against itself:
     ``results/h100x4-2026-11-27/rounds/``.)
     """
-    if not tiling.band or not carried(scop, nest.band[0], deps).is_empty():
+    if not tiling.band or (not carried(scop, nest.band[0], deps).is_empty()
+                           and not scop.loop(nest.band[0]).parallel_pragma):
         return {}
     it = tiling.band[0]
     per: dict[str, list[dict[int, int]]] = {}
