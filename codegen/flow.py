@@ -317,10 +317,12 @@ def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences
     with the split proven safe and the rows above and below row ``k + 1`` in one launch,
     0.483 against 0.495 ms per ``k``, medians of four rounds that changed which tree went
     first, within the 0.95 a tree gives against itself:
-    ``results/h100x4-2026-11-27/rounds/``.)
+    ``results/h100x4-2026-11-27/rounds/``. Once steps were moved on without their tiles,
+    the split, every loop asserted parallel by its pragma given its writers, made Floyd
+    1.63x slower on four H100s: 0.587 against 0.360 ms per ``k``, medians of three
+    alternating rounds, ranges apart: ``results/h100x4-2026-11-28/split/``.)
     """
-    if not tiling.band or (not carried(scop, nest.band[0], deps).is_empty()
-                           and not scop.loop(nest.band[0]).parallel_pragma):
+    if not tiling.band or not carried(scop, nest.band[0], deps).is_empty():
         return {}
     it = tiling.band[0]
     per: dict[str, list[dict[int, int]]] = {}

@@ -211,7 +211,7 @@ NEST0_COARSEN = True  # several points per work-item (one assignment)
 NEST0_BLOCKED = False  # a register block of points per work-item
 NEST0_STAGED = False  # inner-loop reads staged in local memory
 NEST0_LAUNCH = tuple((a, SLOTS[a], n, ids) for a, n, ids in NEST0_ARRAYS)
-NEST0_WRITERS = {'path': (0, 0, 0)}  # array: (d, cmin, cmax): element x along d is written by rows i in [x - cmax, x - cmin]
+NEST0_WRITERS = {}  # array: (d, cmin, cmax): element x along d is written by rows i in [x - cmax, x - cmin]
 
 
 def nest0_kernel(scalars, grid, options=None):
