@@ -594,17 +594,19 @@ def _emit_nodes(g, scop, nodes, serial, by_stmt, band_first, emitted, host, oute
                     with g:
                         g(f"{L['bar']}.step()")
             continue
-        nc = None
-        if isinstance(node, LoopNode):
-            nc = band_first.get(node.loop.id)
-            if nc is None:
-                nc = _nest_below(node, by_stmt)
-        else:
-            nc = by_stmt.get(node.name)
+        nc = _nest_of(node, band_first, by_stmt)
         if nc is None or nc.nest.id in emitted:
             continue
         emitted.add(nc.nest.id)
         _emit_phase(g, scop, nc, host, L)
+
+
+def _nest_of(node, band_first, by_stmt):
+    """The nest a node of the loop tree below the serial loops emits (None: none)."""
+    if isinstance(node, LoopNode):
+        nc = band_first.get(node.loop.id)
+        return nc if nc is not None else _nest_below(node, by_stmt)
+    return by_stmt.get(node.name)
 
 
 def _nest_below(node, by_stmt):
@@ -784,10 +786,7 @@ def _loop_sig(g: Emitter, scop: Scop, node: LoopNode, serial: set[int], by_stmt,
     for child in node.children:
         if isinstance(child, LoopNode) and child.loop.id in serial:
             return None
-        if isinstance(child, LoopNode):
-            nc = band_first.get(child.loop.id) or _nest_below(child, by_stmt)
-        else:
-            nc = by_stmt.get(child.name)
+        nc = _nest_of(child, band_first, by_stmt)
         if nc is None or nc.nest.id in seen:
             continue
         seen.add(nc.nest.id)
