@@ -38,7 +38,7 @@ def order(flat: Mapping[str, list[int]], ndims: Mapping[str, int], gap: int
             vals = f[d::nd] if nd > 1 else f
             ds = sorted(set(vals))
             orders.append(tuple(map(dict(zip(ds, range(len(ds)))).__getitem__, vals)))
-            orders.append(tuple(y - x if y - x < gap else gap for x, y in zip(ds, ds[1:])))
+            orders.append(tuple(_gaps(ds, gap)))
             per.append(ds)
         per.append([v for base in per for v in base])  # all dimensions', for box_of
     return tuple(orders), bases
@@ -125,12 +125,18 @@ def bases_like(shape: tuple, flat: Mapping[str, list[int]], gap: int
             ds = [vals[p] for p in first]
             if list(map(ds.__getitem__, ranks)) != vals:
                 return None
-            if [y - x if y - x < gap else gap for x, y in zip(ds, ds[1:])] != gaps:
+            if _gaps(ds, gap) != gaps:
                 return None
             per.append(ds)
         per.append([v for base in per for v in base])
         bases[a] = per
     return bases
+
+
+def _gaps(ds: list[int], gap: int) -> list[int]:
+    """The gaps between neighbours of the sorted distinct coordinates ``ds``, capped at
+    ``gap`` (a pair out of order gives a gap of 0 or less)."""
+    return [y - x if y - x < gap else gap for x, y in zip(ds, ds[1:])]
 
 
 def delta(now: Mapping[str, list[list[int]]], before: Mapping[str, list[list[int]]]
@@ -164,7 +170,7 @@ def moved_on(shape: tuple, bases: Mapping[str, list[list[int]]],
         per = []
         for (_, gaps, _), x, d in zip(dims, bases[a], by[a]):
             ds = [u + v for u, v in zip(x, d)]
-            if [y - w if y - w < gap else gap for w, y in zip(ds, ds[1:])] != gaps:
+            if _gaps(ds, gap) != gaps:
                 return None
             per.append(ds)
         per.append([v for base in per for v in base])

@@ -19,13 +19,25 @@ tiles are evaluated afresh at every serial iteration.
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 __all__ = ["regime"]
 
 
-class _NotRegime(Exception):
-    pass
+class _Refused(Exception):
+    """A serial iterator read in a way the analysis does not take."""
+
+
+def _visit_all(texts: Iterable[str], visit: Any) -> bool:
+    """``visit`` every text's syntax tree; False where it refused one."""
+    try:
+        for text in texts:
+            visit(ast.parse(text))
+    except _Refused:
+        return False
+    except SyntaxError as e:  # the driver's own code: cannot be
+        raise AssertionError(f"not Python: {e}") from None
+    return True
 
 
 def regime(texts: Iterable[str], serial: Sequence[str], params: Iterable[str]
@@ -46,26 +58,15 @@ def regime(texts: Iterable[str], serial: Sequence[str], params: Iterable[str]
                 if not names <= allowed or any(
                         isinstance(n, (ast.Call, ast.Attribute, ast.Subscript))
                         for n in ast.walk(node)):
-                    raise _NotRegime
+                    raise _Refused
                 found[ast.unparse(node)] = None
                 return
         if isinstance(node, ast.Name) and node.id in serial_set:
-            raise _NotRegime
+            raise _Refused
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    try:
-        for text in texts:
-            visit(ast.parse(text))
-    except _NotRegime:
-        return None
-    except SyntaxError as e:  # the driver's own code: cannot be
-        raise AssertionError(f"not Python: {e}") from None
-    return tuple(found)
-
-
-class _NotAffine(Exception):
-    pass
+    return tuple(found) if _visit_all(texts, visit) else None
 
 
 _CONTAINERS = frozenset(["Box.unchecked", "TileSpec", "tuple", "list"])
@@ -110,14 +111,14 @@ def shifts(texts: Iterable[str], serial: Sequence[str], params: Iterable[str]
                 return True
             if isinstance(node.op, ast.Mult) and (fixed(node.left) or fixed(node.right)):
                 return True
-            raise _NotAffine
+            raise _Refused
         if isinstance(node, ast.UnaryOp):
             inner = visit(node.operand)
             if inner and isinstance(node.op, ast.Not):
                 truth(node.operand)
                 return False
             if inner and not isinstance(node.op, (ast.USub, ast.UAdd)):
-                raise _NotAffine
+                raise _Refused
             return inner
         if isinstance(node, ast.BoolOp):
             # ``a and b`` is one of its operands, which each one's truth picks
@@ -139,7 +140,7 @@ def shifts(texts: Iterable[str], serial: Sequence[str], params: Iterable[str]
                     return True
                 return False
             if any(reads) and name not in _CONTAINERS:
-                raise _NotAffine
+                raise _Refused
             return False  # a box or a tile: its values are checked one by one above
         if isinstance(node, ast.IfExp):
             if visit(node.test):
@@ -147,18 +148,11 @@ def shifts(texts: Iterable[str], serial: Sequence[str], params: Iterable[str]
             return visit(node.body) | visit(node.orelse)
         if isinstance(node, (ast.Subscript, ast.Attribute, ast.Lambda, ast.comprehension)):
             if any(isinstance(n, ast.Name) and n.id in serial_set for n in ast.walk(node)):
-                raise _NotAffine
+                raise _Refused
             return False
         out = False
         for child in ast.iter_child_nodes(node):
             out = visit(child) or out
         return out
 
-    try:
-        for text in texts:
-            visit(ast.parse(text))
-    except _NotAffine:
-        return None
-    except SyntaxError as e:  # the driver's own code: cannot be
-        raise AssertionError(f"not Python: {e}") from None
-    return tuple(found)
+    return tuple(found) if _visit_all(texts, visit) else None

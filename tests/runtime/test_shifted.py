@@ -429,3 +429,27 @@ def test_random_moving_programs_do_replay_up_to_a_shift():
         run_moving(rt, p)
         shifted_runs += rt.stats.shifted > 0
     assert shifted_runs >= 20
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-40, 40), min_size=2, max_size=14),
+       st.lists(st.integers(-3, 3), min_size=14, max_size=14), st.integers(1, 2))
+def test_bases_moved_on_are_those_of_the_coordinates_moved_on(values, moves, ndim):
+    """``moved_on`` (the chain's bases, moved on and checked on the distinct coordinates
+    alone) against ordering the moved coordinates afresh (``bases_like`` of every
+    position): the same bases where the key still holds, None where it does not."""
+    from bbmm.ordertype import bases_like, delta, moved_on, shape
+    flat = {"A": values[: len(values) // ndim * ndim]}
+    ndims = {"A": ndim}
+    orders, bases = order(flat, ndims, shifted.GAP)
+    key = shape(orders, flat, ndims)
+    # each distinct coordinate of each dimension moves by its own amount
+    by = {"A": [[moves[(i + 5 * d) % len(moves)] for i in range(len(ds))]
+                for d, ds in enumerate(bases["A"][:-1])]}
+    moved = {"A": [v + by["A"][p % ndim][bases["A"][p % ndim].index(v)]
+                   for p, v in enumerate(flat["A"])]}
+    want = bases_like(key, moved, shifted.GAP)
+    got = moved_on(key, bases, by, shifted.GAP)
+    assert got == want
+    if got is not None:
+        assert delta(got, bases) == by
