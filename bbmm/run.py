@@ -678,7 +678,8 @@ def report(res: RunResult, kernel: str, returns: str | None = None) -> str:
                  f"read-in {format_bytes(b['readin'])}; memory management "
                  f"{st.overhead_percent:.2f}% of {st.total_time:.3f} s")
     if st.replayed:
-        moved = f" ({st.shifted} up to a shift of their boxes)" if st.shifted else ""
+        ahead = f", {st.ahead} of them without their tiles built" if st.ahead else ""
+        moved = f" ({st.shifted} up to a shift of their boxes{ahead})" if st.shifted else ""
         lines.append(f"  replayed {st.replayed} serial iteration(s) that repeated an earlier "
                      f"one{moved} (--no-replay: redo their memory management)")
     slow = pageable(res.arrays, rt.devices)
