@@ -40,8 +40,8 @@ from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
 from .devargs import make_devices_from_args, profile_path
 from .program import check_init_flags, compile_args, prepare_run
-from .run import (frozen_heap, host_arrays, host_profile, host_profile_folder, pageable,
-                  runtime_options)
+from .run import (fitting_tile, frozen_heap, host_arrays, host_profile, host_profile_folder,
+                  pageable, runtime_options)
 
 RESULTS = ("gather", "distributed")
 TRAFFIC = ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
@@ -167,7 +167,12 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
                             coherence=coherence, fuse=fuse, replay=replay,
                             **runtime_options(module, arrays, config))
     if tile is None:
-        tile = module.default_tile(params, len(rt.devices))
+        # as in one process, a tile that fits the devices' caps; every rank the same one
+        # (the smallest), whatever its own devices' memory
+        tile = fitting_tile(module, params, scalars, arrays, devices,
+                            module.default_tile(params, len(rt.devices)),
+                            ndev=len(rt.devices), note=comm.rank == 0)
+        tile = min(comm.allgather(tile))
     if tile < 1:
         raise UsageError(f"--tile must be at least 1, got {tile}")
     with frozen_heap():

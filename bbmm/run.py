@@ -465,13 +465,15 @@ class _Footprint:
 
 
 def fitting_tile(module: ModuleType, params: Mapping[str, int], scalars: Mapping[str, float],
-                 arrays: Mapping[str, np.ndarray], devices: Sequence[Any], tile: int) -> int:
+                 arrays: Mapping[str, np.ndarray], devices: Sequence[Any], tile: int,
+                 ndev: int | None = None, note: bool = True) -> int:
     """``tile``, or a smaller one when a tile's boxes would not fit in
     :data:`FIT_SHARE` of the smallest device cap (``--device-mem`` below the data, with no
     ``--tile``): the paper's point is running data larger than the devices, and the
     default tile (one per device) needs all of it resident. A dry run of the driver
-    (:class:`_Footprint`) measures a tile's footprint; the tile shrinks in proportion
-    until it fits, or to 1. A note on stderr says so."""
+    (:class:`_Footprint`) over ``ndev`` devices (default: ``devices``, whose caps count)
+    measures a tile's footprint; the tile shrinks in proportion until it fits, or to 1.
+    A note on stderr says so (unless not ``note``)."""
     caps = [d.cap for d in devices if getattr(d, "cap", None)]
     if not caps:
         return tile
@@ -480,7 +482,7 @@ def fitting_tile(module: ModuleType, params: Mapping[str, int], scalars: Mapping
         return tile                       # every tile fits: no dry run
     first = tile
     while True:
-        probe = _Footprint(len(devices), arrays)
+        probe = _Footprint(len(devices) if ndev is None else ndev, arrays)
         try:
             module.run(probe, params, scalars, tile, False)
         except _Enough:
@@ -488,7 +490,7 @@ def fitting_tile(module: ModuleType, params: Mapping[str, int], scalars: Mapping
         if probe.peak <= budget or tile == 1:
             break
         tile = max(1, min(tile - 1, tile * budget // max(1, probe.peak)))
-    if tile != first:
+    if tile != first and note:
         import sys
         print(f"bbmm: tile {tile} (not {first}): a tile's boxes then take "
               f"{format_bytes(probe.peak)} of {format_bytes(min(caps))} per device "

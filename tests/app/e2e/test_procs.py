@@ -85,6 +85,22 @@ def test_steps_moved_on_over_processes_are_exact(name, n, tmp_path):
             assert ron[key] == roff[key], key
 
 
+def test_a_cap_below_the_data_shrinks_the_tile_over_processes(tmp_path):
+    """``--device-mem`` below each device's share of the data, with no ``--tile``: as in
+    one process, every process takes the tile that fits (one note, from the first) and
+    the run is exact, where the default tile could not be allocated."""
+    n = 128
+    out = tmp_path / "c.json"
+    cap = 2 * 4 * n * n // 4 // 2  # half of each device's share of LU's one array, twice
+    r = bbmm("run", str(POLYBENCH / "lu.c"), "--param", f"n={n}", "--procs", "2",
+             "--devices", "4", "--device-mem", str(cap), "--check", "--no-progress",
+             "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass" and doc["tile"] < n // 4
+    assert r.stderr.count("bbmm: tile ") == 1, r.stderr
+
+
 DIRECT = [k for k in KERNELS if k.stem in ("heat3d", "lu", "fdtd2d", "floyd")]
 
 

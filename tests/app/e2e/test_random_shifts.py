@@ -5,7 +5,8 @@ and column ``k`` and write what lies below and right of them, as LU and Floyd-Wa
 do: every box moves with ``k``, and the generated driver's ``nest<N>_sig`` decides when
 the runtime may replay a step from the steps before without building its tiles
 (``Runtime.ahead``, ``DistributedRuntime.ahead``). Each runs with ``--check`` against the
-sequential C program on 1-4 devices in one to three processes with random tiles, and
+sequential C program on 1-4 devices in one to three processes with random tiles or
+memory caps, and
 again with ``--tune ahead=off``: every device then moves exactly the same bytes in
 exactly the same commands, and every process sends the same messages.
 
@@ -24,6 +25,7 @@ import pytest
 
 from bbmm import shm
 from bbmm.cli import main
+from support import footprint
 from support.needs import needs_cl  # skipped only without an OpenCL platform
 
 pytestmark = pytest.mark.e2e
@@ -95,11 +97,22 @@ def test_random_shifted_steps(seed, tmp_path):
             "--procs", str(procs), "--param", f"n={params['n']}"]
     if rng.random() < 0.5:
         base += ["--tile", str(rng.randint(params["n"] // 8, params["n"]))]
+    elif rng.random() < 0.5:
+        # a cap below each device's share of the data: the tile shrinks to fit it, and
+        # boxes are evicted and read in again
+        share = 2 * 4 * params["n"] ** 2 // devices
+        base += ["--device-mem", str(int(share * rng.choice([0.4, 0.7])))]
     docs = {}
     for ahead in ("on", "off"):
         out = tmp_path / f"{ahead}.json"
         argv = [*base, "--tune", f"ahead={ahead}", "--json", str(out)]
         rc, err = _run(argv)
+        if rc != 0 and "cannot allocate" in err and "--device-mem" in base:
+            # a schedule whose tiles read a whole array is below the random cap at any
+            # tile: both sides run under a cap that fits one tile instead
+            argv, rc, err = footprint.with_fitting_cap(
+                argv, _run, footprint.tile_footprint(path, {"n": params["n"]}, 1, devices))
+            base = argv[:argv.index("--tune")]
         cmd = "bbmm " + " ".join(shlex.quote(a) for a in argv)
         assert rc == 0, f"{cmd}\n{err}\n{text}"
         docs[ahead] = json.loads(out.read_text())
