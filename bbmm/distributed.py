@@ -625,8 +625,9 @@ class DistributedRuntime:
         (the records as they leave them, each stage's messages), and the local runtime
         replays the iteration with each stage's exchange. The argument is
         :class:`bbmm.shifted.Chain`'s, for the plans' coordinates (the tiles' and the
-        records'). Every process moves on the same iterations: each planned the same
-        phases from the same records and tiles."""
+        records'). A process that moves an iteration on and one that plans it for real
+        (its own devices' state did not move evenly) find the same plan, records and
+        messages, so the processes need not agree on which iterations they move on."""
         self._sig = sig
         self.local.ahead(serial, sig)  # (notes sig; replays nothing alone)
         ch = self._chain
