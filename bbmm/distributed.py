@@ -437,6 +437,9 @@ class DistributedRuntime:
         (:attr:`PlanMemo.last`) and its spec."""
         self._sig: Any = None
         self._ahead_done = False
+        self._moving: tuple | None = None
+        """This iteration's plans moved on (:meth:`ahead`), for a process that plans its
+        tiles for real: per phase the tiles as placed and the template, and the bases."""
         if shared and self.local.config.lend:
             comm.lend = True
             comm.wait_loads = partial(self._settle, loads=True)
@@ -503,11 +506,23 @@ class DistributedRuntime:
         tiles first and sends after (:meth:`_send_before`)."""
         st = self.rank_stats
         t0 = time.perf_counter()
-        # every phase counts toward the largest one; a small one not named by a spec
-        # runs where its data is
-        if self.place and tiles and self._sizes.small(tiles) and spec is None:
-            tiles = self._place(tiles)
-        plan = self.memo.plan(self.own, tiles, self.rank_of, spec)
+        pend = self._moving
+        i = len(self._planned)
+        if (pend is not None and spec is None and i < len(pend[0])
+                and len(pend[0][i][0]) == len(tiles)):
+            # the plans moved on (ahead), this process's devices not: the tiles placed
+            # and planned as every process that moved the iteration on has them
+            tiles = [t if t.device == c.device else _moved(t, c.device)
+                     for t, c in zip(tiles, pend[0][i][0])]
+            entry, bases = pend[0][i][1], pend[1][i]
+            plan = self.memo._decode(self.own, tiles, entry[2], bases)
+            self.memo.last = (entry, bases)
+        else:
+            # every phase counts toward the largest one; a small one not named by a spec
+            # runs where its data is
+            if self.place and tiles and self._sizes.small(tiles) and spec is None:
+                tiles = self._place(tiles)
+            plan = self.memo.plan(self.own, tiles, self.rank_of, spec)
         self._planned.append((tiles, self.memo.last, spec))
         st.plan_s += time.perf_counter() - t0
         self._step("plan", t0)
@@ -631,11 +646,17 @@ class DistributedRuntime:
         self._sig = sig
         self.local.ahead(serial, sig)  # (notes sig; replays nothing alone)
         ch = self._chain
-        lc = self.local._chain
-        if ch is None or lc is None or lc.count < 2 or lc.sig != sig:
+        if ch is None:
             return False
         got = ch.next(sig)
         if got is None:
+            return False
+        # every process has these plans (each kept the same ones); one whose own devices
+        # do not move on plans its tiles by them all the same (run_phase), so that the
+        # processes place and plan alike whichever moved the iteration on
+        self._moving = got
+        lc = self.local._chain
+        if lc is None or lc.count < 2 or lc.sig != sig:
             return False
         entries, moved = got
         own = self.own
@@ -654,6 +675,7 @@ class DistributedRuntime:
             own.records, own._limit, own.key = saved
             return False
         ch.add(sig, entries, moved, moved=True)
+        self._moving = None
         self.rank_stats.stages += len(phases)
         self._ahead_done = True
         return True
@@ -662,16 +684,18 @@ class DistributedRuntime:
         self.local.end_serial(serial)
         planned, self._planned = self._planned, []
         sig, self._sig = self._sig, None
+        pend, self._moving = self._moving, None
         if self._ahead_done:
             self._ahead_done = False
-        elif (sig is None or self.local._chain is None or not planned
+        elif (sig is None or not planned
               or any(last is None or spec is not None for _, last, spec in planned)):
+            # (from the plans alone, which every process has alike: so is the chain)
             self._chain = None
         else:
             if self._chain is None:
                 self._chain = _PlanChain()
             self._chain.add(sig, [(tiles, last[0]) for tiles, last, _ in planned],
-                            [last[1] for _, last, _ in planned])
+                            [last[1] for _, last, _ in planned], moved=pend is not None)
         if isinstance(serial, tuple) and len(serial) == 1:
             self.rank_stats.serial_iterations += 1
 

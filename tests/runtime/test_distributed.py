@@ -735,3 +735,41 @@ def test_a_store_into_a_region_left_for_a_receiver_waits_for_it():
     for i in stores:
         # announced before it was enqueued (a pair of regions announces both first)
         assert any(e[0] == "storing" and e[2] == order[i][1] for e in order[:i])
+
+
+# {{{ steps moved on by some processes and planned for real by others
+
+@pytest.mark.parametrize("name,n", [("lu", 480), ("floyd", 384)])
+def test_processes_that_do_not_move_a_step_on_plan_it_as_those_that_do(name, n):
+    """Over three ranks of the generated driver on dry devices, rank 1's own devices never
+    move a step on (its local runtime builds every tile) while the others move most of
+    them on. Rank 1 then places and plans its tiles by the plans the others moved on
+    (kept by ``DistributedRuntime.ahead``), so every rank sends and receives
+    exactly what it does when all build every tile, and the records end alike."""
+    from bbmm.codegen.compile import compile_program, load_driver
+    from bbmm.devices import DryDevice
+    from bbmm.run import host_arrays, runtime_options
+    from support.paths import POLYBENCH
+    module = load_driver(compile_program(POLYBENCH / f"{name}.c"))
+    params = {"n": n}
+    arrays = host_arrays(module, params, [])
+
+    def rank(comm, local_off):
+        mine = {a: x.copy() for a, x in arrays.items()}
+        rt = DistributedRuntime([DryDevice(0)], mine, comm,
+                                **runtime_options(module, mine))
+        rt.local.ahead_on = comm.rank not in local_off
+        module.run(rt, params, {}, module.default_tile(params, comm.size), False)
+        st = rt.rank_stats
+        return (dict(st.sent_bytes), dict(st.received_bytes), st.messages_sent,
+                rt.local.stats.ahead, {a: list(r) for a, r in rt.own.records.items()})
+
+    every = on_ranks(3, lambda c: rank(c, {0, 1, 2}))
+    mixed = on_ranks(3, lambda c: rank(c, {1}))
+    for r, (a, b) in enumerate(zip(every, mixed)):
+        assert a[:3] == b[:3], r
+        assert a[4] == b[4], r
+        assert a[3] == 0
+    assert mixed[1][3] == 0 and mixed[0][3] > n // 2 and mixed[2][3] > n // 2
+
+# }}}

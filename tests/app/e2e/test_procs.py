@@ -233,13 +233,15 @@ def test_profile_over_processes_is_one_trace(tmp_path):
 
 
 def test_an_error_in_the_run_is_said_once():
-    """Every process fails to allocate its tile: the user reads one error, not one per
-    process, and the run ends with status 1."""
+    """Every process fails to allocate its tile, even the smallest: the user reads one
+    error (after the one note of the tile tried), not one per process, and the run ends
+    with status 1."""
     r = bbmm("run", str(POLYBENCH / "floyd.c"), "--param", "n=256", "--procs", "2",
              "--devices", "2", "--device-mem", "1KiB", "--no-progress")
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "cannot allocate" in lines[0], r.stderr
+    assert len(lines) == 2 and lines[0].startswith("bbmm: tile 1 (not 128)"), r.stderr
+    assert "cannot allocate" in lines[1], r.stderr
 
 
 N_RANDOM = int(os.environ.get("BBMM_RANDOM_PROCS", "6"))
