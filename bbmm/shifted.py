@@ -37,6 +37,11 @@ differently, or anything this argument missed, shows there and the key is droppe
 good. ``docs/coherence.md`` says what the directory's invariant owes to
 this.
 
+Where the generated driver's comparisons of the serial iterators (``nest<N>_sig``) hold
+as at the last steps and every coordinate moved by the same amount from each step to the
+next, a step is replayed from the last one without its tiles built (:class:`Chain`,
+:meth:`bbmm.runtime.Runtime.ahead`).
+
 A tile run in parts (:meth:`bbmm.runtime.Runtime._edges`: the rows writing its flow-out
 first, the rest once the flow-out is stored) has its rows encoded relative to the tiles'
 spans or to the coordinates of the arrays it writes along its rows (:func:`_enc_rows`).
