@@ -13,7 +13,8 @@ Usage::
     python scripts/bench_host.py --programs floyd --devices 2 --param floyd:n=4096 --profile 25
 
 Prints per configuration: serial iterations, tiles, host ms per serial iteration, us per
-tile, iterations replayed; ``--json PATH`` writes the rows. With ``--steady
+tile, iterations replayed and, of those, moved on without their tiles built
+(``Runtime.ahead``); ``--json PATH`` writes the rows. With ``--steady
 PROG:NAME=A,B`` a program runs at ``NAME=A`` and at ``NAME=B`` (its serial loop's
 length) and its figures are the differences of the two runs, per serial iteration and
 per tile: the steady state, without the first iterations that record what later ones
@@ -78,7 +79,7 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
            "serial_iters": rt.iterations, "tiles": rt.stats.tiles, "wall_s": wall,
            "walls_s": times, "ms_per_iter": 1e3 * wall / iters,
            "us_per_tile": 1e6 * wall / max(1, rt.stats.tiles),
-           "replayed": rt.stats.replayed,
+           "replayed": rt.stats.replayed, "ahead": rt.stats.ahead,
            "launches": sum(d.launches for d in rt.devices)}
     return row, rt
 
@@ -138,7 +139,7 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
     per = ndev // ranks
     tile = module.default_tile(bench.params, ndev)
     per_rank = []
-    tiles = replayed = 0
+    tiles = replayed = ahead = 0
     iters = 1
     for r in range(ranks) if only is None else (only,):
         times = []
@@ -154,12 +155,14 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
         per_rank.append(min(times))
         tiles += rt.local.stats.tiles
         replayed = max(replayed, rt.local.stats.replayed)
+        ahead = max(ahead, rt.local.stats.ahead)
         iters = max(1, rt.rank_stats.serial_iterations)
     wall = max(per_rank)
     return {"program": name, "devices": ndev, "ranks": ranks, "params": bench.param_text,
             "tile": tile, "serial_iters": iters, "tiles": tiles, "wall_s": wall,
             "per_rank_s": per_rank, "ms_per_iter": 1e3 * wall / iters,
-            "us_per_tile": 1e6 * wall * ranks / max(1, tiles), "replayed": replayed}
+            "us_per_tile": 1e6 * wall * ranks / max(1, tiles), "replayed": replayed,
+            "ahead": ahead}
 
 
 def difference(short: dict[str, Any], long: dict[str, Any]) -> dict[str, Any]:
@@ -221,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     replay = False if args.no_replay else None
     rows = []
     print(f"{'program':12} {'params':>24} {'dev/P':>6} {'iters':>6} {'tiles':>7} "
-          f"{'ms/iter':>8} {'us/tile':>8} {'replayed':>8}")
+          f"{'ms/iter':>8} {'us/tile':>8} {'replayed':>8} {'moved on':>8}")
     for prog in progs:
         params = ec.program_params(args, prog)
         for nd, np_ in ((nd, p) for nd in ec.device_counts(args)
@@ -245,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"{prog:12} {row['params']:>24} {nd:>3}/{np_:<2} {row['serial_iters']:>6} "
                   f"{row['tiles']:>7} {row['ms_per_iter']:>8.3f} {row['us_per_tile']:>8.1f} "
-                  f"{row['replayed']:>8}", flush=True)
+                  f"{row['replayed']:>8} {row['ahead']:>8}", flush=True)
     if args.profile and rows:
         last = rows[-1]
         prof = cProfile.Profile()
