@@ -660,19 +660,19 @@ class DistributedRuntime:
             return False
         entries, moved = got
         own = self.own
-        saved = (own.records, own._limit, own.key)
+        saved = own.state()
         phases = []
         stages = lc.phases
         for (tiles, entry), bases in zip(entries, moved):
-            for _, msgs in self.memo._decode(own, tiles, entry[2], bases):
+            for _, msgs in self.memo._decode(own, tiles, entry[2], bases, lazy=True):
                 i = len(phases)
                 if i >= len(stages):
-                    own.records, own._limit, own.key = saved
+                    own.set_state(saved)
                     return False
                 sends, _, key, exchange = self._stage_messages(msgs)
                 phases.append(self._stage_phase(stages[i][0], serial, sends, key, exchange))
         if len(phases) != len(stages) or not self.local.ahead_phases(serial, phases):
-            own.records, own._limit, own.key = saved
+            own.set_state(saved)
             return False
         ch.add(sig, entries, moved, moved=True)
         self._moving = None
@@ -943,14 +943,20 @@ class _PlanChain:
                                       maxlen=3 * self.PERIOD)
         self.period: int | None = None
         """A period checked against every iteration planned since (None: none yet)."""
+        self._moves: deque[list[Any]] = deque()
+        """With a period ``P``: how each of the last ``P`` iterations moved from the one
+        ``P`` before it, per phase, oldest first; the next moves as the first did."""
 
     def add(self, sig: Any, entries: list[tuple[Sequence[Tile], Any]],
             bases: list[dict[str, list[list[int]]]], moved: bool = False) -> None:
         """The iteration just run (per phase, the bases its plan was decoded with):
-        planned for real, or moved on (``moved``, which keeps the period)."""
+        planned for real, or moved on (``moved``: as :meth:`next` gave it, which keeps the
+        period)."""
         self.history.append((sig, entries, bases))
         if not moved:
             self.period = None
+        elif self._moves:
+            self._moves.rotate(-1)  # it moved as the one P before it did
 
     def next(self, sig: Any) -> tuple[list[tuple[Sequence[Tile], Any]],
                                       list[dict[str, list[list[int]]]]] | None:
@@ -965,11 +971,11 @@ class _PlanChain:
             p = self.period = self._period(sig)
             if p is None:
                 return None
+            self._moves = deque([delta(bn, bb) for bn, bb in zip(h[-p + i][2], h[-2 * p + i][2])]
+                                for i in range(p))
         _, entries, now = h[-p]
-        _, _, before = h[-2 * p]
         out = []
-        for (_, entry), bn, bb in zip(entries, now, before):
-            by = delta(bn, bb)
+        for (_, entry), bn, by in zip(entries, now, self._moves[0]):
             moved = None if by is None else moved_on(entry[1], bn, by, PlanMemo.GAP)
             if moved is None:
                 return None

@@ -56,12 +56,48 @@ class Ownership:
     with 0.07% more bytes."""
 
     def __init__(self, arrays: Sequence[str], ranks: int | None = None):
-        self.records: dict[str, list[Record]] = {a: [] for a in arrays}
+        self._records: dict[str, list[Record]] = {a: [] for a in arrays}
+        self._lazy: tuple | None = None
+        """Records a plan moved on left encoded (:meth:`restore_lazy`), decoded where they
+        are read: the next step moved on replaces them unread."""
         self.ranks = ranks
         self._limit: dict[str, int] = {}
         self.key: tuple | None = None
         """The records as a comparable value (:func:`_records_key`), kept until they
         change (None: to compute)."""
+
+    @property
+    def records(self) -> dict[str, list[Record]]:
+        """Per array, its records: ``(box, owner, holders)``."""
+        lazy = self._lazy
+        if lazy is not None:
+            self._lazy = None
+            recs_t, bases = lazy
+            records: dict[str, list[Record]] = {a: [] for a in self._records}
+            records.update((a, [(_box(t, bases[a]), o, h) for t, o, h in recs])
+                           for a, recs in recs_t)
+            self._records = records
+        return self._records
+
+    @records.setter
+    def records(self, value: dict[str, list[Record]]) -> None:
+        self._records = value
+        self._lazy = None
+
+    def restore_lazy(self, recs_t: tuple, bases: Mapping[str, list[list[int]]],
+                     limit: Mapping[str, int]) -> None:
+        """:meth:`restore` of a template's records encoded (:func:`_template`), decoded
+        through ``bases`` only when they are read."""
+        self._lazy = (recs_t, bases)
+        self._limit = dict(limit)
+        self.key = None
+
+    def state(self) -> tuple:
+        """Everything :meth:`set_state` takes back, as it is (records left encoded)."""
+        return self._records, self._lazy, self._limit, self.key
+
+    def set_state(self, state: tuple) -> None:
+        self._records, self._lazy, self._limit, self.key = state
 
     def _put(self, array: str, records: list[Record]) -> None:
         """``array``'s records become ``records`` (their key to compute again)."""
@@ -447,10 +483,18 @@ class PlanMemo:
         return plan
 
     def _decode(self, own: Ownership, tiles: Sequence[Tile], got: tuple,
-                bases: Mapping[str, list[list[int]]]) -> list[tuple[list[Tile], Messages]]:
+                bases: Mapping[str, list[list[int]]], lazy: bool = False
+                ) -> list[tuple[list[Tile], Messages]]:
         """A verified template ``got`` of :attr:`plans` for ``tiles``, whose coordinates'
-        distinct values are ``bases``: its records restored, its stages returned."""
+        distinct values are ``bases``: its records restored (``lazy``: decoded where they
+        are read, :meth:`Ownership.restore_lazy`), its stages returned."""
         parts, msgs_t, recs_t, limit, _ = got
+        if lazy:
+            self.hits += 1
+            self._streak = 0
+            own.restore_lazy(recs_t, bases, limit)
+            return [([tiles[i] for i in idx], m)
+                    for idx, m in zip(parts, _decoded_messages(msgs_t, bases))]
         msgs, records = _decoded(own, msgs_t, recs_t, bases)
         return self._hit(own, tiles, (parts, msgs, records, limit, None))
 
@@ -474,11 +518,17 @@ class PlanMemo:
         return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
 
 
+def _decoded_messages(msgs_t: list, bases: Mapping[str, list[list[int]]]
+                      ) -> list[Messages]:
+    """A template's messages, their boxes decoded through ``bases``."""
+    return [{pair: [(a, _box(t, bases[a])) for a, t in items] for pair, items in m.items()}
+            for m in msgs_t]
+
+
 def _decoded(own: Ownership, msgs_t: list, recs_t: tuple,
              bases: Mapping[str, list[list[int]]]) -> tuple[list[Messages], dict]:
     """A template's messages and records, their boxes decoded through ``bases``."""
-    msgs = [{pair: [(a, _box(t, bases[a])) for a, t in items] for pair, items in m.items()}
-            for m in msgs_t]
+    msgs = _decoded_messages(msgs_t, bases)
     records: dict[str, list] = {a: [] for a in own.records}
     records.update((a, [(_box(t, bases[a]), o, h) for t, o, h in recs]) for a, recs in recs_t)
     return msgs, records
