@@ -664,7 +664,7 @@ class DistributedRuntime:
         phases = []
         stages = lc.phases
         for (tiles, entry), bases in zip(entries, moved):
-            for _, msgs in self.memo._decode(own, tiles, entry[2], bases, lazy=True):
+            for _, msgs in self.memo._decode(own, tiles, entry[2], bases):
                 i = len(phases)
                 if i >= len(stages):
                     own.set_state(saved)
@@ -921,7 +921,6 @@ class DistributedRuntime:
 # }}}
 
 
-
 class _PlanChain:
     """The last serial iterations' plans (:meth:`DistributedRuntime.ahead`): per
     iteration, the driver's comparisons and, per phase, its tiles, the verified template
@@ -971,7 +970,7 @@ class _PlanChain:
             p = self.period = self._period(sig)
             if p is None:
                 return None
-            self._moves = deque([delta(bn, bb) for bn, bb in zip(h[-p + i][2], h[-2 * p + i][2])]
+            self._moves = deque([delta(bn, bb) for bn, bb in zip(h[i - p][2], h[i - 2 * p][2])]
                                 for i in range(p))
         _, entries, now = h[-p]
         out = []

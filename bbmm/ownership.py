@@ -12,7 +12,7 @@ so every rank computes the same plan with no communication).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .box import Box, disjoint, hull_all, merge_adjacent
 from .ordertype import Far as _Far, bases_like, box_of as _box, encode as _encode
@@ -72,11 +72,7 @@ class Ownership:
         lazy = self._lazy
         if lazy is not None:
             self._lazy = None
-            recs_t, bases = lazy
-            records: dict[str, list[Record]] = {a: [] for a in self._records}
-            records.update((a, [(_box(t, bases[a]), o, h) for t, o, h in recs])
-                           for a, recs in recs_t)
-            self._records = records
+            self._records = _decoded_records(self._records, *lazy)
         return self._records
 
     @records.setter
@@ -483,20 +479,16 @@ class PlanMemo:
         return plan
 
     def _decode(self, own: Ownership, tiles: Sequence[Tile], got: tuple,
-                bases: Mapping[str, list[list[int]]], lazy: bool = False
-                ) -> list[tuple[list[Tile], Messages]]:
+                bases: Mapping[str, list[list[int]]]) -> list[tuple[list[Tile], Messages]]:
         """A verified template ``got`` of :attr:`plans` for ``tiles``, whose coordinates'
-        distinct values are ``bases``: its records restored (``lazy``: decoded where they
-        are read, :meth:`Ownership.restore_lazy`), its stages returned."""
+        distinct values are ``bases``: its records restored (decoded where they are read,
+        :meth:`Ownership.restore_lazy`), its stages returned."""
         parts, msgs_t, recs_t, limit, _ = got
-        if lazy:
-            self.hits += 1
-            self._streak = 0
-            own.restore_lazy(recs_t, bases, limit)
-            return [([tiles[i] for i in idx], m)
-                    for idx, m in zip(parts, _decoded_messages(msgs_t, bases))]
-        msgs, records = _decoded(own, msgs_t, recs_t, bases)
-        return self._hit(own, tiles, (parts, msgs, records, limit, None))
+        self.hits += 1
+        self._streak = 0
+        own.restore_lazy(recs_t, bases, limit)
+        return [([tiles[i] for i in idx], m)
+                for idx, m in zip(parts, _decoded_messages(msgs_t, bases))]
 
     def _keep(self, table: dict[Any, Any], key: Any, parts: tuple,
               plan: list[tuple[list[Tile], Messages]], own: Ownership) -> None:
@@ -528,10 +520,15 @@ def _decoded_messages(msgs_t: list, bases: Mapping[str, list[list[int]]]
 def _decoded(own: Ownership, msgs_t: list, recs_t: tuple,
              bases: Mapping[str, list[list[int]]]) -> tuple[list[Messages], dict]:
     """A template's messages and records, their boxes decoded through ``bases``."""
-    msgs = _decoded_messages(msgs_t, bases)
-    records: dict[str, list] = {a: [] for a in own.records}
+    return _decoded_messages(msgs_t, bases), _decoded_records(own.records, recs_t, bases)
+
+
+def _decoded_records(arrays: Iterable[str], recs_t: tuple,
+                     bases: Mapping[str, list[list[int]]]) -> dict[str, list[Record]]:
+    """A template's records (every array of ``arrays``), decoded through ``bases``."""
+    records: dict[str, list[Record]] = {a: [] for a in arrays}
     records.update((a, [(_box(t, bases[a]), o, h) for t, o, h in recs]) for a, recs in recs_t)
-    return msgs, records
+    return records
 
 
 def _parts(plan: list[tuple[list[Tile], Messages]], tiles: Sequence[Tile]) -> tuple:

@@ -495,7 +495,7 @@ class Chain:
     is the template's end state decoded with the last iteration's bases; those moved by
     the same amount at each of the last iterations, so the state moves on by it too. A
     key (:func:`bbmm.ordertype.order`) that still holds for the coordinates moved on
-    (checked: :func:`bbmm.ordertype.bases_like`) then replays the template exactly, as a
+    (checked: :func:`bbmm.ordertype.moved_on`) then replays the template exactly, as a
     matched iteration would."""
 
     sig: Any
@@ -642,7 +642,7 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
     clock = time.perf_counter
     times = stats.times
     kept = tpl.buffers
-    for at, (timer, kind, args) in enumerate(tpl.ops):
+    for n, (timer, kind, args) in enumerate(tpl.ops):
         t0 = clock()
         if kind == "launch":
             p, i, pieces, rows = args
@@ -656,9 +656,9 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
                 got[a] = out
             # the same boxes of the same copies as at the last replay (a tile whose boxes
             # did not move): its buffers again, with the launch prepared for them
-            tb = kept.get(at)
+            tb = kept.get(n)
             if tb is None or tb.pieces != got:
-                tb = kept[at] = TileBuffers(got, {a: list(acc) for a, _, acc in pieces})
+                tb = kept[n] = TileBuffers(got, {a: list(acc) for a, _, acc in pieces})
             rt._launch(phases[p][0][i], tb, None if rows is None else rows_of[(p, i, rows)],
                        phases[p][6], None if ats is None else ats[p][i])
         elif kind == "begin":

@@ -15,6 +15,11 @@ for the nest (its boxes, its NDRange, its tile range): every use of a serial ite
 must sit in a comparison of serial iterators and parameters only. Otherwise (an
 iterator as a coordinate, or compared with a tile bound) the nest has no regime and its
 tiles are evaluated afresh at every serial iteration.
+
+:func:`shifts` takes the other such nests, whose tiles read the iterators affinely (Floyd's
+row ``k``): the comparisons that pick each affine piece, which the driver's
+``nest<N>_sig`` evaluates so that the runtime can move a step on from the steps before
+without its tiles (:meth:`bbmm.runtime.Runtime.ahead`).
 """
 from __future__ import annotations
 
