@@ -10,7 +10,11 @@ runs ``--repeat`` times without waiting (the queue drained every ``--batch``), o
   ``read_rect`` of one row (non-blocking), from pageable numpy memory and from pinned
   memory, against ``cl.enqueue_copy`` of the same bytes;
 * ``launch``: :meth:`~bbmm.devices.opencl.OpenCLDevice.launch` of a one-row kernel
-  with a changing scalar (like ``k``) against pyopencl's ``set_arg`` + ``enqueue_nd_range_kernel``.
+  with a changing scalar (like ``k``) against pyopencl's ``set_arg`` + ``enqueue_nd_range_kernel``,
+  and the parts of the latter: the enqueue alone (arguments set once), the enqueue
+  behind a queue kept busy by a long kernel, and ``clEnqueueNDRangeKernel`` called
+  through ctypes with and without an event (what an enqueue costs the driver, without
+  pyopencl's wrapper; skipped where the OpenCL library cannot be found).
 
 Usage::
 
@@ -31,7 +35,35 @@ __kernel void row(__global float *a, long off, int n, int k) {
     int j = get_global_id(0);
     if (j < n) a[off + (long)k * n + j] += 1.0f;
 }
+__kernel void spin(__global float *a, int reps) {
+    float x = a[get_global_id(0)];
+    for (int r = 0; r < reps; r++) x = x * 0.999f + 0.001f;
+    a[get_global_id(0)] = x;
+}
 """
+
+
+def opencl_library() -> "ctypes.CDLL | None":
+    """The OpenCL library (an ICD loader) through ctypes: pyopencl's own where its wheel
+    bundles one, else the system's; None where there is none."""
+    import ctypes
+    import ctypes.util
+    import glob
+    import os
+
+    import pyopencl
+
+    here = os.path.dirname(pyopencl.__file__)
+    paths = sorted(glob.glob(os.path.join(here, ".libs", "libOpenCL*.so*"))
+                   + glob.glob(os.path.join(os.path.dirname(here), "pyopencl.libs",
+                                            "libOpenCL*.so*")))
+    found = ctypes.util.find_library("OpenCL")
+    for path in paths + ([found] if found else []):
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
 
 
 def timed(fn, repeat: int, batch: int, finish) -> float:
@@ -108,11 +140,52 @@ def main(argv: list[str] | None = None) -> int:
         kern.set_arg(3, np.int32(i % n))
         cl.enqueue_nd_range_kernel(q, kern, (n,), None)
     out["launch pyopencl"] = timed(raw, args.repeat, args.batch, finish)
+    raw(0)
+
+    def enqueue(i: int) -> None:
+        cl.enqueue_nd_range_kernel(q, kern, (n,), None)
+    out["launch pyopencl, enqueue only"] = timed(enqueue, args.repeat, args.batch, finish)
+    spin = dev.kernel(SRC, "spin")
+    spin.set_arg(0, alloc.buf)
+    spin.set_arg(1, np.int32(1 << 16))
+
+    def busy() -> None:
+        finish()
+        cl.enqueue_nd_range_kernel(q, spin, (1 << 16,), None)
+    busy()
+    out["launch pyopencl, enqueue only, queue busy"] = timed(enqueue, args.repeat,
+                                                             args.batch, busy)
+    finish()
+    lib = opencl_library()
+    if lib is not None:
+        import ctypes
+        size = ctypes.c_size_t
+        gws = (size * 1)(n)
+        qp, kp = ctypes.c_void_p(q.int_ptr), ctypes.c_void_p(kern.int_ptr)
+        call = lib.clEnqueueNDRangeKernel
+        call.restype = ctypes.c_int32
+        event = ctypes.c_void_p()
+        release = lib.clReleaseEvent
+
+        def bare(i: int) -> None:
+            if call(qp, kp, 1, None, gws, None, 0, None, None):
+                raise RuntimeError("clEnqueueNDRangeKernel failed")
+
+        def evented(i: int) -> None:
+            if call(qp, kp, 1, None, gws, None, 0, None, ctypes.byref(event)):
+                raise RuntimeError("clEnqueueNDRangeKernel failed")
+            release(event)
+        out["launch ctypes, no event"] = timed(bare, args.repeat, args.batch, finish)
+        out["launch ctypes, event"] = timed(evented, args.repeat, args.batch, finish)
+        busy()
+        out["launch ctypes, no event, queue busy"] = timed(bare, args.repeat, args.batch,
+                                                           busy)
+        finish()
     name = getattr(dev, "physical_name", "?")
     print(f"# host time per operation on {name} (median of batches of {args.batch}), "
           f"row of {n} float32")
     for k, v in out.items():
-        print(f"{k:28} {v:8.1f} us")
+        print(f"{k:44} {v:8.1f} us")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": name, "n": n, "repeat": args.repeat, "us": out}, f, indent=1)
