@@ -388,7 +388,7 @@ def test_ranks_run_halo_rows_first(edge, monkeypatch):
     def rank(comm):
         rt = DistributedRuntime(make(1), {"A": A.copy(), "B": B.copy()}, comm, verify=True,
                                 replay=False)
-        run_jacobi(rt, n, steps, tile=7, rows=True)
+        run_jacobi(rt, n, steps, tile=7, rows=True, exact=True)
         return rt.host.array("A").copy(), rt.host.array("B").copy(), rt.local.stats.edge_first
 
     out = on_ranks(2, rank)
@@ -400,6 +400,32 @@ def test_ranks_run_halo_rows_first(edge, monkeypatch):
         assert all(e > 0 for e in split), split
     else:
         assert split == [0, 0]
+
+
+@pytest.mark.parametrize("edge", ["default", "1"])
+def test_a_rank_with_two_neighbours_splits_its_tiles_only_when_told(edge, monkeypatch):
+    """By default a tile runs its flow-out rows first only where they are one range: the
+    middle one of three ranks, whose tiles write rows for two neighbours, launches each
+    tile whole; ``BBMM_EDGE=1`` splits every tile. The result is exact either way."""
+    if edge != "default":
+        monkeypatch.setenv("BBMM_EDGE", edge)
+    n, steps = 24, 3
+    rng = np.random.default_rng(6)
+    A, B = rng.random((n, n)), np.zeros((n, n))
+
+    def rank(comm):
+        rt = DistributedRuntime(make(1), {"A": A.copy(), "B": B.copy()}, comm, verify=True,
+                                replay=False)
+        run_jacobi(rt, n, steps, tile=8, rows=True, exact=True)
+        return rt.host.array("A").copy(), rt.host.array("B").copy(), rt.local.stats.edge_first
+
+    out = on_ranks(3, rank)
+    ra, rb = jacobi_reference(A, B, steps)
+    np.testing.assert_array_equal(out[0][0], ra)
+    np.testing.assert_array_equal(out[0][1], rb)
+    split = [e for *_, e in out]
+    assert split[0] > 0 and split[2] > 0, split
+    assert (split[1] > 0) == (edge != "default"), split
 
 
 def test_distributed_result_stays_on_owners():
