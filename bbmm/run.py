@@ -528,20 +528,10 @@ def frozen_heap() -> Iterator[None]:
         yield
         return
     gc.freeze()
-    gc.callbacks.append(_freeze_survivors)
     try:
         yield
     finally:
-        gc.callbacks.remove(_freeze_survivors)
         gc.unfreeze()
-
-
-def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
-    """:func:`frozen_heap`'s collector callback: after a collection of generation 1 (the
-    young objects that survived one before), freeze what is left, so that a full
-    collection finds almost nothing to walk."""
-    if phase == "stop" and info["generation"] == 1:
-        gc.freeze()
 
 
 def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
