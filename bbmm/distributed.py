@@ -427,7 +427,8 @@ class DistributedRuntime:
             # lend, one left in another's is loaded from there and copied here later
             comm.defer_takes = True
             arrays = _SharedHost(dict(arrays), comm)
-        self.local = Runtime(devices, arrays, shared_flowout=True, **runtime)
+        self.local = Runtime(devices, arrays, shared_flowout=True, processes=comm.size,
+                             **runtime)
         self.local.ahead_alone = False  # moved on here, with the phase's exchange
         self._chain: _PlanChain | None = None
         """Iterations whose phases were planned by verified templates with coordinates

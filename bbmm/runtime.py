@@ -119,7 +119,8 @@ class Runtime:
                  max_pieces: Mapping[str, int] | None = None, verify: bool | None = None,
                  keep_idle: bool = False, replay: bool | None = None,
                  whole: Iterable[str] = (), fuse: float | None = None,
-                 shared_flowout: bool = False, config: RuntimeConfig | None = None):
+                 shared_flowout: bool = False, processes: int = 1,
+                 config: RuntimeConfig | None = None):
         if mode not in MODES:
             raise UsageError(f"unknown allocation mode {mode!r}; choose from {', '.join(MODES)}")
         if coherence not in COHERENCE:
@@ -186,14 +187,9 @@ class Runtime:
         :class:`~bbmm.distributed.DistributedRuntime`): the tiles that read it next run
         there, whatever this process's devices hold."""
         edges = config.edge
-        self.edge_ranges: int | None = None
-        """The most separate ranges of rows a tile may run first (None: any): one by
-        default over processes (:data:`EDGE_RANGES_RANKS`), any where ``$BBMM_EDGE`` is
-        given."""
         if edges is None:
-            edges = EDGE_POINTS_RANKS if shared_flowout else EDGE_POINTS
-            if shared_flowout:
-                self.edge_ranges = EDGE_RANGES_RANKS
+            edges = (EDGE_POINTS if not shared_flowout else
+                     EDGE_POINTS_RANKS if processes <= EDGE_PROCESSES else 0)
         self.edges = (edges if (len(self.devices) > 1 or shared_flowout)
                       and not self.directory.blocking and not self.sync else 0)
         """Tiles that write at least this many points (0: none) run the rows that write
@@ -939,8 +935,6 @@ class Runtime:
                 rows.append([r0, r1])
         if 2 * sum(r1 - r0 + 1 for r0, r1 in rows) > hi - lo + 1:
             return None
-        if self.edge_ranges is not None and len(rows) > self.edge_ranges:
-            return None  # a launch more per range: the host's time, not the hop, bounds
         rest = []
         at = lo
         for r0, r1 in rows:
@@ -1034,26 +1028,28 @@ process it has not: heat2d's step at 12288^2 takes 0.43-0.53 ms with the split a
 
 
 EDGE_POINTS_RANKS = 1
-"""Default of ``$BBMM_EDGE`` in a process of a run over processes or MPI ranks: a tile
-that can run the rows writing its flow-out first does (where they are one range of rows,
-:data:`EDGE_RANGES_RANKS`), since the processes that read it wait for it at the next
-exchange while this one's device computes the rest. On two H100s heat2d 12288^2 over
-two processes takes 0.441 ms per step with it against 0.614 without (one GPU: 0.866;
-``python3 -m bbmm run polybench/heat2d.c --param n=12288 --param tsteps=T --devices 2
---procs 2``, T = 20 and 220, with ``BBMM_EDGE=0`` for without;
-``results/h100x2-2026-11-26``); on two H200s over two processes 0.480 against 0.599 by the
-medians of three alternating rounds (``scripts/bench_ab.py ... --base-tune edge=0``,
-``results/h200x4-2026-11-28/edge``)."""
+"""Default of ``$BBMM_EDGE`` in a process of a run over at most :data:`EDGE_PROCESSES`
+processes or MPI ranks: every tile that can run the rows writing its flow-out first does,
+since the process that reads it waits for it at the next exchange while this one's device
+computes the rest. On two H100s heat2d 12288^2 over two processes takes 0.441 ms per step
+with it against 0.614 without (one GPU: 0.866; ``python3 -m bbmm run polybench/heat2d.c
+--param n=12288 --param tsteps=T --devices 2 --procs 2``, T = 20 and 220, with
+``BBMM_EDGE=0`` for without; ``results/h100x2-2026-11-26``); on two H200s 0.480 against
+0.599, the medians of three alternating rounds (``python3 scripts/bench_ab.py --base .
+--base-tune edge=0 -- run polybench/heat2d.c --param n=12288 --param tsteps=220
+--devices 2 --procs 2``, ``results/h200x4-2026-11-28/edge``)."""
 
 
-EDGE_RANGES_RANKS = 1
-"""By default over processes, a tile runs its flow-out rows first only where they are one
-range (the tile of a process with one neighbour): the rows for two neighbours are two
-launches more per phase, and over four processes the host's enqueues bound a step. On
-four H200s over four processes, every tile split against none (``BBMM_EDGE=0``), medians
-of three alternating rounds of ``scripts/bench_ab.py --base . --base-tune edge=0 -- run
-polybench/P --devices 4``: heat2d 12288^2 0.811 against 0.611 ms per step, heat3d 512^3
-1.133 against 0.987, fdtd2d 10240^2 0.922 against 0.871 (``results/h200x4-2026-11-28/edge``)."""
+EDGE_PROCESSES = 2
+"""The most processes of a run in which a tile runs its flow-out rows first by default.
+Over more, a middle process's tile writes rows for two neighbours (two launches more per
+phase), the hosts' enqueues bound a step, and splitting costs more than the hop it hides.
+On four H200s over four processes, by the medians of three alternating rounds of
+``python3 scripts/bench_ab.py --base . --base-tune edge=0 -- run polybench/P --devices 4``
+(``results/h200x4-2026-11-28/edge``), every tile split against none: heat2d 12288^2
+0.811 against 0.611 ms per step, heat3d 512^3 1.133 against 0.987, fdtd2d 10240^2 0.922
+against 0.871; only the end processes' tiles split against none: heat2d 0.592 against
+0.525, heat3d 1.049 against 0.900."""
 
 
 def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]:

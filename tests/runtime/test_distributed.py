@@ -388,7 +388,7 @@ def test_ranks_run_halo_rows_first(edge, monkeypatch):
     def rank(comm):
         rt = DistributedRuntime(make(1), {"A": A.copy(), "B": B.copy()}, comm, verify=True,
                                 replay=False)
-        run_jacobi(rt, n, steps, tile=7, rows=True, exact=True)
+        run_jacobi(rt, n, steps, tile=7, rows=True)
         return rt.host.array("A").copy(), rt.host.array("B").copy(), rt.local.stats.edge_first
 
     out = on_ranks(2, rank)
@@ -403,10 +403,11 @@ def test_ranks_run_halo_rows_first(edge, monkeypatch):
 
 
 @pytest.mark.parametrize("edge", ["default", "1"])
-def test_a_rank_with_two_neighbours_splits_its_tiles_only_when_told(edge, monkeypatch):
-    """By default a tile runs its flow-out rows first only where they are one range: the
-    middle one of three ranks, whose tiles write rows for two neighbours, launches each
-    tile whole; ``BBMM_EDGE=1`` splits every tile. The result is exact either way."""
+def test_over_three_ranks_tiles_run_whole_unless_told(edge, monkeypatch):
+    """Over more than two ranks a tile runs whole by default (a middle rank's tile writes
+    rows for two neighbours: two launches more per phase, which cost the host more than
+    the hop they hide); ``BBMM_EDGE=1`` splits every tile that can be split. The result
+    is exact either way."""
     if edge != "default":
         monkeypatch.setenv("BBMM_EDGE", edge)
     n, steps = 24, 3
@@ -416,7 +417,7 @@ def test_a_rank_with_two_neighbours_splits_its_tiles_only_when_told(edge, monkey
     def rank(comm):
         rt = DistributedRuntime(make(1), {"A": A.copy(), "B": B.copy()}, comm, verify=True,
                                 replay=False)
-        run_jacobi(rt, n, steps, tile=8, rows=True, exact=True)
+        run_jacobi(rt, n, steps, tile=8, rows=True)
         return rt.host.array("A").copy(), rt.host.array("B").copy(), rt.local.stats.edge_first
 
     out = on_ranks(3, rank)
@@ -424,8 +425,10 @@ def test_a_rank_with_two_neighbours_splits_its_tiles_only_when_told(edge, monkey
     np.testing.assert_array_equal(out[0][0], ra)
     np.testing.assert_array_equal(out[0][1], rb)
     split = [e for *_, e in out]
-    assert split[0] > 0 and split[2] > 0, split
-    assert (split[1] > 0) == (edge != "default"), split
+    if edge == "default":
+        assert split == [0, 0, 0]
+    else:
+        assert all(e > 0 for e in split), split
 
 
 def test_distributed_result_stays_on_owners():

@@ -86,12 +86,10 @@ def jacobi_reference(A: np.ndarray, B: np.ndarray, steps: int) -> tuple[np.ndarr
 
 
 def run_jacobi(rt: Runtime, n: int, steps: int, tile: int, flowout: bool = True,
-               rows: bool = False, exact: bool = False) -> None:
+               rows: bool = False) -> None:
     """Jacobi's two sweeps; with ``rows`` the second sweep's tiles can run a part of their
     rows (``Tile.span``/``writers``), and each launch is logged on its device as
-    ``("launch", Box((first row,), (last row,)), 0)``. The second sweep's flow-out is a
-    tile's first and last rows, or with ``exact`` only those another tile reads (as the
-    compiler finds it: the first tile's first row and the last tile's last row are not)."""
+    ``("launch", Box((first row,), (last row,)), 0)``."""
     dt = rt.host.array("A").dtype
     inner = tiles_of(n - 2, tile, len(rt.devices))
     for t in range(steps):
@@ -115,8 +113,7 @@ def run_jacobi(rt: Runtime, n: int, steps: int, tile: int, flowout: bool = True,
 
             nest1.append(Tile(dev, {"A": reads, "B": [c]}, k1, writes={"B": [c]},
                               writeout={"B": [c]} if last else {}, name=f"t{t}:S1:{lb}"))
-            fo = [Box((r, 1), (r, n - 2)) for r, edge in ((lb, 1), (ub, n - 2))
-                  if not exact or r != edge]
+            fo = [Box((lb, 1), (lb, n - 2)), Box((ub, 1), (ub, n - 2))]
             part = dict(span=(lb, ub), writers={"A": (0, 0, 0)}) if rows else {}
             nest2.append(Tile(dev, {"A": [c], "B": [c]}, k2, writes={"A": [c]},
                               flowout={"A": fo} if flowout else {},
