@@ -11,7 +11,7 @@ from bbmm.box import Box
 from bbmm.devices import NullDevice
 from bbmm.diagnostic import SettingError
 from bbmm.config import RuntimeConfig
-from bbmm.runtime import EDGE_POINTS, Runtime, Tile, edge_points
+from bbmm.runtime import EDGE_POINTS, EDGE_POINTS_RANKS, EDGE_PROCESSES, Runtime, Tile, edge_points
 from bbmm.codegen.deps import dependences, plan
 from bbmm.codegen.flow import edge_writers
 from bbmm.codegen.frontend import parse_source
@@ -186,6 +186,18 @@ def test_edge_setting(spec, points):
     if points is None:
         assert Runtime(make(2), {"A": np.zeros(4)},
                        config=RuntimeConfig(edge=edge_points(spec))).edges == EDGE_POINTS
+
+
+@pytest.mark.parametrize("processes,given,want", [(EDGE_PROCESSES, None, EDGE_POINTS_RANKS),
+                                                  (3, None, 0), (4, None, 0), (4, 1, 1),
+                                                  (2, 0, 0)])
+def test_over_processes_tiles_split_by_default_only_over_two(processes, given, want):
+    """A process of a run over two splits its tiles by default (its one neighbour waits
+    for the flow-out); over more, a middle process would launch twice more per phase, and
+    none does unless ``$BBMM_EDGE`` says so."""
+    rt = Runtime(make(1), {"A": np.zeros(4)}, shared_flowout=True, processes=processes,
+                 config=RuntimeConfig(edge=given))
+    assert rt.edges == want
 
 
 @pytest.mark.parametrize("spec", ["yes", "-3", "1e6"])
