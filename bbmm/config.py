@@ -184,8 +184,8 @@ class RuntimeConfig:
     edge: int | None = None
     """Tiles that write at least this many points run the rows writing flow-out first
     (``$BBMM_EDGE``; 0: never); None: the default of the runtime's kind, off in one
-    process, on over processes (:data:`bbmm.runtime.EDGE_POINTS`,
-    :data:`~bbmm.runtime.EDGE_POINTS_RANKS`)."""
+    process, on over two processes, off over more (:data:`bbmm.runtime.EDGE_POINTS`,
+    :data:`~bbmm.runtime.EDGE_POINTS_RANKS`, :data:`~bbmm.runtime.EDGE_PROCESSES`)."""
     place: bool = True
     """Run the tiles of small phases where their data is (``$BBMM_PLACE``): LU n=8192 on
     two devices moves 63 MiB less between them."""

@@ -184,8 +184,8 @@ class Runtime:
         self.replay = replay and not self.directory.blocking and not self.sync
         self.shared_flowout = shared_flowout
         """The flow-out goes to other processes (a rank of
-        :class:`~bbmm.distributed.DistributedRuntime`): the tiles that read it next run
-        there, whatever this process's devices hold."""
+        :class:`~bbmm.distributed.DistributedRuntime`, one of ``processes``): the tiles
+        that read it next run there, whatever this process's devices hold."""
         edges = config.edge
         if edges is None:
             edges = (EDGE_POINTS if not shared_flowout else
