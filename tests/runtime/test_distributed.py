@@ -374,61 +374,36 @@ def test_jacobi_halo_rows_only(nranks, per_rank):
             assert nb <= (steps - 1) * 2 * (n - 2) * 8
 
 
-@pytest.mark.parametrize("edge", ["default", "0"])
-def test_ranks_run_halo_rows_first(edge, monkeypatch):
-    """Over ranks a tile's flow-out goes to other processes: by default the rows writing
-    it run first, the rest after it is stored (as BBMM_EDGE does between devices of one
-    process); the result is the same either way, and BBMM_EDGE=0 turns it off."""
+@pytest.mark.parametrize("ranks,edge,split", [(2, "default", True), (2, "0", False),
+                                               (3, "default", False), (3, "1", True)])
+def test_ranks_run_halo_rows_first(ranks, edge, split, monkeypatch):
+    """Over ranks a tile's flow-out goes to other processes: over two, by default, the rows
+    writing it run first and the rest after it is stored (as BBMM_EDGE does between
+    devices of one process); over more a tile runs whole by default (a middle rank's tile
+    writes rows for two neighbours: two launches more per phase, which cost the host more
+    than the hop they hide). BBMM_EDGE says otherwise either way, and the result is the
+    same."""
     if edge != "default":
         monkeypatch.setenv("BBMM_EDGE", edge)
-    n, steps = 16, 3
+    n, steps = 8 * ranks, 3
     rng = np.random.default_rng(5)
     A, B = rng.random((n, n)), np.zeros((n, n))
 
     def rank(comm):
         rt = DistributedRuntime(make(1), {"A": A.copy(), "B": B.copy()}, comm, verify=True,
                                 replay=False)
-        run_jacobi(rt, n, steps, tile=7, rows=True)
+        run_jacobi(rt, n, steps, tile=(n - 2 + ranks - 1) // ranks, rows=True)
         return rt.host.array("A").copy(), rt.host.array("B").copy(), rt.local.stats.edge_first
 
-    out = on_ranks(2, rank)
+    out = on_ranks(ranks, rank)
     ra, rb = jacobi_reference(A, B, steps)
     np.testing.assert_array_equal(out[0][0], ra)
     np.testing.assert_array_equal(out[0][1], rb)
-    split = [e for *_, e in out]
-    if edge == "default":
-        assert all(e > 0 for e in split), split
+    done = [e for *_, e in out]
+    if split:
+        assert all(e > 0 for e in done), done
     else:
-        assert split == [0, 0]
-
-
-@pytest.mark.parametrize("edge", ["default", "1"])
-def test_over_three_ranks_tiles_run_whole_unless_told(edge, monkeypatch):
-    """Over more than two ranks a tile runs whole by default (a middle rank's tile writes
-    rows for two neighbours: two launches more per phase, which cost the host more than
-    the hop they hide); ``BBMM_EDGE=1`` splits every tile that can be split. The result
-    is exact either way."""
-    if edge != "default":
-        monkeypatch.setenv("BBMM_EDGE", edge)
-    n, steps = 24, 3
-    rng = np.random.default_rng(6)
-    A, B = rng.random((n, n)), np.zeros((n, n))
-
-    def rank(comm):
-        rt = DistributedRuntime(make(1), {"A": A.copy(), "B": B.copy()}, comm, verify=True,
-                                replay=False)
-        run_jacobi(rt, n, steps, tile=8, rows=True)
-        return rt.host.array("A").copy(), rt.host.array("B").copy(), rt.local.stats.edge_first
-
-    out = on_ranks(3, rank)
-    ra, rb = jacobi_reference(A, B, steps)
-    np.testing.assert_array_equal(out[0][0], ra)
-    np.testing.assert_array_equal(out[0][1], rb)
-    split = [e for *_, e in out]
-    if edge == "default":
-        assert split == [0, 0, 0]
-    else:
-        assert all(e > 0 for e in split), split
+        assert done == [0] * ranks
 
 
 def test_distributed_result_stays_on_owners():
