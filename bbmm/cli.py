@@ -329,7 +329,8 @@ COMMANDS: list[Command] = [
     ("examples", "list the example kernels shipped with bbmm (bbmm run --example NAME runs "
                  "one)", _add_examples, _run_examples),
     ("timeline", "summarize a trace written by bbmm run --profile FILE (idle gaps, the "
-                 "busiest kernels and copies, per tile)", _add_timeline, _run_timeline),
+                 "busiest kernels and copies, per tile, the host's steps and pauses)",
+     _add_timeline, _run_timeline),
     ("cache", "print where the cache of drivers and reference libraries is and its size; "
               "--clear empties it", _add_cache, _run_cache),
 ]

@@ -175,7 +175,7 @@ def execute_mpi(module: ModuleType, devices: Sequence[Any], params: dict[str, in
         tile = min(comm.allgather(tile))
     if tile < 1:
         raise UsageError(f"--tile must be at least 1, got {tile}")
-    with frozen_heap():
+    with frozen_heap(rt.local.host_log):
         comm.barrier()
         t0 = time.perf_counter()
         module.run(rt, params, scalars, tile, progress if comm.rank == 0 else False)

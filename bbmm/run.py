@@ -513,9 +513,12 @@ def runtime_options(module: ModuleType, arrays: Mapping[str, np.ndarray],
 
 
 @contextmanager
-def frozen_heap() -> Iterator[None]:
+def frozen_heap(log: list[tuple[str, float, float]] | None = None) -> Iterator[None]:
     """Run a program's serial loop with the objects that exist before it frozen out of the
-    garbage collector's reach (``gc.freeze``), and thawed after.
+    garbage collector's reach (``gc.freeze``), and thawed after; with ``log`` (a
+    runtime's :attr:`~bbmm.runtime.Runtime.host_log`), each collection of at least
+    :data:`COLLECT_LOG_S` is added to it as a host step (``collect gen G``), so that a
+    trace shows the pauses.
 
     A full collection walks every object the compiled driver, the kernels and the
     runtime's caches hold: 14 ms in a dry Floyd process, 25-39 ms in a process driving a
@@ -524,14 +527,42 @@ def frozen_heap() -> Iterator[None]:
     are few and short-lived. Freezing and thawing move whole generations (no collection
     runs: garbage made before the loop waits for the first one after it). Where the
     caller has frozen objects already, nothing is changed (theirs stay as they are)."""
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
+    hook = None
+    if log is not None:
+        hook = _collections_into(log)
+        gc.callbacks.append(hook)
     try:
-        yield
+        if gc.get_freeze_count():
+            yield
+        else:
+            gc.freeze()
+            try:
+                yield
+            finally:
+                gc.unfreeze()
     finally:
-        gc.unfreeze()
+        if hook is not None:
+            gc.callbacks.remove(hook)
+
+
+COLLECT_LOG_S = 1e-3
+"""Seconds from which a collection in the serial loop is a host step of a trace
+(:func:`frozen_heap`): the young collections of a few hundred microseconds each would
+crowd it."""
+
+
+def _collections_into(log: list[tuple[str, float, float]]) -> Any:
+    """A collector callback that adds each collection of at least :data:`COLLECT_LOG_S`
+    to ``log`` as ``("collect gen G", start, end)``."""
+    started = [0.0]
+
+    def hook(phase: str, info: dict[str, int]) -> None:
+        now = time.perf_counter()
+        if phase == "start":
+            started[0] = now
+        elif now - started[0] >= COLLECT_LOG_S:
+            log.append((f"collect gen {info['generation']}", started[0], now))
+    return hook
 
 
 def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
@@ -556,7 +587,7 @@ def execute(module: ModuleType, devices: Sequence[Any], params: dict[str, int],
     rt = Runtime(devices, arrays, mode=mode, reuse=reuse, coherence=coherence, replay=replay,
                  fuse=fuse, **runtime_options(module, arrays, config))
     prebuild(module, devices, config.kernels)  # unless started already: beside the read-ins
-    with frozen_heap():
+    with frozen_heap(rt.host_log):
         t0 = time.perf_counter()
         module.run(rt, params, scalars, tile, progress)
         wall = time.perf_counter() - t0
@@ -639,8 +670,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="record every device command with OpenCL profiling events and write "
                         "the run's timeline to FILE as a Chrome trace that Perfetto opens "
                         "(gzip if it ends in .gz): copies and kernels per device queue, the "
-                        "host's steps; prints a summary per device on stderr (also "
-                        "$BBMM_PROFILE; bbmm timeline FILE summarizes it again)")
+                        "host's steps, the garbage collector's pauses; prints a summary per "
+                        "device on stderr (also $BBMM_PROFILE; bbmm timeline FILE summarizes "
+                        "it again)")
     g.add_argument("--host-profile", metavar="DIR", default=None,
                    help="profile the host's Python in each process of the run (cProfile) "
                         "and write DIR/rank<R>.pstats (rank0 for a run in one process): "

@@ -11,6 +11,9 @@ Prints, from the saved events (so it works on any machine, with no OpenCL):
 * a per-tile breakdown: the commands cut after each kernel (one kernel per tile, so a
   segment is one tile's copies and its kernel), averaged per kernel; ``--tiles N`` also
   lists the N longest segments;
+* the host's steps per process (``--steps N``: the N longest in all), and the
+  garbage collector's pauses (``collect gen G``) with the longest of them: a pause of
+  one process over processes stalls the others, which wait in their exchanges;
 * ``--plot out.png``: the timeline as bars per device and kind (needs matplotlib;
   without it the rest is printed and a note says the plot was skipped).
 
@@ -29,7 +32,7 @@ from . import profile as pf
 from .diagnostic import BBMMError
 
 __all__ = ["add_arguments", "run", "main", "summary_lines", "label_lines", "tile_lines",
-           "plot"]
+           "host_lines", "plot"]
 
 
 def _ms(us: float) -> str:
@@ -110,6 +113,34 @@ def tile_lines(entry: Mapping[str, Any], n: int) -> list[str]:
     return out
 
 
+def host_lines(doc: Mapping[str, Any], n: int) -> list[str]:
+    """Per process (rank) of the trace, its host steps' total ms and counts, the ``n``
+    longest in all; then its collections (steps ``collect gen G``: the pauses of at
+    least :data:`bbmm.run.COLLECT_LOG_S`), their total and the three longest, when
+    they started."""
+    by: dict[int, dict[str, list[tuple[float, float]]]] = {}
+    for h in doc.get("host") or ():
+        steps = by.setdefault(int(h.get("rank", 0)), {})
+        steps.setdefault(h["name"], []).append((h["start_us"], h["end_us"] - h["start_us"]))
+    out: list[str] = []
+    for rank in sorted(by):
+        steps = by[rank]
+        who = "the host" if list(by) == [0] else f"rank {rank}"
+        totals = sorted(((sum(d for _, d in v), k, len(v)) for k, v in steps.items()
+                         if not k.startswith("collect")), reverse=True)[:n]
+        if totals:
+            out.append(f"host steps of {who} (ms, count): " +
+                       ", ".join(f"{k} {_ms(t)} ({c})" for t, k, c in totals))
+        pauses = [(d, a, k) for k, v in steps.items() if k.startswith("collect")
+                  for a, d in v]
+        if pauses:
+            pauses.sort(reverse=True)
+            out.append(f"  collections of {who}: {len(pauses)}, {_ms(sum(d for d, _, _ in pauses))}"
+                       f" ms; longest " + ", ".join(f"{_ms(d)} ms ({k}) at {_ms(a)} ms"
+                                                     for d, a, k in pauses[:3]))
+    return out
+
+
 COLORS = {"h2d": "tab:blue", "d2h": "tab:orange", "d2d": "tab:purple", "kernel": "tab:green",
           "fill": "tab:gray"}
 
@@ -152,6 +183,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="busiest (kind, label) groups listed per device (default 10)")
     p.add_argument("--tiles", type=int, default=0, metavar="N",
                    help="also list the N longest tiles per device (default 0)")
+    p.add_argument("--steps", type=int, default=8, metavar="N",
+                   help="host steps listed per process, the longest in all first "
+                        "(default 8; the collector's pauses are listed apart)")
     p.add_argument("--plot", metavar="PNG", default=None,
                    help="draw the timeline into PNG (needs matplotlib)")
 
@@ -164,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
         if e.get("commands"):
             lines += label_lines(e, args.labels)
             lines += tile_lines(e, args.tiles)
+    lines += host_lines(doc, args.steps)
     print("\n".join(lines))
     if args.plot:
         if plot(doc, args.plot):

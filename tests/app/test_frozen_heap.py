@@ -10,6 +10,7 @@ import pytest
 
 from bbmm.codegen.compile import compile_program, load_driver
 from bbmm.devices import DryDevice
+import bbmm.run as run_module
 from bbmm.run import execute, frozen_heap
 from support.paths import POLYBENCH
 
@@ -29,6 +30,28 @@ def test_objects_made_before_are_frozen_inside_and_thawed_after():
         assert frozen >= gc.get_freeze_count() >= frozen - 1000
     assert gc.get_freeze_count() == 0
     assert before
+
+
+def test_collections_in_the_loop_are_host_steps_of_a_trace(monkeypatch):
+    """With a log (a profiled run's host steps), each collection in the loop of at least
+    COLLECT_LOG_S is logged with its generation and times, and only inside the loop."""
+    monkeypatch.setattr(run_module, "COLLECT_LOG_S", 0.0)
+    log = []
+    gc.collect()
+    with frozen_heap(log):
+        gc.collect(0)
+        gc.collect()
+    gc.collect()  # after the loop: not logged
+    assert [name for name, _, _ in log] == ["collect gen 0", "collect gen 2"]
+    assert all(0 <= end - start < 5 for _, start, end in log)
+    assert log[0][2] <= log[1][1]
+    gc.freeze()  # a caller's own freeze: the collections are still logged
+    try:
+        with frozen_heap(log):
+            gc.collect(1)
+    finally:
+        gc.unfreeze()
+    assert log[-1][0] == "collect gen 1" and len(log) == 3
 
 
 def test_a_caller_that_froze_objects_keeps_them_frozen():

@@ -245,6 +245,35 @@ def test_bbmm_timeline_on_a_synthetic_file(saved, tmp_path, capsys, monkeypatch)
     assert not (tmp_path / "t.png").exists()
 
 
+def test_host_steps_per_process_and_the_collectors_pauses(tmp_path, capsys):
+    """``bbmm timeline`` sums each process's host steps, longest in all first, and lists
+    its collections apart, the longest first with when they started."""
+    host = [{"name": "run", "start_us": 0.0, "end_us": 9000.0, "rank": 0},
+            {"name": "exchange", "start_us": 100.0, "end_us": 400.0, "rank": 0},
+            {"name": "exchange", "start_us": 500.0, "end_us": 600.0, "rank": 0},
+            {"name": "plan", "start_us": 50.0, "end_us": 100.0, "rank": 0},
+            {"name": "collect gen 2", "start_us": 2000.0, "end_us": 5000.0, "rank": 0},
+            {"name": "collect gen 0", "start_us": 7000.0, "end_us": 8500.0, "rank": 0},
+            {"name": "run", "start_us": 0.0, "end_us": 8000.0, "rank": 1},
+            {"name": "exchange", "start_us": 2000.0, "end_us": 5100.0, "rank": 1}]
+    lines = timeline.host_lines({"host": host}, 2)
+    assert lines == [
+        "host steps of rank 0 (ms, count): run 9.000 (1), exchange 0.400 (2)",
+        "  collections of rank 0: 2, 4.500 ms; longest 3.000 ms (collect gen 2) at 2.000 ms, "
+        "1.500 ms (collect gen 0) at 7.000 ms",
+        "host steps of rank 1 (ms, count): run 8.000 (1), exchange 3.100 (1)"]
+    one = timeline.host_lines({"host": [dict(h, rank=0) for h in host[:3]]}, 8)
+    assert one == ["host steps of the host (ms, count): run 9.000 (1), exchange 0.400 (2)"]
+    assert timeline.host_lines({"devices": []}, 8) == []
+    # through a trace and the command line
+    path = tmp_path / "t.json"
+    pf.write(str(path), {"meta": {}, "devices": [], "host": host})
+    assert cli_main(["timeline", str(path), "--steps", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "host steps of rank 1 (ms, count): run 8.000 (1)" in out
+    assert any(l.startswith("  collections of rank 0: 2, 4.500 ms") for l in out)
+
+
 def test_bbmm_timeline_on_a_file_that_is_no_trace_is_one_line(tmp_path, capsys):
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"traceEvents": [], "displayTimeUnit": "ms"}))
