@@ -9,6 +9,7 @@ import argparse
 import gc
 import json
 import os
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -517,8 +518,8 @@ def frozen_heap(log: list[tuple[str, float, float]] | None = None) -> Iterator[N
     """Run a program's serial loop with the objects that exist before it frozen out of the
     garbage collector's reach (``gc.freeze``), and thawed after; with ``log`` (a
     runtime's :attr:`~bbmm.runtime.Runtime.host_log`), each collection of at least
-    :data:`COLLECT_LOG_S` is added to it as a host step (``collect gen G``), so that a
-    trace shows the pauses.
+    :data:`COLLECT_LOG_S` is added to it as a host step (``collect gen G at ...``), so
+    that a trace shows the pauses and where they began.
 
     A full collection walks every object the compiled driver, the kernels and the
     runtime's caches hold: 14 ms in a dry Floyd process, 25-39 ms in a process driving a
@@ -553,15 +554,22 @@ crowd it."""
 
 def _collections_into(log: list[tuple[str, float, float]]) -> Any:
     """A collector callback that adds each collection of at least :data:`COLLECT_LOG_S`
-    to ``log`` as ``("collect gen G", start, end)``."""
-    started = [0.0]
+    to ``log`` as ``("collect gen G at FILE:LINE FUNCTION", start, end)``: where the
+    Python code stood when it began, the allocation that crossed a threshold, or the
+    call that asked for it (pyopencl collects before it retries an enqueue or an
+    allocation the driver refused for want of resources)."""
+    started = [0.0, ""]
 
     def hook(phase: str, info: dict[str, int]) -> None:
         now = time.perf_counter()
         if phase == "start":
+            f = sys._getframe(1)
             started[0] = now
+            started[1] = (f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} "
+                          f"{f.f_code.co_name}") if f is not None else "?"
         elif now - started[0] >= COLLECT_LOG_S:
-            log.append((f"collect gen {info['generation']}", started[0], now))
+            log.append((f"collect gen {info['generation']} at {started[1]}", started[0],
+                        now))
     return hook
 
 
