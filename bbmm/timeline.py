@@ -135,9 +135,9 @@ def host_lines(doc: Mapping[str, Any], n: int) -> list[str]:
                   for a, d in v]
         if pauses:
             pauses.sort(reverse=True)
-            out.append(f"  collections of {who}: {len(pauses)}, {_ms(sum(d for d, _, _ in pauses))}"
-                       f" ms; longest " + ", ".join(f"{_ms(d)} ms ({k}) at {_ms(a)} ms"
-                                                     for d, a, k in pauses[:3]))
+            total = _ms(sum(d for d, _, _ in pauses))
+            out.append(f"  collections of {who}: {len(pauses)}, {total} ms; longest " +
+                       ", ".join(f"{_ms(d)} ms ({k}) at {_ms(a)} ms" for d, a, k in pauses[:3]))
     return out
 
 
