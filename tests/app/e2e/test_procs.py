@@ -249,10 +249,11 @@ N_RANDOM = int(os.environ.get("BBMM_RANDOM_PROCS", "6"))
 
 def test_random_programs_over_processes(tmp_path):
     """Randomized differential test over processes: random programs (tests/support/randprog.py)
-    with --check on 2 processes of 1 or 2 devices, random tiles and modes, half of them
-    with every message left in the sender's host arrays (``direct=0``), half of those
-    loaded from there by the receiver's devices (the default) and half copied out by its
-    processor (``lend=off``).
+    with --check on 2 or 3 processes of 1 or 2 devices, random tiles and modes, half of
+    them with every message left in the sender's host arrays (``direct=0``), half of
+    those loaded from there by the receiver's devices (the default) and half copied out
+    by its processor (``lend=off``), and half with every tile that can be split running
+    its flow-out rows first (``edge=1``; by default only over two processes).
     ``BBMM_RANDOM_PROCS=N`` sets how many; ``BBMM_RANDOM_SEED0`` shifts the seeds."""
     from test_random_kernels import accepted_program
 
@@ -271,9 +272,12 @@ def test_random_programs_over_processes(tmp_path):
         argv += ["--mode", "convex"] if r < 0.2 else ["--coherence", "block"] if r < 0.4 else []
         if rng.random() < 0.5:
             argv += ["--tune", "direct=0"] + (["--tune", "lend=off"] if rng.random() < 0.5 else [])
+        if rng.random() < 0.5:
+            argv += ["--tune", "edge=1"]
+        procs = rng.choice([2, 3])
         out = tmp_path / f"p{s}.json"
-        argv += ["--procs", "2", "--devices", str(rng.choice([2, 4])), "--check",
-                 "--no-progress", "--json", str(out)]
+        argv += ["--procs", str(procs), "--devices", str(procs * rng.choice([1, 2])),
+                 "--check", "--no-progress", "--json", str(out)]
         res = bbmm(*argv)
         cmd = "bbmm " + " ".join(argv[:argv.index("--json")])
         assert res.returncode == 0 and out.exists(), \
