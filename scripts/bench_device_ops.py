@@ -16,9 +16,16 @@ runs ``--repeat`` times without waiting (the queue drained every ``--batch``), o
   through ctypes with and without an event (what an enqueue costs the driver, without
   pyopencl's wrapper; skipped where the OpenCL library cannot be found).
 
+With ``--procs P`` the same runs in P processes at once, each on its share of the GPUs
+(as ``bbmm run --procs P`` splits them), started together: what an enqueue costs when
+every process of a run enqueues (a trace of heat2d over four H200s showed commands 40-45
+us apart where one process alone enqueues in 10-13 us). Each process's figures are
+printed, then the median over the processes.
+
 Usage::
 
     python3 scripts/bench_device_ops.py --n 8192 --repeat 4000 --json $OUT/ops.json
+    python3 scripts/bench_device_ops.py --n 16384 --procs 4 --json $OUT/ops4.json
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ import json
 import statistics
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +49,12 @@ __kernel void spin(__global float *a, int reps) {
     a[get_global_id(0)] = x;
 }
 """
+
+
+SPIN_REPS = 1 << 20
+"""Default steps of the busy kernel's dependent chain per work-item: at a few ns each, a
+few milliseconds on a GPU, longer than a batch of 200 enqueues (before, 1 << 16 steps
+kept an H200 busy for only part of a batch)."""
 
 
 def opencl_library() -> "ctypes.CDLL | None":
@@ -86,16 +100,72 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=8192)
     p.add_argument("--repeat", type=int, default=4000)
     p.add_argument("--batch", type=int, default=200)
+    p.add_argument("--spin", type=int, default=SPIN_REPS, metavar="REPS",
+                   help="dependent steps per work-item of the kernel queued before each "
+                        "batch that measures behind a busy queue (default %(default)s: "
+                        "a few milliseconds on a GPU; a CPU device wants far fewer)")
+    p.add_argument("--procs", type=int, default=1,
+                   help="processes measuring at once, each on its share of the GPUs")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
+    if args.procs < 1:
+        p.error("--procs must be at least 1")
+    if args.procs == 1:
+        runs = [measure(args.n, args.repeat, args.batch, spin_reps=args.spin)]
+    else:
+        import multiprocessing as mp
+        ctx = mp.get_context("spawn")
+        start = ctx.Barrier(args.procs)
+        with ctx.Pool(args.procs, initializer=_started_by, initargs=(start,)) as pool:
+            runs = pool.starmap(_measure_in_process,
+                                [(args.n, args.repeat, args.batch, (r, args.procs),
+                                  args.spin) for r in range(args.procs)])
+    for r, (name, out) in enumerate(runs):
+        who = f" (process {r} of {args.procs})" if args.procs > 1 else ""
+        print(f"# host time per operation on {name}{who} (median of batches of "
+              f"{args.batch}), row of {args.n} float32")
+        for k, v in out.items():
+            print(f"{k:44} {v:8.1f} us")
+    summary = {k: statistics.median(out[k] for _, out in runs) for k in runs[0][1]}
+    if args.procs > 1:
+        print(f"# the median over the {args.procs} processes")
+        for k, v in summary.items():
+            print(f"{k:44} {v:8.1f} us")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": runs[0][0], "n": args.n, "repeat": args.repeat,
+                       "procs": args.procs, "us": summary,
+                       "per_process": [out for _, out in runs]}, f, indent=1)
+    return 0
 
+
+_START: Any = None
+"""In a process of ``--procs``: the barrier every process waits at once its device is
+made, so that they measure at once."""
+
+
+def _started_by(start: Any) -> None:
+    global _START
+    _START = start
+
+
+def _measure_in_process(n: int, repeat: int, batch: int, node: tuple[int, int],
+                        spin_reps: int) -> tuple[str, dict[str, float]]:
+    """:func:`measure` in a process of ``--procs``, on its share of the GPUs."""
+    return measure(n, repeat, batch, node, spin_reps)
+
+
+def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None,
+            spin_reps: int = SPIN_REPS) -> tuple[str, dict[str, float]]:
+    """The device's name and the medians of every operation, in microseconds
+    (``spin_reps``: the dependent steps of each work-item of the kernel that keeps the
+    queue busy)."""
     import pyopencl as cl
 
     from bbmm.box import Box
     from bbmm.devices.opencl import make_devices
 
-    dev = make_devices(1)[0]
-    n = args.n
+    dev = make_devices(1, node=node)[0]
     box = Box((0, 0), (n - 1, n - 1))
     alloc = dev.alloc(n * n * 4)
     q = dev.queue
@@ -106,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     kern = dev.kernel(SRC, "row")
     rows_bytes = n * 4
     out: dict[str, float] = {}
+    if _START is not None:
+        _START.wait()  # every process measures at once
 
     def finish() -> None:
         dev.finish()
@@ -113,25 +185,25 @@ def main(argv: list[str] | None = None) -> int:
     for label, host in (("pageable", pageable), ("pinned", pinned)):
         out[f"h2d bbmm {label}"] = timed(
             lambda i: dev.write_rect(alloc, box, rows[i % 64], host, blocking=False),
-            args.repeat, args.batch, finish)
+            repeat, batch, finish)
         out[f"h2d pyopencl {label}"] = timed(
             lambda i: cl.enqueue_copy(q, alloc.buf, host[i % 64],
                                       dst_offset=alloc.offset + (i % 64) * rows_bytes,
                                       is_blocking=False),
-            args.repeat, args.batch, finish)
+            repeat, batch, finish)
         out[f"d2h bbmm {label}"] = timed(
             lambda i: dev.read_rect(alloc, box, rows[i % 64], host, blocking=False),
-            args.repeat, args.batch, finish)
+            repeat, batch, finish)
         out[f"d2h pyopencl {label}"] = timed(
             lambda i: cl.enqueue_copy(q, host[i % 64], alloc.buf,
                                       src_offset=alloc.offset + (i % 64) * rows_bytes,
                                       is_blocking=False),
-            args.repeat, args.batch, finish)
+            repeat, batch, finish)
     off = np.int64(alloc.offset // 4)
     out["launch bbmm"] = timed(
         lambda i: dev.launch(kern, (n,), None, [alloc.buf, off, np.int32(n),
                                                   np.int32(i % n)]),
-        args.repeat, args.batch, finish)
+        repeat, batch, finish)
 
     def raw(i: int) -> None:
         kern.set_arg(0, alloc.buf)
@@ -139,22 +211,22 @@ def main(argv: list[str] | None = None) -> int:
         kern.set_arg(2, np.int32(n))
         kern.set_arg(3, np.int32(i % n))
         cl.enqueue_nd_range_kernel(q, kern, (n,), None)
-    out["launch pyopencl"] = timed(raw, args.repeat, args.batch, finish)
+    out["launch pyopencl"] = timed(raw, repeat, batch, finish)
     raw(0)
 
     def enqueue(i: int) -> None:
         cl.enqueue_nd_range_kernel(q, kern, (n,), None)
-    out["launch pyopencl, enqueue only"] = timed(enqueue, args.repeat, args.batch, finish)
+    out["launch pyopencl, enqueue only"] = timed(enqueue, repeat, batch, finish)
     spin = dev.kernel(SRC, "spin")
     spin.set_arg(0, alloc.buf)
-    spin.set_arg(1, np.int32(1 << 16))
+    spin.set_arg(1, np.int32(spin_reps))
 
     def busy() -> None:
         finish()
         cl.enqueue_nd_range_kernel(q, spin, (1 << 16,), None)
     busy()
-    out["launch pyopencl, enqueue only, queue busy"] = timed(enqueue, args.repeat,
-                                                             args.batch, busy)
+    out["launch pyopencl, enqueue only, queue busy"] = timed(enqueue, repeat,
+                                                             batch, busy)
     finish()
     lib = opencl_library()
     if lib is not None:
@@ -175,22 +247,13 @@ def main(argv: list[str] | None = None) -> int:
             if call(qp, kp, 1, None, gws, None, 0, None, ctypes.byref(event)):
                 raise RuntimeError("clEnqueueNDRangeKernel failed")
             release(event)
-        out["launch ctypes, no event"] = timed(bare, args.repeat, args.batch, finish)
-        out["launch ctypes, event"] = timed(evented, args.repeat, args.batch, finish)
+        out["launch ctypes, no event"] = timed(bare, repeat, batch, finish)
+        out["launch ctypes, event"] = timed(evented, repeat, batch, finish)
         busy()
-        out["launch ctypes, no event, queue busy"] = timed(bare, args.repeat, args.batch,
+        out["launch ctypes, no event, queue busy"] = timed(bare, repeat, batch,
                                                            busy)
         finish()
-    name = getattr(dev, "physical_name", "?")
-    print(f"# host time per operation on {name} (median of batches of {args.batch}), "
-          f"row of {n} float32")
-    for k, v in out.items():
-        print(f"{k:44} {v:8.1f} us")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": name, "n": n, "repeat": args.repeat, "us": out}, f, indent=1)
-    return 0
-
+    return getattr(dev, "physical_name", "?"), out
 
 if __name__ == "__main__":
     sys.exit(main())

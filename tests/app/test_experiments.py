@@ -390,6 +390,23 @@ def test_bench_floor(tmp_path, capsys):
     assert doc["bandwidth"]["d2d"] > 0 and "bbmm/floor" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("procs", [1, 2])
+def test_bench_device_ops(procs, tmp_path, capsys):
+    """What a device operation costs the host, in one process or in several at once
+    (``--procs``): every operation timed in each, the median over them in the JSON."""
+    import bench_device_ops as bo
+    out = tmp_path / "ops.json"
+    assert bo.main(["--n", "128", "--repeat", "40", "--batch", "20", "--procs", str(procs),
+                    "--spin", "4", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["procs"] == procs and len(doc["per_process"]) == procs
+    assert {"launch bbmm", "h2d bbmm pinned", "launch pyopencl, enqueue only"} <= set(doc["us"])
+    assert all(v > 0 for per in doc["per_process"] for v in per.values())
+    printed = capsys.readouterr().out
+    assert printed.count("# host time per operation on") == procs
+    assert ("# the median over the 2 processes" in printed) == (procs == 2)
+
+
 def test_bench_floor_runs_one_device_in_one_process(tmp_path):
     """--procs 2 cannot split one device: its row runs in one process instead of being
     left out (the speedups are set against it)."""
