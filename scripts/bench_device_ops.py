@@ -117,20 +117,15 @@ def main(argv: list[str] | None = None) -> int:
         ctx = mp.get_context("spawn")
         start = ctx.Barrier(args.procs)
         with ctx.Pool(args.procs, initializer=_started_by, initargs=(start,)) as pool:
-            runs = pool.starmap(_measure_in_process,
-                                [(args.n, args.repeat, args.batch, (r, args.procs),
-                                  args.spin) for r in range(args.procs)])
+            runs = pool.starmap(measure, [(args.n, args.repeat, args.batch, (r, args.procs),
+                                           args.spin) for r in range(args.procs)])
     for r, (name, out) in enumerate(runs):
         who = f" (process {r} of {args.procs})" if args.procs > 1 else ""
-        print(f"# host time per operation on {name}{who} (median of batches of "
-              f"{args.batch}), row of {args.n} float32")
-        for k, v in out.items():
-            print(f"{k:44} {v:8.1f} us")
+        _print(f"# host time per operation on {name}{who} (median of batches of "
+               f"{args.batch}), row of {args.n} float32", out)
     summary = {k: statistics.median(out[k] for _, out in runs) for k in runs[0][1]}
     if args.procs > 1:
-        print(f"# the median over the {args.procs} processes")
-        for k, v in summary.items():
-            print(f"{k:44} {v:8.1f} us")
+        _print(f"# the median over the {args.procs} processes", summary)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": runs[0][0], "n": args.n, "repeat": args.repeat,
@@ -149,10 +144,10 @@ def _started_by(start: Any) -> None:
     _START = start
 
 
-def _measure_in_process(n: int, repeat: int, batch: int, node: tuple[int, int],
-                        spin_reps: int) -> tuple[str, dict[str, float]]:
-    """:func:`measure` in a process of ``--procs``, on its share of the GPUs."""
-    return measure(n, repeat, batch, node, spin_reps)
+def _print(title: str, figures: dict[str, float]) -> None:
+    print(title)
+    for k, v in figures.items():
+        print(f"{k:44} {v:8.1f} us")
 
 
 def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None,
@@ -254,6 +249,7 @@ def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None
                                                            busy)
         finish()
     return getattr(dev, "physical_name", "?"), out
+
 
 if __name__ == "__main__":
     sys.exit(main())
