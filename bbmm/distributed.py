@@ -897,8 +897,7 @@ class DistributedRuntime:
         """Wait for the asynchronous host copies that touch ``region`` of the host array:
         stores into it (before its bytes are sent or overwritten) and, with ``loads``,
         loads from it (before it is overwritten)."""
-        for e, _ in self._pending(array, region, loads):
-            e.wait()
+        self.local.directory.order.settle(array, region, loads)
 
     def _idle_work(self) -> bool:
         """While an exchange waits for messages: the devices' copies back of the regions

@@ -244,6 +244,31 @@ def test_host_order_waits_only_where_regions_overlap_across_devices():
     assert len(recs) <= 2 and recs[0][1] is s1  # the pending store stays
 
 
+def test_host_order_settle_waits_only_for_unfinished_copies_and_drops_them():
+    """Settling a region waits on the host for the overlapping stores (and, asked, loads)
+    still running, never for a complete one (a wait on a complete event still costs a
+    driver call), and drops every record it met; the rest stay."""
+    from bbmm.coherence import HostOrder
+    ctx = object()
+    d0, d1 = _Dev(ctx), _Dev(ctx)
+    o = HostOrder()
+    halo = Box((0, 0), (0, 99))
+    store, load, done_load, far = (_Event(n) for n in ("store", "load", "done", "far"))
+    done_load.command_execution_status = 0
+    o.after("A", halo, d0, True, store)
+    o.after("A", halo, d1, False, load)
+    o.after("A", halo, d1, False, done_load)
+    o.after("A", Box((50, 0), (50, 99)), d0, True, far)
+    o.settle("A", halo, loads=False)  # the store only
+    assert (store.waited, load.waited, done_load.waited) == (1, 0, 0)
+    assert [r[1] for r in o.pending["A"]] == [load, done_load, far]
+    o.settle("A", halo, loads=True)  # the loads: the complete one is not waited for
+    assert (load.waited, done_load.waited, far.waited) == (1, 0, 0)
+    assert [r[1] for r in o.pending["A"]] == [far]
+    o.settle("B", halo, loads=True)  # nothing pending there
+    assert o.before("A", halo, d1, False) == []
+
+
 class _CountedEvent:
     """An event whose status reads are counted (each is a driver call)."""
     queries = 0
