@@ -765,10 +765,15 @@ class DistributedRuntime:
             for a, b in items:
                 if not replaying:
                     self._refresh(a, b)
-                self._settle(a, b, loads=False)
+        # the received regions first: their loads ended long ago, while the stores of
+        # the sent ones are often the last copies queued, so the wait that blocks comes
+        # last and nothing is left to ask once it ends
         for _, items in recvs:
             for a, b in items:
                 self._settle(a, b, loads=True)
+        for _, items in sends:
+            for a, b in items:
+                self._settle(a, b, loads=False)
         t1 = time.perf_counter()
         sent, got = swap(self.comm, self._message_list(sends), self._message_list(recvs),
                          apart(sends, recvs) if sep is None else sep)

@@ -625,8 +625,10 @@ def _emit_phase(g: Emitter, scop: Scop, nc: NestCode, host: tuple[str, ...], L: 
     nid = nc.nest.id
     rt, tile, tiles, spec, ti = L["rt"], L["tile"], L["tiles"], L["spec"], L["t"]
     key = _tuple(host) if host else "()"
-    # kernel scalars in argument order: int params, float params, host iterators
-    sc = list(t.params) + [p for p, _ in scop.float_params] + list(t.host)
+    # kernel scalars in argument order: int params, float params, host iterators (0 for
+    # those the kernel never reads: its launches then set no argument anew)
+    sc = list(t.params) + [p for p, _ in scop.float_params] + [
+        "0" if h in nc.kernel.host_unused else h for h in t.host]
     g(f"# nest {nid} ({', '.join(nc.nest.statements)}): one parallel phase, its tiles")
     conds = _phase_regime(g, scop, nc, host)
     if conds is not None:

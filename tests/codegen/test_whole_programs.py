@@ -310,3 +310,27 @@ def test_init_parameter_mismatches_are_usage_errors(tmp_path):
 # }}}
 
 # vim: foldmethod=marker
+
+
+def test_host_iterators_the_kernel_never_reads_are_passed_as_zero():
+    """A kernel that never reads a host iterator (a stencil's time step) is given 0 for
+    it, so that its launches set no argument anew; one that reads it (fdtd2d's
+    ``ey[0][j] = _fict_[t]``, Floyd's row ``k``) is given the iterator. A name only in a
+    comment of the kernel's text does not count as read."""
+    from bbmm.codegen.opencl import _unnamed
+    from support.paths import POLYBENCH
+
+    heat = compile_program(POLYBENCH / "heat2d.c")
+    assert [n.kernel.host_unused for n in heat.nests] == [frozenset({"t"})] * 2
+    assert "_ints((tsteps, n, 0, lb, ub))" in heat.host_source
+    assert "_ints((tsteps, n, t, lb, ub))" not in heat.host_source
+    fdtd = compile_program(POLYBENCH / "fdtd2d.c")
+    reads_t = [n for n in fdtd.nests if "t" not in n.kernel.host_unused]
+    assert len(reads_t) == 1 and "_fict_" in reads_t[0].kernel.source
+    floyd = compile_program(POLYBENCH / "floyd.c")
+    assert [n.kernel.host_unused for n in floyd.nests] == [frozenset()]
+    assert "_ints((n, k, lb, ub))" in floyd.host_source
+    lines = ["/* host loops: t */", "#define A_AT(i) A[(i) + t0]",
+             "__kernel void f(", "    int t, int t0, int u", ")", "{",
+             "    // t is not read here", "    A_AT(u) = 1; /* nor t */", "}"]
+    assert _unnamed(["t", "t0", "u", "v"], lines, "f") == frozenset({"t", "v"})
