@@ -29,6 +29,9 @@ Argument order (``KernelSource.arg_names``)::
     then int A_sel<access id>... (access ids of the array in the nest, increasing; of
                                      the first access of each box where boxes are shared)
 
+A host iterator the kernel never reads is still an argument; the driver passes 0 for it
+(:attr:`KernelSource.host_unused`).
+
 Band mapping: the *innermost* band loop is OpenCL dimension 0 (consecutive
 work-items then touch consecutive elements of a row-major array, which coalesces on a
 GPU); :attr:`KernelSource.band_dim_of_cl_dim` records it.
