@@ -523,16 +523,22 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
 
 
 
+_COMMENT_OR_QUOTED = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"'
+                                r"|'(?:\\.|[^'\\\n])*'", re.S)
+"""C's comments and quoted literals, the first to start winning: a quote inside a
+comment is the comment's, a comment's marker inside a string the string's."""
+
+
 def _unnamed(names: Sequence[str], lines: Sequence[str], kernel: str) -> frozenset[str]:
     """The ``names`` that a kernel's text, without its comments and its argument list
     (from ``__kernel void <kernel>(`` to its opening brace), never contains as a word. A
-    name in a macro counts as used (the generated text has no string literals, so a
-    comment's markers are never quoted)."""
+    name in a macro, a string or a character literal counts as used."""
     head = f"__kernel void {kernel}("
     start = next(i for i, line in enumerate(lines) if line.startswith(head))
     end = lines.index("{", start)
-    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", "\n".join([*lines[:start], *lines[end + 1:]]),
-                  flags=re.S)
+    text = _COMMENT_OR_QUOTED.sub(
+        lambda m: " " if m.group(0)[0] == "/" else m.group(0),
+        "\n".join([*lines[:start], *lines[end + 1:]]))
     return frozenset(n for n in names if not re.search(rf"\b{re.escape(n)}\b", text))
 
 

@@ -334,3 +334,10 @@ def test_host_iterators_the_kernel_never_reads_are_passed_as_zero():
              "__kernel void f(", "    int t, int t0, int u", ")", "{",
              "    // t is not read here", "    A_AT(u) = 1; /* nor t */", "}"]
     assert _unnamed(["t", "t0", "u", "v"], lines, "f") == frozenset({"t", "v"})
+    # a quote inside a comment is the comment's; a comment's marker inside a string is
+    # the string's, and a name in a string counts as read
+    quoted = [*lines[:-1], "    /* band loop 'i' */ A_AT(u) = 3; /* 'j' */",
+              '    printf("/* t */");', "}"]
+    assert _unnamed(["t", "u"], quoted, "f") == frozenset()
+    assert _unnamed(["t"], [*lines[:-1], "    /* it's 'i' */ A_AT(t) = 3;", "}"],
+                    "f") == frozenset()
