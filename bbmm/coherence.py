@@ -187,16 +187,16 @@ class HostOrder:
         recs = self.pending.get(array)
         if not recs:
             return
-        met = []
+        kept = []
         for r in recs:
             b, e, d, st, _ = r
             if (st or loads) and b.overlaps(region):
                 if not d.done(e):
                     d.wait(e)
-                met.append(r)
-        if met:
-            gone = set(map(id, met))
-            recs[:] = [r for r in recs if id(r) not in gone]
+            else:
+                kept.append(r)
+        if len(kept) < len(recs):
+            recs[:] = kept
 
     def clear(self) -> None:
         """Every device has finished: nothing is pending."""
