@@ -94,7 +94,9 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
            coarsen: bool = False, staged: bool = False, blocked: bool = False,
            rows: tuple[int, int] | None = None, options: KernelOptions | None = None) -> Any:
     """Launch one tile's kernel (``rows``: only its points whose tiled iterator, band loop
-    0, lies in ``[rows[0], rows[1]]``).
+    0, lies in ``[rows[0], rows[1]]``, or, given as four bounds, in ``[rows[0], rows[1]]``
+    or ``[rows[2], rows[3]]``: the rows writing the flow-out at both ends of a tile, in one
+    launch, of a kernel over a band of two loops or more).
 
     ``scalars`` are the leading arguments (parameters, host iterators, lb, ub);
     ``grid[d] = (lo, hi)`` is band loop ``d``'s iterator range over the tile, whose
@@ -116,7 +118,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         got = tb.launches.get(fast)
         if got is not None and got[0] is (_DEFAULT if options is None else options):
             if rows is not None:
-                scalars = _rows_scalars(scalars, rows)
+                scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
             return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
     o, knl, gsize, lsize, args = _plan_launch(dev, tb, source, name, scalars, grid, cl_band,
                                               arrays, local, coarsen, staged, blocked, rows,
@@ -140,12 +142,34 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
                  ) -> tuple[Any, Any, tuple[int, ...], tuple[int, ...] | None, list[Any]]:
     """:func:`launch`'s work before the enqueue: the options it read, the kernel object,
     the NDRange, the work-group shape (None: the driver's) and the arguments."""
+    o = _DEFAULT if options is None else options
+    co = _points(coarsen, len(grid), blocked, o)
+    gaps = None
     if rows is not None:
         # a part of the tile is a smaller tile on the same boxes: the kernel's tile
         # bounds lb, ub (the last scalars) and band loop 0's range narrow to the rows
-        scalars = _rows_scalars(scalars, rows)
-        grid = [(max(grid[0][0], rows[0]), min(grid[0][1], rows[1])), *grid[1:]]
-    o = _DEFAULT if options is None else options
+        scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
+        lo, hi = grid[0]
+        if len(rows) == 4:
+            a0, a1, b0, b1 = max(lo, rows[0]), min(hi, rows[1]), max(lo, rows[2]), min(hi, rows[3])
+            if a0 > a1:
+                rows = (b0, b1)  # a range outside the loop: the other alone
+            elif b0 > b1:
+                rows = (a0, a1)
+            elif b0 <= a1 + 1:
+                rows = (a0, b1)
+            else:
+                # one launch on both ranges (the kernel built with BBMM_GAPS): band loop 0
+                # runs from v0 to a1 and on through b1 - b0 + 1 more rows, which the
+                # kernel moves past the gap (BBMM_ROW). The first range is padded in
+                # front (rows below lb: nothing to do) to whole strips of the points a
+                # work-item runs along band loop 0, so that no strip spans the gap.
+                per = co[1] if len(grid) == 2 else 1
+                v0 = a0 - (-(a1 - a0 + 1) % per)
+                grid = [(v0, a1 + b1 - b0 + 1), *grid[1:]]
+                gaps = [int32(a1), int32(b0 - a1 - 1)]
+        if gaps is None:
+            grid = [(max(lo, rows[0]), min(hi, rows[1])), *grid[1:]]
     align = o.align
     if grid and align > 1:
         # the work-items of OpenCL dimension 0 start on a multiple of ALIGN indices, so
@@ -159,26 +183,28 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         start = lo - lo % align
         if start != lo:
             grid = [*grid[:d0], (start, hi), *grid[d0 + 1:]]
-    co = _points(coarsen, len(grid), blocked, o)
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
     stage = None
     if _runs_staged(dev, staged, len(extent), o.stage):
         stage = stage_shape(extent[0], getattr(dev, "compute_units", 0),
                             getattr(dev, "max_group", 256), o.stage)
-    key = (id(dev), name, source, co, stage)
+    two = gaps is not None
+    key = (id(dev), name, source, co, stage, two)
     prep = tb.launches.get(key)
     if prep is None:
-        prep = _prepare(dev, tb, source, name, arrays, o, co, stage)
+        prep = _prepare(dev, tb, source, name, arrays, o, co, stage, two)
         if stage:
             fit = _group_fit(dev, prep[0], stage)
             if fit != stage:  # a kernel with many registers: fewer rows per group
-                prep = _prepare(dev, tb, source, name, arrays, o, co, fit)
+                prep = _prepare(dev, tb, source, name, arrays, o, co, fit, two)
         tb.launches[key] = prep
     knl, array_args, stage = prep
     args = list(scalars)
     for lo, _ in grid:
         args.append(int32(lo))
     args += array_args
+    if two:
+        args += gaps
     if not grid:
         return o, knl, (1,), None, args
     if stage:
@@ -242,10 +268,11 @@ def _group_fit(dev: Device, knl: Any, stage: tuple[int, int]) -> tuple[int, int]
 def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
              arrays: Sequence[tuple[str, int, int]], o: KernelOptions,
              co: tuple[int, int] = (1, 1),
-             stage: tuple[int, int] | None = None
+             stage: tuple[int, int] | None = None, gaps: bool = False
              ) -> tuple[Any, list[Any], tuple[int, int] | None]:
     """The kernel object, the array arguments of one tile's launch on ``dev``, and the
-    staged shape it was built for."""
+    staged shape it was built for (``gaps``: the kernel built to take two ranges of rows,
+    ``BBMM_GAPS``)."""
     args: list[Any] = []
     sels = []
     small = True
@@ -257,17 +284,18 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
             sels.append(tuple(tb.access.get(a, ())))
         for _, c in tb.pieces.get(a, ()):
             small = small and c.fits_int()
-    return _kernel(dev, source, name, arrays, tuple(sels), small, co, stage, o), args, stage
+    return (_kernel(dev, source, name, arrays, tuple(sels), small, co, stage, o, gaps=gaps),
+            args, stage)
 
 
 def _kernel(dev: Device, source: str, name: str, arrays: Sequence[tuple],
             sels: tuple, small: bool, co: tuple[int, int], stage: tuple[int, int] | None,
-            o: KernelOptions = _DEFAULT, wait: bool = True) -> Any:
+            o: KernelOptions = _DEFAULT, wait: bool = True, gaps: bool = False) -> Any:
     """One kernel object per (kernel, slot of every access, index width) and device;
     built here unless cached (after the device's :func:`prebuild`, if any, is done:
     ``wait`` is False only in the prebuild thread itself)."""
     cache = dev.__dict__.setdefault("_bbmm_kernels", {})
-    key = (source, name, sels, small, co, o.restrict, o.unroll, stage)
+    key = (source, name, sels, small, co, o.restrict, o.unroll, stage, gaps)
     knl = cache.get(key)
     if knl is None and wait:
         pending = dev.__dict__.pop("_bbmm_prebuild", None)
@@ -282,6 +310,7 @@ def _kernel(dev: Device, source: str, name: str, arrays: Sequence[tuple],
         opts += [f"-DBBMM_CO1={co[1]}"] if co[1] > 1 else []
         opts += [] if o.restrict else ["-DBBMM_RESTRICT="]
         opts += [] if o.unroll else ["-DBBMM_UNROLL=0"]
+        opts += ["-DBBMM_GAPS"] if gaps else []
         if o.specialize:
             for entry, sel in zip((e for e in arrays if len(e) > 3), sels):
                 opts += [f"-D{entry[0]}_SEL{k}_IS={s}" for k, s in zip(entry[3], sel)]

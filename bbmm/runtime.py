@@ -406,7 +406,7 @@ class Runtime:
             if tape is not None:
                 tape.timer = "compute"
             rests = []
-            firsts: list[list[tuple[int, int]] | None] = []
+            firsts: list[list[tuple[int, ...]] | None] = []
             for t, tb, fl in zip(rnd, bufs, flows):
                 parts = self._edges(t, fl) if self.edges else None
                 for rows in (None,) if parts is None else parts[0]:
@@ -884,9 +884,12 @@ class Runtime:
                                      f"tile's boxes {[p for p, _ in tb.pieces.get(a, ())]}")
 
     def _edges(self, t: Tile, flows: Mapping[str, Sequence[Box]]
-               ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
-        """The tile's rows (ranges of its tiled iterator) that write its flow-out, and the
-        rest of its rows; None to launch the tile whole.
+               ) -> tuple[list[tuple[int, ...]], list[tuple[int, int]]] | None:
+        """The launches of the tile's rows (ranges of its tiled iterator) that write its
+        flow-out, and those of the rest of its rows; None to launch the tile whole. Two
+        ranges of flow-out rows (a middle tile's two ends) are one launch of four bounds
+        where the tile's kernel takes two ranges (``kernel.ranges``,
+        :func:`bbmm.hostlib.launch`).
 
         Without this, a device's flow-out leaves only when its whole tile is done, and a
         device that needs it waits for the copy out, the copy in and the events between
@@ -943,6 +946,9 @@ class Runtime:
             at = r1 + 1
         if at <= hi:
             rest.append((at, hi))
+        if len(rows) == 2 and getattr(t.kernel, "ranges", 1) > 1:
+            # both ends of a middle tile in one launch: a launch less on the path
+            return [(rows[0][0], rows[0][1], rows[1][0], rows[1][1])], rest
         return [(r0, r1) for r0, r1 in rows], rest
 
     def _flowout_boxes(self, t: Tile) -> Mapping[str, Sequence[Box]]:
@@ -973,7 +979,8 @@ def _merged(parts: Iterable[tuple[Copy, Box]], writers: tuple[int, int, int] | N
     None)``: the regions of one copy as their hull where it adds at most
     :data:`MERGE_BYTES`, and at most their own bytes, and the copy holds the newest value
     of all of it (inside its box, stale nowhere in it). Of a tile whose ``first`` rows
-    alone have run (:meth:`Runtime._edges`), only a hull whose elements those rows write,
+    alone have run (:meth:`Runtime._edges`: launches of one range, ``(r0, r1)``, or two,
+    ``(r0, r1, r2, r3)``), only a hull whose elements those rows write,
     by the array's ``writers`` (``(d, cmin, cmax)``), qualifies: the rest of its rows have
     not written theirs yet."""
     parts = list(parts)
@@ -1007,7 +1014,7 @@ def _written_first(h: Box, writers: tuple[int, int, int] | None,
         return False
     d, cmin, cmax = writers
     lo, hi = h.lo[d] - cmax, h.hi[d] - cmin
-    return any(r0 <= lo and hi <= r1 for r0, r1 in first)
+    return any(r[j] <= lo and hi <= r[j + 1] for r in first for j in range(0, len(r), 2))
 
 
 def _clipped(tb: TileBuffers, a: str, boxes: Sequence[Box]) -> Iterator[tuple[Copy, Box]]:

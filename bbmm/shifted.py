@@ -185,7 +185,7 @@ def _row_bases(t: Tile, bases: dict[str, list[list[int]]]) -> list[tuple[Any, li
     return out
 
 
-def _enc_rows(rows: tuple[int, int], t: Tile, bases: dict[str, list[list[int]]]) -> tuple:
+def _enc_rows(rows: tuple[int, ...], t: Tile, bases: dict[str, list[list[int]]]) -> tuple:
     """``rows`` as per bound ``(source, index, offset)`` (:func:`_row_bases`);
     :class:`~bbmm.ordertype.Far` where a bound lies near none of them."""
     out = []
@@ -201,10 +201,10 @@ def _enc_rows(rows: tuple[int, int], t: Tile, bases: dict[str, list[list[int]]])
     return tuple(out)
 
 
-def _rows(enc: tuple, t: Tile, bases: dict[str, list[list[int]]]) -> tuple[int, int]:
-    """A launch's rows (:func:`_enc_rows`) decoded for ``t`` and ``bases``."""
-    (s0, i0, o0), (s1, i1, o1) = enc
-    return (_row_base(s0, t, bases)[i0] + o0, _row_base(s1, t, bases)[i1] + o1)
+def _rows(enc: tuple, t: Tile, bases: dict[str, list[list[int]]]) -> tuple[int, ...]:
+    """A launch's rows (:func:`_enc_rows`: two bounds, or four for two ranges) decoded for
+    ``t`` and ``bases``."""
+    return tuple(_row_base(s, t, bases)[i] + o for s, i, o in enc)
 
 
 def _row_base(src: Any, t: Tile, bases: dict[str, list[list[int]]]) -> list[int]:

@@ -403,9 +403,10 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
     # no name of the C program is in scope here: these locals cannot clash
     g(f"def nest{nest.id}_kernel(scalars, grid, options=None):")
     with g:
+        two = bool(t.lb) and ks.band_ndim > 1
         g(f'"""The compute step of Algorithm 4 (line 13): launch {ks.name} on the tile '
-          f'(``rows``: on its rows in that range only; ``options``: the run\'s kernel '
-          f'options)."""')
+          f'(``rows``: on its rows in that range only{", or in either of two ranges" if two else ""}; '
+          f'``options``: the run\'s kernel options)."""')
         if t.lb:
             g("def kernel(dev, buffers, rows=None, args=None, at=None):")
         else:
@@ -427,6 +428,8 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
             g(f"              blocked=NEST{nest.id}_BLOCKED, rows=rows, options=options)")
         if t.lb:
             g("kernel.at = (scalars, grid)  # what Runtime.ahead moves on from")
+        if two:
+            g("kernel.ranges = 2  # rows=(r0, r1, r2, r3): both ends of a tile in one launch")
         g("return kernel")
     g()
     g("# }}}")

@@ -273,6 +273,11 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         "(-DBBMM_CO=c) */\n#endif")
     out("#ifndef BBMM_CO1\n#define BBMM_CO1 1  /* consecutive points per work-item along "
         "dimension 1 */\n#endif")
+    if nb > 1:
+        out("#ifdef BBMM_GAPS  /* a launch on two ranges of band loop 0 (the rows writing a "
+            "tile's flow-out at both ends): past the first, the second */\n"
+            "#define BBMM_ROW(v) ((v) > gap_at ? (v) + gap : (v))\n#else\n"
+            "#define BBMM_ROW(v) (v)\n#endif")
     out("#ifndef BBMM_RESTRICT\n#define BBMM_RESTRICT restrict\n#endif")
     out("#ifndef BBMM_UNROLL\n#define BBMM_UNROLL 1  /* unroll innermost loops 8 times "
         "(-DBBMM_UNROLL=0: not) */\n#endif")
@@ -300,6 +305,11 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             if line:
                 left -= len(line)
                 out("    " + ", ".join(f"{t} {n}" for t, n in line) + ("," if left else ""))
+    if nb > 1:
+        # built with -DBBMM_GAPS, the kernel takes two more arguments: a launch then
+        # covers two ranges of band loop 0's rows (BBMM_ROW below)
+        out.directive("#ifdef BBMM_GAPS\n    , int gap_at, int gap  /* band loop 0's rows "
+                      "past gap_at lie gap rows further on */\n#endif")
     out(")")
     out("{")
     out.level = 1
@@ -333,13 +343,17 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             what = ("BBMM_CO points per work-item, get_local_size(0) apart" if d == nb - 1
                     else "BBMM_CO1 consecutive points per work-item")
             out(comment(f"{what} from {fresh(lp.iterator + '0')} on"))
-            out(f"const int {fresh(lp.iterator + '0')} = {gs[d]} + {start};")
+            first = f"{gs[d]} + {start}"
+            out(f"const int {fresh(lp.iterator + '0')} = "
+                f"{f'BBMM_ROW({first})' if d == 0 and nb > 1 else first};")
             if d == nb - 1:
                 inner_test = test
             else:
                 outer_test = test
             continue
-        out(f"const int {lp.iterator} = {gs[d]} + (int)get_global_id({cl_dim[d]});")
+        first = f"{gs[d]} + (int)get_global_id({cl_dim[d]})"
+        out(f"const int {lp.iterator} = "
+            f"{f'BBMM_ROW({first})' if d == 0 and nb > 1 else first};")
         out(f"if ({test})")
         out("  return;")
     if not nb:

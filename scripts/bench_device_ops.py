@@ -43,12 +43,34 @@ __kernel void row(__global float *a, long off, int n, int k) {
     int j = get_global_id(0);
     if (j < n) a[off + (long)k * n + j] += 1.0f;
 }
+__kernel void wide(WIDE_ARGS) {
+    int j = get_global_id(0);
+    if (j < s0) b0[(long)k * s0 + j] += 1.0f;
+}
+typedef struct { int v[WIDE_SCALARS]; } scalars;
+__kernel void packed(WIDE_BUFS, scalars s) {
+    int j = get_global_id(0);
+    if (j < s.v[1]) b0[(long)s.v[0] * s.v[1] + j] += 1.0f;
+}
 __kernel void spin(__global float *a, int reps) {
     float x = a[get_global_id(0)];
     for (int r = 0; r < reps; r++) x = x * 0.999f + 0.001f;
     a[get_global_id(0)] = x;
 }
 """
+
+
+WIDE_BUFFERS = 8
+WIDE_SCALARS = 62
+"""The wide kernel's arguments: as many as a generated kernel of two 2-D arrays in four
+slots each takes (heat2d's: a buffer per slot and 62 scalars of bases, strides, boxes,
+tile bounds and slot selectors), to tell what the driver's enqueue costs per argument."""
+
+SRC = (SRC.replace("WIDE_ARGS", ", ".join(
+    [f"__global float *b{i}" for i in range(WIDE_BUFFERS)]
+    + ["int k"] + [f"int s{i}" for i in range(WIDE_SCALARS - 1)]))
+    .replace("WIDE_BUFS", ", ".join(f"__global float *b{i}" for i in range(WIDE_BUFFERS)))
+    .replace("WIDE_SCALARS", str(WIDE_SCALARS)))
 
 
 SPIN_REPS = 1 << 20
@@ -147,7 +169,7 @@ def _started_by(start: Any) -> None:
 def _print(title: str, figures: dict[str, float]) -> None:
     print(title)
     for k, v in figures.items():
-        print(f"{k:44} {v:8.1f} us")
+        print(f"{k:76} {v:8.1f} us")
 
 
 def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None,
@@ -223,6 +245,29 @@ def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None
     out["launch pyopencl, enqueue only, queue busy"] = timed(enqueue, repeat,
                                                              batch, busy)
     finish()
+    # commands queued behind a busy kernel: does a copy queued behind another copy that
+    # waits for the kernel hold the host up?
+    seq: dict[str, list[float]] = {}
+    steps = ("behind a busy kernel: a row copy in", "then a second row copy in",
+             "then a row copy out", "then a launch", "the busy kernel and all, waited for")
+    for r in range(max(3, min(50, repeat // 100))):
+        finish()
+        cl.enqueue_nd_range_kernel(q, spin, (1 << 16,), None)
+        t = [time.perf_counter()]
+        dev.write_rect(alloc, box, rows[r % 64], pinned, blocking=False)
+        t.append(time.perf_counter())
+        dev.write_rect(alloc, box, rows[(r + 1) % 64], pinned, blocking=False)
+        t.append(time.perf_counter())
+        dev.read_rect(alloc, box, rows[(r + 2) % 64], pinned, blocking=False)
+        t.append(time.perf_counter())
+        dev.launch(kern, (n,), None, [alloc.buf, off, np.int32(n), np.int32(r % n)])
+        t.append(time.perf_counter())
+        finish()
+        t.append(time.perf_counter())
+        for k, a, b in zip(steps, t, t[1:]):
+            seq.setdefault(k, []).append((b - a) * 1e6)
+    for k, v in seq.items():
+        out[k] = statistics.median(v)
     lib = opencl_library()
     if lib is not None:
         import ctypes
@@ -247,6 +292,40 @@ def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None
         busy()
         out["launch ctypes, no event, queue busy"] = timed(bare, repeat, batch,
                                                            busy)
+        finish()
+        # the wide kernel: its buffers all one, then each its own
+        wide = dev.kernel(SRC, "wide")
+        others = [dev.alloc(n * 64 * 4) for _ in range(WIDE_BUFFERS - 1)]
+        scal = [np.int32(0)] + [np.int32(n)] * (WIDE_SCALARS - 1)
+        wp = ctypes.c_void_p(wide.int_ptr)
+        for label, bufs in (("one buffer", [alloc.buf] * WIDE_BUFFERS),
+                            ("each its own", [alloc.buf] + [o.buf for o in others])):
+            dev.launch(wide, (n,), None, bufs + scal)
+
+            def wide_bare(i: int) -> None:
+                if call(qp, wp, 1, None, gws, None, 0, None, None):
+                    raise RuntimeError("clEnqueueNDRangeKernel failed")
+            out[f"launch ctypes, no event, {WIDE_BUFFERS} buffers ({label}) and "
+                f"{WIDE_SCALARS} scalars"] = timed(wide_bare, repeat, batch, finish)
+            out[f"launch bbmm, {WIDE_BUFFERS} buffers ({label}), one scalar changed"] = \
+                timed(lambda i: dev.launch(wide, (n,), None,
+                                           bufs + [np.int32(i % 64)] + scal[1:]),
+                      repeat, batch, finish)
+        # the same scalars packed in one struct argument, set anew at every launch
+        packed = dev.kernel(SRC, "packed")
+        for i, b in enumerate([alloc.buf] * WIDE_BUFFERS):
+            packed.set_arg(i, b)
+        block = np.array(scal, np.int32)
+        block[1] = n
+
+        def packed_launch(i: int) -> None:
+            block[0] = i % 64
+            packed.set_arg(WIDE_BUFFERS, block.tobytes())
+            if call(qp, ctypes.c_void_p(packed.int_ptr), 1, None, gws, None, 0, None,
+                    None):
+                raise RuntimeError("clEnqueueNDRangeKernel failed")
+        out[f"launch ctypes, no event, {WIDE_BUFFERS} buffers and the scalars in one "
+            f"struct, set anew"] = timed(packed_launch, repeat, batch, finish)
         finish()
     return getattr(dev, "physical_name", "?"), out
 

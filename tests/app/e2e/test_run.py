@@ -662,9 +662,9 @@ def test_programs_that_run_once_are_pipelined_by_default(ndev, tmp_path, monkeyp
 @pytest.mark.parametrize("edge", ["1", "0"])
 def test_stencils_run_their_flowout_rows_first(edge, tmp_path, monkeypatch):
     """On three devices the tiles of heat2d, fdtd2d and heat3d whose flow-out another device
-    holds run the rows writing it first, then the rest of their rows (two and three
-    launches of the generated kernels, on 1-row and partial strips): still the sequential
-    result; with $BBMM_EDGE=0 every tile is launched whole."""
+    holds run the rows writing it first, then the rest of their rows (two launches of the
+    generated kernels, the middle tile's two ends in one, on 1-row and partial strips):
+    still the sequential result; with $BBMM_EDGE=0 every tile is launched whole."""
     monkeypatch.setenv("BBMM_EDGE", edge)
     cases = [(POLYBENCH / "heat2d.c", ["tsteps=5", "n=40"]),
              (POLYBENCH / "fdtd2d.c", ["tmax=4", "nx=37", "ny=29"]),
@@ -675,6 +675,42 @@ def test_stencils_run_their_flowout_rows_first(edge, tmp_path, monkeypatch):
         doc = json.loads(out.read_text())
         assert doc["check"] == "pass", path.stem
         assert (doc["edge_first_tiles"] > 0) == (edge == "1"), path.stem
+
+
+WIDE_STENCIL = """
+void wide(int n, int tsteps, float A[n][n], float B[n][n]) {
+  for (int t = 0; t < tsteps; t++) {
+    for (int i = 2; i < n - 1; i++)
+      for (int j = 2; j < n - 1; j++)
+        B[i][j] = 0.2f * (A[i][j] + A[i - 2][j] + A[i + 1][j] + A[i][j - 2] + A[i][j + 1]);
+    for (int i = 2; i < n - 1; i++)
+      for (int j = 2; j < n - 1; j++)
+        A[i][j] = B[i][j];
+  }
+}
+"""
+
+
+@needs_cl
+@pytest.mark.parametrize("strip", ["1", "3", "8"])
+def test_both_ends_of_a_middle_tile_run_in_one_launch(strip, tmp_path, monkeypatch):
+    """A middle tile's flow-out rows at both ends (one row read by the tile before, two by
+    the tile after, of a stencil reaching i - 2 and i + 1) run in one launch on two ranges
+    of rows (bbmm.hostlib.launch, a kernel built with BBMM_GAPS), whatever the rows a
+    work-item runs (``coarsen1``: the first range padded to whole strips): the sequential
+    result, and the middle device launches no more than the devices at the ends, which
+    have one range of flow-out rows each."""
+    monkeypatch.setenv("BBMM_EDGE", "1")
+    monkeypatch.setenv("BBMM_COARSEN1", strip)
+    src = tmp_path / "wide.c"
+    src.write_text(WIDE_STENCIL)
+    out = tmp_path / "wide.json"
+    assert run(src, ["n=61", "tsteps=5"], "--devices", 3, json_path=out) == 0
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass"
+    assert doc["edge_first_tiles"] > 0
+    launches = [d["launches"] for d in doc["per_device"]]
+    assert launches[1] == launches[0] == launches[2], launches
 
 
 @needs_cl
