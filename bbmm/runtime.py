@@ -1049,8 +1049,10 @@ with it against 0.614 without (one GPU: 0.866; ``python3 -m bbmm run polybench/h
 
 EDGE_PROCESSES = 2
 """The most processes of a run in which a tile runs its flow-out rows first by default.
-Over more, a middle process's tile writes rows for two neighbours (two launches more per
-phase), the hosts' enqueues bound a step, and splitting costs more than the hop it hides.
+Over more, a middle process's tile writes rows for two neighbours, the hosts' enqueues
+bound a step, and splitting cost more than the hop it hid when a middle tile's two ends
+took a launch each (they now take one: :meth:`Runtime._edges`; the figures below are of
+two).
 On four H200s over four processes, by the medians of three alternating rounds of
 ``python3 scripts/bench_ab.py --base . --base-tune edge=0 -- run polybench/P --devices 4``
 (``results/h200x4-2026-11-28/edge``), every tile split against none: heat2d 12288^2
