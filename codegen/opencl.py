@@ -28,6 +28,9 @@ Argument order (``KernelSource.arg_names``)::
         int A_lo<s>_<d>..., int A_hi<s>_<d>...
     then int A_sel<access id>... (access ids of the array in the nest, increasing; of
                                      the first access of each box where boxes are shared)
+    then, built with -DBBMM_GAPS (a band of two loops or more), int gap_at, int gap:
+    band loop 0's rows past gap_at lie gap rows further on (a launch on two ranges of
+    rows, :func:`bbmm.hostlib.launch`)
 
 A host iterator the kernel never reads is still an argument; the driver passes 0 for it
 (:attr:`KernelSource.host_unused`).

@@ -41,6 +41,11 @@ KERNELS = r"""/* floyd.c: floyd, nest 0; band: i, j; host loops: k; inner loops:
 #ifndef BBMM_CO1
 #define BBMM_CO1 1  /* consecutive points per work-item along dimension 1 */
 #endif
+#ifdef BBMM_GAPS  /* a launch on two ranges of band loop 0 (the rows writing a tile's flow-out at both ends): past the first, the second */
+#define BBMM_ROW(v) ((v) > gap_at ? (v) + gap : (v))
+#else
+#define BBMM_ROW(v) (v)
+#endif
 #ifndef BBMM_RESTRICT
 #define BBMM_RESTRICT restrict
 #endif
@@ -75,11 +80,14 @@ __kernel void floyd_nest0(
     __global float* path_buf2, long path_base2, int path_st2_0,
     int path_lo2_0, int path_lo2_1, int path_hi2_0, int path_hi2_1,
     int path_sel0, int path_sel1, int path_sel2
+#ifdef BBMM_GAPS
+    , int gap_at, int gap  /* band loop 0's rows past gap_at lie gap rows further on */
+#endif
 )
 {
   /* band loop 0 'i' (loop 1): OpenCL dimension 1; outside the tile or the loop: nothing to do */
   /* BBMM_CO1 consecutive points per work-item from i0 on */
-  const int i0 = g0 + (int)get_global_id(1) * BBMM_CO1;
+  const int i0 = BBMM_ROW(g0 + (int)get_global_id(1) * BBMM_CO1);
   /* band loop 1 'j' (loop 2): OpenCL dimension 0; outside the loop: nothing to do */
   /* BBMM_CO points per work-item, get_local_size(0) apart from j0 on */
   const int j0 = g1 + (int)(get_group_id(0) * get_local_size(0) * BBMM_CO + get_local_id(0));
@@ -215,7 +223,7 @@ NEST0_WRITERS = {}  # array: (d, cmin, cmax): element x along d is written by ro
 
 
 def nest0_kernel(scalars, grid, options=None):
-    """The compute step of Algorithm 4 (line 13): launch floyd_nest0 on the tile (``rows``: on its rows in that range only; ``options``: the run's kernel options)."""
+    """The compute step of Algorithm 4 (line 13): launch floyd_nest0 on the tile (``rows``: on its rows in that range only, or in either of two ranges; ``options``: the run's kernel options)."""
     def kernel(dev, buffers, rows=None, args=None, at=None):
         # args: this serial iteration's scalars, for a tile built at an earlier one;
         # at: its scalars and grid, for a tile replayed from an earlier one's
@@ -227,6 +235,7 @@ def nest0_kernel(scalars, grid, options=None):
                       NEST0_CL_BAND, NEST0_LAUNCH, coarsen=NEST0_COARSEN, staged=NEST0_STAGED,
                       blocked=NEST0_BLOCKED, rows=rows, options=options)
     kernel.at = (scalars, grid)  # what Runtime.ahead moves on from
+    kernel.ranges = 2  # rows=(r0, r1, r2, r3): both ends of a tile in one launch
     return kernel
 
 # }}}

@@ -491,7 +491,7 @@ def test_innermost_band_loop_is_opencl_dimension_0():
     ks = gen("heat3d")
     assert ks.band_ndim == 3 and ks.band_dim_of_cl_dim == (2, 1, 0)
     assert "const int k = k0 + u * (int)get_local_size(0);" in ks.source
-    assert "const int i = g0 + (int)get_global_id(2);" in ks.source
+    assert "const int i = BBMM_ROW(g0 + (int)get_global_id(2));" in ks.source
     assert ks.global_size([3, 4, 5]) == (5, 4, 3)
     assert "if (i < lb || i > ub || i < 1 || i > n - 2)" in ks.source
 
