@@ -1050,11 +1050,15 @@ with it against 0.614 without (one GPU: 0.866; ``python3 -m bbmm run polybench/h
 EDGE_PROCESSES = 2
 """The most processes of a run in which a tile runs its flow-out rows first by default.
 Over more, a middle process's tile writes rows for two neighbours, the hosts' enqueues
-bound a step, and splitting cost more than the hop it hid when a middle tile's two ends
-took a launch each (they now take one: :meth:`Runtime._edges`; the figures below are of
-two).
-On four H200s over four processes, by the medians of three alternating rounds of
-``python3 scripts/bench_ab.py --base . --base-tune edge=0 -- run polybench/P --devices 4``
+bound a step, and splitting costs more than the hop it hides, with one launch for a
+middle tile's two ends (:meth:`Runtime._edges`) as with one for each: on four H200s,
+1000-step runs, medians of three alternating rounds of ``python3 scripts/bench_ab.py
+--base . --base-tune edge=0 --new-tune edge=1 -- run polybench/P --devices 4``
+(``results/h200x4-2026-11-28/gaps``), heat2d 12288^2 0.535 ms per step split against
+0.500 whole, heat3d 512^3 0.961 against 0.797, fdtd2d 10240^2 0.727 against 0.567. With
+a launch for each end, as first measured:
+by the medians of three alternating rounds of ``python3 scripts/bench_ab.py --base .
+--base-tune edge=0 -- run polybench/P --devices 4``
 (``results/h200x4-2026-11-28/edge``), every tile split against none: heat2d 12288^2
 0.811 against 0.611 ms per step, heat3d 512^3 1.133 against 0.987, fdtd2d 10240^2 0.922
 against 0.871; only the end processes' tiles split against none: heat2d 0.592 against
