@@ -1056,10 +1056,9 @@ middle tile's two ends (:meth:`Runtime._edges`) as with one for each: on four H2
 --base . --base-tune edge=0 --new-tune edge=1 -- run polybench/P --devices 4``
 (``results/h200x4-2026-11-28/gaps``), heat2d 12288^2 0.535 ms per step split against
 0.500 whole, heat3d 512^3 0.961 against 0.797, fdtd2d 10240^2 0.727 against 0.567. With
-a launch for each end, as first measured:
-by the medians of three alternating rounds of ``python3 scripts/bench_ab.py --base .
---base-tune edge=0 -- run polybench/P --devices 4``
-(``results/h200x4-2026-11-28/edge``), every tile split against none: heat2d 12288^2
+a launch for each end, as first measured (medians of three alternating rounds of
+``python3 scripts/bench_ab.py --base . --base-tune edge=0 -- run polybench/P --devices
+4``, ``results/h200x4-2026-11-28/edge``), every tile split against none: heat2d 12288^2
 0.811 against 0.611 ms per step, heat3d 512^3 1.133 against 0.987, fdtd2d 10240^2 0.922
 against 0.871; only the end processes' tiles split against none: heat2d 0.592 against
 0.525, heat3d 1.049 against 0.900."""
