@@ -119,7 +119,7 @@ def _what(what: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if k == "box":
             v = _box_text(v)
         elif k == "rows" and v is not None:
-            v = [int(v[0]), int(v[1])]
+            v = [int(x) for x in v]  # one range, or two: a middle tile's ends
         elif k == "boxes":  # a kernel's (array, box) pairs: "A[0:15, 0:127]"
             v = [b if isinstance(b, str) else f"{b[0]}{_box_text(b[1])}" for b in v]
         out[k] = v
@@ -230,17 +230,17 @@ def merge_ranks(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def event_name(c: Mapping[str, Any]) -> str:
     """A command's name in a trace: its kind with the array and box it moves
     (``h2d A[0:15, 0:127]``), a kernel with its tile (``mvt_nest0 nest0 tile 3``, ``rows
-    0..7`` when it runs a part of the tile), or its kind and label where nothing more is
-    known."""
+    0..7`` when it runs a part of the tile, ``rows 10..10, 19..19`` for both ends of a
+    middle tile), or its kind and label where nothing more is known."""
     what = c.get("what") or {}
     kind = c["kind"]
     if kind == "kernel":
         name = c["label"]
         if what.get("tile"):
             name += f" {what['tile']}"
-        if what.get("rows"):
-            lo, hi = what["rows"]
-            name += f" rows {lo}..{hi}"
+        rows = what.get("rows")
+        if rows:
+            name += " rows " + ", ".join(f"{lo}..{hi}" for lo, hi in zip(rows[::2], rows[1::2]))
         return name
     if what.get("array") is not None:
         return f"{kind} {what['array']}{what.get('box', '')}"

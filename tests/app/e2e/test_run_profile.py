@@ -184,3 +184,26 @@ def test_standalone_driver_writes_a_timeline(tmp_path):
     split = json.loads((tmp_path / "r.json").read_text())["edge_first_tiles"]
     assert split > 0
     assert sum(d["summary"]["count"]["kernel"] for d in doc["devices"]) == 2 * 4 + split
+
+
+@needs_cl
+def test_a_middle_tiles_two_ends_are_one_kernel_in_the_timeline(tmp_path, monkeypatch):
+    """heat2d on three devices with every tile split (``BBMM_EDGE=1``): the middle device's
+    kernels that run both ends of its tile carry the two ranges of rows, and the trace
+    names them with both."""
+    monkeypatch.setenv("BBMM_EDGE", "1")
+    prof, rep = tmp_path / "timeline.json", tmp_path / "run.json"
+    argv = ["run", str(ROOT / "polybench" / "heat2d.c"), "--param", "n=30", "--param",
+            "tsteps=3", "--devices", "3", "--check", "--no-progress", "--json", str(rep),
+            "--profile", str(prof)]
+    assert main(argv) == 0
+    assert json.loads(rep.read_text())["check"] == "pass"
+    doc = pf.load(str(prof))
+    ends = [c for c in doc["devices"][1]["commands"]
+            if c["kind"] == "kernel" and len((c.get("what") or {}).get("rows") or ()) == 4]
+    assert ends
+    for c in ends:
+        r = c["what"]["rows"]
+        assert r[0] <= r[1] < r[2] - 1 and r[2] <= r[3]
+        assert pf.event_name(c).endswith(f"rows {r[0]}..{r[1]}, {r[2]}..{r[3]}")
+    check_trace(json.loads(prof.read_text()))
