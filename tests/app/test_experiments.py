@@ -400,11 +400,41 @@ def test_bench_device_ops(procs, tmp_path, capsys):
                     "--spin", "4", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["procs"] == procs and len(doc["per_process"]) == procs
-    assert {"launch bbmm", "h2d bbmm pinned", "launch pyopencl, enqueue only"} <= set(doc["us"])
+    assert {"launch bbmm", "h2d bbmm pinned", "launch pyopencl, enqueue only",
+            "behind a busy kernel: a row copy in", "then a row copy out"} <= set(doc["us"])
+    if "launch ctypes, no event" in doc["us"]:  # the OpenCL library found: the wide kernel
+        assert {k for k in doc["us"] if "8 buffers" in k} == {
+            f"launch {how}, 8 buffers ({which}){rest}"
+            for which in ("one buffer", "each its own")
+            for how, rest in (("ctypes, no event", " and 62 scalars"),
+                              ("bbmm", ", one scalar changed"))} | {
+            "launch ctypes, no event, 8 buffers and the scalars in one struct, set anew"}
     assert all(v > 0 for per in doc["per_process"] for v in per.values())
     printed = capsys.readouterr().out
     assert printed.count("# host time per operation on") == procs
     assert ("# the median over the 2 processes" in printed) == (procs == 2)
+
+
+@needs_cl
+def test_bench_hostmem(tmp_path, capsys):
+    """Kernels on page-locked host arrays: each kind of memory is found in place or not,
+    with a time per row; a CPU device shares the host's memory, so there every launch
+    reads the host's newest values and the writes land in its array."""
+    import bench_hostmem as bh
+    out = tmp_path / "hostmem.json"
+    assert bh.main(["--n", "300", "--rows", "8", "--repeat", "5", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    for kind in ("shared", "alloc"):
+        fresh, _, trials = doc[f"{kind}: reads in place (16 launches)"].partition(" of ")
+        assert trials == "16" and 0 <= int(fresh) <= 16
+        assert isinstance(doc[f"{kind}: writes in place"], bool)
+        assert doc[f"{kind}: us per row read"] > 0 and doc[f"{kind}: us per row written"] > 0
+    assert doc["behind a user event: us from setting it to the kernel's end"] > 0
+    from bbmm.devices.opencl import make_devices
+    if not make_devices(1)[0].is_gpu:
+        assert doc["shared: reads in place (16 launches)"] == "16 of 16"
+        assert doc["shared: writes in place"] is True
+    assert "behind a user event: us to enqueue" in capsys.readouterr().out
 
 
 def test_bench_floor_runs_one_device_in_one_process(tmp_path):
