@@ -26,7 +26,10 @@ For each, with the buffer behind the array as a kernel argument:
 
 Then a kernel queued behind a user event: the host time to enqueue it, and from setting
 the event to the kernel's end as the host sees it (the latency of a launch that waits for
-another process's signal instead of the host).
+another process's signal instead of the host); and, while the event is unset, the host
+time to queue a copy out behind that kernel, a copy in on a second queue and a second
+copy out on the first: whether a thread could queue a nest's commands ahead while
+another one waits for the halos.
 
 Usage::
 
@@ -38,6 +41,7 @@ import argparse
 import json
 import statistics
 import sys
+import threading
 import time
 from multiprocessing import shared_memory
 from typing import Any
@@ -56,14 +60,22 @@ __kernel void give(__global float *dst, long off, int n, float v) {
 """
 
 
+HOLD_S = 0.05
+"""How long the user event stays unset while the host queues commands behind it: an
+enqueue that waits for it takes this long (50000 us) instead of a few us."""
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=12288, help="floats per row")
     p.add_argument("--rows", type=int, default=64, help="rows of the host array")
     p.add_argument("--repeat", type=int, default=200)
+    p.add_argument("--wait", type=float, default=20.0, metavar="S",
+                   help="seconds to wait for the commands queued behind an unset user "
+                        "event before calling the first that has not returned blocked")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    out = measure(args.n, args.rows, args.repeat)
+    out = measure(args.n, args.rows, args.repeat, args.wait)
     for k, v in out.items():
         print(f"{k:58} {v}")
     if args.json:
@@ -73,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def measure(n: int, rows: int, repeat: int) -> dict[str, Any]:
+def measure(n: int, rows: int, repeat: int, wait: float = 20.0) -> dict[str, Any]:
     import pyopencl as cl
 
     from bbmm.devices.opencl import make_devices
@@ -160,12 +172,88 @@ def measure(n: int, rows: int, repeat: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         cl.enqueue_nd_range_kernel(q, take, gsize, (256,)).wait()
         direct.append((time.perf_counter() - t0) * 1e6)
+    out.update(queued_behind(n, wait))
     out["behind a user event: us to enqueue"] = round(statistics.median(enq), 1)
     out["behind a user event: us from setting it to the kernel's end"] = round(
         statistics.median(lat), 1)
     out["no user event: us from enqueue to the kernel's end"] = round(
         statistics.median(direct), 1)
     return out
+
+
+STEPS = ("a launch", "then a copy out behind it", "then a copy in on another queue",
+         "then a second copy out on the first queue")
+"""What :func:`queued_behind` queues, in order, while the user event is unset."""
+
+
+def queued_behind(n: int, timeout_s: float = 20.0) -> dict[str, Any]:
+    """The host time to queue each of :data:`STEPS` behind a launch that waits for an
+    unset user event, set by a thread :data:`HOLD_S` later: an enqueue that waits for
+    the event takes about that long. Run in a child process: an enqueue that blocks
+    while holding Python's lock keeps the thread from ever setting the event (the child
+    is then stopped after ``timeout_s``): that step is reported as ``"blocked"``, the
+    ones after it as ``"not reached"``."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_queue_behind, args=(n, child))
+    proc.start()
+    got: dict[str, list[float]] = {}
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        if parent.poll(0.1):
+            msg = parent.recv()
+            if msg is None:
+                break
+            got.setdefault(msg[0], []).append(msg[1])
+        elif not proc.is_alive():
+            break
+    if proc.is_alive():
+        proc.kill()
+    proc.join()
+    out: dict[str, Any] = {}
+    blocked = False
+    for label in STEPS:
+        key = f"behind an unset user event, {label}: us to enqueue"
+        if label in got:
+            out[key] = round(statistics.median(got[label]), 1)
+        else:
+            out[key] = "not reached" if blocked else "blocked"
+            blocked = True
+    return out
+
+
+def _queue_behind(n: int, pipe: Any) -> None:
+    import pyopencl as cl
+
+    from bbmm.devices.opencl import make_devices
+
+    dev = make_devices(1)[0]
+    ctx = dev.context
+    q, side = (cl.CommandQueue(ctx, dev.cl_device) for _ in range(2))
+    take = cl.Kernel(cl.Program(ctx, SRC).build(), "take")
+    src = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, n * 4)
+    dst = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, n * 4)
+    take.set_args(src, dst, np.int64(0), np.int32(n))
+    row = np.zeros(n, np.float32)
+    gsize = (-(-n // 256) * 256,)
+    for _ in range(5):
+        u = cl.UserEvent(ctx)
+        setter = threading.Timer(HOLD_S, u.set_status,
+                                 (cl.command_execution_status.COMPLETE,))
+        setter.start()
+        steps = (lambda: cl.enqueue_nd_range_kernel(q, take, gsize, (256,), wait_for=[u]),
+                 lambda: cl.enqueue_copy(q, row, dst, is_blocking=False),
+                 lambda: cl.enqueue_copy(side, src, row, is_blocking=False),
+                 lambda: cl.enqueue_copy(q, row, dst, is_blocking=False))
+        for label, fn in zip(STEPS, steps):
+            t0 = time.perf_counter()
+            fn()
+            pipe.send((label, (time.perf_counter() - t0) * 1e6))
+        setter.join()
+        q.finish()
+        side.finish()
+    pipe.send(None)
 
 
 if __name__ == "__main__":

@@ -422,7 +422,8 @@ def test_bench_hostmem(tmp_path, capsys):
     reads the host's newest values and the writes land in its array."""
     import bench_hostmem as bh
     out = tmp_path / "hostmem.json"
-    assert bh.main(["--n", "300", "--rows", "8", "--repeat", "5", "--json", str(out)]) == 0
+    assert bh.main(["--n", "300", "--rows", "8", "--repeat", "5", "--wait", "3",
+                    "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     for kind in ("shared", "alloc"):
         fresh, _, trials = doc[f"{kind}: reads in place (16 launches)"].partition(" of ")
@@ -430,6 +431,11 @@ def test_bench_hostmem(tmp_path, capsys):
         assert isinstance(doc[f"{kind}: writes in place"], bool)
         assert doc[f"{kind}: us per row read"] > 0 and doc[f"{kind}: us per row written"] > 0
     assert doc["behind a user event: us from setting it to the kernel's end"] > 0
+    # behind the gated launch: times until the first enqueue that never returned
+    queued = [doc[f"behind an unset user event, {s}: us to enqueue"] for s in bh.STEPS]
+    assert isinstance(queued[0], float)   # a launch behind an unset event never waits
+    reached = [v for v in queued if not isinstance(v, str)]
+    assert queued[len(reached):] == (["blocked"] + ["not reached"] * 4)[:len(queued) - len(reached)]
     from bbmm.devices.opencl import make_devices
     if not make_devices(1)[0].is_gpu:
         assert doc["shared: reads in place (16 launches)"] == "16 of 16"
