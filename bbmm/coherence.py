@@ -80,6 +80,12 @@ class HostCopy:
         """Hook: ``box`` of ``name`` is about to be loaded into a device from the host."""
 
 
+def _touches(rec: tuple[Box, Any, Any, bool, int], region: Box, loads: bool) -> bool:
+    """Whether the pending copy of record ``rec`` touches ``region``: a store into it or,
+    with ``loads``, a load out of it (:meth:`HostOrder.settle`, :meth:`HostOrder.touching`)."""
+    return (rec[3] or loads) and rec[0].overlaps(region)
+
+
 def _unfinished(recs: list[tuple[Box, Any, Any, bool, int]]) -> list[tuple]:
     """The pending-copy records whose copy may still be queued, in their order.
 
@@ -189,14 +195,20 @@ class HostOrder:
             return
         kept = []
         for r in recs:
-            b, e, d, st, _ = r
-            if (st or loads) and b.overlaps(region):
-                if not d.done(e):
-                    d.wait(e)
+            if _touches(r, region, loads):
+                if not r[2].done(r[1]):
+                    r[2].wait(r[1])
             else:
                 kept.append(r)
         if len(kept) < len(recs):
             recs[:] = kept
+
+    def touching(self, array: str, region: Box, loads: bool) -> list[tuple[Any, Any]]:
+        """The pending copies that touch ``region`` of ``array`` (stores into it and, with
+        ``loads``, loads out of it), as their events with the devices that enqueued
+        them."""
+        return [(r[1], r[2]) for r in self.pending.get(array, ())
+                if _touches(r, region, loads)]
 
     def clear(self) -> None:
         """Every device has finished: nothing is pending."""

@@ -812,7 +812,7 @@ class DistributedRuntime:
             for a, b in items:
                 if not replaying:
                     self._refresh(a, b)
-                for e, dev in self._pending(a, b, loads=False):
+                for e, dev in directory.order.touching(a, b, loads=False):
                     waits.append(e)
                     ready = ready and dev.done(e)
         if ready:
@@ -913,15 +913,8 @@ class DistributedRuntime:
 
     def _loads_done(self, array: str, region: Box) -> bool:
         """Whether the queued copies that touch ``region`` of the host array are done."""
-        return all(dev.done(e) for e, dev in self._pending(array, region, True))
-
-    def _pending(self, array: str, region: Box, loads: bool) -> list[tuple[Any, Any]]:
-        """The queued host copies that touch ``region`` of the host array (stores into it
-        and, with ``loads``, loads from it), as their events with the devices that
-        enqueued them."""
-        return [(e, dev) for b, e, dev, stores, _ in
-                self.local.directory.order.pending.get(array, ())
-                if (stores or loads) and b.overlaps(region)]
+        return all(dev.done(e) for e, dev in
+                   self.local.directory.order.touching(array, region, True))
 
 # }}}
 

@@ -279,9 +279,13 @@ def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None
         event = ctypes.c_void_p()
         release = lib.clReleaseEvent
 
-        def bare(i: int) -> None:
-            if call(qp, kp, 1, None, gws, None, 0, None, None):
-                raise RuntimeError("clEnqueueNDRangeKernel failed")
+        def bare_of(kernel_ptr: Any) -> Any:
+            """An enqueue of the kernel at ``kernel_ptr`` without an event."""
+            def bare(i: int) -> None:
+                if call(qp, kernel_ptr, 1, None, gws, None, 0, None, None):
+                    raise RuntimeError("clEnqueueNDRangeKernel failed")
+            return bare
+        bare = bare_of(kp)
 
         def evented(i: int) -> None:
             if call(qp, kp, 1, None, gws, None, 0, None, ctypes.byref(event)):
@@ -297,14 +301,10 @@ def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None
         wide = dev.kernel(SRC, "wide")
         others = [dev.alloc(n * 64 * 4) for _ in range(WIDE_BUFFERS - 1)]
         scal = [np.int32(0)] + [np.int32(n)] * (WIDE_SCALARS - 1)
-        wp = ctypes.c_void_p(wide.int_ptr)
+        wide_bare = bare_of(ctypes.c_void_p(wide.int_ptr))
         for label, bufs in (("one buffer", [alloc.buf] * WIDE_BUFFERS),
                             ("each its own", [alloc.buf] + [o.buf for o in others])):
             dev.launch(wide, (n,), None, bufs + scal)
-
-            def wide_bare(i: int) -> None:
-                if call(qp, wp, 1, None, gws, None, 0, None, None):
-                    raise RuntimeError("clEnqueueNDRangeKernel failed")
             out[f"launch ctypes, no event, {WIDE_BUFFERS} buffers ({label}) and "
                 f"{WIDE_SCALARS} scalars"] = timed(wide_bare, repeat, batch, finish)
             out[f"launch bbmm, {WIDE_BUFFERS} buffers ({label}), one scalar changed"] = \
@@ -313,17 +313,15 @@ def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None
                       repeat, batch, finish)
         # the same scalars packed in one struct argument, set anew at every launch
         packed = dev.kernel(SRC, "packed")
-        for i, b in enumerate([alloc.buf] * WIDE_BUFFERS):
-            packed.set_arg(i, b)
+        for i in range(WIDE_BUFFERS):
+            packed.set_arg(i, alloc.buf)
         block = np.array(scal, np.int32)
-        block[1] = n
+        packed_bare = bare_of(ctypes.c_void_p(packed.int_ptr))
 
         def packed_launch(i: int) -> None:
             block[0] = i % 64
             packed.set_arg(WIDE_BUFFERS, block.tobytes())
-            if call(qp, ctypes.c_void_p(packed.int_ptr), 1, None, gws, None, 0, None,
-                    None):
-                raise RuntimeError("clEnqueueNDRangeKernel failed")
+            packed_bare(i)
         out[f"launch ctypes, no event, {WIDE_BUFFERS} buffers and the scalars in one "
             f"struct, set anew"] = timed(packed_launch, repeat, batch, finish)
         finish()
