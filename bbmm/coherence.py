@@ -318,10 +318,13 @@ class Directory:
         self.stats.moved("d2d", dst.device.index, what, n)
 
     def replay_h2d(self, dst: Copy, region: Box, host: np.ndarray, what: str,
-                   lane: int = 0) -> None:
+                   lane: int = 0, *, gate: Any = None, held: list | None = None) -> None:
         """The load of :meth:`_h2d` (``lane`` 1: on the device's side queue), without
         recording or counting it: a replayed iteration (bbmm.replay) issues it so, its
-        bytes counted once per replay."""
+        bytes counted once per replay. With ``gate`` (:meth:`may_gate`) the load waits
+        for it, and its record for :class:`HostOrder` goes to ``held`` instead
+        (:meth:`hold_done` adds it once the gate is open: an exchange settling the region
+        meanwhile must not wait for a load that waits for it)."""
         a = dst.array
         self.host.loading(a, region)
         src = self.host.source(a, region)
@@ -330,11 +333,15 @@ class Directory:
             host, origin = src  # the newest values, in the process that sent them
         dev = dst.device
         waits = self.order.before(a, region, dev, False, lane)
+        if gate is not None:
+            waits = [*waits, gate]
         if dev.profiling:
             dev.note({"array": a, "box": region, "for": what})
         e = dev.write_rect(dst.alloc, dst.box, region, host, origin, wait_for=waits,
                            blocking=self.blocking, side=bool(lane))
-        if not self.blocking:
+        if held is not None:
+            held.append((a, region, dev, False, e, lane))
+        elif not self.blocking:
             self.order.after(a, region, dev, False, e, lane)
         if e is not None:
             dst.last = e
@@ -409,11 +416,11 @@ class Directory:
         self.host.stored(a, region)
 
     def replay_pair(self, c: Copy, regions: Sequence[Box], host: np.ndarray, what: str,
-                    stores: bool) -> None:
+                    stores: bool, *, gate: Any = None, held: list | None = None) -> None:
         """:meth:`replay_h2d` (``stores`` false) or :meth:`replay_d2h` of disjoint
         ``regions`` of copy ``c`` one after the other, as one command where the device can
         (:meth:`~bbmm.devices.base.Device.write_rects`): a replayed stencil step's two
-        halos, its two flow-out rows."""
+        halos, its two flow-out rows. ``gate`` and ``held``: as :meth:`replay_h2d`'s."""
         a = c.array
         dev = c.device
         if stores and self.writebacks:
@@ -431,6 +438,8 @@ class Directory:
             else:
                 self.host.loading(a, r)
             waits += self.order.before(a, r, dev, stores)
+        if gate is not None:
+            waits.append(gate)
         if dev.profiling:
             dev.note({"array": a, "box": " + ".join(str(r)[3:] for r in regions),
                       "for": what})
@@ -441,12 +450,38 @@ class Directory:
             # driver bounds the pair's copy past its buffer, or refused a pair)
             self.stats.devices[dev.index].copies += len(regions) - 1
         for r in regions:
-            if not self.blocking:
+            if held is not None:
+                held.append((a, r, dev, stores, e, 0))
+            elif not self.blocking:
                 self.order.after(a, r, dev, stores, e)
             if stores:
                 self.host.stored(a, r)
         if e is not None:
             c.last = e
+
+    def may_gate(self, fn: Any, args: tuple) -> bool:
+        """Whether the replayed load ``fn(*args)`` (:meth:`replay_h2d` or a
+        :meth:`replay_pair` of loads) may wait for a closed gate: one command on its
+        device's queue, out of this host's own array, with asynchronous copies and no
+        copy back of another process's array pending (an exchange would enqueue it, a copy
+        behind the closed gate)."""
+        if self.blocking or self.writebacks:
+            return False
+        c, moved, host = args[0], args[1], args[2]
+        if fn == self.replay_h2d:
+            regions: Sequence[Box] = (moved,)
+        elif fn == self.replay_pair and not args[4]:
+            regions = moved
+        else:
+            return False
+        if any(self.host.lent(c.array, r) for r in regions):
+            return False
+        return c.device.holds(c.alloc, c.box, regions, host)
+
+    def hold_done(self, held: list) -> None:
+        """Record the loads held behind a gate just opened (:meth:`replay_h2d`)."""
+        for a, r, dev, stores, e, lane in held:
+            self.order.after(a, r, dev, stores, e, lane)
 
     def replay_d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
         """The copy of :meth:`_d2d`, without recording or counting it (a replay's)."""

@@ -186,6 +186,10 @@ class RuntimeConfig:
     (``$BBMM_EDGE``; 0: never); None: the default of the runtime's kind, off in one
     process, on over two processes, off over more (:data:`bbmm.runtime.EDGE_POINTS`,
     :data:`~bbmm.runtime.EDGE_POINTS_RANKS`, :data:`~bbmm.runtime.EDGE_PROCESSES`)."""
+    gate: bool = True
+    """Over processes, a replayed nest's halo copy in and launch are queued before its
+    exchange, behind a gate the exchange opens once the halos are in the host's array
+    (``$BBMM_GATE``; :func:`bbmm.replay._ahead`)."""
     place: bool = True
     """Run the tiles of small phases where their data is (``$BBMM_PLACE``): LU n=8192 on
     two devices moves 63 MiB less between them."""
@@ -236,6 +240,7 @@ class RuntimeConfig:
                    ahead=r.switch("BBMM_AHEAD", True),
                    fuse=_fuse(r.text("BBMM_FUSE"), r.label("BBMM_FUSE")),
                    edge=edge_points(r.text("BBMM_EDGE"), r.label("BBMM_EDGE")),
+                   gate=r.switch("BBMM_GATE", True),
                    place=r.switch("BBMM_PLACE", True),
                    defer=r.switch("BBMM_DEFER", True),
                    side=r.switch("BBMM_SIDE", True),

@@ -620,7 +620,20 @@ class DistributedRuntime:
                tuple((s, tuple(items)) for s, items in recvs))
         exchange = (partial(self._exchange_before, sends, recvs, apart(sends, recvs))
                     if recvs or self.local.directory.blocking else None)
+        if exchange is not None:
+            # the next nest's loads may be queued before it (bbmm.replay._ahead) when what
+            # it receives lands in this process's own arrays
+            exchange.gate = bool(recvs) and not self._lent(recvs)
         return sends, recvs, key, exchange
+
+    def _lent(self, recvs: list[tuple[int, list[tuple[str, Box]]]]) -> bool:
+        """Whether a message of ``recvs`` may stay in its sender's arrays for this
+        process's devices to load it from there (:attr:`bbmm.shm.ShmComm.lend`): one of
+        at least the communicator's ``direct_min`` bytes."""
+        comm = self.comm
+        least = getattr(comm, "direct_min", None)
+        return (bool(getattr(comm, "lend", False)) and least is not None
+                and any(self._message(items).nbytes >= least for _, items in recvs))
 
     def _stage_phase(self, tiles: Sequence[Tile], serial: object, sends: list, key: Any,
                      exchange: Any) -> tuple:

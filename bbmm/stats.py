@@ -75,6 +75,9 @@ class Stats:
     tiles: int = 0
     edge_first: int = 0
     """Tiles whose rows writing the flow-out ran first (:meth:`bbmm.runtime.Runtime._edges`)."""
+    gated: int = 0
+    """Launches queued before the exchange that brings their halos, behind a gate it
+    opens (:func:`bbmm.replay._ahead`)."""
     replayed: int = 0
     """Serial iterations replayed from a recorded one (:mod:`bbmm.replay`, and those of
     :attr:`shifted`)."""
@@ -133,7 +136,7 @@ class Stats:
                 "time_s": t, "overhead_percent": self.overhead_percent, "tiles": self.tiles,
                 "split_accesses": self.split_accesses, "replayed_iterations": self.replayed,
                 "shifted_iterations": self.shifted, "ahead_iterations": self.ahead,
-                "edge_first_tiles": self.edge_first,
+                "edge_first_tiles": self.edge_first, "gated_launches": self.gated,
                 "serial_iterations": self.serial_iterations, "loop_s": self.loop_s,
                 "enqueues": self.enqueues()}
 

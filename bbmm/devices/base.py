@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..box import Box
+from ..diagnostic import DeviceError
 from ..pool import Pool
 
 
@@ -235,6 +236,26 @@ class Device(ABC):
         count (here never: one command per region)."""
         return False
 
+    def gate(self) -> Any:
+        """A closed gate: a copy into the device given it in ``wait_for`` (and every kernel
+        enqueued after that copy) waits until :meth:`open` opens it, while the host goes
+        on (an OpenCL user event). None: this device cannot hold commands back.
+
+        While a gate is closed the host may enqueue kernels behind the copy that waits
+        for it, and nothing else: a copy enqueued behind it blocks the host until the gate
+        opens, on NVIDIA's OpenCL and on PoCL (``scripts/bench_hostmem.py``), which the
+        host, waiting there, never does."""
+        return None
+
+    def open(self, gate: Any) -> None:
+        """Open ``gate`` (:meth:`gate`): the commands behind it may run."""
+
+    def holds(self, a: Allocation, a_box: Box, regions: Sequence[Box],
+              host: np.ndarray) -> bool:
+        """Whether :meth:`write_rects` of ``regions`` into ``a`` is one command that may
+        wait for a closed :meth:`gate` (two would be a copy behind a closed gate)."""
+        return False
+
     @abstractmethod
     def copy_rect(self, dst: Allocation, dst_box: Box, src: Allocation, src_box: Box,
                   region: Box, itemsize: int) -> Any:
@@ -263,10 +284,17 @@ class NullDevice(Device):
     """
 
     def __init__(self, index: int = 0, cap: int = 1 << 30, name: str | None = None,
-                 arena_size: int = 1 << 20, align: int = 16):
+                 arena_size: int = 1 << 20, align: int = 16, gates: bool = False):
         self.index = index
         self.name = name or f"null{index}"
+        self.gates = gates
+        """Whether :meth:`gate` gives gates: only where every kernel is a command given to
+        :meth:`launch` (a tile's callback that reads and writes this device's memory
+        itself runs at once, outside the queue, and would not wait for one)."""
         self.log: list[tuple[str, Box, int]] = []
+        self._behind: list[Callable[[], None]] = []
+        """Commands held behind a closed :meth:`gate`, in order (run by :meth:`open`)."""
+        self._gate: Any = None
         self.pool = Pool(cap, self._new_arena, lambda arena: None, arena_size=arena_size,
                          align=align, name=self.name)
 
@@ -284,25 +312,116 @@ class NullDevice(Device):
 
     def write_rect(self, dst, dst_box, region, host, host_origin=None, *, wait_for=(),
                    blocking=True, side=False):
-        v = self.view(dst, dst_box, host.dtype)
-        v[region.slices(dst_box.lo)] = host[region.slices(host_origin)]
+        def copy() -> None:
+            v = self.view(dst, dst_box, host.dtype)
+            v[region.slices(dst_box.lo)] = host[region.slices(host_origin)]
         self.log.append(("h2d", region, region.volume * host.itemsize))
+        return self._run(copy, wait_for, "a copy in")
+
+    def write_rects(self, dst, dst_box, regions, host, *, wait_for=(), blocking=True):
+        """One command (held whole behind a closed gate, as a paired rect copy is)."""
+        gate = _closed(wait_for)
+        if gate is None:
+            return super().write_rects(dst, dst_box, regions, host, wait_for=wait_for,
+                                       blocking=blocking)
+        def copies() -> None:
+            for r in regions:
+                self.view(dst, dst_box, host.dtype)[r.slices(dst_box.lo)] = host[r.slices()]
+        for r in regions:
+            self.log.append(("h2d", r, r.volume * host.itemsize))
+        return self._run(copies, wait_for, "a copy in")
 
     def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
                   blocking=True):
-        v = self.view(src, src_box, host.dtype)
-        host[region.slices(host_origin)] = v[region.slices(src_box.lo)]
+        def copy() -> None:
+            v = self.view(src, src_box, host.dtype)
+            host[region.slices(host_origin)] = v[region.slices(src_box.lo)]
         self.log.append(("d2h", region, region.volume * host.itemsize))
+        return self._run(copy, wait_for, "a copy out")
 
     def copy_rect(self, dst, dst_box, src, src_box, region, itemsize):
-        dt = np.dtype(f"V{itemsize}")
-        s = self.view(src, src_box, dt)[region.slices(src_box.lo)].copy()
-        self.view(dst, dst_box, dt)[region.slices(dst_box.lo)] = s
+        def copy() -> None:
+            dt = np.dtype(f"V{itemsize}")
+            s = self.view(src, src_box, dt)[region.slices(src_box.lo)].copy()
+            self.view(dst, dst_box, dt)[region.slices(dst_box.lo)] = s
         self.log.append(("d2d", region, region.volume * itemsize))
+        return self._run(copy, (), "a device copy")
 
     def launch(self, kernel: Callable[..., Any], global_size, local_size, args):
-        kernel(self, *args)
         self.log.append(("launch", Box((0,), (max(0, int(np.prod(global_size)) - 1),)), 0))
+        return self._run(lambda: kernel(self, *args), (), None)
+
+    def finish(self) -> None:
+        if self._behind:
+            raise DeviceError(f"{self.name}: the host waits for commands behind a closed "
+                              "gate, which only it can open")
+
+    # ---- gates: commands held until the host opens them, as OpenCL's user events ----
+
+    def gate(self) -> Any:
+        return _Gate() if self.gates else None
+
+    def open(self, gate: Any) -> None:
+        gate.opened = True
+        behind, self._behind = self._behind, []
+        for fn in behind:
+            fn()
+
+    def holds(self, a, a_box, regions, host):
+        return True
+
+    def done(self, event: Any) -> bool:
+        return not isinstance(event, _Behind) or event.gate.opened
+
+    def wait(self, event: Any) -> None:
+        if not self.done(event):
+            raise DeviceError(f"{self.name}: the host waits for a command behind a closed "
+                              "gate, which only it can open")
+
+    def _run(self, fn: Callable[[], None], wait_for: Sequence[Any], copy: str | None
+             ) -> Any:
+        """Run command ``fn`` now, or hold it behind a closed gate (``wait_for``'s, or the
+        one the commands held already wait for): a copy may wait only as the first command
+        behind a gate it names (``copy``: what it is; None: a kernel, which may queue
+        behind anything); any other would block the host on an OpenCL device."""
+        gate = _closed(wait_for)
+        if gate is None and not self._behind:
+            fn()
+            return None
+        if copy is not None and (gate is None or self._behind):
+            raise DeviceError(f"{self.name}: {copy} enqueued behind a closed gate, which "
+                              "blocks the host until the gate opens")
+        if gate is not None:
+            self._gate = gate
+        self._behind.append(fn)
+        return _Behind(self._gate) if copy is not None else None
+
+
+class _Gate:
+    """A :meth:`NullDevice.gate`."""
+
+    __slots__ = ("opened",)
+
+    def __init__(self) -> None:
+        self.opened = False
+
+
+class _Behind:
+    """The event of a command a :class:`NullDevice` holds behind a closed gate."""
+
+    __slots__ = ("gate",)
+
+    def __init__(self, gate: _Gate) -> None:
+        self.gate = gate
+
+
+def _closed(wait_for: Sequence[Any]) -> _Gate | None:
+    """The closed gate that ``wait_for`` (gates and events) waits for, if any."""
+    for e in wait_for or ():
+        g = e if isinstance(e, _Gate) else getattr(e, "gate", None)
+        if g is not None and not g.opened:
+            return g
+    return None
 
     def finish(self) -> None:
         pass
@@ -319,7 +438,7 @@ class DryDevice(NullDevice):
 
     def __init__(self, index: int = 0, cap: int = 1 << 40, name: str | None = None,
                  arena_size: int = 1 << 30, align: int = 256):
-        super().__init__(index, cap, name or f"dry{index}", arena_size, align)
+        super().__init__(index, cap, name or f"dry{index}", arena_size, align, gates=True)
         self.launches = 0
 
     @staticmethod
@@ -329,19 +448,30 @@ class DryDevice(NullDevice):
     def write_rect(self, dst, dst_box, region, host, host_origin=None, *, wait_for=(),
                    blocking=True, side=False):
         self.log.append(("h2d", region, region.volume * host.itemsize))
+        if wait_for or self._behind:  # (a gate's rules, the command itself is nothing)
+            return self._run(_nothing, wait_for, "a copy in")
 
     def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
                   blocking=True):
         self.log.append(("d2h", region, region.volume * host.itemsize))
+        if wait_for or self._behind:
+            return self._run(_nothing, wait_for, "a copy out")
 
     def write_rects(self, dst, dst_box, regions, host, *, wait_for=(), blocking=True):
         self._pair("h2d", dst, dst_box, regions, host)
+        if wait_for or self._behind:
+            return self._run(_nothing, wait_for, "a copy in")
 
     def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True):
         self._pair("d2h", src, src_box, regions, host)
+        if wait_for or self._behind:
+            return self._run(_nothing, wait_for, "a copy out")
 
     def paired(self, a, a_box, regions, host):
         return len(regions) == 2 and pairable(*regions)
+
+    def holds(self, a, a_box, regions, host):
+        return len(regions) == 1 or self.paired(a, a_box, regions, host)
 
     def _pair(self, kind: str, a: Allocation, a_box: Box, regions: Sequence[Box],
               host: np.ndarray) -> None:
@@ -357,9 +487,17 @@ class DryDevice(NullDevice):
 
     def copy_rect(self, dst, dst_box, src, src_box, region, itemsize):
         self.log.append(("d2d", region, region.volume * itemsize))
+        if self._behind:
+            return self._run(_nothing, (), "a device copy")
 
     def kernel(self, source: str, name: str, options: str = "") -> str:
         return name
 
     def launch(self, kernel, global_size, local_size, args):
         self.launches += 1
+        if self._behind:
+            self._run(_nothing, (), None)
+
+
+def _nothing() -> None:
+    """A :class:`DryDevice`'s command."""

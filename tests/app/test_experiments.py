@@ -443,6 +443,26 @@ def test_bench_hostmem(tmp_path, capsys):
     assert "behind a user event: us to enqueue" in capsys.readouterr().out
 
 
+@needs_cl
+def test_bench_nest(tmp_path, capsys):
+    """A stencil nest in each order: every order finishes (none blocks the host), every
+    kernel read the halo the exchange wrote for it, and each reports its time per nest."""
+    import bench_nest as bn
+    out = tmp_path / "nest.json"
+    assert bn.main(["--n", "512", "--rows", "66", "--nests", "40", "--exchange-us", "0,20",
+                    "--wait", "60", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    rows = doc["results"]
+    assert [(r["order"], r["exchange_us"]) for r in rows] == [
+        (o, s) for s in (0.0, 20.0) for o in bn.ORDERS]
+    for r in rows:
+        assert "result" not in r, r          # neither blocked nor failed
+        assert r["stale"] == 0
+        assert r["us per nest"] > 0 and r["kernel us"] > 0
+        assert ("set us" in r) == (r["order"] != "in turn")
+    assert capsys.readouterr().out.count("us per nest") == len(rows)
+
+
 def test_bench_floor_runs_one_device_in_one_process(tmp_path):
     """--procs 2 cannot split one device: its row runs in one process instead of being
     left out (the speedups are set against it)."""

@@ -13,6 +13,7 @@ import pytest
 from bbmm.box import Box
 from bbmm.devices import NullDevice
 from bbmm.coherence import HostCopy
+from bbmm.config import RuntimeConfig
 from bbmm.distributed import DistributedRuntime, pack, unpack
 from bbmm.ownership import Ownership, plan_exchange, plan_gather, stages
 from bbmm.runtime import Runtime, Tile
@@ -372,6 +373,44 @@ def test_jacobi_halo_rows_only(nranks, per_rank):
     for *_, st in out:
         for peer, nb in st.sent_to.items():
             assert nb <= (steps - 1) * 2 * (n - 2) * 8
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+@pytest.mark.parametrize("gate", [True, False])
+def test_a_replayed_nest_is_queued_behind_a_gate_its_exchange_opens(nranks, gate):
+    """Over ranks a replayed nest's halo copy in and launch are enqueued before its
+    exchange, the copy behind a closed gate that the exchange opens once the halos are in
+    the host's array (bbmm.replay._ahead, and in a replay up to a shift). The null device
+    holds the commands behind the gate and runs them when it opens, and refuses what would
+    block an OpenCL host (a copy behind a closed gate, a wait for a command behind one):
+    the result is the sequential one either way. Without the gate's hold (the kernels run
+    by the tiles' callbacks, at once) this run's result differs."""
+    n, steps = 6 * nranks + 2, 12
+    rng = np.random.default_rng(11)
+    A, B = rng.random((n, n)), np.zeros((n, n))
+
+    def rank(comm):
+        rt = DistributedRuntime([NullDevice(0, gates=True)], {"A": A.copy(), "B": B.copy()},
+                                comm, verify=True,
+                                config=RuntimeConfig.from_env({"gate": "on" if gate else "off",
+                                                              "edge": "0"}))
+        run_jacobi(rt, n, steps, tile=(n - 2 + nranks - 1) // nranks, queued=True)
+        st = rt.local.stats
+        return rt.host.array("A").copy(), rt.host.array("B").copy(), st.gated, st.replayed
+
+    out = on_ranks(nranks, rank)
+    ra, rb = jacobi_reference(A, B, steps)
+    np.testing.assert_array_equal(out[0][0], ra)
+    np.testing.assert_array_equal(out[0][1], rb)
+    for r, (*_, gated, replayed) in enumerate(out):
+        assert replayed >= steps // 2
+        if not gate:
+            assert gated == 0
+        elif r in (0, nranks - 1):
+            # the sweep reading A's halo in each replayed step (a middle rank's two halos
+            # are two copies in a replay up to a shift: a second copy behind a closed gate
+            # would block, so its nests run in order)
+            assert gated >= replayed, (r, gated, replayed)
 
 
 @pytest.mark.parametrize("ranks,edge,split", [(2, "default", True), (2, "0", False),

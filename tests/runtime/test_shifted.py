@@ -308,6 +308,27 @@ def test_floyd_over_ranks_replays_up_to_a_shift(nranks, per_rank, tile):
     assert all(r[3] > 0 for r in runs[True]) and all(r[3] == 0 for r in runs[False])
 
 
+@pytest.mark.parametrize("nranks,tile", [(2, 96), (3, 64)])
+def test_floyd_over_ranks_queues_row_k_behind_a_gate(nranks, tile):
+    """A receiver of row ``k`` enqueues its copy in and its launch before the exchange
+    that brings the row, behind a gate the exchange opens (a replay up to a shift): the
+    null devices hold them until then, and the result is the sequential one."""
+    from bbmm.distributed import DistributedRuntime
+    from test_distributed import on_ranks
+    n = 192
+    path = floyd_input(n, 3)
+
+    def rank(comm):
+        rt = DistributedRuntime([NullDevice(0, cap=1 << 24, arena_size=1 << 16, gates=True)],
+                                {"path": path.copy()}, comm, verify=True)
+        run_floyd(rt, n, tile, queued=True)
+        return rt.host.array("path").copy(), rt.local.stats.gated
+
+    out = on_ranks(nranks, rank)
+    np.testing.assert_array_equal(out[0][0], floyd_reference(path))
+    assert all(g > n // 8 for _, g in out), [g for _, g in out]
+
+
 # ---- random programs whose boxes move with the serial loop ---------------------------
 
 def _moving_program(rng):

@@ -46,10 +46,19 @@ def floyd_reference(path: np.ndarray) -> np.ndarray:
     return p
 
 
+def queue(kernel):
+    """``kernel(d, tb, **kw)`` as a command given to the device's ``launch`` (a null device
+    made with ``gates`` holds it behind a closed gate), not run by the callback itself."""
+    def enqueue(d, tb, **kw):
+        d.launch(lambda dev: kernel(dev, tb, **kw), (1,), None, ())
+    return enqueue
+
+
 def run_floyd(rt: Runtime, n: int, tile: int, flowout: bool = True,
-              parts: bool = False) -> None:
+              parts: bool = False, queued: bool = False) -> None:
     """Floyd-Warshall's steps, a tile per block of rows; with ``parts`` a tile can run a
-    part of its rows (``Tile.span``/``writers``: the owner of row ``k + 1`` runs it first)."""
+    part of its rows (``Tile.span``/``writers``: the owner of row ``k + 1`` runs it first);
+    with ``queued`` each kernel is a device command (:func:`queue`)."""
     dt = rt.host.array("path").dtype
     for k in range(n):
         tiles = []
@@ -66,7 +75,8 @@ def run_floyd(rt: Runtime, n: int, tile: int, flowout: bool = True,
 
             fo = [Box((k + 1, 0), (k + 1, n - 1))] if lb <= k + 1 <= ub else []
             part = dict(span=(lb, ub), writers={"path": (0, 0, 0)}) if parts else {}
-            tiles.append(Tile(dev, {"path": [rows, col, row]}, kernel,
+            tiles.append(Tile(dev, {"path": [rows, col, row]},
+                              queue(kernel) if queued else kernel,
                               writes={"path": [rows]},
                               flowout={"path": fo} if flowout else {},
                               writeout={"path": [rows]} if k == n - 1 else {},
@@ -86,10 +96,11 @@ def jacobi_reference(A: np.ndarray, B: np.ndarray, steps: int) -> tuple[np.ndarr
 
 
 def run_jacobi(rt: Runtime, n: int, steps: int, tile: int, flowout: bool = True,
-               rows: bool = False) -> None:
+               rows: bool = False, queued: bool = False) -> None:
     """Jacobi's two sweeps; with ``rows`` the second sweep's tiles can run a part of their
     rows (``Tile.span``/``writers``), and each launch is logged on its device as
-    ``("launch", Box((first row,), (last row,)), 0)``."""
+    ``("launch", Box((first row,), (last row,)), 0)``; with ``queued`` each kernel is a
+    device command (:func:`queue`)."""
     dt = rt.host.array("A").dtype
     inner = tiles_of(n - 2, tile, len(rt.devices))
     for t in range(steps):
@@ -111,11 +122,13 @@ def run_jacobi(rt: Runtime, n: int, steps: int, tile: int, flowout: bool = True,
                 d.log.append(("launch", Box((c.lo[0],), (c.hi[0],)), 0))
                 scatter(d, tb, "A", c, gather(d, tb, "B", c, dt))
 
-            nest1.append(Tile(dev, {"A": reads, "B": [c]}, k1, writes={"B": [c]},
+            nest1.append(Tile(dev, {"A": reads, "B": [c]}, queue(k1) if queued else k1,
+                              writes={"B": [c]},
                               writeout={"B": [c]} if last else {}, name=f"t{t}:S1:{lb}"))
             fo = [Box((lb, 1), (lb, n - 2)), Box((ub, 1), (ub, n - 2))]
             part = dict(span=(lb, ub), writers={"A": (0, 0, 0)}) if rows else {}
-            nest2.append(Tile(dev, {"A": [c], "B": [c]}, k2, writes={"A": [c]},
+            nest2.append(Tile(dev, {"A": [c], "B": [c]}, queue(k2) if queued else k2,
+                              writes={"A": [c]},
                               flowout={"A": fo} if flowout else {},
                               writeout={"A": [c]} if last else {}, name=f"t{t}:S2:{lb}",
                               **part))
