@@ -459,24 +459,28 @@ class Directory:
         if e is not None:
             c.last = e
 
-    def may_gate(self, fn: Any, args: tuple) -> bool:
-        """Whether the replayed load ``fn(*args)`` (:meth:`replay_h2d` or a
-        :meth:`replay_pair` of loads) may wait for a closed gate: one command on its
-        device's queue, out of this host's own array, with asynchronous copies and no
-        copy back of another process's array pending (an exchange would enqueue it, a copy
-        behind the closed gate)."""
-        if self.blocking or self.writebacks:
-            return False
+    def gateable(self, fn: Any, args: tuple) -> tuple[Box, ...] | None:
+        """The regions the replayed load ``fn(*args)`` (:meth:`replay_h2d`, or a
+        :meth:`replay_pair` of loads) moves where it is one command on its device's queue,
+        which may wait for a closed gate (a second one would be a copy behind it); else
+        None."""
         c, moved, host = args[0], args[1], args[2]
         if fn == self.replay_h2d:
-            regions: Sequence[Box] = (moved,)
+            regions: tuple[Box, ...] = (moved,)
         elif fn == self.replay_pair and not args[4]:
-            regions = moved
+            regions = tuple(moved)
         else:
+            return None
+        return regions if c.device.holds(c.alloc, c.box, regions, host) else None
+
+    def may_gate(self, c: Copy, regions: Sequence[Box]) -> bool:
+        """Whether a :meth:`gateable` load of ``regions`` into ``c`` may wait for a closed
+        gate now: copies are asynchronous, no copy back of another process's array is
+        pending (the exchange would enqueue it, a copy behind the gate), and the load is
+        out of this host's own array."""
+        if self.blocking or self.writebacks:
             return False
-        if any(self.host.lent(c.array, r) for r in regions):
-            return False
-        return c.device.holds(c.alloc, c.box, regions, host)
+        return not any(self.host.lent(c.array, r) for r in regions)
 
     def hold_done(self, held: list) -> None:
         """Record the loads held behind a gate just opened (:meth:`replay_h2d`)."""

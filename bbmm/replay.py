@@ -178,9 +178,10 @@ def _gated(segments: list[tuple[str, list]], d: Directory, tape: Tape
            ) -> list[tuple[str, list]]:
     """``segments`` with each phase that starts with one load into a device and then
     launches on that device only (a stencil's nest over processes: its halos in, its
-    kernel) marked to be queued ahead of the phase's exchange: its ``begin`` becomes
-    ``(4, None, (phase, load, launches, launch timer))``, which :func:`replay` runs as
-    :func:`_ahead` does."""
+    kernel) marked to be queued ahead of the phase's exchange, where the load is one
+    command (:meth:`Directory.gateable <bbmm.coherence.Directory.gateable>`): its
+    ``begin`` becomes ``(4, None, (phase, load, its regions, launches, launch timer))``,
+    which :func:`replay` runs as :func:`_ahead` does."""
     flat = [(timer, op) for timer, ops in segments for op in ops]
     loads = (d.replay_h2d, d.replay_pair)
     out: list[tuple[str, tuple]] = []
@@ -197,9 +198,11 @@ def _gated(segments: list[tuple[str, list]], d: Directory, tape: Tape
                 launches.append(flat[j])
                 j += 1
             p = op[2][0]
-            if launches and all(tape.tiles_of[a[2][0]][a[2][1]].device == dev
-                                for _, a in launches):
-                out.append((timer, (4, None, (p, (load[1], load[2]),
+            regions = d.gateable(load[1], load[2])
+            if (regions is not None and launches
+                    and all(tape.tiles_of[a[2][0]][a[2][1]].device == dev
+                            for _, a in launches)):
+                out.append((timer, (4, None, (p, (load[1], load[2]), regions,
                                               [a[2] for _, a in launches], launches[0][0]))))
                 i = j
                 continue
@@ -308,8 +311,9 @@ def _ahead(rt: Runtime, tape: Tape, phases: list[tuple], args: tuple, timer: str
     copy in is enqueued first, behind a closed gate (:meth:`Device.gate
     <bbmm.devices.base.Device.gate>`), and the launches behind it; the exchange then
     writes the halos into the host's array and opens the gate, and the device starts at
-    once. On one H200, a nest of heat2d 12288^2's quarter took 167.1 us against 222.9
-    in the order before (``python3 scripts/bench_nest.py``, results/h200x2-2026-11-28/).
+    once. On one H200, a nest of heat2d 12288^2's quarter took 161.5 us against 194.7
+    in the order before (``python3 scripts/bench_nest.py``,
+    ``results/h200x1-2026-11-28/gate/``).
 
     Only where the exchange enqueues nothing (a command behind the closed gate would
     block the host, which alone can open it; :meth:`Directory.may_gate
@@ -318,12 +322,12 @@ def _ahead(rt: Runtime, tape: Tape, phases: list[tuple], args: tuple, timer: str
     elsewhere the phase runs in the recorded order. The load's record in
     :class:`~bbmm.coherence.HostOrder` is added once the gate is open: the exchange
     settles the regions it receives, and must not wait for a load that waits for it."""
-    p, (fn, fargs), launches, ltimer = args
+    p, (fn, fargs), regions, launches, ltimer = args
     cb = phases[p][2]
     d = rt.directory
     gate = None
     if (cb is not None and getattr(cb, "gate", False) and rt.config.gate
-            and d.may_gate(fn, fargs)):
+            and d.may_gate(fargs[0], regions)):
         gate = fargs[0].device.gate()
     if gate is None:
         if cb is not None:

@@ -706,7 +706,7 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
         if (d.lane(c, region, side)
                 or any(phases[a[0]][0][a[1]].device != c.device.index
                        for _, _, a in ops[n + 2:m])
-                or not d.may_gate(d.replay_h2d, (c, region, d.host.array(c.array)))):
+                or not d.may_gate(c, (region,))):
             return n
         gate = c.device.gate()
         if gate is None:

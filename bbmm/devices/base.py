@@ -447,25 +447,27 @@ class DryDevice(NullDevice):
 
     def write_rect(self, dst, dst_box, region, host, host_origin=None, *, wait_for=(),
                    blocking=True, side=False):
+        # a gate's rules are kept (a copy behind a closed gate is refused); the command
+        # itself is nothing, so it leaves no event to wait for, as before it ran
         self.log.append(("h2d", region, region.volume * host.itemsize))
-        if wait_for or self._behind:  # (a gate's rules, the command itself is nothing)
-            return self._run(_nothing, wait_for, "a copy in")
+        if wait_for or self._behind:
+            self._run(_nothing, wait_for, "a copy in")
 
     def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
                   blocking=True):
         self.log.append(("d2h", region, region.volume * host.itemsize))
         if wait_for or self._behind:
-            return self._run(_nothing, wait_for, "a copy out")
+            self._run(_nothing, wait_for, "a copy out")
 
     def write_rects(self, dst, dst_box, regions, host, *, wait_for=(), blocking=True):
         self._pair("h2d", dst, dst_box, regions, host)
         if wait_for or self._behind:
-            return self._run(_nothing, wait_for, "a copy in")
+            self._run(_nothing, wait_for, "a copy in")
 
     def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True):
         self._pair("d2h", src, src_box, regions, host)
         if wait_for or self._behind:
-            return self._run(_nothing, wait_for, "a copy out")
+            self._run(_nothing, wait_for, "a copy out")
 
     def paired(self, a, a_box, regions, host):
         return len(regions) == 2 and pairable(*regions)
@@ -488,7 +490,7 @@ class DryDevice(NullDevice):
     def copy_rect(self, dst, dst_box, src, src_box, region, itemsize):
         self.log.append(("d2d", region, region.volume * itemsize))
         if self._behind:
-            return self._run(_nothing, (), "a device copy")
+            self._run(_nothing, (), "a device copy")
 
     def kernel(self, source: str, name: str, options: str = "") -> str:
         return name
