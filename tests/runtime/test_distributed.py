@@ -413,6 +413,27 @@ def test_a_replayed_nest_is_queued_behind_a_gate_its_exchange_opens(nranks, gate
             assert gated >= replayed, (r, gated, replayed)
 
 
+@pytest.mark.parametrize("lend,least,gate", [(False, 8, True), (True, 8, False),
+                                              (True, 1 << 20, True), (True, None, True)])
+def test_an_exchange_gates_its_nest_only_where_its_halos_come_to_its_own_arrays(
+        lend, least, gate):
+    """A receiver that lends (its devices load a large message from its sender's arrays)
+    learns where the halos are only in the exchange: its nest cannot be queued before it.
+    A message under the communicator's ``direct_min`` (or none sent direct) lands in the
+    receiver's own arrays."""
+    A = np.zeros((8, 8))
+
+    def rank(comm):
+        comm.lend, comm.direct_min = lend, least
+        rt = DistributedRuntime(make(1), {"A": A.copy()}, comm)
+        msgs = {(1 - comm.rank, comm.rank): [("A", Box((0, 0), (0, 7)))],
+                (comm.rank, 1 - comm.rank): [("A", Box((7, 0), (7, 7)))]}
+        *_, exchange = rt._stage_messages(msgs)
+        return exchange.gate
+
+    assert on_ranks(2, rank) == [gate, gate]
+
+
 @pytest.mark.parametrize("ranks,edge,split", [(2, "default", True), (2, "0", False),
                                                (3, "default", False), (3, "1", True)])
 def test_ranks_run_halo_rows_first(ranks, edge, split, monkeypatch):
