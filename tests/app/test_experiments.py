@@ -535,7 +535,11 @@ def test_bench_host_steady_state_is_the_difference_of_two_runs(tmp_path, capsys)
     long = {"serial_iters": 14, "tiles": 28, "wall_s": 2.0, "params": "b", "program": "p"}
     row = bh.difference(short, long)
     assert (row["serial_iters"], row["tiles"], row["ms_per_iter"]) == (10, 20, 100.0)
-    assert not row["below_noise"]
+    assert not row["below_noise"] and row["loop_ms_per_iter"] is None
+    # the loops alone (without the first iteration and the final write-out)
+    row = bh.difference(short | {"loop_s": 0.5, "loop_iters": 3},
+                        long | {"loop_s": 1.0, "loop_iters": 13})
+    assert (row["loop_iters"], row["loop_ms_per_iter"]) == (10, 50.0)
     capsys.readouterr()
     row = bh.difference(short, short | {"serial_iters": 20, "tiles": 40, "wall_s": 0.9})
     assert row["below_noise"] and row["ms_per_iter"] < 0
@@ -558,6 +562,7 @@ def test_bench_host_processes_swap_through_kept_buffers():
     from bbmm.distributed import Boxes
     row = bh.measure_ranks("heat2d", {"n": 32, "tsteps": 6}, 2, 2, 1)
     assert row["ranks"] == 2 and row["ms_per_iter"] > 0 and row["replayed"] > 0
+    assert row["loop_iters"] == 5 and 0 < row["loop_s"] < row["wall_s"]
     a = np.arange(12.0).reshape(3, 4)
     m = Boxes(HostCopy({"a": a}), [("a", Box((1, 0), (1, 3)))])
     comm = bh.LoopbackComm(0, 2, 1)
