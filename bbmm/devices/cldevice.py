@@ -473,7 +473,10 @@ class OpenCLDevice(Device):
         return cl.UserEvent(self.context)
 
     def open(self, gate: Any) -> None:
+        """Set the user event, and flush the queue: the commands behind it are submitted
+        now, not at the host's next enqueue or wait (OpenCL promises nothing sooner)."""
         gate.set_status(cl.command_execution_status.COMPLETE)
+        self.queue.flush()
 
     def holds(self, a, a_box, regions, host):
         return len(regions) == 1 or self.paired(a, a_box, regions, host)
