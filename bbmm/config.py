@@ -186,10 +186,16 @@ class RuntimeConfig:
     (``$BBMM_EDGE``; 0: never); None: the default of the runtime's kind, off in one
     process, on over two processes, off over more (:data:`bbmm.runtime.EDGE_POINTS`,
     :data:`~bbmm.runtime.EDGE_POINTS_RANKS`, :data:`~bbmm.runtime.EDGE_PROCESSES`)."""
-    gate: bool = True
-    """Over processes, a replayed nest's halo copy in and launch are queued before its
+    gate: bool = False
+    """Over processes, queue a replayed nest's halo copy in and launch before its
     exchange, behind a gate the exchange opens once the halos are in the host's array
-    (``$BBMM_GATE``; :func:`bbmm.replay._ahead`)."""
+    (``$BBMM_GATE``; :func:`bbmm.replay._ahead`). Off by default: on two H200s over two
+    processes it ran heat2d 12288^2 at 0.956 and 1.181 of the time without it in two
+    calls, fdtd2d 10240^2 1.021 and 1.033, heat3d 512^3 0.980, Floyd n=16384 1.046 and
+    1.039, LU n=16384 1.203 and 0.829 (loop medians of three alternating rounds:
+    ``python3 scripts/bench_ab.py --base . --base-tune gate=off --new-tune gate=on --
+    run polybench/P.c ... --devices 2 --procs 2``); it is yet to be measured over four
+    processes, where a nest's launch lies between the exchange and the kernel."""
     place: bool = True
     """Run the tiles of small phases where their data is (``$BBMM_PLACE``): LU n=8192 on
     two devices moves 63 MiB less between them."""
@@ -240,7 +246,7 @@ class RuntimeConfig:
                    ahead=r.switch("BBMM_AHEAD", True),
                    fuse=_fuse(r.text("BBMM_FUSE"), r.label("BBMM_FUSE")),
                    edge=edge_points(r.text("BBMM_EDGE"), r.label("BBMM_EDGE")),
-                   gate=r.switch("BBMM_GATE", True),
+                   gate=r.switch("BBMM_GATE", False),
                    place=r.switch("BBMM_PLACE", True),
                    defer=r.switch("BBMM_DEFER", True),
                    side=r.switch("BBMM_SIDE", True),

@@ -303,7 +303,8 @@ def _launch(rt: Runtime, tape: Tape, phases: list[tuple], args: tuple) -> None:
 
 
 def _ahead(rt: Runtime, tape: Tape, phases: list[tuple], args: tuple, timer: str) -> None:
-    """A phase whose load and launches go before its exchange (:func:`_gated`).
+    """A phase whose load and launches go before its exchange (:func:`_gated`), with
+    ``--tune gate=on`` (:attr:`bbmm.config.RuntimeConfig.gate`).
 
     Over processes a nest waits for its halos: each process waits for its flow-out rows
     to reach the host, swaps them with its neighbours, then enqueues the halos' copy in

@@ -313,6 +313,7 @@ def test_floyd_over_ranks_queues_row_k_behind_a_gate(nranks, tile):
     """A receiver of row ``k`` enqueues its copy in and its launch before the exchange
     that brings the row, behind a gate the exchange opens (a replay up to a shift): the
     null devices hold them until then, and the result is the sequential one."""
+    from bbmm.config import RuntimeConfig
     from bbmm.distributed import DistributedRuntime
     from test_distributed import on_ranks
     n = 192
@@ -320,7 +321,8 @@ def test_floyd_over_ranks_queues_row_k_behind_a_gate(nranks, tile):
 
     def rank(comm):
         rt = DistributedRuntime([NullDevice(0, cap=1 << 24, arena_size=1 << 16, gates=True)],
-                                {"path": path.copy()}, comm, verify=True)
+                                {"path": path.copy()}, comm, verify=True,
+                                config=RuntimeConfig.from_env({"gate": "on"}))
         run_floyd(rt, n, tile, queued=True)
         return rt.host.array("path").copy(), rt.local.stats.gated
 

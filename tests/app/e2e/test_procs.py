@@ -60,6 +60,29 @@ def test_polybench_check_over_processes(kernel, tmp_path):
     assert stderr == "", stderr
 
 
+@pytest.mark.parametrize("name,params", [
+    ("heat2d", ["n=64", "tsteps=30"]), ("fdtd2d", ["nx=48", "ny=40", "tmax=30"]),
+    ("floyd", ["n=128"]), ("lu", ["n=128"])])
+def test_nests_queued_behind_a_gate_over_processes_are_exact(name, params, tmp_path):
+    """With ``--tune gate=on`` each process queues a replayed nest's halo copy in and
+    launch before the exchange that brings the halos, behind an OpenCL user event the
+    exchange sets (bbmm.replay._ahead): over three processes the result is the
+    sequential C program's, and the receivers of halos or of row ``k`` queued launches
+    so (no enqueue blocked: the run ends)."""
+    out = tmp_path / "r.json"
+    argv = ["run", str(POLYBENCH / f"{name}.c"), "--procs", "3", "--devices", "3",
+            "--check", "--no-progress", "--tune", "gate=on", "--json", str(out)]
+    for p in params:
+        argv += ["--param", p]
+    r = bbmm(*argv)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["check"] == "pass", doc["mismatches"]
+    gated = [p["runtime"]["gated_launches"] for p in doc["per_rank"]]
+    assert sum(gated) > 0, gated
+    assert r.stderr == "", r.stderr
+
+
 @pytest.mark.parametrize("name,n", [("floyd", 384), ("lu", 512)])
 def test_steps_moved_on_over_processes_are_exact(name, n, tmp_path):
     """Over three processes, each moves most of Floyd's and LU's steps on from the steps
