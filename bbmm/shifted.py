@@ -643,25 +643,80 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
     times = stats.times
     kept = tpl.buffers
 
-    def issue(n: int, kind: str, args: tuple, gate: Any = None, held: Any = None) -> None:
+    def launch(n: int, args: tuple) -> None:
+        p, i, pieces, rows = args
+        got = {}
+        for a, ps, acc in pieces:
+            ds = bases.get(a)
+            out = []
+            for enc, r in ps:
+                c = copy(r)
+                out.append((c.box if enc is None else box_of(enc, ds), c))
+            got[a] = out
+        # the same boxes of the same copies as at the last replay (a tile whose boxes did
+        # not move): its buffers again, with the launch prepared for them
+        tb = kept.get(n)
+        if tb is None or tb.pieces != got:
+            tb = kept[n] = TileBuffers(got, {a: list(acc) for a, _, acc in pieces})
+        rt._launch(phases[p][0][i], tb, None if rows is None else rows_of[(p, i, rows)],
+                   phases[p][6], None if ats is None else ats[p][i])
+
+    def gated(n: int) -> int:
+        """Where phase ``begin`` at ``n`` starts with one load into a device and launches
+        on it only: its load and launches issued before its exchange, behind a gate the
+        exchange opens (as :func:`bbmm.replay._ahead` does), and the index past them;
+        else nothing issued and ``n``."""
+        ops = tpl.ops
+        m = n + 2
+        while m < len(ops) and ops[m][1] == "launch":
+            m += 1
+        cb = phases[ops[n][2][0]][2]
+        if m == n + 2 or ops[n + 1][1] != "h2d" or cb is None or not getattr(cb, "gate", False):
+            return n
+        timer, _, (r, enc, what, side) = ops[n + 1]
+        c = copy(r)
+        region = c.box if enc is None else box_of(enc, bases[c.array])
+        if (d.lane(c, region, side)
+                or any(phases[a[0]][0][a[1]].device != c.device.index
+                       for _, _, a in ops[n + 2:m])
+                or not d.may_gate(c, (region,))):
+            return n
+        gate = c.device.gate()
+        if gate is None:
+            return n
+        held: list = []
+        t0 = clock()
+        d.replay_h2d(c, region, d.host.array(c.array), what, 0, gate=gate, held=held)
+        stats.moved("h2d", c.device.index, what, region.volume * c.itemsize)
+        times[timer] += clock() - t0
+        for k in range(n + 2, m):
+            t0 = clock()
+            launch(k, ops[k][2])
+            times[ops[k][0]] += clock() - t0
+        t0 = clock()
+        try:
+            cb(True)
+        finally:
+            c.device.open(gate)
+        d.hold_done(held)
+        times[ops[n][0]] += clock() - t0
+        stats.gated += m - n - 2
+        return m
+
+    gating = rt.config.gate
+    past = 0  # ops before this index were issued by gated()
+    ops = tpl.ops
+    for n, (timer, kind, args) in enumerate(ops):
+        if n < past:
+            continue
+        t0 = clock()
         if kind == "launch":
-            p, i, pieces, rows = args
-            got = {}
-            for a, ps, acc in pieces:
-                ds = bases.get(a)
-                out = []
-                for enc, r in ps:
-                    c = copy(r)
-                    out.append((c.box if enc is None else box_of(enc, ds), c))
-                got[a] = out
-            # the same boxes of the same copies as at the last replay (a tile whose boxes
-            # did not move): its buffers again, with the launch prepared for them
-            tb = kept.get(n)
-            if tb is None or tb.pieces != got:
-                tb = kept[n] = TileBuffers(got, {a: list(acc) for a, _, acc in pieces})
-            rt._launch(phases[p][0][i], tb, None if rows is None else rows_of[(p, i, rows)],
-                       phases[p][6], None if ats is None else ats[p][i])
+            launch(n, args)
         elif kind == "begin":
+            if gating and n + 1 < len(ops):
+                past = gated(n)
+                if past != n:
+                    continue
             cb = phases[args[0]][2]
             if cb is not None:
                 cb(True)
@@ -681,64 +736,11 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
                 region = c.box if enc is None else box_of(enc, bases[c.array])
                 host = d.host.array(c.array)
                 if kind == "h2d":
-                    d.replay_h2d(c, region, host, what, d.lane(c, region, side),
-                                 gate=gate, held=held)
+                    d.replay_h2d(c, region, host, what, d.lane(c, region, side))
                 else:
                     d.replay_d2h(c, region, host, what)
             stats.moved(kind, c.device.index, what, region.volume * c.itemsize)
-
-    def gated(n: int) -> int:
-        """Where phase ``begin`` at ``n`` starts with one load into a device and launches
-        on it only: its load and launches issued before its exchange, behind a gate the
-        exchange opens (as :func:`bbmm.replay._ahead` does), and the index past them;
-        else nothing issued and ``n``."""
-        ops = tpl.ops
-        m = n + 2
-        while m < len(ops) and ops[m][1] == "launch":
-            m += 1
-        cb = phases[ops[n][2][0]][2]
-        if (m == n + 2 or ops[n + 1][1] != "h2d" or cb is None
-                or not getattr(cb, "gate", False) or not rt.config.gate):
-            return n
-        r, enc, _, side = ops[n + 1][2]
-        c = copy(r)
-        region = c.box if enc is None else box_of(enc, bases[c.array])
-        if (d.lane(c, region, side)
-                or any(phases[a[0]][0][a[1]].device != c.device.index
-                       for _, _, a in ops[n + 2:m])
-                or not d.may_gate(c, (region,))):
-            return n
-        gate = c.device.gate()
-        if gate is None:
-            return n
-        held: list = []
-        for k in range(n + 1, m):
-            t0 = clock()
-            issue(k, ops[k][1], ops[k][2], gate, held)
-            times[ops[k][0]] += clock() - t0
-        t0 = clock()
-        try:
-            cb(True)
-        finally:
-            c.device.open(gate)
-        d.hold_done(held)
-        times[ops[n][0]] += clock() - t0
-        stats.gated += m - n - 2
-        return m
-
-    n = 0
-    ops = tpl.ops
-    while n < len(ops):
-        timer, kind, args = ops[n]
-        if kind == "begin" and n + 1 < len(ops):
-            m = gated(n)
-            if m != n:
-                n = m
-                continue
-        t0 = clock()
-        issue(n, kind, args)
         times[timer] += clock() - t0
-        n += 1
     if d.writebacks:
         d.flush_writebacks()  # before the transient boxes they copy from are freed
     for c in made:
