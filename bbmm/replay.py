@@ -46,6 +46,7 @@ class Runtime(Protocol):
     directory: Directory
     managers: Sequence[BufferManager]
     stats: Stats
+    config: Any
 
     def _launch(self, t: Tile, tb: TileBuffers, rows: tuple[int, int] | None,
                 args: Sequence[Any] | None = None) -> Any: ...
@@ -171,7 +172,7 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
             ops.append(({"launch": 1, "begin": 2, "end": 3}[kind], None, args))
     tape.counts = counts
     tape.copy_counts = copies
-    return _gated(segments, d, tape)
+    return _gated(segments, d, tape) if rt.config.gate else segments
 
 
 def _gated(segments: list[tuple[str, list]], d: Directory, tape: Tape

@@ -423,9 +423,6 @@ def _closed(wait_for: Sequence[Any]) -> _Gate | None:
             return g
     return None
 
-    def finish(self) -> None:
-        pass
-
 
 class DryDevice(NullDevice):
     """A device that keeps no data and runs nothing: the pool, the box bookkeeping, the
