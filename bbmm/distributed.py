@@ -56,7 +56,7 @@ from .box import Box, hull_all
 from .coherence import HostCopy
 from .devices.base import Device
 from .ordertype import delta, moved_on
-from .ownership import Messages, Ownership, PlanMemo, plan_gather
+from .ownership import Messages, Ownership, PlanMemo, SpecKey, plan_gather
 from .runtime import PhaseSizes, Runtime, Tile
 from .shm import Staging
 
@@ -466,6 +466,9 @@ class DistributedRuntime:
         """Messages of the lists of boxes swapped (:meth:`_message`), by identity."""
         self._stages: dict[Any, list[tuple]] = {}
         """This rank's stages of a phase, by :attr:`PlanMemo.last_spec_key`."""
+        self._placements: dict[SpecKey, list[int]] = {}
+        """The devices :meth:`_placed` gave a small phase's tiles, by :meth:`_bare_key`
+        and the records."""
         self.rank_stats = RankStats(self.rank, len(devices))
         self.place = self.local.config.place and len(counts) > 1
         """Move the tiles of small phases to the rank holding their data (:meth:`_place`)."""
@@ -519,11 +522,16 @@ class DistributedRuntime:
             plan = self.memo._decode(self.own, tiles, entry[2], bases)
             self.memo.last = (entry, bases)
         else:
+            # a phase not named by a spec is looked up by what its plan depends on (its
+            # placement too): a small phase reading a table at [t] meets the same plan
+            # every step
+            bare = self._bare_key(tiles) if spec is None else None
             # every phase counts toward the largest one; a small one not named by a spec
             # runs where its data is
             if self.place and tiles and self._sizes.small(tiles) and spec is None:
-                tiles = self._place(tiles)
-            plan = self.memo.plan(self.own, tiles, self.rank_of, spec)
+                tiles = self._place(tiles, bare)
+            plan = self.memo.plan(self.own, tiles, self.rank_of,
+                                  spec if bare is None else bare)
         self._planned.append((tiles, self.memo.last, spec))
         st.plan_s += time.perf_counter() - t0
         self._step("plan", t0)
@@ -544,7 +552,43 @@ class DistributedRuntime:
             self.local.run_phase(mine, serial, before=ph[2], after=ph[3], key=key, spec=sub,
                                  args=args)
 
-    def _place(self, tiles: Sequence[Tile]) -> Sequence[Tile]:
+    def _bare_key(self, tiles: Sequence[Tile]) -> tuple:
+        """What the plan of a phase not named by a spec depends on, apart from the
+        records (:func:`bbmm.ownership.plan_phase`): each tile's device, its boxes, its
+        writes and its fresh arrays; without the boxes of an array that no record holds
+        and no tile of the phase writes, since every rank has its values and no message
+        moves them, wherever the boxes lie (fdtd2d's ``_fict_[t]``, a new box every
+        step). With the records, a key of :attr:`memo`'s phases named by their spec."""
+        recs = self.own.records
+        written = {a for t in tiles for a in t.writes}
+        return ("tiles", tuple(
+            (t.device, tuple((a, tuple(bs)) for a, bs in t.boxes.items()
+                             if a in written or recs.get(a)),
+             tuple((a, tuple(ws)) for a, ws in t.writes.items()), t.fresh)
+            for t in tiles))
+
+    def _place(self, tiles: Sequence[Tile], bare: tuple | None = None) -> Sequence[Tile]:
+        """:meth:`_placed`, looked up by the phase's :meth:`_bare_key` ``bare`` and the
+        records (the placement depends on nothing else) where given."""
+        if bare is None:
+            return self._placed(tiles)
+        key = SpecKey((bare, self.own.comparable()))
+        homes = self._placements.get(key)
+        if homes is None:
+            placed = self._placed(tiles)
+            if len(self._placements) >= PlanMemo.SIZE:
+                self._placements.pop(next(iter(self._placements)))
+            self._placements[key] = [t.device for t in placed]
+            return placed
+        out = []
+        for t, d in zip(tiles, homes):
+            if d != t.device:
+                t = _moved(t, d)
+                self.placed += 1
+            out.append(t)
+        return out
+
+    def _placed(self, tiles: Sequence[Tile]) -> Sequence[Tile]:
         """Tiles of a small phase run on the rank holding the newest values of most of
         their boxes (by the records every rank keeps alike, so every rank moves them
         alike), the driver's placement winning ties.

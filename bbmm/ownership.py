@@ -88,6 +88,10 @@ class Ownership:
         self._limit = dict(limit)
         self.key = None
 
+    def comparable(self) -> tuple:
+        """The records as a comparable value (:attr:`key`, computed once per state)."""
+        return _records_key(self)
+
     def state(self) -> tuple:
         """Everything :meth:`set_state` takes back, as it is (records left encoded)."""
         return self._records, self._lazy, self._limit, self.key

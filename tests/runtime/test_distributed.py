@@ -434,6 +434,54 @@ def test_an_exchange_gates_its_nest_only_where_its_halos_come_to_its_own_arrays(
     assert on_ranks(2, rank) == [gate, gate]
 
 
+def test_a_phase_reading_a_table_at_t_is_planned_once():
+    """A phase not named by a spec is looked up by its tiles without the boxes of arrays
+    no record holds and the phase does not write (every rank has their values): a small
+    phase reading ``T[t]`` (fdtd2d's ``_fict_[t]``) meets one plan and one placement
+    every step, and the result is exact. Once ``T`` is written (records hold it), its
+    boxes count again."""
+    n, steps = 8, 6
+    A = np.arange(n * n, dtype=np.float64).reshape(n, n)
+    T = np.arange(steps, dtype=np.float64) + 100.0
+    row = Box((0, 0), (0, n - 1))
+
+    def set_row(t):
+        def k(d, tb):
+            scatter(d, tb, "A", row, np.full((1, n), gather(d, tb, "T", Box((t,), (t,)),
+                                                             np.float64)[0]))
+        return k
+
+    def rank(comm):
+        rt = DistributedRuntime(make(1), {"A": A.copy(), "T": T.copy()}, comm, verify=True)
+        keys, plans = [], []
+        for t in range(steps):
+            tile = Tile(1, {"A": [row], "T": [Box((t,), (t,))]}, set_row(t),
+                        writes={"A": [row]}, fresh=frozenset({"A"}))
+            keys.append(rt._bare_key([tile]))
+            misses = rt.memo.misses + rt.memo.checked
+            rt.run_phase([tile], serial=(t,))
+            plans.append(rt.memo.misses + rt.memo.checked - misses)
+            rt.end_serial((t,))
+        # the steps' plans, kept by the tiles' key: the first step's (no record of A
+        # yet) and every later one's
+        kept = len(rt.memo.by_spec)
+        written = Tile(0, {"T": [Box((0,), (0,))]}, _noop, writes={"T": [Box((0,), (0,))]})
+        rt.run_phase([written], serial=(steps,))
+        late = [rt._bare_key([Tile(1, {"A": [row], "T": [Box((t,), (t,))]}, _noop,
+                                   writes={"A": [row]})]) for t in (1, 2)]
+        rt.finish()
+        return rt.host.array("A").copy(), keys, plans, late, kept
+
+    out = on_ranks(2, rank)
+    for got, keys, plans, late, kept in out:
+        assert len(set(keys)) == 1 and kept == 2
+        assert sum(plans[2:]) == 0, plans   # planned afresh in the first steps only
+        assert late[0] != late[1]
+    want = A.copy()
+    want[0, :] = T[steps - 1]
+    np.testing.assert_array_equal(out[0][0], want)
+
+
 @pytest.mark.parametrize("ranks,edge,split", [(2, "default", True), (2, "0", False),
                                                (3, "default", False), (3, "1", True)])
 def test_ranks_run_halo_rows_first(ranks, edge, split, monkeypatch):
