@@ -466,6 +466,9 @@ class DistributedRuntime:
         """Messages of the lists of boxes swapped (:meth:`_message`), by identity."""
         self._stages: dict[Any, list[tuple]] = {}
         """This rank's stages of a phase, by :attr:`PlanMemo.last_spec_key`."""
+        self._bare_seen: dict[tuple, None] = {}
+        """The keys (:meth:`_bare_key`) of the phases met lately: one met again is looked
+        up by its key."""
         self._placements: dict[SpecKey, list[int]] = {}
         """The devices :meth:`_placed` gave a small phase's tiles, by :meth:`_bare_key`
         and the records."""
@@ -522,13 +525,19 @@ class DistributedRuntime:
             plan = self.memo._decode(self.own, tiles, entry[2], bases)
             self.memo.last = (entry, bases)
         else:
-            # a phase not named by a spec is looked up by what its plan depends on (its
-            # placement too): a small phase reading a table at [t] meets the same plan
-            # every step
-            bare = self._bare_key(tiles) if spec is None else None
             # every phase counts toward the largest one; a small one not named by a spec
-            # runs where its data is
-            if self.place and tiles and self._sizes.small(tiles) and spec is None:
+            # runs where its data is, and is looked up by what its plan depends on (its
+            # placement too): one reading a table at [t] meets the same plan every step
+            small = self.place and tiles and self._sizes.small(tiles) and spec is None
+            bare = self._bare_key(tiles) if small else None
+            if bare is not None and bare not in self._bare_seen:
+                # first met: planned as before (a phase whose boxes move every step,
+                # LU's row k, is never met again and would only fill the tables)
+                if len(self._bare_seen) >= PlanMemo.SIZE:
+                    self._bare_seen.pop(next(iter(self._bare_seen)))
+                self._bare_seen[bare] = None
+                bare = None
+            if small:
                 tiles = self._place(tiles, bare)
             plan = self.memo.plan(self.own, tiles, self.rank_of,
                                   spec if bare is None else bare)
@@ -553,7 +562,7 @@ class DistributedRuntime:
                                  args=args)
 
     def _bare_key(self, tiles: Sequence[Tile]) -> tuple:
-        """What the plan of a phase not named by a spec depends on, apart from the
+        """What the plan of a small phase not named by a spec depends on, apart from the
         records (:func:`bbmm.ownership.plan_phase`): each tile's device, its boxes, its
         writes and its fresh arrays; without the boxes of an array that no record holds
         and no tile of the phase writes, since every rank has its values and no message
