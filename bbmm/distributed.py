@@ -470,7 +470,7 @@ class DistributedRuntime:
         """The keys (:meth:`_bare_key`) of the phases met lately: one met again is looked
         up by its key."""
         self._placements: dict[SpecKey, list[int]] = {}
-        """The devices :meth:`_placed` gave a small phase's tiles, by :meth:`_bare_key`
+        """The devices :meth:`_homes` gave a small phase's tiles, by :meth:`_bare_key`
         and the records."""
         self.rank_stats = RankStats(self.rank, len(devices))
         self.place = self.local.config.place and len(counts) > 1
@@ -577,18 +577,19 @@ class DistributedRuntime:
             for t in tiles))
 
     def _place(self, tiles: Sequence[Tile], bare: tuple | None = None) -> Sequence[Tile]:
-        """:meth:`_placed`, looked up by the phase's :meth:`_bare_key` ``bare`` and the
-        records (the placement depends on nothing else) where given."""
-        if bare is None:
-            return self._placed(tiles)
-        key = SpecKey((bare, self.own.comparable()))
-        homes = self._placements.get(key)
+        """The tiles moved to the devices :meth:`_homes` gives them, looked up by the
+        phase's :meth:`_bare_key` ``bare`` and the records (the placement depends on
+        nothing else) where given."""
+        homes = key = None
+        if bare is not None:
+            key = SpecKey((bare, self.own.comparable()))
+            homes = self._placements.get(key)
         if homes is None:
-            placed = self._placed(tiles)
-            if len(self._placements) >= PlanMemo.SIZE:
-                self._placements.pop(next(iter(self._placements)))
-            self._placements[key] = [t.device for t in placed]
-            return placed
+            homes = self._homes(tiles)
+            if key is not None:
+                if len(self._placements) >= PlanMemo.SIZE:
+                    self._placements.pop(next(iter(self._placements)))
+                self._placements[key] = homes
         out = []
         for t, d in zip(tiles, homes):
             if d != t.device:
@@ -597,10 +598,11 @@ class DistributedRuntime:
             out.append(t)
         return out
 
-    def _placed(self, tiles: Sequence[Tile]) -> Sequence[Tile]:
-        """Tiles of a small phase run on the rank holding the newest values of most of
-        their boxes (by the records every rank keeps alike, so every rank moves them
-        alike), the driver's placement winning ties.
+    def _homes(self, tiles: Sequence[Tile]) -> list[int]:
+        """The device each tile of a small phase runs on: its own where its rank holds
+        the newest values of most of its boxes, else the first of the rank that does (by
+        the records every rank keeps alike, so every rank moves them alike), the driver's
+        placement winning ties.
 
         The driver places tiles by one global grid, so a small nest along another
         dimension than the big ones (LU's scaling of row ``k`` along ``j``, fdtd2d's
@@ -612,7 +614,7 @@ class DistributedRuntime:
         their placement (their plan is kept by it), but count toward the largest.
         """
         if not tiles:
-            return tiles
+            return []
         # the records that meet the phase's boxes at all (a few: the phase is small)
         near: dict[str, list] = {}
         for a in dict.fromkeys(a for t in tiles for a in t.boxes):
@@ -634,10 +636,7 @@ class DistributedRuntime:
                                 score[r] += inter.volume
             home = self.rank_of[t.device]
             best = max(range(len(score)), key=lambda r: (score[r], r == home))
-            if best != home:
-                t = _moved(t, self.firsts[best])
-                self.placed += 1
-            out.append(t)
+            out.append(t.device if best == home else self.firsts[best])
         return out
 
     def _my_stages(self, plan: list[tuple[list[Tile], Messages]], tiles: Sequence[Tile],
