@@ -25,7 +25,7 @@ flow-in, and the pull before a tile that finds part of its box stale).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -321,10 +321,8 @@ class Directory:
                    lane: int = 0, *, gate: Any = None, held: list | None = None) -> None:
         """The load of :meth:`_h2d` (``lane`` 1: on the device's side queue), without
         recording or counting it: a replayed iteration (bbmm.replay) issues it so, its
-        bytes counted once per replay. With ``gate`` (:meth:`may_gate`) the load waits
-        for it, and its record for :class:`HostOrder` goes to ``held`` instead
-        (:meth:`hold_done` adds it once the gate is open: an exchange settling the region
-        meanwhile must not wait for a load that waits for it)."""
+        bytes counted once per replay. With ``gate`` (:meth:`behind_gate`) the load waits
+        for it, and its record for :class:`HostOrder` goes to ``held`` instead."""
         a = dst.array
         self.host.loading(a, region)
         src = self.host.source(a, region)
@@ -482,10 +480,28 @@ class Directory:
             return False
         return not any(self.host.lent(c.array, r) for r in regions)
 
-    def hold_done(self, held: list) -> None:
-        """Record the loads held behind a gate just opened (:meth:`replay_h2d`)."""
+    def behind_gate(self, device: Any, exchange: Callable[[bool], None],
+                    load: Callable[[Any, list], None], launches: Callable[[], None]) -> bool:
+        """A replayed phase's load and launches issued before its ``exchange`` (the
+        stage's ``before``), behind a gate of ``device`` that opens once the exchange is
+        done: ``load(gate, held)`` issues the load waiting for the gate
+        (:meth:`replay_h2d`'s ``gate`` and ``held``), ``launches()`` the kernels behind it.
+        The load's records go to :class:`HostOrder` once the gate is open: the exchange
+        settles the regions it receives, and must not wait for a load that waits for it.
+        False, with nothing issued, where ``device`` gives no gate."""
+        gate = device.gate()
+        if gate is None:
+            return False
+        held: list = []
+        load(gate, held)
+        launches()
+        try:
+            exchange(True)
+        finally:
+            device.open(gate)
         for a, r, dev, stores, e, lane in held:
             self.order.after(a, r, dev, stores, e, lane)
+        return True
 
     def replay_d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
         """The copy of :meth:`_d2d`, without recording or counting it (a replay's)."""

@@ -327,28 +327,24 @@ def _ahead(rt: Runtime, tape: Tape, phases: list[tuple], args: tuple, timer: str
     p, (fn, fargs), regions, launches, ltimer = args
     cb = phases[p][2]
     d = rt.directory
-    gate = None
-    if (cb is not None and getattr(cb, "gate", False) and rt.config.gate
-            and d.may_gate(fargs[0], regions)):
-        gate = fargs[0].device.gate()
-    if gate is None:
-        if cb is not None:
-            cb(True)
-        fn(*fargs)
+    times = rt.stats.times
+
+    def launch_all() -> None:
+        t0 = time.perf_counter()
         for a in launches:
             _launch(rt, tape, phases, a)
+        dt = time.perf_counter() - t0
+        times[ltimer] += dt
+        times[timer] -= dt
+
+    if (cb is not None and getattr(cb, "gate", False) and d.may_gate(fargs[0], regions)
+            and d.behind_gate(fargs[0].device, cb,
+                              lambda gate, held: fn(*fargs, gate=gate, held=held),
+                              launch_all)):
+        rt.stats.gated += len(launches)
         return
-    held: list = []
-    fn(*fargs, gate=gate, held=held)
-    t0 = time.perf_counter()
+    if cb is not None:
+        cb(True)
+    fn(*fargs)
     for a in launches:
         _launch(rt, tape, phases, a)
-    dt = time.perf_counter() - t0
-    rt.stats.times[ltimer] += dt
-    rt.stats.times[timer] -= dt
-    try:
-        cb(True)
-    finally:
-        fargs[0].device.open(gate)
-    d.hold_done(held)
-    rt.stats.gated += len(launches)
