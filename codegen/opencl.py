@@ -333,6 +333,12 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     if stage:
         out.directive("#if !BBMM_SG  /* not staged: a work-item per band point */")
     inner_test = outer_test = ""
+
+    def row(d: int, first: str) -> str:
+        """Band loop ``d``'s first point of a work-item; band loop 0's past a launch's
+        gap where the kernel takes two ranges of rows (``BBMM_ROW``)."""
+        return f"BBMM_ROW({first})" if d == 0 and nb > 1 else first
+
     for d, lp in enumerate(band):
         out(comment(f"band loop {d} '{lp.iterator}' (loop {lp.id}): OpenCL dimension "
                      f"{cl_dim[d]}" + ("; outside the tile or the loop: nothing to do"
@@ -346,17 +352,14 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             what = ("BBMM_CO points per work-item, get_local_size(0) apart" if d == nb - 1
                     else "BBMM_CO1 consecutive points per work-item")
             out(comment(f"{what} from {fresh(lp.iterator + '0')} on"))
-            first = f"{gs[d]} + {start}"
-            out(f"const int {fresh(lp.iterator + '0')} = "
-                f"{f'BBMM_ROW({first})' if d == 0 and nb > 1 else first};")
+            out(f"const int {fresh(lp.iterator + '0')} = {row(d, f'{gs[d]} + {start}')};")
             if d == nb - 1:
                 inner_test = test
             else:
                 outer_test = test
             continue
-        first = f"{gs[d]} + (int)get_global_id({cl_dim[d]})"
         out(f"const int {lp.iterator} = "
-            f"{f'BBMM_ROW({first})' if d == 0 and nb > 1 else first};")
+            f"{row(d, f'{gs[d]} + (int)get_global_id({cl_dim[d]})')};")
         out(f"if ({test})")
         out("  return;")
     if not nb:
