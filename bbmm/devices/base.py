@@ -253,8 +253,9 @@ class Device(ABC):
     def holds(self, a: Allocation, a_box: Box, regions: Sequence[Box],
               host: np.ndarray) -> bool:
         """Whether :meth:`write_rects` of ``regions`` into ``a`` is one command that may
-        wait for a closed :meth:`gate` (two would be a copy behind a closed gate)."""
-        return False
+        wait for a closed :meth:`gate` (two would be a copy behind a closed gate): one
+        region, or two the device moves as one (:meth:`paired`)."""
+        return len(regions) == 1 or self.paired(a, a_box, regions, host)
 
     @abstractmethod
     def copy_rect(self, dst: Allocation, dst_box: Box, src: Allocation, src_box: Box,
@@ -368,7 +369,7 @@ class NullDevice(Device):
             fn()
 
     def holds(self, a, a_box, regions, host):
-        return True
+        return True  # write_rects behind a closed gate holds its regions as one command
 
     def done(self, event: Any) -> bool:
         return not isinstance(event, _Behind) or event.gate.opened
@@ -469,8 +470,7 @@ class DryDevice(NullDevice):
     def paired(self, a, a_box, regions, host):
         return len(regions) == 2 and pairable(*regions)
 
-    def holds(self, a, a_box, regions, host):
-        return len(regions) == 1 or self.paired(a, a_box, regions, host)
+    holds = Device.holds  # as an OpenCL device: a pair held whole only where it is paired
 
     def _pair(self, kind: str, a: Allocation, a_box: Box, regions: Sequence[Box],
               host: np.ndarray) -> None:

@@ -478,9 +478,6 @@ class OpenCLDevice(Device):
         gate.set_status(cl.command_execution_status.COMPLETE)
         self.queue.flush()
 
-    def holds(self, a, a_box, regions, host):
-        return len(regions) == 1 or self.paired(a, a_box, regions, host)
-
     def _pair_copy(self, to_device: bool, a: Allocation, a_box: Box, regions: Sequence[Box],
                    host: np.ndarray, wait_for: Sequence[Any], blocking: bool
                    ) -> tuple[bool, Any]:
