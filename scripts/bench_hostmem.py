@@ -193,24 +193,9 @@ def queued_behind(n: int, timeout_s: float = 20.0) -> dict[str, Any]:
     while holding Python's lock keeps the thread from ever setting the event (the child
     is then stopped after ``timeout_s``): that step is reported as ``"blocked"``, the
     ones after it as ``"not reached"``."""
-    import multiprocessing as mp
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_queue_behind, args=(n, child))
-    proc.start()
     got: dict[str, list[float]] = {}
-    deadline = time.perf_counter() + timeout_s
-    while time.perf_counter() < deadline:
-        if parent.poll(0.1):
-            msg = parent.recv()
-            if msg is None:
-                break
-            got.setdefault(msg[0], []).append(msg[1])
-        elif not proc.is_alive():
-            break
-    if proc.is_alive():
-        proc.kill()
-    proc.join()
+    for label, us in child_messages(_queue_behind, (n,), timeout_s)[0]:
+        got.setdefault(label, []).append(us)
     out: dict[str, Any] = {}
     blocked = False
     for label in STEPS:
@@ -221,6 +206,36 @@ def queued_behind(n: int, timeout_s: float = 20.0) -> dict[str, Any]:
             out[key] = "not reached" if blocked else "blocked"
             blocked = True
     return out
+
+
+def child_messages(target: Any, args: tuple, timeout_s: float) -> tuple[list[Any], int | None]:
+    """Run ``target(*args, pipe)`` in a spawned child process (its own OpenCL context):
+    the messages it sent through ``pipe`` up to a ``None`` or its end, and its exit
+    status; None where it still ran after ``timeout_s`` (an enqueue that blocks while
+    holding Python's lock), and was stopped."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=target, args=(*args, child))
+    proc.start()
+    got: list[Any] = []
+    ended = False
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        if parent.poll(0.1):
+            msg = parent.recv()
+            if msg is None:
+                ended = True
+                break
+            got.append(msg)
+        elif not proc.is_alive():
+            ended = True
+            break
+    proc.join(max(0.0, deadline - time.perf_counter()))
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+    return got, proc.exitcode if ended else None
 
 
 def _queue_behind(n: int, pipe: Any) -> None:

@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from bench_hostmem import child_messages
+
 SRC = """
 __kernel void sweep(__global const float *a, __global float *b, __global float *seen,
                     int n, int rows, int t) {
@@ -87,23 +89,10 @@ def in_child(order: str, n: int, rows: int, nests: int, spin_us: float,
              wait: float) -> dict[str, Any]:
     """:func:`run_order` in a child process, or ``{"result": "blocked"}`` if it has not
     finished after ``wait`` seconds."""
-    import multiprocessing as mp
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_child, args=(order, n, rows, nests, spin_us, child))
-    proc.start()
-    got = None
-    deadline = time.perf_counter() + wait
-    while time.perf_counter() < deadline:
-        if parent.poll(0.1):
-            got = parent.recv()
-            break
-        if not proc.is_alive():
-            return {"result": f"failed (exit status {proc.exitcode})"}
-    if proc.is_alive():
-        proc.kill()
-    proc.join()
-    return got if got is not None else {"result": "blocked"}
+    got, status = child_messages(_child, (order, n, rows, nests, spin_us), wait)
+    if status is None:
+        return {"result": "blocked"}
+    return got[0] if got else {"result": f"failed (exit status {status})"}
 
 
 def _child(order: str, n: int, rows: int, nests: int, spin_us: float, pipe: Any) -> None:
