@@ -522,7 +522,7 @@ class DistributedRuntime:
             tiles = [t if t.device == c.device else _moved(t, c.device)
                      for t, c in zip(tiles, pend[0][i][0])]
             entry, bases = pend[0][i][1], pend[1][i]
-            plan = self.memo._decode(self.own, tiles, entry[2], bases)
+            plan = self.memo._decode(self.own, tiles, entry[2], bases, self.rank)
             self.memo.last = (entry, bases)
         else:
             # every phase counts toward the largest one; a small one not named by a spec
@@ -730,7 +730,7 @@ class DistributedRuntime:
         phases = []
         stages = lc.phases
         for (tiles, entry), bases in zip(entries, moved):
-            for _, msgs in self.memo._decode(own, tiles, entry[2], bases):
+            for _, msgs in self.memo._decode(own, tiles, entry[2], bases, self.rank):
                 i = len(phases)
                 if i >= len(stages):
                     own.set_state(saved)

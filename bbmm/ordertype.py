@@ -168,12 +168,23 @@ def moved_on(shape: tuple, bases: Mapping[str, list[list[int]]],
     out = {}
     for a, _, dims in shape:
         per = []
-        for (_, gaps, _), x, d in zip(dims, bases[a], by[a]):
+        old = bases[a]
+        still = True
+        for (_, gaps, _), x, d in zip(dims, old, by[a]):
+            if not any(d):
+                per.append(x)  # a dimension whose coordinates stay: kept as it was
+                continue
+            still = False
+            first = d[0]
+            if d.count(first) == len(d):
+                # all moved by one amount: in the same order, the same gaps apart
+                per.append([u + first for u in x])
+                continue
             ds = [u + v for u, v in zip(x, d)]
             if _gaps(ds, gap) != gaps:
                 return None
             per.append(ds)
-        per.append([v for base in per for v in base])
+        per.append(old[-1] if still else [v for base in per for v in base])
         out[a] = per
     return out
 

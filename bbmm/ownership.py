@@ -483,16 +483,18 @@ class PlanMemo:
         return plan
 
     def _decode(self, own: Ownership, tiles: Sequence[Tile], got: tuple,
-                bases: Mapping[str, list[list[int]]]) -> list[tuple[list[Tile], Messages]]:
+                bases: Mapping[str, list[list[int]]], rank: int | None = None
+                ) -> list[tuple[list[Tile], Messages]]:
         """A verified template ``got`` of :attr:`plans` for ``tiles``, whose coordinates'
         distinct values are ``bases``: its records restored (decoded where they are read,
-        :meth:`Ownership.restore_lazy`), its stages returned."""
+        :meth:`Ownership.restore_lazy`), its stages returned (given ``rank``, with only
+        the messages it sends or receives)."""
         parts, msgs_t, recs_t, limit, _ = got
         self.hits += 1
         self._streak = 0
         own.restore_lazy(recs_t, bases, limit)
         return [([tiles[i] for i in idx], m)
-                for idx, m in zip(parts, _decoded_messages(msgs_t, bases))]
+                for idx, m in zip(parts, _decoded_messages(msgs_t, bases, rank))]
 
     def _keep(self, table: dict[Any, Any], key: Any, parts: tuple,
               plan: list[tuple[list[Tile], Messages]], own: Ownership) -> None:
@@ -514,10 +516,13 @@ class PlanMemo:
         return [([tiles[i] for i in idx], m) for idx, m in zip(parts, msgs)]
 
 
-def _decoded_messages(msgs_t: list, bases: Mapping[str, list[list[int]]]
-                      ) -> list[Messages]:
-    """A template's messages, their boxes decoded through ``bases``."""
-    return [{pair: [(a, _box(t, bases[a])) for a, t in items] for pair, items in m.items()}
+def _decoded_messages(msgs_t: list, bases: Mapping[str, list[list[int]]],
+                      rank: int | None = None) -> list[Messages]:
+    """A template's messages, their boxes decoded through ``bases`` (given ``rank``, only
+    those it sends or receives: a process of a row ``k`` sent to every other one decodes
+    one message instead of all)."""
+    return [{pair: [(a, _box(t, bases[a])) for a, t in items] for pair, items in m.items()
+             if rank is None or rank in pair}
             for m in msgs_t]
 
 

@@ -657,7 +657,10 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
         # not move): its buffers again, with the launch prepared for them
         tb = kept.get(n)
         if tb is None or tb.pieces != got:
-            tb = kept[n] = TileBuffers(got, {a: list(acc) for a, _, acc in pieces})
+            if tb is not None:
+                tb.before = None  # one replay back, not a chain of them
+            tb = kept[n] = TileBuffers(got, {a: list(acc) for a, _, acc in pieces},
+                                       before=tb)
         rt._launch(phases[p][0][i], tb, None if rows is None else rows_of[(p, i, rows)],
                    phases[p][6], None if ats is None else ats[p][i])
 

@@ -206,6 +206,11 @@ class TileBuffers:
     launches: dict[Any, Any] = field(default_factory=dict)
     """Launch preparations derived from the pieces (kernel object, array arguments), per
     device and kernel: the pieces never change, and a replayed tile launches again."""
+    before: TileBuffers | None = None
+    """The buffers the same tile took at the last replay, with the same accesses but
+    other pieces (a row ``k`` replayed up to a shift is a new copy every serial
+    iteration): its launches are this one's but for the array arguments
+    (:func:`bbmm.hostlib.launch`)."""
 
     def copies(self) -> list[Copy]:
         return [c for ps in self.pieces.values() for _, c in ps]

@@ -871,3 +871,62 @@ def test_a_tiles_flowout_in_one_row_leaves_in_one_copy_and_keeps_its_records():
                    for b in dirty)
 
 # }}}
+
+
+def test_a_replayed_tile_with_a_new_copy_launches_as_planned_anew(monkeypatch):
+    """A tile replayed with another copy of the same shape in a slot (Floyd's row ``k``,
+    a new copy every serial iteration) launches with the kernel and NDRange its last
+    replay planned and the new copy's arguments, without planning again: the same
+    launch as one planned anew, for the whole tile and for its two ends in one launch
+    (``BBMM_GAPS``). A copy whose offsets pass 32-bit ints takes another kernel
+    variant, and is planned anew."""
+    from bbmm import hostlib
+    from bbmm.tiles import Copy, TileBuffers
+
+    class Dev:
+        def __init__(self):
+            self.launched = []
+
+        def kernel(self, source, name, options):
+            return (name, options)
+
+        def launch(self, knl, gsize, local, args):
+            self.launched.append((knl, tuple(gsize), tuple(local), list(args)))
+
+    plans = []
+    plan = hostlib._plan_launch
+    monkeypatch.setattr(hostlib, "_plan_launch", lambda *a: plans.append(1) or plan(*a))
+    null = NullDevice(0)
+
+    def copy(lo, hi):
+        n = (hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1)
+        return Copy("A", Box(lo, hi), null, null.alloc(4 * n), 4)
+
+    def buffers(row, before=None):
+        own = copy((0, 0), (7, 15)) if before is None else before.pieces["A"][0][1]
+        return TileBuffers({"A": [(own.box, own), (row.box, row)]}, {"A": [0, 1, 0]},
+                           before=before)
+
+    def same(x, y):
+        return x[:3] == y[:3] and len(x[3]) == len(y[3]) and all(
+            a is b or (isinstance(a, np.generic) and a == b) for a, b in zip(x[3], y[3]))
+
+    arrays = (("A", 2, 2, (0, 1, 2)),)
+    for rows in (None, (0, 0, 7, 7)):
+        dev = Dev()
+        go = lambda tb: hostlib.launch(dev, tb, "src", "k", [3, 0, 7], ((0, 7), (0, 15)),  # noqa: E731
+                                       (1, 0), arrays, local=(16, 1), rows=rows)
+        first = buffers(copy((3, 0), (3, 15)))
+        go(first)
+        n = len(plans)
+        moved = buffers(copy((4, 0), (4, 15)), before=first)
+        go(moved)
+        assert len(plans) == n  # carried, not planned
+        go(TileBuffers(moved.pieces, moved.access))  # the same copies, planned anew
+        assert len(plans) == n + 1
+        assert same(dev.launched[1], dev.launched[2])
+        assert not same(dev.launched[0], dev.launched[1])  # the row's own arguments
+        far = buffers(copy((1 << 28, 0), (1 << 28, 15)), before=moved)
+        go(far)
+        assert len(plans) == n + 2  # offsets past 32-bit ints: planned anew
+        assert dev.launched[3][0] != dev.launched[2][0]
