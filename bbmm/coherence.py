@@ -238,7 +238,8 @@ class Directory:
     devices: the flow-out of row k splits off row k's final left part every step), and
     every write and store walks the array's records."""
 
-    def __init__(self, host: HostCopy, stats: Stats, reuse: bool = True, defer: bool = True):
+    def __init__(self, host: HostCopy, stats: Stats, reuse: bool = True, defer: bool = True,
+                 beside: bool = False):
         self.host = host
         self.stats = stats
         self.reuse = reuse
@@ -261,6 +262,11 @@ class Directory:
         self.writebacks: list[tuple[Copy, Box]] = []
         """Regions loaded from another array (:meth:`HostCopy.source`) whose copy from
         the device into the host's own array is not enqueued yet (:meth:`flush_writebacks`)."""
+        self.beside = beside and not self.blocking
+        """A tile's flow-out stored between its first rows and the rest of its rows
+        (:meth:`bbmm.runtime.Runtime._edges`) leaves on the device's side queue, beside
+        the launch of the rest (:meth:`~bbmm.devices.base.Device.read_rect`'s ``side``),
+        where the device has one."""
 
     # ---- membership ------------------------------------------------------------
 
@@ -303,12 +309,18 @@ class Directory:
             self.tape.add("h2d", (dst, region, what, side))
         self.stats.moved("h2d", dev.index, what, n)
 
-    def _d2h(self, src: Copy, region: Box, what: str) -> None:
+    def _d2h(self, src: Copy, region: Box, what: str, side: bool = False) -> None:
         host = self.host.array(src.array)
         if self.tape is not None:
-            self.tape.add("d2h", (src, region, what, False))
-        self.replay_d2h(src, region, host, what)
+            self.tape.add("d2h", (src, region, what, side))
+        self.replay_d2h(src, region, host, what, side)
         self.stats.moved("d2h", src.device.index, what, region.volume * host.itemsize)
+
+    def out_lane(self, src: Copy, side: bool) -> int:
+        """The queue of a store out of ``src``: 1, the device's side queue, for one that
+        may run beside the device's next launch (``side``: a split tile's flow-out,
+        :attr:`beside`); else 0."""
+        return 1 if side and self.beside and src.device.side else 0
 
     def _d2d(self, dst: Copy, src: Copy, region: Box, what: str) -> None:
         self.replay_d2d(dst, src, region, what)
@@ -395,7 +407,8 @@ class Directory:
                              sum(r.volume for r in regions) * host.itemsize)
         return bool(todo)
 
-    def replay_d2h(self, src: Copy, region: Box, host: np.ndarray, what: str) -> None:
+    def replay_d2h(self, src: Copy, region: Box, host: np.ndarray, what: str,
+                   side: bool = False) -> None:
         """The store of :meth:`_d2h`, without recording or counting it (a replay's)."""
         a = src.array
         dev = src.device
@@ -405,20 +418,23 @@ class Directory:
         self.host.storing(a, region)
         if dev.profiling:
             dev.note({"array": a, "box": region, "for": what})
+        lane = self.out_lane(src, side)
         e = dev.read_rect(src.alloc, src.box, region, host, wait_for=waits,
-                          blocking=self.blocking)
+                          blocking=self.blocking, **({"side": True} if lane else {}))
         if not self.blocking:
-            self.order.after(a, region, dev, True, e)
+            self.order.after(a, region, dev, True, e, lane)
         if e is not None:
             src.last = e
         self.host.stored(a, region)
 
     def replay_pair(self, c: Copy, regions: Sequence[Box], host: np.ndarray, what: str,
-                    stores: bool, *, gate: Any = None, held: list | None = None) -> None:
+                    stores: bool, side: bool = False, *, gate: Any = None,
+                    held: list | None = None) -> None:
         """:meth:`replay_h2d` (``stores`` false) or :meth:`replay_d2h` of disjoint
         ``regions`` of copy ``c`` one after the other, as one command where the device can
         (:meth:`~bbmm.devices.base.Device.write_rects`): a replayed stencil step's two
-        halos, its two flow-out rows. ``gate`` and ``held``: as :meth:`replay_h2d`'s."""
+        halos, its two flow-out rows (``side``: as :meth:`replay_d2h`'s). ``gate`` and
+        ``held``: as :meth:`replay_h2d`'s."""
         a = c.array
         dev = c.device
         if stores and self.writebacks:
@@ -441,8 +457,10 @@ class Directory:
         if dev.profiling:
             dev.note({"array": a, "box": " + ".join(str(r)[3:] for r in regions),
                       "for": what})
+        lane = self.out_lane(c, side) if stores else 0
         move = dev.read_rects if stores else dev.write_rects
-        e = move(c.alloc, c.box, regions, host, wait_for=waits, blocking=self.blocking)
+        e = move(c.alloc, c.box, regions, host, wait_for=waits, blocking=self.blocking,
+                 **({"side": True} if lane else {}))
         if not dev.paired(c.alloc, c.box, regions, host):
             # the replay counted one command; the device made one per region (the
             # driver bounds the pair's copy past its buffer, or refused a pair)
@@ -451,7 +469,7 @@ class Directory:
             if held is not None:
                 held.append((a, r, dev, stores, e, 0))
             elif not self.blocking:
-                self.order.after(a, r, dev, stores, e)
+                self.order.after(a, r, dev, stores, e, lane)
             if stores:
                 self.host.stored(a, r)
         if e is not None:
@@ -515,8 +533,9 @@ class Directory:
     # ---- the newest value ------------------------------------------------------
 
     def store(self, holder: Copy, region: Box, what: str,
-              parts: Sequence[Box] | None = None) -> None:
-        """Copy the parts of ``region`` where ``holder`` is newest to the host.
+              parts: Sequence[Box] | None = None, side: bool = False) -> None:
+        """Copy the parts of ``region`` where ``holder`` is newest to the host (``side``:
+        beside the device's next launch where :attr:`beside` allows, :meth:`out_lane`).
 
         Safe because only non-stale elements are stored: each is the newest value
         (so at least as new as the host's), and the dirty records over them are
@@ -530,7 +549,7 @@ class Directory:
         if inter is None:
             return
         for piece in R.minus_all([inter], holder.stale):
-            self._d2h(holder, piece, what)
+            self._d2h(holder, piece, what, side)
             if parts is None:
                 self._clean(holder.array, piece)
             else:

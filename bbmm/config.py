@@ -204,6 +204,18 @@ class RuntimeConfig:
     side: bool = True
     """Read-ins of new boxes on a second queue of each device made for the run
     (``$BBMM_SIDE``): mvt at 5x the device memory 0.891 -> 0.734 s."""
+    beside: bool = True
+    """Over processes, the flow-out of a tile split at its flow-out rows (:attr:`edge`)
+    is copied out on the device's second queue (:attr:`side`), beside the launch of the
+    tile's other rows, instead of between the two launches (``$BBMM_BESIDE``). On two
+    H200s over two processes, loop medians of three alternating rounds (``python3
+    scripts/bench_ab.py --base . --base-tune beside=0 --new-tune beside=1 -- run
+    polybench/P.c ... --devices 2 --procs 2``, ``results/h200x2-2026-11-28/beside``):
+    heat2d 12288^2 0.491 against 0.536 ms per step, heat3d 512^3 0.855 against 0.919.
+    Not in one process driving several devices, where a device's copy in waits for
+    another device's copy out: with every tile split (``--tune edge=1``) heat3d ran 0.824
+    against 0.655 ms per step beside, and the split alone already loses there
+    (:data:`bbmm.runtime.EDGE_POINTS`)."""
     whole: int = 1 << 20
     """Arrays the program never writes, of at most this many bytes, are held whole
     (``$BBMM_WHOLE``; 0: never)."""
@@ -250,6 +262,7 @@ class RuntimeConfig:
                    place=r.switch("BBMM_PLACE", True),
                    defer=r.switch("BBMM_DEFER", True),
                    side=r.switch("BBMM_SIDE", True),
+                   beside=r.switch("BBMM_BESIDE", True),
                    whole=r.size("BBMM_WHOLE", 1 << 20),
                    direct=direct_bytes(r.text("BBMM_DIRECT"), r.label("BBMM_DIRECT")),
                    lend=r.switch("BBMM_LEND", True),

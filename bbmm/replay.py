@@ -157,16 +157,18 @@ def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tup
             host = d.host.array(c.array)
             key = (kind, c.device.index, what)
             counts[key] = counts.get(key, 0) + region.volume * host.itemsize
+            # a store's side (Directory.replay_d2h): beside the next launch or not
+            tail = (args[3],) if kind == "d2h" else ()
             if kind == "d2d":
                 ops.append((0, d2d, args))
-            elif (at := _partner(ops, single[kind], d2d, c, region, what)) is not None:
+            elif (at := _partner(ops, single[kind], d2d, c, region, what, tail)) is not None:
                 # two regions of one copy (a stencil's halos, its flow-out rows): one
                 # rect copy (Directory.replay_pair), where the earlier one stands
                 i, both = at
-                ops[i] = (0, d.replay_pair, (c, both, host, what, kind == "d2h"))
+                ops[i] = (0, d.replay_pair, (c, both, host, what, kind == "d2h", *tail))
                 continue
             else:
-                ops.append((0, single[kind], (c, region, host, what)))
+                ops.append((0, single[kind], (c, region, host, what, *tail)))
             copies[c.device.index] = copies.get(c.device.index, 0) + 1
         else:
             ops.append(({"launch": 1, "begin": 2, "end": 3}[kind], None, args))
@@ -217,11 +219,12 @@ def _gated(segments: list[tuple[str, list]], d: Directory, tape: Tape
     return regrouped
 
 
-def _partner(ops: list, fn: Any, d2d: Any, c: Any, region: Box, what: str
-             ) -> tuple[int, tuple[Box, Box]] | None:
-    """Where the transfer of ``region`` of copy ``c`` (routine ``fn``, for ``what``) joins
-    an earlier one of the same routine, copy and purpose as one pairable rect copy: its
-    position and the two regions in order along dimension 0; else None.
+def _partner(ops: list, fn: Any, d2d: Any, c: Any, region: Box, what: str,
+             tail: tuple = ()) -> tuple[int, tuple[Box, Box]] | None:
+    """Where the transfer of ``region`` of copy ``c`` (routine ``fn``, for ``what``, its
+    further arguments ``tail``) joins an earlier one of the same routine, copy, purpose
+    and further arguments as one pairable rect copy: its position and the two regions in
+    order along dimension 0; else None.
 
     The transfer moves up to the earlier one only past transfers (``d2d``: the routine of
     device-to-device ones) that touch neither copy ``c`` nor ``region`` of the host array
@@ -240,7 +243,7 @@ def _partner(ops: list, fn: Any, d2d: Any, c: Any, region: Box, what: str
             continue
         other = args[0]
         if other is c:
-            if f is not fn or args[3] != what:
+            if f is not fn or args[3] != what or args[4:] != tail:
                 return None
             first = args[1]
             both = (first, region) if first.lo[0] <= region.lo[0] else (region, first)

@@ -135,7 +135,8 @@ class Runtime:
         self.mode, self.reuse, self.coherence = mode, reuse, coherence
         self.stats = Stats([DeviceStats(d.name) for d in self.devices])
         self.directory = Directory(self.host, self.stats, reuse=reuse,
-                                   defer=config.defer)
+                                   defer=config.defer,
+                                   beside=config.beside and shared_flowout)
         self.managers = [BufferManager(d, self.directory, s)
                          for d, s in zip(self.devices, self.stats.devices)]
         self.verify = config.debug if verify is None else verify
@@ -427,7 +428,9 @@ class Runtime:
                 for a, boxes in fl.items():
                     for c, r, parts in _merged(_clipped(tb, a, boxes), t.writers.get(a),
                                                first):
-                        directory.store(c, r, "flowout", parts)
+                        # a split tile's: beside the launch of its other rows, which
+                        # neither read nor write it
+                        directory.store(c, r, "flowout", parts, side=first is not None)
             t4 = clock()
             if rests:
                 # the flow-out of these tiles is on its way (its rows ran first): now the

@@ -746,7 +746,7 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
                 if kind == "h2d":
                     d.replay_h2d(c, region, host, what, d.lane(c, region, side))
                 else:
-                    d.replay_d2h(c, region, host, what)
+                    d.replay_d2h(c, region, host, what, side)
             stats.moved(kind, c.device.index, what, region.volume * c.itemsize)
         times[timer] += clock() - t0
     if d.writebacks:

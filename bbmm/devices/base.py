@@ -201,10 +201,16 @@ class Device(ABC):
     @abstractmethod
     def read_rect(self, src: Allocation, src_box: Box, region: Box, host: np.ndarray,
                   host_origin: Sequence[int] | None = None, *, wait_for: Sequence[Any] = (),
-                  blocking: bool = True) -> Any:
+                  blocking: bool = True, side: bool = False) -> Any:
         """Copy ``region`` from ``src`` (holding ``src_box``) into ``host``; returns when done,
         or at once with ``blocking=False`` (``host`` holds the data once the returned event
-        completes). ``wait_for`` as for :meth:`write_rect`."""
+        completes). ``wait_for`` as for :meth:`write_rect`.
+
+        With ``side`` (where :attr:`side` is true, and not ``blocking``) the copy may run
+        beside the device's next launch: it starts after every command enqueued before
+        it, and every command enqueued after it but that launch starts after it (the
+        flow-out rows of a tile whose other rows the next launch computes, which it
+        neither reads nor writes: :meth:`bbmm.runtime.Runtime._edges`)."""
 
     def write_rects(self, dst: Allocation, dst_box: Box, regions: Sequence[Box],
                     host: np.ndarray, *, wait_for: Sequence[Any] = (),
@@ -221,12 +227,13 @@ class Device(ABC):
 
     def read_rects(self, src: Allocation, src_box: Box, regions: Sequence[Box],
                    host: np.ndarray, *, wait_for: Sequence[Any] = (),
-                   blocking: bool = True) -> Any:
-        """:meth:`read_rect` of each of ``regions`` as :meth:`write_rects` writes them."""
+                   blocking: bool = True, side: bool = False) -> Any:
+        """:meth:`read_rect` of each of ``regions`` as :meth:`write_rects` writes them
+        (``side``: as :meth:`read_rect`'s, for all of them)."""
         e = None
         for i, r in enumerate(regions):
             e = self.read_rect(src, src_box, r, host, wait_for=wait_for if i == 0 else (),
-                               blocking=blocking)
+                               blocking=blocking, **({"side": True} if side else {}))
         return e
 
     def paired(self, a: Allocation, a_box: Box, regions: Sequence[Box],
@@ -333,7 +340,7 @@ class NullDevice(Device):
         return self._run(copies, wait_for, "a copy in")
 
     def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
-                  blocking=True):
+                  blocking=True, side=False):
         def copy() -> None:
             v = self.view(src, src_box, host.dtype)
             host[region.slices(host_origin)] = v[region.slices(src_box.lo)]
@@ -452,7 +459,7 @@ class DryDevice(NullDevice):
             self._run(_nothing, wait_for, "a copy in")
 
     def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
-                  blocking=True):
+                  blocking=True, side=False):
         self.log.append(("d2h", region, region.volume * host.itemsize))
         if wait_for or self._behind:
             self._run(_nothing, wait_for, "a copy out")
@@ -462,7 +469,8 @@ class DryDevice(NullDevice):
         if wait_for or self._behind:
             self._run(_nothing, wait_for, "a copy in")
 
-    def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True):
+    def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True,
+                   side=False):
         self._pair("d2h", src, src_box, regions, host)
         if wait_for or self._behind:
             self._run(_nothing, wait_for, "a copy out")

@@ -119,6 +119,9 @@ class OpenCLDevice(Device):
         # host copies not yet known to be complete: see _hold
         self._held: tuple[list[Any], list[Any]] = ([], [])
         self._prune_held = [_HELD_PRUNE, _HELD_PRUNE]
+        # copies out on the side queue that only the next launch may run beside
+        # (read_rect's side): every other command waits for them (_rejoin)
+        self._beside: list[Any] = []
 
     @classmethod
     def create(cls, device: Any, *, index: int = 0, cap: int | str | None = None,
@@ -331,6 +334,7 @@ class OpenCLDevice(Device):
         self._freed.clear()
         self._held[0].clear()
         self._held[1].clear()
+        self._beside.clear()
         self.last = None
         self._programs.clear()
         self._kernels.clear()
@@ -389,6 +393,8 @@ class OpenCLDevice(Device):
         waits = self._waits(wait_for)
         queue = self.queue
         side = side and self.side and not blocking
+        if not side:
+            self._rejoin()
         if side:
             # the side queue is ordered with the device's queue only by events: the
             # copy waits for the last uses of its memory by boxes freed before
@@ -422,7 +428,7 @@ class OpenCLDevice(Device):
             raise _device_error(e, self.name, f"writing {region} to the device") from None
 
     def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
-                  blocking=True):
+                  blocking=True, side=False):
         if region.is_empty:
             host_box(host, host_origin, region)
             return None
@@ -430,20 +436,26 @@ class OpenCLDevice(Device):
             raise ValueError("read_rect needs a writeable host array")
         flat, plan = self._host_plan(src, src_box, region, host, host_origin, "source")
         waits = self._waits(wait_for)
+        queue, lane = self._out_queue(side, blocking)
+        if lane:
+            waits = (waits or []) + [self.last]
         try:
             if flat is not None:
-                evt = self._d2h(self.queue, flat, src.buf, src_offset=plan,
+                evt = self._d2h(queue, flat, src.buf, src_offset=plan,
                                 is_blocking=blocking, wait_for=waits)
-                if not blocking:
-                    self._hold(evt)
-                return evt
-            for i, (ao, bo, ext, ap, bp) in enumerate(plan):
-                evt = self._d2h(self.queue, host, src.buf, buffer_origin=ao,
-                                host_origin=bo, region=ext, buffer_pitches=ap,
-                                host_pitches=bp, is_blocking=blocking and i == len(plan) - 1,
-                                wait_for=waits if i == 0 else None)
-                if not blocking:
-                    self._hold(evt)
+            else:
+                for i, (ao, bo, ext, ap, bp) in enumerate(plan):
+                    evt = self._d2h(queue, host, src.buf, buffer_origin=ao,
+                                    host_origin=bo, region=ext, buffer_pitches=ap,
+                                    host_pitches=bp,
+                                    is_blocking=blocking and i == len(plan) - 1,
+                                    wait_for=waits if i == 0 else None)
+                    if not blocking and i < len(plan) - 1:
+                        self._hold(evt, lane)
+            if not blocking:
+                self._hold(evt, lane)
+            if lane:
+                self._beside.append(evt)
             return evt
         except cl.Error as e:
             raise _device_error(e, self.name, f"reading {region} from the device") from None
@@ -455,12 +467,30 @@ class OpenCLDevice(Device):
         return super().write_rects(dst, dst_box, regions, host, wait_for=wait_for,
                                    blocking=blocking)
 
-    def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True):
-        done, evt = self._pair_copy(False, src, src_box, regions, host, wait_for, blocking)
+    def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True,
+                   side=False):
+        done, evt = self._pair_copy(False, src, src_box, regions, host, wait_for, blocking,
+                                    side)
         if done:
             return evt
         return super().read_rects(src, src_box, regions, host, wait_for=wait_for,
-                                  blocking=blocking)
+                                  blocking=blocking, side=side)
+
+    def _out_queue(self, side: bool, blocking: bool) -> tuple[Any, int]:
+        """The queue of a copy out and its lane: the side queue (1) for one that may run
+        beside the next launch (``side``), behind the device's last launch, else the
+        device's queue (0), behind the copies out left beside a launch before."""
+        if side and self.side and not blocking and self.last is not None:
+            return self._side(), 1
+        self._rejoin()
+        return self.queue, 0
+
+    def _rejoin(self) -> None:
+        """Every command enqueued from now on waits for the copies out running beside a
+        launch (:meth:`read_rect`'s ``side``): one barrier, where there are any."""
+        if self._beside:
+            cl.enqueue_barrier(self.queue, wait_for=self._beside)
+            self._beside = []
 
     def paired(self, a, a_box, regions, host):
         return self._pair_plan(a, a_box, regions, host, "region") is not None
@@ -479,8 +509,8 @@ class OpenCLDevice(Device):
         self.queue.flush()
 
     def _pair_copy(self, to_device: bool, a: Allocation, a_box: Box, regions: Sequence[Box],
-                   host: np.ndarray, wait_for: Sequence[Any], blocking: bool
-                   ) -> tuple[bool, Any]:
+                   host: np.ndarray, wait_for: Sequence[Any], blocking: bool,
+                   side: bool = False) -> tuple[bool, Any]:
         """Two pairable ``regions`` as one rect copy into (``to_device``) or out of
         allocation ``a``: ``(True, event)``, or ``(False, None)`` where they do not pair
         or the driver refused them (the caller then moves them one by one)."""
@@ -490,13 +520,16 @@ class OpenCLDevice(Device):
             return False, None
         ao, bo, ext, ap, bp = plan
         waits = self._waits(wait_for)
+        queue, lane = self._out_queue(side and not to_device, blocking)
+        if lane:
+            waits = (waits or []) + [self.last]
         try:
             if to_device:
-                evt = self._h2d(self.queue, a.buf, host, buffer_origin=ao, host_origin=bo,
+                evt = self._h2d(queue, a.buf, host, buffer_origin=ao, host_origin=bo,
                                 region=ext, buffer_pitches=ap, host_pitches=bp,
                                 is_blocking=blocking, wait_for=waits)
             else:
-                evt = self._d2h(self.queue, host, a.buf, buffer_origin=ao, host_origin=bo,
+                evt = self._d2h(queue, host, a.buf, buffer_origin=ao, host_origin=bo,
                                 region=ext, buffer_pitches=ap, host_pitches=bp,
                                 is_blocking=blocking, wait_for=waits)
         except cl.Error as e:
@@ -505,7 +538,9 @@ class OpenCLDevice(Device):
             way = "writing {} and {} to" if to_device else "reading {} and {} from"
             raise _device_error(e, self.name, way.format(*regions) + " the device") from None
         if not blocking:
-            self._hold(evt)
+            self._hold(evt, lane)
+        if lane:
+            self._beside.append(evt)
         return True, evt
 
     def _refused(self, e: cl.Error, regions: Sequence[Box]) -> bool:
@@ -568,6 +603,7 @@ class OpenCLDevice(Device):
             return None
         check_inside(region, dst_box, dst, itemsize, "destination")
         check_inside(region, src_box, src, itemsize, "source")
+        self._rejoin()
         try:
             ds = contiguous_run(region, dst_box)
             ss = contiguous_run(region, src_box) if ds is not None else None
@@ -667,6 +703,8 @@ class OpenCLDevice(Device):
             evt = self.last = self._enqueue_kernel(
                 self.queue, kernel, tuple(int(g) for g in global_size),
                 None if local_size is None else tuple(int(l) for l in local_size))
+            if self._beside:
+                self._rejoin()  # this launch alone runs beside the copies out before it
             return evt
         except (cl.Error, TypeError) as e:
             forget(kernel)  # what the kernel holds is now unknown
@@ -687,6 +725,7 @@ class OpenCLDevice(Device):
         self._freed.clear()
         self._held[0].clear()
         self._held[1].clear()
+        self._beside.clear()
 
     # }}}
 

@@ -103,7 +103,7 @@ def test_a_middle_device_loads_both_halos_in_one_copy(monkeypatch):
     pairs = [args for segments in seen for _, ops in segments for code, fn, args in ops
              if code == 0 and fn.__name__ == "replay_pair"]
     assert pairs
-    for c, regions, _, _, _ in pairs:
+    for c, regions, *_ in pairs:
         assert len(regions) == 2 and regions[0].hi[0] < regions[1].lo[0]
     # the copies counted are the commands each device made: one per region on these
     # devices (they move no pair as one), one per pair on those that do

@@ -590,9 +590,9 @@ def test_small_writeouts_are_deferred_and_merged(ndev, cap):
         outs = []
         d2h = rt.directory._d2h
 
-        def count(src, region, what, d2h=d2h, outs=outs):
+        def count(src, region, what, *more, d2h=d2h, outs=outs):
             outs.append(what)
-            d2h(src, region, what)
+            d2h(src, region, what, *more)
         rt.directory._d2h = count
         _run_lu(rt, n, tile)
         np.testing.assert_allclose(rt.host.array("A"), _lu_reference(A0), rtol=1e-12)

@@ -276,7 +276,9 @@ def test_random_programs_over_processes(tmp_path):
     them with every message left in the sender's host arrays (``direct=0``), half of
     those loaded from there by the receiver's devices (the default) and half copied out
     by its processor (``lend=off``), and half with every tile that can be split running
-    its flow-out rows first (``edge=1``; by default only over two processes).
+    its flow-out rows first (``edge=1``; by default only over two processes), a quarter
+    of the split ones copying the flow-out out between the two launches instead of
+    beside the second (``beside=0``).
     ``BBMM_RANDOM_PROCS=N`` sets how many; ``BBMM_RANDOM_SEED0`` shifts the seeds."""
     from test_random_kernels import accepted_program
 
@@ -296,7 +298,8 @@ def test_random_programs_over_processes(tmp_path):
         if rng.random() < 0.5:
             argv += ["--tune", "direct=0"] + (["--tune", "lend=off"] if rng.random() < 0.5 else [])
         if rng.random() < 0.5:
-            argv += ["--tune", "edge=1"]
+            argv += ["--tune", "edge=1"] + (["--tune", "beside=0"] if rng.random() < 0.25
+                                            else [])
         procs = rng.choice([2, 3])
         out = tmp_path / f"p{s}.json"
         argv += ["--procs", str(procs), "--devices", str(procs * rng.choice([1, 2])),

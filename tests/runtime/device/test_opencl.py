@@ -881,3 +881,53 @@ def test_side_copy_waits_for_the_last_use_of_freed_memory(make, rect):
         assert res.max() < 2.0, "the side copy overtook the kernel that used its memory"
         np.testing.assert_array_equal(back[region.slices()], new[region.slices()])
         dev.free(b)
+
+
+_FILL = """__kernel void fill(__global float *a, long off, int n, float v, int reps) {
+  int i = get_global_id(0);
+  if (i >= n) return;
+  float s = (float)i;
+  for (int r = 0; r < reps; r++) s = s * 0.999f + 1.0f;  /* slow, and stays positive */
+  a[off + i] = v + (s < 0.0f ? 1.0f : 0.0f);
+}"""
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["one", "pair"])
+def test_a_copy_out_beside_the_next_launch(make, pair):
+    """A copy out given ``side`` goes on the side queue behind the device's last launch
+    (it reads that launch's results), the next launch runs beside it, and every later
+    command waits for it: a copy in that overwrites the region after that launch leaves
+    the host the values copied out before. Two rows apart move as one rect copy on the
+    side queue."""
+    dev, = make(1, cap="4MiB", arena_size=1 << 20)
+    assert dev.side
+    rows, cols = 64, 256
+    box = Box((0, 0), (rows - 1, cols - 1))
+    regions = ([Box((0, 0), (0, cols - 1)), Box((rows - 1, 0), (rows - 1, cols - 1))]
+               if pair else [Box((0, 0), (rows - 1, cols - 1))])
+    k = dev.kernel(_FILL, "fill")
+    n = rows * cols
+    for trial in range(3):
+        a = dev.alloc(4 * n)
+        other = dev.alloc(4 * n)
+        # a slow writer of the whole box: the copy out must wait for it
+        dev.launch(k, (n,), None, [a.buf, np.int64(a.offset // 4), np.int32(n),
+                                   np.float32(trial + 1), np.int32(3000)])
+        host = np.zeros((rows, cols), np.float32)
+        if pair:
+            evt = dev.read_rects(a, box, regions, host, blocking=False, side=True)
+        else:
+            evt = dev.read_rect(a, box, regions[0], host, blocking=False, side=True)
+        assert evt.command_queue.int_ptr == dev._side().int_ptr
+        # the next launch (on other memory) runs beside the copy; what follows waits
+        dev.launch(k, (n,), None, [other.buf, np.int64(other.offset // 4), np.int32(n),
+                                   np.float32(-1), np.int32(3000)])
+        dev.write_rect(a, box, box, np.full((rows, cols), 99.0, np.float32), blocking=False)
+        dev.finish()
+        for r in regions:
+            np.testing.assert_array_equal(host[r.slices()], trial + 1.0)
+        back = np.zeros((rows, cols), np.float32)
+        dev.read_rect(a, box, box, back)
+        assert (back == 99.0).all()
+        dev.free(a)
+        dev.free(other)
