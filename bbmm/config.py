@@ -194,8 +194,10 @@ class RuntimeConfig:
     calls, fdtd2d 10240^2 1.021 and 1.033, heat3d 512^3 0.980, Floyd n=16384 1.046 and
     1.039, LU n=16384 1.203 and 0.829 (loop medians of three alternating rounds:
     ``python3 scripts/bench_ab.py --base . --base-tune gate=off --new-tune gate=on --
-    run polybench/P.c ... --devices 2 --procs 2``); it is yet to be measured over four
-    processes, where a nest's launch lies between the exchange and the kernel."""
+    run polybench/P.c ... --devices 2 --procs 2``); over four processes on four H200s,
+    where a nest's launch lies between the exchange and the kernel, heat2d 12288^2 at
+    1.009 and fdtd2d 10240^2 at 1.143 (the same with ``--devices 4``,
+    ``results/h200x4-2026-11-28/gate``)."""
     place: bool = True
     """Run the tiles of small phases where their data is (``$BBMM_PLACE``): LU n=8192 on
     two devices moves 63 MiB less between them."""
