@@ -200,6 +200,52 @@ def test_over_processes_tiles_split_by_default_only_over_two(processes, given, w
     assert rt.edges == want
 
 
+class _Side(NullDevice):
+    """A null device with a second queue: it records the ``side`` of each copy out."""
+
+    side = True
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.outs = []
+
+    def read_rect(self, *a, side=False, **k):
+        self.outs.append(side)
+        return super().read_rect(*a, **k)
+
+
+@pytest.mark.parametrize("shared,beside,replay", [(True, True, True), (True, True, False),
+                                                  (True, False, True), (False, True, True)])
+def test_a_split_tiles_flowout_leaves_beside_the_rest_over_processes(shared, beside, replay):
+    """Over processes (``shared_flowout``) the flow-out stored between a split tile's first
+    rows and the rest goes on the device's side queue (``side``: beside the launch of the
+    rest), recorded in the pending-copy records as lane 1, replayed so too; not with
+    ``beside`` off, nor in one process driving several devices. Exact every way."""
+    n, steps = 26, 6
+    rng = np.random.default_rng(7)
+    A, B = rng.random((n, n)), rng.random((n, n))
+    devs = [_Side(i, cap=1 << 24, arena_size=1 << 16) for i in range(2)]
+    rt = Runtime(devs, {"A": A.copy(), "B": B.copy()}, verify=True, replay=replay,
+                 shared_flowout=shared, processes=2 if shared else 1,
+                 config=RuntimeConfig(edge=1, beside=beside))
+    lanes = []
+    after = rt.directory.order.after
+    # (array, region, device, stores, event[, lane]): the lanes of the stores
+    rt.directory.order.after = lambda *a: lanes.append(
+        a[5] if a[3] and len(a) > 5 else 0) or after(*a)
+    run_jacobi(rt, n, steps, 6, rows=True)
+    Ar, Br = jacobi_reference(A, B, steps)
+    np.testing.assert_allclose(rt.host.array("A"), Ar, rtol=1e-12)
+    np.testing.assert_allclose(rt.host.array("B"), Br, rtol=1e-12)
+    assert rt.stats.edge_first > 0
+    outs = [o for d in devs for o in d.outs]
+    want = shared and beside
+    assert any(outs) == want and (1 in lanes) == want
+    if want and replay:
+        assert rt.stats.replayed > 0
+        assert sum(outs) >= rt.stats.edge_first  # each split tile's store, replayed too
+
+
 @pytest.mark.parametrize("spec", ["yes", "-3", "1e6"])
 def test_bad_edge_setting_is_a_setting_error(spec):
     with pytest.raises(SettingError, match="BBMM_EDGE"):
