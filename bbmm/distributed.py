@@ -201,7 +201,7 @@ class Boxes:
     views of the host arrays are taken once: a replayed stencil step swaps the same boxes
     every step (:meth:`DistributedRuntime._message`)."""
 
-    __slots__ = ("parts", "nbytes", "names", "items", "_where", "_key")
+    __slots__ = ("parts", "nbytes", "items", "_where", "_key", "_names")
 
     def __init__(self, host: HostCopy, items: Sequence[tuple[str, Box]]):
         parts = []
@@ -216,12 +216,19 @@ class Boxes:
             off += k
         self.parts = parts
         self.nbytes = off
-        self.names = frozenset(a for a, _ in items)
-        """The arrays the message is of (a sender may leave it in them)."""
         self.items = items
         """The message's ``(array, box)`` pairs, in order."""
         self._where = where
         self._key: int | None = None
+        self._names: frozenset[str] | None = None
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The arrays the message is of (a sender may leave it in them; asked only of a
+        message long enough to be left there)."""
+        if self._names is None:
+            self._names = frozenset(a for a, _ in self.items)
+        return self._names
 
     @property
     def key(self) -> int:
@@ -657,10 +664,11 @@ class DistributedRuntime:
             out.append((mine, sub, *self._stage_messages(msgs)))
         return out
 
-    def _stage_messages(self, msgs: Messages) -> tuple:
+    def _stage_messages(self, msgs: Messages, keyed: bool = True) -> tuple:
         """What this rank sends and receives in a stage of messages ``msgs``, the stage's
-        replay key (None: no exchange) and, where it receives or copies block, the
-        exchange to run before its tiles."""
+        replay key (None: no exchange; True where not ``keyed``: a step moved on, which
+        the local runtime replays without matching it) and, where it receives or copies
+        block, the exchange to run before its tiles."""
         me = self.rank
         sends = [(dst, items) for (src, dst), items in msgs.items() if src == me]
         recvs = [(src, items) for (src, dst), items in msgs.items() if dst == me]
@@ -669,7 +677,7 @@ class DistributedRuntime:
         # what the stage sends (the newest values it stores first) and receives (the
         # copies it makes stale) must repeat for the stage to be replayed
         key = (tuple((d, tuple(items)) for d, items in sends),
-               tuple((s, tuple(items)) for s, items in recvs))
+               tuple((s, tuple(items)) for s, items in recvs)) if keyed else True
         exchange = (partial(self._exchange_before, sends, recvs, apart(sends, recvs))
                     if recvs or self.local.directory.blocking else None)
         if exchange is not None:
@@ -735,7 +743,7 @@ class DistributedRuntime:
                 if i >= len(stages):
                     own.set_state(saved)
                     return False
-                sends, _, key, exchange = self._stage_messages(msgs)
+                sends, _, key, exchange = self._stage_messages(msgs, keyed=False)
                 phases.append(self._stage_phase(stages[i][0], serial, sends, key, exchange))
         if len(phases) != len(stages) or not self.local.ahead_phases(serial, phases):
             own.set_state(saved)
