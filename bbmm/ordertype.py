@@ -180,11 +180,38 @@ def moved_on(shape: tuple, bases: Mapping[str, list[list[int]]],
                 # all moved by one amount: in the same order, the same gaps apart
                 per.append([u + first for u in x])
                 continue
-            ds = [u + v for u, v in zip(x, d)]
-            if _gaps(ds, gap) != gaps:
-                return None
+            ds = list(x)
+            # only the gaps next to a coordinate that moves can change (x has its
+            # shape's gaps: it was checked when it was found, or moved on so)
+            last = len(ds) - 1
+            for i in _moving(d):
+                ds[i] += d[i]
+            for i in _moving(d):
+                if i > 0 and _gap(ds[i - 1], ds[i], gap) != gaps[i - 1]:
+                    return None
+                if i < last and _gap(ds[i], ds[i + 1], gap) != gaps[i]:
+                    return None
             per.append(ds)
         per.append(old[-1] if still else [v for base in per for v in base])
         out[a] = per
     return out
+
+
+def _gap(x: int, y: int, gap: int) -> int:
+    """:func:`_gaps` of one pair."""
+    return y - x if y - x < gap else gap
+
+
+def _moving(d: list[int]) -> list[int]:
+    """The positions of ``d`` (a dimension's moves, kept for a chain's whole run) that are
+    not 0, found once per list."""
+    got = _MOVING.get(id(d))
+    if got is None or got[0] is not d:
+        if len(_MOVING) >= 4096:
+            _MOVING.clear()
+        got = _MOVING[id(d)] = (d, [i for i, v in enumerate(d) if v])
+    return got[1]
+
+
+_MOVING: dict[int, tuple[list[int], list[int]]] = {}
 
