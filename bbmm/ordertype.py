@@ -181,15 +181,14 @@ def moved_on(shape: tuple, bases: Mapping[str, list[list[int]]],
                 per.append([u + first for u in x])
                 continue
             ds = list(x)
-            # only the gaps next to a coordinate that moves can change (x has its
+            # only a gap between two coordinates that move apart can change (x has its
             # shape's gaps: it was checked when it was found, or moved on so)
-            last = len(ds) - 1
-            for i in _moving(d):
+            moving, apart = _moving(d)
+            for i in moving:
                 ds[i] += d[i]
-            for i in _moving(d):
-                if i > 0 and _gap(ds[i - 1], ds[i], gap) != gaps[i - 1]:
-                    return None
-                if i < last and _gap(ds[i], ds[i + 1], gap) != gaps[i]:
+            for j in apart:
+                g = ds[j + 1] - ds[j]
+                if (g if g < gap else gap) != gaps[j]:
                     return None
             per.append(ds)
         per.append(old[-1] if still else [v for base in per for v in base])
@@ -197,21 +196,18 @@ def moved_on(shape: tuple, bases: Mapping[str, list[list[int]]],
     return out
 
 
-def _gap(x: int, y: int, gap: int) -> int:
-    """:func:`_gaps` of one pair."""
-    return y - x if y - x < gap else gap
-
-
-def _moving(d: list[int]) -> list[int]:
+def _moving(d: list[int]) -> tuple[list[int], list[int]]:
     """The positions of ``d`` (a dimension's moves, kept for a chain's whole run) that are
-    not 0, found once per list."""
+    not 0, and those ``j`` where ``d[j]`` and ``d[j + 1]`` differ (the gaps that change);
+    found once per list."""
     got = _MOVING.get(id(d))
     if got is None or got[0] is not d:
         if len(_MOVING) >= 4096:
             _MOVING.clear()
-        got = _MOVING[id(d)] = (d, [i for i, v in enumerate(d) if v])
+        got = _MOVING[id(d)] = (d, ([i for i, v in enumerate(d) if v],
+                                    [j for j in range(len(d) - 1) if d[j] != d[j + 1]]))
     return got[1]
 
 
-_MOVING: dict[int, tuple[list[int], list[int]]] = {}
+_MOVING: dict[int, tuple[list[int], tuple[list[int], list[int]]]] = {}
 
