@@ -166,48 +166,62 @@ def moved_on(shape: tuple, bases: Mapping[str, list[list[int]]],
     the distinct coordinates alone: the positions of one rank move together); else
     None."""
     out = {}
-    for a, _, dims in shape:
-        per = []
+    for a, steps in _moves_of(shape, by):
         old = bases[a]
-        still = True
-        for (_, gaps, _), x, d in zip(dims, old, by[a]):
-            if not any(d):
+        if steps is None:
+            out[a] = old  # no coordinate of the array moves: its bases as they were
+            continue
+        per = []
+        for step, x in zip(steps, old):
+            if step is None:
                 per.append(x)  # a dimension whose coordinates stay: kept as it was
-                continue
-            still = False
-            first = d[0]
-            if d.count(first) == len(d):
+            elif type(step) is int:
                 # all moved by one amount: in the same order, the same gaps apart
-                per.append([u + first for u in x])
-                continue
-            ds = list(x)
-            # only a gap between two coordinates that move apart can change (x has its
-            # shape's gaps: it was checked when it was found, or moved on so)
-            moving, apart = _moving(d)
-            for i in moving:
-                ds[i] += d[i]
-            for j in apart:
-                g = ds[j + 1] - ds[j]
-                if (g if g < gap else gap) != gaps[j]:
-                    return None
-            per.append(ds)
-        per.append(old[-1] if still else [v for base in per for v in base])
+                per.append([u + step for u in x])
+            else:
+                # only a gap between two coordinates that move apart can change (x has
+                # its shape's gaps: it was checked when it was found, or moved on so)
+                d, moving, apart, gaps = step
+                ds = list(x)
+                for i in moving:
+                    ds[i] += d[i]
+                for j in apart:
+                    g = ds[j + 1] - ds[j]
+                    if (g if g < gap else gap) != gaps[j]:
+                        return None
+                per.append(ds)
+        per.append([v for base in per for v in base])
         out[a] = per
     return out
 
 
-def _moving(d: list[int]) -> tuple[list[int], list[int]]:
-    """The positions of ``d`` (a dimension's moves, kept for a chain's whole run) that are
-    not 0, and those ``j`` where ``d[j]`` and ``d[j + 1]`` differ (the gaps that change);
-    found once per list."""
-    got = _MOVING.get(id(d))
-    if got is None or got[0] is not d:
-        if len(_MOVING) >= 4096:
-            _MOVING.clear()
-        got = _MOVING[id(d)] = (d, ([i for i, v in enumerate(d) if v],
-                                    [j for j in range(len(d) - 1) if d[j] != d[j + 1]]))
-    return got[1]
+def _moves_of(shape: tuple, by: Mapping[str, list[list[int]]]) -> list[tuple[str, Any]]:
+    """Per array of ``shape``, how :func:`moved_on` moves each dimension by ``by``: None
+    (no dimension moves), else per dimension None (it stays), an int (all its coordinates
+    move by it) or ``(moves, positions that move, gaps that change, the shape's gaps)``;
+    worked out once per ``(shape, by)``, which a chain keeps for its whole run."""
+    key = (id(shape), id(by))
+    got = _MOVES.get(key)
+    if got is not None and got[0] is shape and got[1] is by:
+        return got[2]
+    out: list[tuple[str, Any]] = []
+    for a, _, dims in shape:
+        steps: list[Any] = []
+        for (_, gaps, _), d in zip(dims, by[a]):
+            if not any(d):
+                steps.append(None)
+            elif d.count(d[0]) == len(d):
+                steps.append(d[0])
+            else:
+                steps.append((d, [i for i, v in enumerate(d) if v],
+                              [j for j in range(len(d) - 1) if d[j] != d[j + 1]], gaps))
+        out.append((a, None if all(x is None for x in steps) else steps))
+    if len(_MOVES) >= 4096:
+        _MOVES.clear()
+    _MOVES[key] = (shape, by, out)
+    return out
 
 
-_MOVING: dict[int, tuple[list[int], tuple[list[int], list[int]]]] = {}
+_MOVES: dict[tuple[int, int], tuple[tuple, Mapping, list]] = {}
+""":func:`_moves_of`'s answers, with the objects they are for (ids may be reused)."""
 
