@@ -122,18 +122,27 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
             if rows is not None:
                 scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
             return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
-    o, knl, gsize, lsize, args, narr = _plan_launch(dev, tb, source, name, scalars, grid,
-                                                    cl_band, arrays, local, coarsen, staged,
-                                                    blocked, rows, options)
+    o, knl, gsize, lsize, args, narr, small = _plan_launch(
+        dev, tb, source, name, scalars, grid, cl_band, arrays, local, coarsen, staged,
+        blocked, rows, options)
     if fast is not None:
-        tb.launches[fast] = (o, knl, gsize, lsize, args[len(scalars):], _fits(tb), narr)
+        tb.launches[fast] = (o, knl, gsize, lsize, args[len(scalars):], small, narr)
     return dev.launch(knl, gsize, lsize, args)
 
 
-def _fits(tb: TileBuffers) -> bool:
-    """Every copy of ``tb`` has its element offsets in 32-bit ints: the kernel variant
-    its launches take (:func:`_prepare`)."""
-    return all(c.fits_int() for ps in tb.pieces.values() for _, c in ps)
+def _fits(tb: TileBuffers, arrays: Sequence[tuple]) -> bool:
+    """Every copy of ``arrays`` in ``tb`` has its element offsets in 32-bit ints: the
+    kernel variant their launch takes (:func:`_kernel`'s ``small``)."""
+    pieces = tb.pieces
+    return all(c.fits_int() for entry in arrays for _, c in pieces.get(entry[0], ()))
+
+
+def _array_args(tb: TileBuffers, arrays: Sequence[tuple]) -> list[Any]:
+    """The arrays' kernel arguments of a launch on ``tb``, in kernel order."""
+    args: list[Any] = []
+    for entry in arrays:
+        args += kernel_args(tb, entry[0], entry[1], entry[2])
+    return args
 
 
 def _carried(tb: TileBuffers, fast: tuple, got: tuple | None,
@@ -146,13 +155,12 @@ def _carried(tb: TileBuffers, fast: tuple, got: tuple | None,
     12 of the 85 us a process of four spends on Floyd's step ``k`` on dry devices."""
     if got is None:
         return None
-    fits = _fits(tb)
+    fits = _fits(tb, arrays)
     if got[5] != fits:
         return None
     tail = got[4]
     args: list[Any] = list(tail[:ngrid])  # the grid's origins (the grid is in the key)
-    for entry in arrays:
-        args += kernel_args(tb, entry[0], entry[1], entry[2])
+    args += _array_args(tb, arrays)
     narr = len(args) - ngrid
     if narr != got[6]:
         return None
@@ -172,10 +180,12 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
                  arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None,
                  coarsen: bool, staged: bool, blocked: bool, rows: tuple[int, int] | None,
                  options: KernelOptions | None
-                 ) -> tuple[Any, Any, tuple[int, ...], tuple[int, ...] | None, list[Any], int]:
+                 ) -> tuple[Any, Any, tuple[int, ...], tuple[int, ...] | None, list[Any], int,
+                            bool]:
     """:func:`launch`'s work before the enqueue: the options it read, the kernel object,
-    the NDRange, the work-group shape (None: the driver's), the arguments and how many of
-    them are the arrays' (after the scalars and the grid's origins)."""
+    the NDRange, the work-group shape (None: the driver's), the arguments, how many of
+    them are the arrays' (after the scalars and the grid's origins) and whether the
+    kernel takes 32-bit offsets (:func:`_fits`)."""
     o = _DEFAULT if options is None else options
     co = _points(coarsen, len(grid), blocked, o)
     gaps = None
@@ -232,7 +242,7 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
             if fit != stage:  # a kernel with many registers: fewer rows per group
                 prep = _prepare(dev, tb, source, name, arrays, o, co, fit, two)
         tb.launches[key] = prep
-    knl, array_args, stage = prep
+    knl, array_args, stage, small = prep
     args = list(scalars)
     for lo, _ in grid:
         args.append(int32(lo))
@@ -241,11 +251,11 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         args += gaps
     narr = len(array_args)
     if not grid:
-        return o, knl, (1,), None, args, narr
+        return o, knl, (1,), None, args, narr, small
     if stage:
         lanes = STAGE_LANES
         return (o, knl, (-(-extent[0] // lanes) * lanes, stage[0]), (lanes, stage[0]), args,
-                narr)
+                narr, small)
     units = getattr(dev, "compute_units", 0)
     gkey = (tuple(extent), co, None if local is None else tuple(local), units,
             o.local[len(extent)], len(extent) in o.local_given)
@@ -263,7 +273,7 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         if len(_SHAPES) >= 4096:
             _SHAPES.clear()
         shape = _SHAPES[gkey] = (gsize, tuple(local))
-    return o, knl, shape[0], shape[1], args, narr
+    return o, knl, shape[0], shape[1], args, narr, small
 
 
 _SHAPES: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
@@ -305,23 +315,16 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
              arrays: Sequence[tuple[str, int, int]], o: KernelOptions,
              co: tuple[int, int] = (1, 1),
              stage: tuple[int, int] | None = None, gaps: bool = False
-             ) -> tuple[Any, list[Any], tuple[int, int] | None]:
-    """The kernel object, the array arguments of one tile's launch on ``dev``, and the
+             ) -> tuple[Any, list[Any], tuple[int, int] | None, bool]:
+    """The kernel object, the array arguments of one tile's launch on ``dev``, the
     staged shape it was built for (``gaps``: the kernel built to take two ranges of rows,
-    ``BBMM_GAPS``)."""
-    args: list[Any] = []
-    sels = []
-    small = True
-    specialize = o.specialize
-    for entry in arrays:
-        a = entry[0]
-        args += kernel_args(tb, a, entry[1], entry[2])
-        if specialize and len(entry) > 3:
-            sels.append(tuple(tb.access.get(a, ())))
-        for _, c in tb.pieces.get(a, ()):
-            small = small and c.fits_int()
-    return (_kernel(dev, source, name, arrays, tuple(sels), small, co, stage, o, gaps=gaps),
-            args, stage)
+    ``BBMM_GAPS``) and whether it takes 32-bit offsets (:func:`_fits`)."""
+    args = _array_args(tb, arrays)
+    sels = (tuple(tuple(tb.access.get(e[0], ())) for e in arrays if len(e) > 3)
+            if o.specialize else ())
+    small = _fits(tb, arrays)
+    return (_kernel(dev, source, name, arrays, sels, small, co, stage, o, gaps=gaps),
+            args, stage, small)
 
 
 def _kernel(dev: Device, source: str, name: str, arrays: Sequence[tuple],

@@ -435,10 +435,7 @@ class OpenCLDevice(Device):
         if not host.flags.writeable:
             raise ValueError("read_rect needs a writeable host array")
         flat, plan = self._host_plan(src, src_box, region, host, host_origin, "source")
-        waits = self._waits(wait_for)
-        queue, lane = self._out_queue(side, blocking)
-        if lane:
-            waits = (waits or []) + [self.last]
+        queue, lane, waits = self._out_queue(side, blocking, self._waits(wait_for))
         try:
             if flat is not None:
                 evt = self._d2h(queue, flat, src.buf, src_offset=plan,
@@ -476,14 +473,16 @@ class OpenCLDevice(Device):
         return super().read_rects(src, src_box, regions, host, wait_for=wait_for,
                                   blocking=blocking, side=side)
 
-    def _out_queue(self, side: bool, blocking: bool) -> tuple[Any, int]:
-        """The queue of a copy out and its lane: the side queue (1) for one that may run
-        beside the next launch (``side``), behind the device's last launch, else the
-        device's queue (0), behind the copies out left beside a launch before."""
+    def _out_queue(self, side: bool, blocking: bool, waits: list[Any] | None
+                   ) -> tuple[Any, int, list[Any] | None]:
+        """The queue of a copy out, its lane and what it waits for (``waits`` and more):
+        the side queue (1) for one that may run beside the next launch (``side``), behind
+        the device's last launch, else the device's queue (0), behind the copies out
+        left beside a launch before."""
         if side and self.side and not blocking and self.last is not None:
-            return self._side(), 1
+            return self._side(), 1, [*(waits or ()), self.last]
         self._rejoin()
-        return self.queue, 0
+        return self.queue, 0, waits
 
     def _rejoin(self) -> None:
         """Every command enqueued from now on waits for the copies out running beside a
@@ -519,10 +518,8 @@ class OpenCLDevice(Device):
         if plan is None or not (to_device or host.flags.writeable):
             return False, None
         ao, bo, ext, ap, bp = plan
-        waits = self._waits(wait_for)
-        queue, lane = self._out_queue(side and not to_device, blocking)
-        if lane:
-            waits = (waits or []) + [self.last]
+        queue, lane, waits = self._out_queue(side and not to_device, blocking,
+                                             self._waits(wait_for))
         try:
             if to_device:
                 evt = self._h2d(queue, a.buf, host, buffer_origin=ao, host_origin=bo,
