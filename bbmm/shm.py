@@ -10,15 +10,9 @@ there is one) holding
 
 - a header: an abort flag and one barrier counter per rank;
 - a mailbox per ordered pair of ranks: a count of chunks written, a count of chunks
-  read, the length of the chunk in the room, the room's generation, a first room for
-  one chunk (:data:`CHUNK` bytes), and a ring of :data:`SLOTS` slots of :data:`SLOT`
-  bytes, each with its length. Chunk ``c`` is in slot ``c % SLOTS`` (a message that fits
-  one) or, where that slot's length says so, in the room. A sender fills a slot while
-  fewer than :data:`SLOTS` chunks wait, the room only when none does, and bumps the
-  written count; the receiver copies the chunk out and bumps the read count. The ring
-  lets a sender of small messages (Floyd's and LU's row ``k``, sent every serial
-  iteration) run that many messages ahead of a receiver instead of waiting at each
-  one for the slowest receiver to take the one before.
+  read, the length of the chunk in flight, the room's generation, and a first room for
+  one chunk (:data:`CHUNK` bytes). A sender fills the room when it is empty and bumps
+  the written count; the receiver copies the chunk out and bumps the read count.
 
 A message longer than its mailbox's room first makes the room larger, while the mailbox is
 empty: the sender maps a new file of the next power of two bytes (at most
@@ -80,8 +74,7 @@ DIRECT_MIN = 256 << 10
 arrays where it maps them (:meth:`ShmComm.share_array`): one copy instead of two (into the
 mailbox and out of it), at the price of the sender keeping the region as it is until the
 receiver is done with it. Smaller messages (Floyd's and LU's rows, heat2d's halos) go
-through the mailbox, where a sender waits for its receiver only once it is
-:data:`SLOTS` messages ahead."""
+through the mailbox, where a sender never waits for its receivers."""
 _DIRECT = -1  # a mailbox's length word: the message is in the sender's host arrays
 LENT_PAGES = 64
 """Slices of one other rank's arrays a rank keeps page-locked for its loads
@@ -93,15 +86,9 @@ COPY_THREADS = 3
 MAX_SLEEP_S = 1e-3
 LIVENESS_S = 0.25
 """Seconds between checks, while waiting, that the other processes are still alive."""
-SLOTS = 8
-"""Slots of a mailbox's ring: messages a sender may be ahead of its receiver."""
-SLOT = 128 << 10
-"""Bytes of a ring slot: a row of 32768 floats."""
 _HDR = 8   # int64 words before the mailboxes: [abort code, spare..., barrier counters]
 _BOX = 5   # int64 words of a mailbox's header: written, read, length, room generation,
-# and the messages left in the sender's arrays that the receiver is done with; then one
-# length per ring slot
-_IN_ROOM = -2  # a ring slot's length word: this chunk is in the room (length in the header)
+# and the messages left in the sender's arrays that the receiver is done with
 
 
 class Outgoing(Protocol):
@@ -200,11 +187,10 @@ def supported() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
 
 
-def segment_size(size: int, chunk: int = CHUNK, slots: int = SLOTS, slot: int = SLOT) -> int:
-    """Bytes of the shared file for ``size`` processes (the pages of rooms and slots
-    never written take no memory)."""
+def segment_size(size: int, chunk: int = CHUNK) -> int:
+    """Bytes of the shared file for ``size`` processes."""
     boxes = size * (size - 1)
-    return 8 * (_HDR + size) + boxes * (8 * (_BOX + slots) + chunk + slots * slot)
+    return 8 * (_HDR + size) + boxes * (8 * _BOX + chunk)
 
 
 MEMORY = "/dev/shm"
@@ -221,12 +207,12 @@ def in_memory(path: str) -> bool:
     return os.path.dirname(os.path.abspath(path)) == MEMORY
 
 
-def create(size: int, chunk: int = CHUNK, slots: int = SLOTS, slot: int = SLOT) -> str:
+def create(size: int, chunk: int = CHUNK) -> str:
     """A new shared file for ``size`` processes, zeroed; returns its path."""
     folder = memory_folder()
     fd, path = tempfile.mkstemp(prefix="bbmm-", suffix=".shm", dir=folder)
     try:
-        os.ftruncate(fd, segment_size(size, chunk, slots, slot))
+        os.ftruncate(fd, segment_size(size, chunk))
     finally:
         os.close(fd)
     return path
@@ -283,10 +269,8 @@ class ShmComm:
 
     def __init__(self, path: str, rank: int, size: int, *, chunk: int = CHUNK,
                  room_max: int = ROOM_MAX, alive: Callable[[], bool] | None = None,
-                 copy_threads: int | None = None, copy_min: int | None = None,
-                 slots: int = SLOTS, slot: int = SLOT):
+                 copy_threads: int | None = None, copy_min: int | None = None):
         self.path, self.rank, self.size, self.chunk = path, rank, size, chunk
-        self.slots, self.slot = slots, slot
         self.room_max = max(chunk, room_max)
         self.direct_min: int | None = DIRECT_MIN
         """Bytes of a message from which it goes straight from the sender's host arrays
@@ -340,26 +324,20 @@ class ShmComm:
         their pages (:meth:`_lent_array`)."""
         self._swaps = 0
         with open(path, "r+b") as f:
-            self._map = mmap.mmap(f.fileno(), segment_size(size, chunk, slots, slot))
+            self._map = mmap.mmap(f.fileno(), segment_size(size, chunk))
         nwords = _HDR + size
         self._words = np.ndarray((nwords,), np.int64, buffer=self._map)
         self._bar = self._words[_HDR:]
         self._boxes: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._rings: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        """Per mailbox, its ring: each slot's length word, and the slots (one per row)."""
         off = 8 * nwords
         for src in range(size):
             for dst in range(size):
                 if src == dst:
                     continue
-                hdr = np.ndarray((_BOX + slots,), np.int64, buffer=self._map, offset=off)
-                off += 8 * (_BOX + slots)
-                data = np.ndarray((chunk,), np.uint8, buffer=self._map, offset=off)
-                off += chunk
-                ring = np.ndarray((slots, slot), np.uint8, buffer=self._map, offset=off)
-                off += slots * slot
+                hdr = np.ndarray((_BOX,), np.int64, buffer=self._map, offset=off)
+                data = np.ndarray((chunk,), np.uint8, buffer=self._map, offset=off + 8 * _BOX)
                 self._boxes[(src, dst)] = (hdr, data)
-                self._rings[(src, dst)] = (hdr[_BOX:], ring)
+                off += 8 * _BOX + chunk
         self._rooms: dict[tuple[int, int], tuple[int, np.ndarray, Any]] = {}
         """Per mailbox whose room has grown: the generation of the room mapped here, the
         room, its mapping (a mailbox in none still has its first room, in the segment)."""
@@ -519,12 +497,11 @@ class ShmComm:
         """Send each ``sends[dst]`` and receive each ``recvs[src]``, all at once (a message
         may be empty).
 
-        Every send is packed before any receive is unpacked. A message that fits a
-        ring slot is packed straight into the next one while fewer than :attr:`slots`
-        chunks wait in its mailbox; one that fits the room, straight into it while none
-        waits; either is unpacked straight out of it: one copy on each side. A longer
-        one, or one that finds no slot or room free, goes through a buffer kept for the
-        next swap (:class:`Staging`), and this call returns once it is in the mailbox. The sends are packed together, and the receives found
+        Every send is packed before any receive is unpacked. A message that fits one
+        chunk is packed straight into its mailbox when that is free at the start, and
+        unpacked straight out of it: one copy on each side. A longer one, or one whose
+        mailbox is still full, goes through a buffer kept for the next swap
+        (:class:`Staging`). The sends are packed together, and the receives found
         waiting in one look unpacked together, by :attr:`copier`'s threads where they
         are large.
 
@@ -550,22 +527,16 @@ class ShmComm:
         staged: dict[int, np.ndarray] = {}
         copies: list = []
         packed = []
-        ringed = []
-        rings = self._rings
-        slots, slot = self.slots, self.slot
         direct_min = self.direct_min if direct else None
         taken: dict[int, int] = {}  # direct sends: the read count that says it was taken
         for dst, msg in sends.items():
             hdr, data = boxes[(me, dst)]
-            lens, ring = rings[(me, dst)]
             n = msg.nbytes
             if (direct_min is not None and n >= direct_min and hdr[0] == hdr[1]
                     and getattr(msg, "names", None) is not None
                     and msg.names <= self._direct_to.get(dst, frozenset())):
                 self._send_room(dst)[:8].view(np.int64)[0] = msg.key
                 hdr[2] = _DIRECT
-                if slots:
-                    lens[int(hdr[0]) % slots] = _IN_ROOM
                 count = self._direct_count[dst] = self._direct_count.get(dst, 0) + 1
                 hdr[0] += 1
                 if self.defer_takes:
@@ -573,11 +544,6 @@ class ShmComm:
                 else:
                     taken[dst] = count
                 self.direct_sent += 1
-                continue
-            if n <= slot and hdr[0] - hdr[1] < slots:
-                i = int(hdr[0]) % slots
-                copies += msg.copies_into(ring[i, :n])
-                ringed.append((hdr, lens, i, n))
                 continue
             # the room the receiver reads (its header's generation), never the first
             # one once the room grew: the receiver may empty the mailbox between the look
@@ -587,18 +553,13 @@ class ShmComm:
                 data = self._grow(dst, n)
             if n <= data.size and hdr[0] == hdr[1]:
                 copies += msg.copies_into(data[:n])
-                packed.append((hdr, lens, n))
+                packed.append((hdr, n))
             else:
                 buf = self._bufs.get(("send", dst), n)
                 copies += msg.copies_into(buf)
                 staged[dst] = buf
         self.copier.copy(copies)
-        for hdr, lens, i, n in ringed:
-            lens[i] = n
-            hdr[0] += 1
-        for hdr, lens, n in packed:
-            if slots:
-                lens[int(hdr[0]) % slots] = _IN_ROOM
+        for hdr, n in packed:
             hdr[2] = n
             hdr[0] += 1
         sent = dict.fromkeys(staged, 0)
@@ -612,24 +573,13 @@ class ShmComm:
                     moved = True
             for dst in list(sent):
                 hdr, data = boxes[(me, dst)]
+                if hdr[0] != hdr[1]:
+                    continue  # the receiver has not taken the previous chunk
                 buf = staged[dst]
                 off = sent[dst]
-                lens, ring = rings[(me, dst)]
-                if off == 0 and buf.size <= slot and hdr[0] - hdr[1] < slots:
-                    i = int(hdr[0]) % slots  # the ring had no room for it at the start
-                    ring[i, :buf.size] = buf
-                    lens[i] = buf.size
-                    hdr[0] += 1
-                    del sent[dst]
-                    moved = True
-                    continue
-                if hdr[0] != hdr[1]:
-                    continue  # the receiver has not taken the chunks before
                 data = self._grow(dst, buf.size) if off == 0 else self._send_room(dst)
                 k = min(data.size, buf.size - off)  # 0 only for an empty message: one empty chunk
                 data[:k] = buf[off:off + k]
-                if slots:
-                    lens[int(hdr[0]) % slots] = _IN_ROOM
                 hdr[2] = k
                 hdr[0] += 1
                 moved = True
@@ -642,22 +592,10 @@ class ShmComm:
                 hdr, data = boxes[(src, me)]
                 if hdr[0] == hdr[1]:
                     continue  # nothing written yet
+                k = int(hdr[2])
                 off = got[src]
                 msg = recvs[src]
                 n = msg.nbytes
-                if slots:
-                    lens, ring = rings[(src, me)]
-                    i = int(hdr[1]) % slots
-                    k = int(lens[i])
-                    if k != _IN_ROOM:  # a whole message in a slot of the ring
-                        if off or k != n:
-                            raise BBMMError(f"rank {me}: a message of {k} bytes from rank "
-                                            f"{src} where {n} were expected")
-                        if self._loans:
-                            self._repay_under(msg)  # an older value, lent, must not win
-                        whole.append((src, hdr, msg.copies_from(ring[i, :k]), False))
-                        continue
-                k = int(hdr[2])
                 if k == _DIRECT:  # in the sender's arrays: copied from there
                     peer = getattr(msg, "copies_from_arrays", None)
                     if off or peer is None:
@@ -674,7 +612,7 @@ class ShmComm:
                         del got[src]
                         moved = True
                         continue
-                    whole.append((src, hdr, peer(self._peer[src]), True))
+                    whole.append((src, hdr, peer(self._peer[src])))
                     continue
                 if hdr[3]:
                     data = self._room(src, me)
@@ -684,7 +622,7 @@ class ShmComm:
                 if self._loans:
                     self._repay_under(msg)  # an older value, lent, must not win
                 if off == 0 and k == n:
-                    whole.append((src, hdr, msg.copies_from(data[:k]), False))
+                    whole.append((src, hdr, msg.copies_from(data[:k])))
                     continue
                 buf = self._bufs.get(("recv", src), n)
                 buf[off:off + k] = data[:k]
@@ -697,9 +635,9 @@ class ShmComm:
                 else:
                     got[src] = off + k
             if whole:
-                self.copier.copy([c for _, _, cs, _ in whole for c in cs])
-                for src, hdr, _, lent in whole:
-                    if lent:
+                self.copier.copy([c for _, _, cs in whole for c in cs])
+                for src, hdr, _ in whole:
+                    if hdr[2] == _DIRECT:
                         hdr[4] += 1  # done with the sender's arrays
                     hdr[1] += 1
                     del got[src]

@@ -14,22 +14,19 @@ import numpy as np
 import pytest
 
 from bbmm import shm
-from bbmm.diagnostic import BBMMError
 from support.needs import needs_shm
 
 pytestmark = pytest.mark.skipif(not shm.supported(), reason="shared-memory ranks need x86-64")
 
 CHUNK = 64  # tiny first rooms: a message of more than 64 bytes grows its room
 ROOM = 512  # ... up to 512 bytes; a longer one goes in pieces
-SLOTS, SLOT = 3, 16  # rings of three slots of 16 bytes: messages of up to 16 bytes
-LAYOUT = {"chunk": CHUNK, "slots": SLOTS, "slot": SLOT}
 
 
 def payload(src: int, dst: int, rnd: int, n: int | None = None) -> np.ndarray:
     """The bytes ``src`` sends ``dst`` in round ``rnd``: ``n`` of them, or by default sizes
-    0 and 5 (a ring slot), < 1 chunk, one grown room, many chunks."""
+    0, < 1 chunk, one grown room, many chunks."""
     if n is None:
-        n = [0, 5, CHUNK, 3 * CHUNK + 7, 1000, 40][(src + 2 * dst + rnd) % 6]
+        n = [0, 5, CHUNK, 3 * CHUNK + 7, 1000][(src + 2 * dst + rnd) % 5]
     return (np.arange(n, dtype=np.int64) * 31 + 7 * src + 3 * dst + rnd).astype(np.uint8)
 
 
@@ -41,7 +38,7 @@ def worker(path: str, rank: int, size: int, out: mp.Queue, full: bool = False,
         def refuse(*args):
             raise OSError(28, "No space left on device")
         os.posix_fallocate = refuse
-    comm = shm.ShmComm(path, rank, size, **LAYOUT, room_max=ROOM, copy_threads=threads,
+    comm = shm.ShmComm(path, rank, size, chunk=CHUNK, room_max=ROOM, copy_threads=threads,
                        copy_min=64 if threads else None)
     try:
         bad = []
@@ -68,7 +65,7 @@ def on_processes(target, size: int, *extra) -> list:
     """Run ``target(path, rank, size, queue, *extra)`` in ``size`` spawned processes
     sharing one segment; returns what each put on the queue, sorted, once all exited
     with 0, and checks that no room of a mailbox is left behind."""
-    path = shm.create(size, **LAYOUT)
+    path = shm.create(size, chunk=CHUNK)
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     procs = [ctx.Process(target=target, args=(path, r, size, out, *extra))
@@ -112,15 +109,14 @@ def test_exchanges_and_collectives_between_processes(full, threads):
         assert rooms == [] if full else (rooms and set(rooms) <= {256, 512})
 
 
-SIZES = [0, 1, 8, SLOT - 1, SLOT, SLOT + 1, CHUNK - 1, CHUNK, CHUNK + 1, 200, 300, ROOM - 1,
-         ROOM, ROOM + 1, 1100]
-"""Message lengths around a ring slot's, a first room's and a grown room's ends."""
+SIZES = [0, 1, 8, CHUNK - 1, CHUNK, CHUNK + 1, 200, 300, ROOM - 1, ROOM, ROOM + 1, 1100]
+"""Message lengths around a first room's and a grown room's ends."""
 
 
 def random_worker(path: str, rank: int, size: int, out: mp.Queue, seed: int) -> None:
     """Sixty rounds of exchanges of random lengths (the same on every rank) and
     allgathers, each rank pausing at random: every byte as sent."""
-    comm = shm.ShmComm(path, rank, size, **LAYOUT, room_max=ROOM)
+    comm = shm.ShmComm(path, rank, size, chunk=CHUNK, room_max=ROOM)
     plan = random.Random(seed)
     pause = random.Random(seed * 10 + rank)
     bad = []
@@ -179,9 +175,9 @@ def test_a_message_goes_into_the_room_its_receiver_reads():
     while the receiver takes that one between the sender's looks, goes into the grown
     room, which the receiver reads from then on (it once went into the first: the
     receiver read the old message's bytes instead)."""
-    path = shm.create(2, **LAYOUT)
-    a = shm.ShmComm(path, 0, 2, **LAYOUT, room_max=ROOM)
-    b = shm.ShmComm(path, 1, 2, **LAYOUT, room_max=ROOM)
+    path = shm.create(2, chunk=CHUNK)
+    a = shm.ShmComm(path, 0, 2, chunk=CHUNK, room_max=ROOM)
+    b = shm.ShmComm(path, 1, 2, chunk=CHUNK, room_max=ROOM)
     try:
         big, small = payload(0, 1, 1), payload(0, 1, 4)  # 199 bytes, then 5
         assert big.size > CHUNK >= small.size
@@ -200,8 +196,8 @@ def test_a_message_goes_into_the_room_its_receiver_reads():
 
 
 def test_remove_takes_rooms_left_behind():
-    path = shm.create(2, **LAYOUT)
-    comm = shm.ShmComm(path, 0, 2, **LAYOUT, room_max=ROOM)
+    path = shm.create(2, chunk=CHUNK)
+    comm = shm.ShmComm(path, 0, 2, chunk=CHUNK, room_max=ROOM)
     try:
         room = comm._grow(1, 300)  # sent, never received: its name stays
         assert room.size == 512 and os.path.exists(path + ".0-1.1")
@@ -228,7 +224,7 @@ def swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
     over 16 bytes split over two threads."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
-    comm = shm.ShmComm(path, rank, 2, **LAYOUT, copy_threads=2, copy_min=16)
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK, copy_threads=2, copy_min=16)
     other = 1 - rank
     try:
         a = np.arange(10 * 7, dtype=np.float32).reshape(10, 7) + 1000 * rank
@@ -282,7 +278,7 @@ def test_swap_packs_in_place_and_sends_what_was_there_before():
 
 
 def stopper(path: str, rank: int, out: mp.Queue) -> None:
-    comm = shm.ShmComm(path, rank, 2, **LAYOUT)
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
     if rank == 1:
         comm.abort(3)  # ends this process with status 3
     try:
@@ -293,7 +289,7 @@ def stopper(path: str, rank: int, out: mp.Queue) -> None:
 
 
 def test_a_stop_reaches_the_waiting_process():
-    path = shm.create(2, **LAYOUT)
+    path = shm.create(2, chunk=CHUNK)
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     procs = [ctx.Process(target=stopper, args=(path, r, out)) for r in range(2)]
@@ -311,9 +307,9 @@ def test_a_stop_reaches_the_waiting_process():
 
 def test_a_dead_process_is_noticed():
     """A process that dies without a word (a crash) is found by the liveness check."""
-    path = shm.create(2, **LAYOUT)
+    path = shm.create(2, chunk=CHUNK)
     try:
-        comm = shm.ShmComm(path, 0, 2, **LAYOUT, alive=lambda: False)
+        comm = shm.ShmComm(path, 0, 2, chunk=CHUNK, alive=lambda: False)
         with pytest.raises(shm.PeerLost, match="died"):
             comm.exchange({}, {1: 4})
         comm.close()
@@ -323,64 +319,9 @@ def test_a_dead_process_is_noticed():
 
 def test_segment_size_grows_with_pairs():
     assert shm.segment_size(1) == 8 * (8 + 1)
-    two = shm.segment_size(2, chunk=100, slots=0)
+    two = shm.segment_size(2, chunk=100)
     assert two == 8 * 10 + 2 * (40 + 100)
-    assert shm.segment_size(4, chunk=100, slots=0) == 8 * 12 + 12 * (40 + 100)
-    # each mailbox adds a length word and the bytes of each ring slot
-    assert shm.segment_size(2, chunk=100, slots=3, slot=16) == 8 * 10 + 2 * (64 + 100 + 48)
-
-
-def test_a_sender_runs_ahead_of_its_receiver_by_the_ring():
-    """Small messages fill the ring's slots without their receiver (the sender returns at
-    once), a larger one sent behind them waits until they are taken and the mailbox is
-    empty, and the receiver gets every message in the order sent; once the ring is
-    full, a send waits until the receiver takes one."""
-    import threading
-
-    path = shm.create(2, **LAYOUT)
-    a = shm.ShmComm(path, 0, 2, **LAYOUT, room_max=ROOM)
-    b = shm.ShmComm(path, 1, 2, **LAYOUT, room_max=ROOM)
-    try:
-        smalls = [payload(0, 1, r, 1 + 5 * r) for r in range(SLOTS)]  # 1, 6, 11 bytes
-        for m in smalls:
-            a.exchange({1: m}, {})  # returns: no receiver has looked yet
-        hdr = a._boxes[(0, 1)][0]
-        assert hdr[0] - hdr[1] == SLOTS
-        fourth = payload(0, 1, 8, 9)
-        big = payload(0, 1, 9, 3 * CHUNK + 7)
-        late = payload(0, 1, 10, 7)
-        done = []
-
-        def more() -> None:
-            a.exchange({1: fourth}, {})  # a slot, once the receiver has taken one
-            done.append("fourth")
-            a.exchange({1: big}, {})  # the room, once the ring is empty
-            a.exchange({1: late}, {})  # a slot again
-            done.append("all")
-
-        t = threading.Thread(target=more, daemon=True)
-        t.start()
-        time.sleep(0.2)
-        assert not done  # the ring is full: the fourth waits for the receiver
-        np.testing.assert_array_equal(b.exchange({}, {0: smalls[0].size})[0], smalls[0])
-        deadline = time.monotonic() + 30
-        while not done and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.1)
-        assert done == ["fourth"]  # in the freed slot; the large one waits for an empty ring
-        for m in (*smalls[1:], fourth):
-            np.testing.assert_array_equal(b.exchange({}, {0: m.size})[0], m)
-        np.testing.assert_array_equal(b.exchange({}, {0: big.size})[0], big)
-        np.testing.assert_array_equal(b.exchange({}, {0: late.size})[0], late)
-        t.join(timeout=30)
-        assert done == ["fourth", "all"]
-        with pytest.raises(BBMMError, match="3 bytes from rank 0 where 4"):
-            a.exchange({1: payload(0, 1, 0, 3)}, {})
-            b.exchange({}, {0: 4})
-    finally:
-        a.close()
-        b.close()
-        shm.remove(path)
+    assert shm.segment_size(4, chunk=100) == 8 * 12 + 12 * (40 + 100)
 
 
 def direct_swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
@@ -390,7 +331,7 @@ def direct_swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
     its receiver took it."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
-    comm = shm.ShmComm(path, rank, 2, **LAYOUT)
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
     comm.direct_min = 100
     other = 1 - rank
     try:
@@ -454,7 +395,7 @@ def direct_pair(path: str, rank: int, fill: float, lend: bool = True
     100 bytes or more stay in their sender's arrays, and the sender goes on; with
     ``lend``, rank 1 lends, its waits for the loads from a region noted in the list
     returned (no device: never pending)."""
-    comm = shm.ShmComm(path, rank, 2, **LAYOUT)
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
     comm.direct_min = 100
     comm.defer_takes = True
     waited: list = []
@@ -596,7 +537,7 @@ def lending_chain(path: str, rank: int, size: int, out: mp.Queue) -> None:
     it waits for that one alone: the newer one is repaid only after its next message."""
     from bbmm.box import Box
     from bbmm.distributed import Boxes, swap
-    comm = shm.ShmComm(path, rank, 2, **LAYOUT)
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
     comm.direct_min = 100
     comm.defer_takes = True
     if rank == 1:
@@ -643,8 +584,8 @@ def test_a_sender_waits_only_for_the_message_it_overwrites():
 
 
 def test_share_array_falls_back_where_shared_memory_is_full(monkeypatch):
-    path = shm.create(2, **LAYOUT)
-    comm = shm.ShmComm(path, 0, 2, **LAYOUT)
+    path = shm.create(2, chunk=CHUNK)
+    comm = shm.ShmComm(path, 0, 2, chunk=CHUNK)
     try:
         def refuse(*args):
             raise OSError(28, "No space left on device")
@@ -665,7 +606,7 @@ def test_arrays_are_shared_only_in_memory(tmp_path):
     path = str(tmp_path / "seg.shm")
     with open(path, "wb") as f:
         f.truncate(shm.segment_size(2, CHUNK))
-    comm = shm.ShmComm(path, 0, 2, **LAYOUT)
+    comm = shm.ShmComm(path, 0, 2, chunk=CHUNK)
     try:
         assert not shm.in_memory(path) and shm.in_memory("/dev/shm/bbmm-x.shm")
         assert comm.share_array("a", (1000,), np.float64) is None
@@ -737,8 +678,8 @@ def test_a_rank_lets_go_of_the_slices_no_loan_holds():
     a program whose large messages move) stay at most :data:`bbmm.shm.LENT_PAGES`: those
     no loan holds go first, one a loan holds stays."""
     from bbmm.box import Box
-    path = shm.create(2, **LAYOUT)
-    comm = shm.ShmComm(path, 1, 2, **LAYOUT)
+    path = shm.create(2, chunk=CHUNK)
+    comm = shm.ShmComm(path, 1, 2, chunk=CHUNK)
     try:
         peer = np.zeros((300, 4), np.float32)
         comm._peer[0] = comm._peer_rw[0] = {"a": peer}
@@ -766,7 +707,7 @@ def idle_worker(path: str, rank: int, size: int, out: mp.Queue) -> None:
     """Rank 1 waits for a message rank 0 sends late: meanwhile its swap does the work it
     was given (:attr:`ShmComm.idle_work`) at once, as long as that says there was some,
     then asks again at each look."""
-    comm = shm.ShmComm(path, rank, 2, **LAYOUT)
+    comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
     calls: list = []
     if rank == 1:
         comm.idle_work = lambda: calls.append(time.perf_counter()) or len(calls) < 3
