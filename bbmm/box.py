@@ -147,7 +147,12 @@ class Box:
     def slices(self, origin: Sequence[int] | None = None) -> tuple[slice, ...]:
         """Slices that cut this box out of a numpy array (whose index 0 is ``origin``)."""
         if origin is None:
-            return tuple(slice(l, max(l, h + 1)) for l, h in zip(self.lo, self.hi))
+            lo, hi = self.lo, self.hi
+            if len(lo) == 2:  # unrolled: a message's box per exchange
+                a, b = hi[0] + 1, hi[1] + 1
+                return (slice(lo[0], a if a > lo[0] else lo[0]),
+                        slice(lo[1], b if b > lo[1] else lo[1]))
+            return tuple([slice(l, max(l, h + 1)) for l, h in zip(lo, hi)])
         return tuple(slice(l - o, max(l, h + 1) - o)
                      for l, h, o in zip(self.lo, self.hi, origin))
 

@@ -527,12 +527,16 @@ def frozen_heap(log: list[tuple[str, float, float]] | None = None) -> Iterator[N
     serial iteration, so one process's pause stalls them all. The loop's own objects
     are few and short-lived. Freezing and thawing move whole generations (no collection
     runs: garbage made before the loop waits for the first one after it). Where the
-    caller has frozen objects already, nothing is changed (theirs stay as they are)."""
+    caller has frozen objects already, nothing is changed (theirs stay as they are). The
+    young passes come every :data:`LOOP_YOUNG` allocations in the loop."""
     hook = None
     if log is not None:
         hook = _collections_into(log)
         gc.callbacks.append(hook)
+    threshold = gc.get_threshold()
     try:
+        if threshold[0] and threshold[0] < LOOP_YOUNG:
+            gc.set_threshold(LOOP_YOUNG, *threshold[1:])
         if gc.get_freeze_count():
             yield
         else:
@@ -542,8 +546,17 @@ def frozen_heap(log: list[tuple[str, float, float]] | None = None) -> Iterator[N
             finally:
                 gc.unfreeze()
     finally:
+        gc.set_threshold(*threshold)
         if hook is not None:
             gc.callbacks.remove(hook)
+
+
+LOOP_YOUNG = 20_000
+"""Allocations between the collector's young passes in the serial loop (the interpreter's
+default is 700), where it is on (:func:`frozen_heap`): the loop's objects die young, freed
+by their reference counts, and a young pass walks only those still alive, so fewer
+passes walk fewer objects in all. Floyd n=16384, rank 1 of four processes on dry
+devices: 65.3-65.8 us per step against 67.3-68.8."""
 
 
 COLLECT_LOG_S = 1e-3

@@ -69,12 +69,34 @@ def test_a_caller_that_froze_objects_keeps_them_frozen():
 
 
 def test_an_error_in_the_loop_thaws_the_heap():
+    before = gc.get_threshold()
     try:
         with frozen_heap():
             raise KeyError("stop")
     except KeyError:
         pass
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
+
+
+def test_the_young_passes_are_rarer_in_the_loop_only():
+    """Inside, the collector's first threshold is LOOP_YOUNG (its others as they were);
+    after, as before; a threshold the caller set higher, or 0 (collections off), is
+    left alone."""
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with frozen_heap():
+            assert gc.get_threshold() == (run_module.LOOP_YOUNG, 10, 10)
+            assert run_module.LOOP_YOUNG > 700
+        assert gc.get_threshold() == (700, 10, 10)
+        for mine in ((10 * run_module.LOOP_YOUNG, 5, 5), (0, 10, 10)):
+            gc.set_threshold(*mine)
+            with frozen_heap():
+                assert gc.get_threshold() == mine
+            assert gc.get_threshold() == mine
+    finally:
+        gc.set_threshold(*before)
 
 
 @pytest.mark.parametrize("over", ["devices", "processes"])
