@@ -930,3 +930,57 @@ def test_a_replayed_tile_with_a_new_copy_launches_as_planned_anew(monkeypatch):
         go(far)
         assert len(plans) == n + 2  # offsets past 32-bit ints: planned anew
         assert dev.launched[3][0] != dev.launched[2][0]
+
+
+def test_a_replayed_tile_on_a_smaller_grid_takes_its_last_kernel(monkeypatch):
+    """A tile replayed on other pieces and a smaller grid (LU's shrinking corner) is
+    planned for its grid but takes the kernel its last replay prepared, with its own
+    array arguments: the same launch as one prepared anew; a copy that needs the other
+    kernel variant (offsets past 32-bit ints) is prepared anew."""
+    from bbmm import hostlib
+    from bbmm.tiles import Copy, TileBuffers
+
+    class Dev:
+        def __init__(self):
+            self.launched = []
+
+        def kernel(self, source, name, options):
+            return (name, options)
+
+        def launch(self, knl, gsize, local, args):
+            self.launched.append((knl, tuple(gsize), tuple(local), list(args)))
+
+    prepared = []
+    prepare = hostlib._prepare
+    monkeypatch.setattr(hostlib, "_prepare", lambda *a: prepared.append(1) or prepare(*a))
+    null = NullDevice(0)
+
+    def buffers(lo, before=None):
+        corner = Copy("A", Box((lo, lo), (15, 15)), null, null.alloc(4 * (16 - lo) ** 2), 4)
+        return TileBuffers({"A": [(corner.box, corner)]}, {"A": [0, 0]}, before=before)
+
+    arrays = (("A", 1, 2, (0, 1)),)
+    dev = Dev()
+
+    def go(tb, lo):
+        hostlib.launch(dev, tb, "src", "k", [16, lo], ((lo, 15), (lo, 15)), (1, 0), arrays,
+                       local=(4, 4))
+
+    first = buffers(1)
+    go(first, 1)
+    assert len(prepared) == 1
+    nxt = buffers(2, before=first)
+    go(nxt, 2)
+    assert len(prepared) == 1  # the kernel carried
+    go(TileBuffers(nxt.pieces, nxt.access), 2)  # the same, prepared anew
+    assert len(prepared) == 2
+    a, b = dev.launched[1], dev.launched[2]
+    assert a[:3] == b[:3] and len(a[3]) == len(b[3])
+    assert all(x is y or (isinstance(x, np.generic) and x == y) for x, y in zip(a[3], b[3]))
+    assert dev.launched[0][1:] != a[1:]  # another grid, other arguments
+    far = TileBuffers({"A": [(Box((1 << 28, 2), (1 << 28, 15)),
+                              Copy("A", Box((1 << 28, 2), (1 << 28, 15)), null,
+                                   null.alloc(4 * 14), 4))]}, {"A": [0, 0]}, before=nxt)
+    go(far, 2)
+    assert len(prepared) == 3  # the other kernel variant
+    assert dev.launched[3][0] != a[0]
