@@ -873,6 +873,19 @@ def test_a_tiles_flowout_in_one_row_leaves_in_one_copy_and_keeps_its_records():
 # }}}
 
 
+class _LaunchLog:
+    """A device that builds kernels as ``(name, options)`` and logs its launches."""
+
+    def __init__(self):
+        self.launched = []
+
+    def kernel(self, source, name, options):
+        return (name, options)
+
+    def launch(self, knl, gsize, local, args):
+        self.launched.append((knl, tuple(gsize), tuple(local), list(args)))
+
+
 def test_a_replayed_tile_with_a_new_copy_launches_as_planned_anew(monkeypatch):
     """A tile replayed with another copy of the same shape in a slot (Floyd's row ``k``,
     a new copy every serial iteration) launches with the kernel and NDRange its last
@@ -882,16 +895,6 @@ def test_a_replayed_tile_with_a_new_copy_launches_as_planned_anew(monkeypatch):
     variant, and is planned anew."""
     from bbmm import hostlib
     from bbmm.tiles import Copy, TileBuffers
-
-    class Dev:
-        def __init__(self):
-            self.launched = []
-
-        def kernel(self, source, name, options):
-            return (name, options)
-
-        def launch(self, knl, gsize, local, args):
-            self.launched.append((knl, tuple(gsize), tuple(local), list(args)))
 
     plans = []
     plan = hostlib._plan_launch
@@ -913,7 +916,7 @@ def test_a_replayed_tile_with_a_new_copy_launches_as_planned_anew(monkeypatch):
 
     arrays = (("A", 2, 2, (0, 1, 2)),)
     for rows in (None, (0, 0, 7, 7)):
-        dev = Dev()
+        dev = _LaunchLog()
         go = lambda tb: hostlib.launch(dev, tb, "src", "k", [3, 0, 7], ((0, 7), (0, 15)),  # noqa: E731
                                        (1, 0), arrays, local=(16, 1), rows=rows)
         first = buffers(copy((3, 0), (3, 15)))
@@ -940,16 +943,6 @@ def test_a_replayed_tile_on_a_smaller_grid_takes_its_last_kernel(monkeypatch):
     from bbmm import hostlib
     from bbmm.tiles import Copy, TileBuffers
 
-    class Dev:
-        def __init__(self):
-            self.launched = []
-
-        def kernel(self, source, name, options):
-            return (name, options)
-
-        def launch(self, knl, gsize, local, args):
-            self.launched.append((knl, tuple(gsize), tuple(local), list(args)))
-
     prepared = []
     prepare = hostlib._prepare
     monkeypatch.setattr(hostlib, "_prepare", lambda *a: prepared.append(1) or prepare(*a))
@@ -960,7 +953,7 @@ def test_a_replayed_tile_on_a_smaller_grid_takes_its_last_kernel(monkeypatch):
         return TileBuffers({"A": [(corner.box, corner)]}, {"A": [0, 0]}, before=before)
 
     arrays = (("A", 1, 2, (0, 1)),)
-    dev = Dev()
+    dev = _LaunchLog()
 
     def go(tb, lo):
         hostlib.launch(dev, tb, "src", "k", [16, lo], ((lo, 15), (lo, 15)), (1, 0), arrays,
