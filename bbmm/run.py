@@ -555,8 +555,11 @@ LOOP_YOUNG = 20_000
 """Allocations between the collector's young passes in the serial loop (the interpreter's
 default is 700), where it is on (:func:`frozen_heap`): the loop's objects die young, freed
 by their reference counts, and a young pass walks only those still alive, so fewer
-passes walk fewer objects in all. Floyd n=16384, rank 1 of four processes on dry
-devices: 65.3-65.8 us per step against 67.3-68.8."""
+passes walk fewer objects in all. On four H200s, against 700, loop medians of
+alternating rounds: Floyd n=16384 0.193 ms per ``k`` against 0.225, LU n=16384 0.290
+against 0.335, heat2d unchanged (``python3 scripts/bench_ab.py --base B --rounds 5 -- run
+polybench/floyd.c --param n=16384 --devices 4``, ``B`` the tree before;
+``docs/performance.md``)."""
 
 
 COLLECT_LOG_S = 1e-3
