@@ -141,6 +141,28 @@ def host_lines(doc: Mapping[str, Any], n: int) -> list[str]:
     return out
 
 
+def pace_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Over processes: each one's time in its exchanges and sends (its waits for the
+    other processes' rows, for its own copies out, and the bytes it moves), as ms and as
+    a share of its run, and the one that spends the least there. Where the processes
+    wait for each other every serial iteration, the others wait for that one: its own
+    work sets the loop's pace (``docs/performance.md``, what sets the pace of Floyd's
+    step over four processes)."""
+    by: dict[int, list[float]] = {}
+    for h in doc.get("host") or ():
+        name = h["name"]
+        if name in ("run", "exchange", "send"):
+            t = by.setdefault(int(h.get("rank", 0)), [0.0, 0.0])
+            t[name != "run"] += h["end_us"] - h["start_us"]
+    if len(by) < 2 or not all(run for run, _ in by.values()):
+        return []
+    share = {r: wait / run for r, (run, wait) in by.items()}
+    least = min(share, key=share.__getitem__)
+    return ["exchanges and sends per process (ms, share of its run): " +
+            ", ".join(f"rank {r} {_ms(by[r][1])} ({100 * share[r]:.0f}%)" for r in sorted(by)),
+            f"  rank {least} spends the least in them: the others wait for it"]
+
+
 COLORS = {"h2d": "tab:blue", "d2h": "tab:orange", "d2d": "tab:purple", "kernel": "tab:green",
           "fill": "tab:gray"}
 
@@ -199,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             lines += label_lines(e, args.labels)
             lines += tile_lines(e, args.tiles)
     lines += host_lines(doc, args.steps)
+    lines += pace_lines(doc)
     print("\n".join(lines))
     if args.plot:
         if plot(doc, args.plot):

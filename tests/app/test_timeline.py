@@ -274,6 +274,31 @@ def test_host_steps_per_process_and_the_collectors_pauses(tmp_path, capsys):
     assert any(l.startswith("  collections of rank 0: 2, 4.500 ms") for l in out)
 
 
+def test_each_processs_exchanges_and_sends_and_the_one_the_others_wait_for(tmp_path, capsys):
+    """Over processes, ``bbmm timeline`` adds up each one's exchanges and sends (not
+    their parts, nor the final gather) against its run, and names the one that spends
+    the least share there; one process alone gets no such line."""
+    host = [{"name": "run", "start_us": 0.0, "end_us": 10000.0, "rank": 0},
+            {"name": "exchange", "start_us": 100.0, "end_us": 4100.0, "rank": 0},
+            {"name": "transfer", "start_us": 200.0, "end_us": 4100.0, "rank": 0},
+            {"name": "send", "start_us": 5000.0, "end_us": 6000.0, "rank": 0},
+            {"name": "gather", "start_us": 9000.0, "end_us": 10000.0, "rank": 0},
+            {"name": "run", "start_us": 0.0, "end_us": 8000.0, "rank": 1},
+            {"name": "exchange", "start_us": 2000.0, "end_us": 3000.0, "rank": 1},
+            {"name": "send", "start_us": 3000.0, "end_us": 3600.0, "rank": 1}]
+    assert timeline.pace_lines({"host": host}) == [
+        "exchanges and sends per process (ms, share of its run): rank 0 5.000 (50%), "
+        "rank 1 1.600 (20%)",
+        "  rank 1 spends the least in them: the others wait for it"]
+    assert timeline.pace_lines({"host": [h for h in host if h["rank"] == 0]}) == []
+    assert timeline.pace_lines({"devices": []}) == []
+    path = tmp_path / "t.json"
+    pf.write(str(path), {"meta": {}, "devices": [], "host": host})
+    assert cli_main(["timeline", str(path)]) == 0
+    assert "  rank 1 spends the least in them: the others wait for it" in \
+        capsys.readouterr().out.splitlines()
+
+
 def test_bbmm_timeline_on_a_file_that_is_no_trace_is_one_line(tmp_path, capsys):
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"traceEvents": [], "displayTimeUnit": "ms"}))
