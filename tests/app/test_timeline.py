@@ -278,14 +278,11 @@ def test_each_processs_exchanges_and_sends_and_the_one_the_others_wait_for(tmp_p
     """Over processes, ``bbmm timeline`` adds up each one's exchanges and sends (not
     their parts, nor the final gather) against its run, and names the one that spends
     the least share there; one process alone gets no such line."""
-    host = [{"name": "run", "start_us": 0.0, "end_us": 10000.0, "rank": 0},
-            {"name": "exchange", "start_us": 100.0, "end_us": 4100.0, "rank": 0},
-            {"name": "transfer", "start_us": 200.0, "end_us": 4100.0, "rank": 0},
-            {"name": "send", "start_us": 5000.0, "end_us": 6000.0, "rank": 0},
-            {"name": "gather", "start_us": 9000.0, "end_us": 10000.0, "rank": 0},
-            {"name": "run", "start_us": 0.0, "end_us": 8000.0, "rank": 1},
-            {"name": "exchange", "start_us": 2000.0, "end_us": 3000.0, "rank": 1},
-            {"name": "send", "start_us": 3000.0, "end_us": 3600.0, "rank": 1}]
+    steps = [(0, "run", 0, 10000), (0, "exchange", 100, 4100), (0, "transfer", 200, 4100),
+             (0, "send", 5000, 6000), (0, "gather", 9000, 10000),
+             (1, "run", 0, 8000), (1, "exchange", 2000, 3000), (1, "send", 3000, 3600)]
+    host = [{"name": n, "start_us": float(a), "end_us": float(b), "rank": r}
+            for r, n, a, b in steps]
     assert timeline.pace_lines({"host": host}) == [
         "exchanges and sends per process (ms, share of its run): rank 0 5.000 (50%), "
         "rank 1 1.600 (20%)",
