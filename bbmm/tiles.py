@@ -173,11 +173,7 @@ class Copy:
         last = self._bargs
         if last is not None and last[0] == piece:
             return last[1]
-        get = _INT32.get
-        args = []
-        for v in (*piece.lo, *piece.hi):
-            x = get(v)
-            args.append(int32(v) if x is None else x)
+        args = [*map(int32, piece.lo), *map(int32, piece.hi)]
         self._bargs = (piece, args)
         return args
 
