@@ -886,7 +886,7 @@ class DistributedRuntime:
                 if not replaying:
                     self._refresh(a, b)
                 for e, dev in directory.order.touching(a, b, loads=False):
-                    waits.append(e)
+                    waits.append((e, dev))
                     ready = ready and dev.done(e)
         if ready:
             self._send(sends, t0)
@@ -902,8 +902,8 @@ class DistributedRuntime:
         if waits is None:  # sent before the tiles
             return
         t0 = time.perf_counter()
-        for e in waits:
-            e.wait()
+        for e, dev in waits:
+            dev.wait(e)
         self._send(sends, t0, direct=False)
 
     def _send(self, sends: list[tuple[int, list[tuple[str, Box]]]], t0: float,

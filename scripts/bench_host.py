@@ -59,7 +59,7 @@ class CountingRuntime(Runtime):
 
 
 def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
-            replay: bool | None) -> tuple[dict[str, Any], CountingRuntime]:
+            replay: bool | None, lag: int = 0) -> tuple[dict[str, Any], CountingRuntime]:
     bench = ec.load_bench(name, params, init=False)
     module = bench.module
     tile = module.default_tile(bench.params, ndev)
@@ -67,7 +67,7 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
     loops = []
     rt = None
     for _ in range(max(1, repeat)):
-        devices = [DryDevice(i) for i in range(ndev)]
+        devices = [DryDevice(i, lag=lag) for i in range(ndev)]
         arrays = {k: v.copy() for k, v in bench.init.items()}
         rt = CountingRuntime(devices, arrays, replay=replay,
                              **runtime_options(module, arrays))
@@ -133,7 +133,7 @@ class LoopbackComm:
 
 
 def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repeat: int,
-                  only: int | None = None) -> dict[str, Any]:
+                  only: int | None = None, lag: int = 0) -> dict[str, Any]:
     """Host work of each of ``ranks`` processes (``bbmm run --procs``) sharing ``ndev``
     dry devices, one process at a time (``only``: that one alone): the slowest one's time
     per serial iteration is what a machine with a core per process needs."""
@@ -151,7 +151,7 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
         times = []
         rank_loops = []
         for _ in range(max(1, repeat)):
-            devices = [DryDevice(i) for i in range(per)]
+            devices = [DryDevice(i, lag=lag) for i in range(per)]
             arrays = {k: v.copy() for k, v in bench.init.items()}
             rt = DistributedRuntime(devices, arrays, LoopbackComm(r, ranks, per),
                                     **runtime_options(module, arrays))
@@ -234,8 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steady", action="append", default=[], metavar="PROG:NAME=A,B",
                    help="measure PROG at NAME=A and NAME=B and report the differences: "
                         "the steady state per serial iteration and per tile (repeatable)")
+    p.add_argument("--lag", type=int, default=0, metavar="N",
+                   help="the dry devices' commands complete N commands after they are "
+                        "enqueued, as a GPU trails the host: the pending copies' bookkeeping "
+                        "runs as on a GPU (default 0: every command done at once)")
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
+    if args.lag < 0:
+        p.error("--lag: a number of commands, 0 or more")
     steady = {}
     for item in args.steady:
         prog, _, rest = item.partition(":")
@@ -258,9 +264,11 @@ def main(argv: list[str] | None = None) -> int:
                         for p in dict.fromkeys(nd if q == "d" else int(q)
                                                for q in args.procs.split(","))):
             if np_ > 1 and nd % np_ == 0:
-                run = lambda ps: measure_ranks(prog, ps, nd, np_, args.repeat)  # noqa: E731
+                run = lambda ps: measure_ranks(prog, ps, nd, np_, args.repeat,  # noqa: E731
+                                               lag=args.lag)
             elif np_ == 1:
-                run = lambda ps: measure(prog, ps, nd, args.repeat, replay)[0]  # noqa: E731
+                run = lambda ps: measure(prog, ps, nd, args.repeat, replay,  # noqa: E731
+                                         args.lag)[0]
             else:
                 continue
             if prog in steady:
@@ -283,9 +291,10 @@ def main(argv: list[str] | None = None) -> int:
         prof.enable()
         params = ec.program_params(args, last["program"])
         if last["ranks"] > 1:
-            measure_ranks(last["program"], params, last["devices"], last["ranks"], 1, only=0)
+            measure_ranks(last["program"], params, last["devices"], last["ranks"], 1, only=0,
+                          lag=args.lag)
         else:
-            measure(last["program"], params, last["devices"], 1, replay)
+            measure(last["program"], params, last["devices"], 1, replay, args.lag)
         prof.disable()
         out = io.StringIO()
         pstats.Stats(prof, stream=out).sort_stats(os.environ.get("BBMM_SORT", "tottime")).print_stats(args.profile)

@@ -32,24 +32,26 @@ sys.path.insert(0, HERE)
 
 
 def run_dry(program: str, params: dict[str, int], ndev: int, procs: int = 1,
-            rank: int = 0) -> None:
+            rank: int = 0, lag: int = 0) -> None:
     """The driver once on dry devices (what each callgrind run executes); with ``procs``,
-    as rank ``rank`` of that many processes (``bbmm run --procs``)."""
+    as rank ``rank`` of that many processes (``bbmm run --procs``); ``lag``: the devices'
+    commands complete that many commands late (``bench_host.py --lag``)."""
     from bench_host import measure, measure_ranks
 
     if procs > 1:
-        measure_ranks(program, params, ndev, procs, 1, only=rank)
+        measure_ranks(program, params, ndev, procs, 1, only=rank, lag=lag)
     else:
-        measure(program, params, ndev, 1, None)
+        measure(program, params, ndev, 1, None, lag)
 
 
 def count(program: str, params: dict[str, int], ndev: int, procs: int = 1,
-          rank: int = 0) -> int:
+          rank: int = 0, lag: int = 0) -> int:
     """Instructions of one dry run under callgrind."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONHASHSEED="0")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", program,
-           "--devices", str(ndev), "--procs", str(procs), "--rank", str(rank)] + [
+           "--devices", str(ndev), "--procs", str(procs), "--rank", str(rank),
+           "--lag", str(lag)] + [
                f"--param={k}={v}" for k, v in params.items()]
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + cmd
     if shutil.which("setarch"):
@@ -83,11 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--procs", type=int, default=1,
                    help="processes sharing the devices (bbmm run --procs); counts one of them")
     p.add_argument("--rank", type=int, default=0, help="the process counted (default 0)")
+    p.add_argument("--lag", type=int, default=0, metavar="N",
+                   help="the dry devices' commands complete N commands late, as a GPU "
+                        "trails the host (bench_host.py --lag; default 0)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     fixed = _params(args.param)
     if args.child:
-        run_dry(args.program, fixed, args.devices, args.procs, args.rank)
+        run_dry(args.program, fixed, args.devices, args.procs, args.rank, args.lag)
         return 0
     if not shutil.which("valgrind"):
         sys.exit("count_host: valgrind is not installed (apt-get install valgrind)")
@@ -102,12 +107,15 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"count_host: --vary needs A < B, got {a}, {b}")
     # once outside callgrind first: the driver is compiled and cached (a tree that another
     # tree's run left a different driver cache for would count the compilation)
-    how = (args.devices, args.procs, args.rank)
+    if args.lag < 0:
+        sys.exit("count_host: --lag is a number of commands, 0 or more")
+    how = (args.devices, args.procs, args.rank, args.lag)
     run_dry(args.program, {**fixed, name: a}, *how)
     ia = count(args.program, {**fixed, name: a}, *how)
     ib = count(args.program, {**fixed, name: b}, *how)
     extra = " ".join(f"{k}={v}" for k, v in fixed.items())
     who = f" procs={args.procs} rank={args.rank}" if args.procs > 1 else ""
+    who += f" lag={args.lag}" if args.lag else ""
     print(f"{args.program} {extra} devices={args.devices}{who}: {(ib - ia) / (b - a):.0f} "
           f"instructions per serial iteration ({name} {a} -> {b}: {ia} -> {ib})")
     return 0

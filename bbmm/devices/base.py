@@ -439,12 +439,53 @@ class DryDevice(NullDevice):
     It measures the host's own work for a program (``scripts/bench_host.py``): what a
     GPU must hide, without a GPU and without a CPU device competing for the cores. Kernels
     are looked up by ``kernel(source, name, options)`` as on an OpenCL device.
+
+    With ``lag`` its commands complete ``lag`` commands after they are enqueued, as a GPU's
+    queue trails a host that runs ahead: each copy and launch gives an event, which the
+    host's checks find pending until then (or until it waits for it), so the bookkeeping
+    of pending copies (:class:`bbmm.coherence.HostOrder`) runs as on a GPU. Without it
+    every command is complete when it returns and leaves no event.
     """
 
     def __init__(self, index: int = 0, cap: int = 1 << 40, name: str | None = None,
-                 arena_size: int = 1 << 30, align: int = 256):
+                 arena_size: int = 1 << 30, align: int = 256, lag: int = 0):
         super().__init__(index, cap, name or f"dry{index}", arena_size, align, gates=True)
         self.launches = 0
+        self.lag = lag
+        self._issued = 0
+        """Commands enqueued (with ``lag``); the n-th one's event is ``_Lagged(n)``."""
+        self._complete = 0
+        """Commands complete, in order: those up to ``_issued - lag``, and any waited for."""
+
+    def _command(self, wait_for: Sequence[Any], copy: str | None) -> Any:
+        """A command enqueued: held behind a closed gate (its event then says so), else
+        its event with ``lag``, else None (complete)."""
+        if wait_for or self._behind:
+            held = self._run(_nothing, wait_for, copy)
+            if held is not None or self._behind:
+                return held
+        if not self.lag:
+            return None
+        n = self._issued = self._issued + 1
+        if n - self.lag > self._complete:
+            self._complete = n - self.lag
+        return _Lagged(n)
+
+    def finish(self) -> None:
+        super().finish()
+        self._complete = self._issued
+
+    def done(self, event: Any) -> bool:
+        if type(event) is _Lagged:
+            return event.n <= self._complete
+        return super().done(event)
+
+    def wait(self, event: Any) -> None:
+        if type(event) is _Lagged:
+            if event.n > self._complete:
+                self._complete = event.n
+            return
+        super().wait(event)
 
     @staticmethod
     def _new_arena(nbytes: int) -> object:
@@ -455,25 +496,21 @@ class DryDevice(NullDevice):
         # a gate's rules are kept (a copy behind a closed gate is refused); the command
         # itself is nothing, so it leaves no event to wait for, as before it ran
         self.log.append(("h2d", region, region.volume * host.itemsize))
-        if wait_for or self._behind:
-            self._run(_nothing, wait_for, "a copy in")
+        return self._command(wait_for, "a copy in")
 
     def read_rect(self, src, src_box, region, host, host_origin=None, *, wait_for=(),
                   blocking=True, side=False):
         self.log.append(("d2h", region, region.volume * host.itemsize))
-        if wait_for or self._behind:
-            self._run(_nothing, wait_for, "a copy out")
+        return self._command(wait_for, "a copy out")
 
     def write_rects(self, dst, dst_box, regions, host, *, wait_for=(), blocking=True):
         self._pair("h2d", dst, dst_box, regions, host)
-        if wait_for or self._behind:
-            self._run(_nothing, wait_for, "a copy in")
+        return self._command(wait_for, "a copy in")
 
     def read_rects(self, src, src_box, regions, host, *, wait_for=(), blocking=True,
                    side=False):
         self._pair("d2h", src, src_box, regions, host)
-        if wait_for or self._behind:
-            self._run(_nothing, wait_for, "a copy out")
+        return self._command(wait_for, "a copy out")
 
     def paired(self, a, a_box, regions, host):
         return len(regions) == 2 and pairable(*regions)
@@ -494,17 +531,30 @@ class DryDevice(NullDevice):
 
     def copy_rect(self, dst, dst_box, src, src_box, region, itemsize):
         self.log.append(("d2d", region, region.volume * itemsize))
-        if self._behind:
-            self._run(_nothing, (), "a device copy")
+        return self._command((), "a device copy")
 
     def kernel(self, source: str, name: str, options: str = "") -> str:
         return name
 
     def launch(self, kernel, global_size, local_size, args):
         self.launches += 1
-        if self._behind:
-            self._run(_nothing, (), None)
+        evt = self._command((), None)
+        if evt is not None:
+            self.last = evt
+        return evt
 
 
 def _nothing() -> None:
     """A :class:`DryDevice`'s command."""
+
+
+class _Lagged:
+    """The event of a :class:`DryDevice`'s ``n``-th command, with ``lag``."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __repr__(self) -> str:
+        return f"_Lagged({self.n})"

@@ -550,6 +550,57 @@ def test_bench_host_steady_state_is_the_difference_of_two_runs(tmp_path, capsys)
                      "--steady", bad, "--repeat", "1"])
 
 
+def test_dry_device_with_lag_trails_the_host():
+    """``lag``: each command gives an event that is done only ``lag`` commands later, or
+    once waited for (with every command before it: one in-order queue); ``finish`` ends
+    them all. Without it every command is done at once and gives none."""
+    import numpy as np
+
+    from bbmm.box import Box
+    from bbmm.devices import DryDevice
+    d = DryDevice(0, lag=2)
+    a = d.alloc(1 << 20)
+    host = np.zeros((4, 4), np.float32)
+    box = Box((0, 0), (3, 3))
+    e1 = d.write_rect(a, box, box, host, blocking=False)
+    e2 = d.launch("k", (4,), None, [])
+    assert d.last is e2 and not d.done(e1) and not d.done(e2)
+    e3 = d.read_rect(a, box, box, host, blocking=False)
+    assert d.done(e1) and not d.done(e2) and not d.done(e3)
+    d.wait(e3)
+    assert d.done(e2) and d.done(e3)
+    e4 = d.copy_rect(a, box, a, box, box, 4)
+    assert not d.done(e4)
+    d.finish()
+    assert d.done(e4)
+    assert DryDevice(1).launch("k", (4,), None, []) is None
+
+
+def test_bench_host_lag_keeps_copies_pending(tmp_path):
+    """``--lag N``: a process of four runs Floyd with its copies pending as on a GPU, the
+    same tiles and steps as with every copy done at once."""
+    import bench_host as bh
+    from bbmm.coherence import HostOrder
+    longest = []
+    after = HostOrder.after
+
+    def spy(self, array, region, device, stores, event, lane=0):
+        after(self, array, region, device, stores, event, lane)
+        longest.append(len(self.pending.get(array, ())))
+    rows = {}
+    for lag in (0, 8):
+        longest.clear()
+        HostOrder.after = spy
+        try:
+            rows[lag] = bh.measure_ranks("floyd", {"n": 64}, 4, 4, 1, only=1, lag=lag)
+        finally:
+            HostOrder.after = after
+        assert (max(longest, default=0) > 1) == (lag > 0)
+    assert rows[0]["tiles"] == rows[8]["tiles"] and rows[0]["serial_iters"] == 64
+    with pytest.raises(SystemExit):
+        bh.main(["--programs", "floyd", "--devices", "1", "--lag", "-1"])
+
+
 def test_bench_host_processes_swap_through_kept_buffers():
     """A process of several on dry devices (its peers' messages stood in): the steps
     repeat and are replayed; its swaps pack into one buffer per peer kept between swaps
