@@ -834,9 +834,10 @@ class DistributedRuntime:
             # the devices' copies back of lent regions this exchange sends or receives
             # first (their stores waited for below); the others while it waits
             directory.flush_writebacks([x for _, items in (*sends, *recvs) for x in items])
-        for _, items in sends:
-            for a, b in items:
-                if not replaying:
+        outgoing = _distinct(sends)
+        if not replaying:
+            for items in outgoing:
+                for a, b in items:
                     self._refresh(a, b)
         # the received regions first: their loads ended long ago, while the stores of
         # the sent ones are often the last copies queued, so the wait that blocks comes
@@ -844,7 +845,7 @@ class DistributedRuntime:
         for _, items in recvs:
             for a, b in items:
                 self._settle(a, b, loads=True)
-        for _, items in sends:
+        for items in outgoing:
             for a, b in items:
                 self._settle(a, b, loads=False)
         t1 = time.perf_counter()
@@ -881,7 +882,7 @@ class DistributedRuntime:
             directory.flush_writebacks([x for _, items in sends for x in items])
         waits = []
         ready = True
-        for _, items in sends:
+        for items in _distinct(sends):
             for a, b in items:
                 if not replaying:
                     self._refresh(a, b)
@@ -990,6 +991,18 @@ class DistributedRuntime:
                    self.local.directory.order.touching(array, region, True))
 
 # }}}
+
+
+def _distinct(pairs: Sequence[tuple[int, Sequence[tuple[str, Box]]]]
+              ) -> list[Sequence[tuple[str, Box]]]:
+    """The items of ``(rank, items)`` pairs, each list once where ranks in a row are sent
+    the same (Floyd's row ``k`` to every other process): its regions are refreshed and
+    waited for once."""
+    out: list[Sequence[tuple[str, Box]]] = []
+    for _, items in pairs:
+        if not out or (items is not out[-1] and items != out[-1]):
+            out.append(items)
+    return out
 
 
 class _PlanChain:

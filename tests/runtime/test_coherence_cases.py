@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bbmm.box import Box
 from bbmm.coherence import HostCopy
@@ -242,6 +244,51 @@ def test_host_order_waits_only_where_regions_overlap_across_devices():
         o.after("A", Box((100 + i, 0), (100 + i, 9)), d0, False, e)
     recs = o.pending["A"]
     assert len(recs) <= 2 and recs[0][1] is s1  # the pending store stays
+
+
+class _NoHull:
+    """HostOrder's answers by a scan of every record (its hull never consulted)."""
+
+    @staticmethod
+    def _outside(array, recs, region):
+        return False
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(("after", "before", "settle", "touching", "done")),
+                          st.integers(0, 40), st.integers(1, 6), st.booleans(),
+                          st.integers(0, 2)), max_size=60))
+def test_host_order_hull_changes_no_answer(ops):
+    """Answering a region outside the hull of an array's records without a scan gives
+    the same events, waits and records as scanning them all, over any sequence of
+    copies recorded, asked for, settled and completed (pruning included)."""
+    from bbmm.coherence import HostOrder
+
+    class Scanning(_NoHull, HostOrder):
+        pass
+    ctx = object()
+    devs = [_Dev(ctx), _Dev(ctx), _Dev(object())]
+    orders = (HostOrder(), Scanning())
+    events: list[list[_Event]] = [[], []]
+    for n, (op, row, height, flag, d) in enumerate(ops):
+        region = Box((row, 0), (row + height - 1, 9))  # (no copy of an empty region)
+        answers = []
+        for o, evs in zip(orders, events):
+            if op == "after":
+                e = _Event(f"e{n}")
+                evs.append(e)
+                o.after("A", region, devs[d], flag, e, lane=int(flag and d == 0))
+            elif op == "before":
+                answers.append([e.name for e in o.before("A", region, devs[d], flag)])
+            elif op == "settle":
+                o.settle("A", region, loads=flag)
+            elif op == "touching":
+                answers.append([e.name for e, _ in o.touching("A", region, flag)])
+            elif evs:
+                evs[row % len(evs)].command_execution_status = 0
+            answers.append(([(r[0], r[1].name, r[3]) for r in o.pending.get("A", ())],
+                            [e.waited for e in evs]))
+        assert answers[: len(answers) // 2] == answers[len(answers) // 2:]
 
 
 def test_host_order_settle_waits_only_for_unfinished_copies_and_drops_them():

@@ -888,3 +888,14 @@ def test_processes_that_do_not_move_a_step_on_plan_it_as_those_that_do(name, n):
     assert mixed[1][3] == 0 and mixed[0][3] > n // 2 and mixed[2][3] > n // 2
 
 # }}}
+
+
+def test_regions_sent_alike_to_several_ranks_are_settled_once():
+    """Floyd's row ``k`` goes to every other process: its stores are refreshed and waited
+    for once, not once per receiver; lists that differ each count."""
+    from bbmm.distributed import _distinct
+    row = [("A", Box((3, 0), (3, 9)))]
+    col = [("A", Box((0, 3), (9, 3)))]
+    assert _distinct([(0, row), (2, row), (3, list(row))]) == [row]
+    assert _distinct([(0, row), (1, col), (2, row)]) == [row, col, row]
+    assert _distinct([]) == []
