@@ -67,7 +67,7 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
     loops = []
     rt = None
     for _ in range(max(1, repeat)):
-        devices = [DryDevice(i, lag=lag) for i in range(ndev)]
+        devices = [DryDevice(i, lag=lag, keep_log=False) for i in range(ndev)]
         arrays = {k: v.copy() for k, v in bench.init.items()}
         rt = CountingRuntime(devices, arrays, replay=replay,
                              **runtime_options(module, arrays))
@@ -151,7 +151,7 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
         times = []
         rank_loops = []
         for _ in range(max(1, repeat)):
-            devices = [DryDevice(i, lag=lag) for i in range(per)]
+            devices = [DryDevice(i, lag=lag, keep_log=False) for i in range(per)]
             arrays = {k: v.copy() for k, v in bench.init.items()}
             rt = DistributedRuntime(devices, arrays, LoopbackComm(r, ranks, per),
                                     **runtime_options(module, arrays))

@@ -15,6 +15,7 @@ data and without OpenCL.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -448,8 +449,13 @@ class DryDevice(NullDevice):
     """
 
     def __init__(self, index: int = 0, cap: int = 1 << 40, name: str | None = None,
-                 arena_size: int = 1 << 30, align: int = 256, lag: int = 0):
+                 arena_size: int = 1 << 30, align: int = 256, lag: int = 0,
+                 keep_log: bool = True):
         super().__init__(index, cap, name or f"dry{index}", arena_size, align, gates=True)
+        if not keep_log:
+            # a benchmark's device: its transfers are not kept (an OpenCL device keeps
+            # none), so the objects alive in a long run are the runtime's own
+            self.log = deque(maxlen=0)  # type: ignore[assignment]
         self.launches = 0
         self.lag = lag
         self._issued = 0

@@ -574,6 +574,9 @@ def test_dry_device_with_lag_trails_the_host():
     d.finish()
     assert d.done(e4)
     assert DryDevice(1).launch("k", (4,), None, []) is None
+    quiet = DryDevice(2, keep_log=False)  # a benchmark's: nothing kept alive per copy
+    quiet.write_rect(quiet.alloc(64), box, box, host)
+    assert list(quiet.log) == [] and len(d.log) == 3
 
 
 def test_bench_host_lag_keeps_copies_pending(tmp_path):
