@@ -932,7 +932,7 @@ class DistributedRuntime:
         phase's stages, and so their lists, are kept where it repeats."""
         hit = self._messages.get(id(items))
         if hit is None or hit[0] is not items:
-            if len(self._messages) >= 4096:
+            if len(self._messages) >= MESSAGES:
                 self._messages.clear()
             hit = self._messages[id(items)] = (items, Boxes(self.local.host, items))
         return hit[1]
@@ -1003,6 +1003,13 @@ def _distinct(pairs: Sequence[tuple[int, Sequence[tuple[str, Box]]]]
         if not out or (items is not out[-1] and items != out[-1]):
             out.append(items)
     return out
+
+
+MESSAGES = 64
+"""Messages kept by their lists of regions (:meth:`DistributedRuntime._message`): a
+replayed stencil step swaps a few lists again and again, while Floyd's and LU's moving
+row is a new list every step, whose message would stay alive, and be walked by every
+pass of the garbage collector, until the cache is cleared."""
 
 
 class _PlanChain:

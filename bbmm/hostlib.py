@@ -18,7 +18,7 @@ from .config import KernelOptions, local_sizes  # noqa: F401 - local_sizes: re-e
 # the tile grid, which generated drivers import from here
 from .grid import (device_of, once_grid, once_tiles, tile_range, tiles_covering,  # noqa: F401
                    whole_tile)
-from .devices.base import Device
+from .devices.base import MEMO_SIZE, Device
 from .runtime import TileBuffers, int32, kernel_args
 
 
@@ -276,7 +276,7 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         # and the loop bounds, so extra work-items are harmless, and a driver left to pick
         # a work-group size for an awkward extent (12286 = 2 * 6143) may choose a tiny one.
         gsize = tuple(-(-e // (l * p)) * l for e, l, p in zip(extent, local, per))
-        if len(_SHAPES) >= 4096:
+        if len(_SHAPES) >= MEMO_SIZE:
             _SHAPES.clear()
         shape = _SHAPES[gkey] = (gsize, tuple(local))
     return o, knl, shape[0], shape[1], args, narr, small

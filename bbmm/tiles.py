@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from .box import Box
-from .devices.base import Allocation, Device
+from .devices.base import MEMO_SIZE, Allocation, Device
 
 __all__ = ["Tile", "TileSpec", "Copy", "TileBuffers", "int32"]
 
@@ -153,7 +153,7 @@ class Copy:
                 strides = [1] * len(shape)
                 for d in range(len(shape) - 2, -1, -1):
                     strides[d] = strides[d + 1] * shape[d + 1]
-                if len(_STRIDES) >= 4096:
+                if len(_STRIDES) >= MEMO_SIZE:
                     _STRIDES.clear()
                 got = _STRIDES[shape] = (strides, [np.int32(st) for st in strides[:-1]])
             strides, args = got

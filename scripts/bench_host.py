@@ -16,7 +16,9 @@ Prints per configuration: serial iterations, tiles, host ms per serial iteration
 tile, ms per serial iteration of the loop alone (``loop ms``: from the end of the first
 iteration to the end of the last, without the final write-out and gather,
 :attr:`bbmm.stats.Stats.loop_s`), iterations replayed and, of those, moved on without
-their tiles built (``Runtime.ahead``); ``--json PATH`` writes the rows. With ``--steady
+their tiles built (``Runtime.ahead``), and the garbage collector's time per serial
+iteration (``gc us/it``: its passes walk what the runtime keeps alive from step to
+step); ``--json PATH`` writes the rows. With ``--steady
 PROG:NAME=A,B`` a program runs at ``NAME=A`` and at ``NAME=B`` (its serial loop's
 length) and its figures are the differences of the two runs, per serial iteration and
 per tile: the steady state, without the first iterations that record what later ones
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import json
 import os
@@ -65,16 +68,18 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
     tile = module.default_tile(bench.params, ndev)
     times = []
     loops = []
+    gcs = []
     rt = None
     for _ in range(max(1, repeat)):
         devices = [DryDevice(i, lag=lag, keep_log=False) for i in range(ndev)]
         arrays = {k: v.copy() for k, v in bench.init.items()}
         rt = CountingRuntime(devices, arrays, replay=replay,
                              **runtime_options(module, arrays))
-        with frozen_heap():  # as bbmm run
+        with frozen_heap(), Collections() as gc_s:  # as bbmm run
             t0 = time.perf_counter()
             module.run(rt, bench.params, bench.scalars, tile, False)
             times.append(time.perf_counter() - t0)
+        gcs.append(gc_s[0])
         loops.append(rt.stats.loop_s)
     assert rt is not None
     wall = min(times)  # interference only adds time
@@ -85,8 +90,30 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
            **_loop(loops, rt.stats.serial_iterations),
            "us_per_tile": 1e6 * wall / max(1, rt.stats.tiles),
            "replayed": rt.stats.replayed, "ahead": rt.stats.ahead,
-           "launches": sum(d.launches for d in rt.devices)}
+           "launches": sum(d.launches for d in rt.devices),
+           "gc_s": gcs[times.index(wall)]}
     return row, rt
+
+
+class Collections:
+    """The seconds the garbage collector's passes take while it is entered (``with
+    Collections() as spent``: ``spent[0]`` once it is left): objects the runtime keeps
+    alive from step to step are walked by every pass."""
+
+    def __enter__(self) -> list[float]:
+        self.spent = [0.0]
+        self._start = 0.0
+        gc.callbacks.append(self._hook)
+        return self.spent
+
+    def __exit__(self, *exc: Any) -> None:
+        gc.callbacks.remove(self._hook)
+
+    def _hook(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.spent[0] += time.perf_counter() - self._start
 
 
 class LoopbackComm:
@@ -144,23 +171,27 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
     per = ndev // ranks
     tile = module.default_tile(bench.params, ndev)
     per_rank = []
+    per_gc = []
     loops = []
     tiles = replayed = ahead = 0
     iters = 1
     for r in range(ranks) if only is None else (only,):
         times = []
+        gcs = []
         rank_loops = []
         for _ in range(max(1, repeat)):
             devices = [DryDevice(i, lag=lag, keep_log=False) for i in range(per)]
             arrays = {k: v.copy() for k, v in bench.init.items()}
             rt = DistributedRuntime(devices, arrays, LoopbackComm(r, ranks, per),
                                     **runtime_options(module, arrays))
-            with frozen_heap():  # as bbmm run
+            with frozen_heap(), Collections() as gc_s:  # as bbmm run
                 t0 = time.perf_counter()
                 module.run(rt, bench.params, bench.scalars, tile, False)
                 times.append(time.perf_counter() - t0)
+            gcs.append(gc_s[0])
             rank_loops.append(rt.local.stats.loop_s)
         per_rank.append(min(times))
+        per_gc.append(gcs[times.index(min(times))])
         loops.append(_loop(rank_loops, rt.rank_stats.serial_iterations))
         tiles += rt.local.stats.tiles
         replayed = max(replayed, rt.local.stats.replayed)
@@ -168,6 +199,7 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
         iters = max(1, rt.rank_stats.serial_iterations)
     wall = max(per_rank)
     return {"program": name, "devices": ndev, "ranks": ranks, "params": bench.param_text,
+            "gc_s": per_gc[per_rank.index(wall)],
             "tile": tile, "serial_iters": iters, "tiles": tiles, "wall_s": wall,
             "per_rank_s": per_rank, "ms_per_iter": 1e3 * wall / iters,
             "us_per_tile": 1e6 * wall * ranks / max(1, tiles), "replayed": replayed,
@@ -210,7 +242,8 @@ def difference(short: dict[str, Any], long: dict[str, Any]) -> dict[str, Any]:
     return {**long, "params": f"{short['params']} -> {long['params']}",
             "serial_iters": iters, "tiles": tiles, "wall_s": wall,
             "ms_per_iter": 1e3 * wall / iters, "us_per_tile": 1e6 * wall * ranks / tiles,
-            "steady": True, "below_noise": wall <= 0, **loop}
+            "steady": True, "below_noise": wall <= 0, **loop,
+            "gc_s": long.get("gc_s", 0.0) - short.get("gc_s", 0.0)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     replay = False if args.no_replay else None
     rows = []
     print(f"{'program':12} {'params':>24} {'dev/P':>6} {'iters':>6} {'tiles':>7} "
-          f"{'ms/iter':>8} {'us/tile':>8} {'loop ms':>8} {'replayed':>8} {'moved on':>8}")
+          f"{'ms/iter':>8} {'us/tile':>8} {'loop ms':>8} {'replayed':>8} {'moved on':>8} "
+          f"{'gc us/it':>8}")
     for prog in progs:
         params = ec.program_params(args, prog)
         for nd, np_ in ((nd, p) for nd in ec.device_counts(args)
@@ -283,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"{prog:12} {row['params']:>24} {nd:>3}/{np_:<2} {row['serial_iters']:>6} "
                   f"{row['tiles']:>7} {row['ms_per_iter']:>8.3f} {row['us_per_tile']:>8.1f} "
-                  f"{_ms(row['loop_ms_per_iter']):>8} {row['replayed']:>8} {row['ahead']:>8}",
+                  f"{_ms(row['loop_ms_per_iter']):>8} {row['replayed']:>8} {row['ahead']:>8} "
+                  f"{1e6 * row['gc_s'] / max(1, row['serial_iters']):>8.2f}",
                   flush=True)
     if args.profile and rows:
         last = rows[-1]

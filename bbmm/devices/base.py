@@ -26,6 +26,14 @@ from ..diagnostic import DeviceError
 from ..pool import Pool
 
 
+MEMO_SIZE = 256
+"""Entries a cache of per-shape or per-region work keeps before it is cleared: a stencil
+repeats a few shapes every step, while LU's shrinking corner and Floyd's moving row
+give a new one every step, dead after it but kept alive in the cache and walked by each
+pass of the garbage collector (with 4096 LU kept 5 such objects per step alive on dry
+devices; ``docs/performance.md``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Allocation:
     """``nbytes`` bytes at byte ``offset`` of the plain device buffer ``buf``.

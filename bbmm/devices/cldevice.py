@@ -24,7 +24,7 @@ import pyopencl as cl
 from ..box import Box
 from ..diagnostic import DeviceError, DeviceMemoryError, UsageError, format_bytes, parse_bytes
 from ..pool import Pool
-from .base import Allocation, Device, complete_prefix
+from .base import MEMO_SIZE, Allocation, Device, complete_prefix
 from .clerrors import OOM as _OOM
 from .clerrors import device_error as _device_error
 from .clerrors import status_name
@@ -376,7 +376,7 @@ class OpenCLDevice(Device):
                 geo: tuple = (hs, hs + region.volume, a.offset + ds * item)
             else:
                 geo = (None, rect_plan(region, a_box, a.offset, hbox, 0, item))
-            if len(self._plans) >= 4096:
+            if len(self._plans) >= MEMO_SIZE:
                 self._plans.clear()
             hit = self._plans[key] = (weakref.ref(host), geo)
         geo = hit[1]
@@ -575,7 +575,7 @@ class OpenCLDevice(Device):
             plan = pair_plan(first, second, a_box, a.offset, hbox, 0, item)
             if padded_end(plan[0], plan[2], plan[3]) > a.buf.size:
                 plan = None  # the driver would refuse it: the regions go one by one
-        if len(self._plans) >= 4096:
+        if len(self._plans) >= MEMO_SIZE:
             self._plans.clear()
         self._plans[key] = (weakref.ref(host), plan)
         return plan
