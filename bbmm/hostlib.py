@@ -130,19 +130,21 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     return dev.launch(knl, gsize, lsize, args)
 
 
-def _fits(tb: TileBuffers, arrays: Sequence[tuple]) -> bool:
-    """Every copy of ``arrays`` in ``tb`` has its element offsets in 32-bit ints: the
-    kernel variant their launch takes (:func:`_kernel`'s ``small``)."""
+def _array_args(tb: TileBuffers, arrays: Sequence[tuple], args: list[Any]) -> bool:
+    """Append the arrays' kernel arguments of a launch on ``tb`` to ``args``, in kernel
+    order; whether every copy of ``arrays`` in ``tb`` has its element offsets in 32-bit
+    ints: the kernel variant their launch takes (:func:`_kernel`'s ``small``)."""
+    fits = True
     pieces = tb.pieces
-    return all(c.fits_int() for entry in arrays for _, c in pieces.get(entry[0], ()))
-
-
-def _array_args(tb: TileBuffers, arrays: Sequence[tuple]) -> list[Any]:
-    """The arrays' kernel arguments of a launch on ``tb``, in kernel order."""
-    args: list[Any] = []
     for entry in arrays:
-        args += kernel_args(tb, entry[0], entry[1], entry[2])
-    return args
+        a = entry[0]
+        args += kernel_args(tb, a, entry[1], entry[2])
+        if fits:
+            for _, c in pieces.get(a, ()):
+                if not c.fits_int():
+                    fits = False
+                    break
+    return fits
 
 
 def _carried(tb: TileBuffers, fast: tuple, got: tuple | None,
@@ -155,12 +157,11 @@ def _carried(tb: TileBuffers, fast: tuple, got: tuple | None,
     12 of the 85 us a process of four spends on Floyd's step ``k`` on dry devices."""
     if got is None:
         return None
-    fits = _fits(tb, arrays)
-    if got[5] != fits:
-        return None
     tail = got[4]
     args: list[Any] = list(tail[:ngrid])  # the grid's origins (the grid is in the key)
-    args += _array_args(tb, arrays)
+    fits = _array_args(tb, arrays, args)
+    if got[5] != fits:
+        return None
     narr = len(args) - ngrid
     if narr != got[6]:
         return None
@@ -185,7 +186,7 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
     """:func:`launch`'s work before the enqueue: the options it read, the kernel object,
     the NDRange, the work-group shape (None: the driver's), the arguments, how many of
     them are the arrays' (after the scalars and the grid's origins) and whether the
-    kernel takes 32-bit offsets (:func:`_fits`)."""
+    kernel takes 32-bit offsets (:func:`_array_args`)."""
     o = _DEFAULT if options is None else options
     co = _points(coarsen, len(grid), blocked, o)
     gaps = None
@@ -237,10 +238,11 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
     prep = tb.launches.get(key)
     if prep is None:
         old = None if tb.before is None else tb.before.launches.get(key)
-        if old is not None and old[3] == _fits(tb, arrays):
+        new: list[Any] = []
+        if old is not None and old[3] == _array_args(tb, arrays, new):
             # the same tile at its last replay, its accesses in the same slots (LU's
             # shrinking corner: other pieces, another grid): its kernel, new array args
-            prep = (old[0], _array_args(tb, arrays), old[2], old[3])
+            prep = (old[0], new, old[2], old[3])
         else:
             prep = _prepare(dev, tb, source, name, arrays, o, co, stage, two)
             if stage:
@@ -324,11 +326,11 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
              ) -> tuple[Any, list[Any], tuple[int, int] | None, bool]:
     """The kernel object, the array arguments of one tile's launch on ``dev``, the
     staged shape it was built for (``gaps``: the kernel built to take two ranges of rows,
-    ``BBMM_GAPS``) and whether it takes 32-bit offsets (:func:`_fits`)."""
-    args = _array_args(tb, arrays)
+    ``BBMM_GAPS``) and whether it takes 32-bit offsets (:func:`_array_args`)."""
+    args: list[Any] = []
+    small = _array_args(tb, arrays, args)
     sels = (tuple(tuple(tb.access.get(e[0], ())) for e in arrays if len(e) > 3)
             if o.specialize else ())
-    small = _fits(tb, arrays)
     return (_kernel(dev, source, name, arrays, sels, small, co, stage, o, gaps=gaps),
             args, stage, small)
 
