@@ -9,6 +9,8 @@ runs ``--repeat`` times without waiting (the queue drained every ``--batch``), o
 * ``h2d``/``d2h``: :meth:`~bbmm.devices.opencl.OpenCLDevice.write_rect` /
   ``read_rect`` of one row (non-blocking), from pageable numpy memory and from pinned
   memory, against ``cl.enqueue_copy`` of the same bytes;
+* ``wake``: how soon the host sees a copy out done, by ``clWaitForEvents`` or by
+  asking the event's status in a loop (:func:`wake`);
 * ``launch``: :meth:`~bbmm.devices.opencl.OpenCLDevice.launch` of a one-row kernel
   with a changing scalar (like ``k``) against pyopencl's ``set_arg`` + ``enqueue_nd_range_kernel``,
   and the parts of the latter: the enqueue alone (arguments set once), the enqueue
@@ -268,6 +270,7 @@ def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None
             seq.setdefault(k, []).append((b - a) * 1e6)
     for k, v in seq.items():
         out[k] = statistics.median(v)
+    out.update(wake(dev, alloc, box, rows[0], pinned, spin, max(20, min(400, repeat // 10))))
     lib = opencl_library()
     if lib is not None:
         import ctypes
@@ -326,6 +329,50 @@ def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None
             f"struct, set anew"] = timed(packed_launch, repeat, batch, finish)
         finish()
     return getattr(dev, "physical_name", "?"), out
+
+
+WAKE_REPS = 1 << 12
+"""Steps of the short busy kernel before the copy whose end the host waits for (tens of
+microseconds on a GPU, as a Floyd or LU step's kernel on four GPUs is)."""
+
+
+def wake(dev: Any, alloc: Any, box: Any, row: Any, host: np.ndarray, spin: Any,
+         rounds: int) -> dict[str, float]:
+    """How soon the host learns that a copy out has finished, by each way of waiting for
+    it: a short kernel, a row copied out behind it, then the copy's event waited for
+    (``clWaitForEvents``), or its status asked until it says complete (alone, or with
+    the thread yielding between asks). The same commands each time, the ways taken in
+    turn: what one way takes beyond another is the time its wait lets pass after the
+    copy ended (an owner of Floyd's row waits so before it sends the row on)."""
+    import os
+
+    import pyopencl as cl
+
+    spin.set_arg(1, np.int32(WAKE_REPS))
+
+    def by_wait(e: Any) -> None:
+        e.wait()
+
+    def by_asking(e: Any) -> None:
+        while e.command_execution_status != 0:
+            pass
+
+    def by_asking_yielding(e: Any) -> None:
+        while e.command_execution_status != 0:
+            os.sched_yield()
+    ways = {"copy out behind a short kernel, seen done by clWaitForEvents": by_wait,
+            "copy out behind a short kernel, seen done by asking its status": by_asking,
+            "copy out behind a short kernel, seen done by asking, yielding": by_asking_yielding}
+    times: dict[str, list[float]] = {k: [] for k in ways}
+    for r in range(rounds):
+        for name, way in ways.items():
+            dev.finish()
+            t0 = time.perf_counter()
+            cl.enqueue_nd_range_kernel(dev.queue, spin, (1 << 16,), None)
+            e = dev.read_rect(alloc, box, row, host, blocking=False)
+            way(e)
+            times[name].append((time.perf_counter() - t0) * 1e6)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 if __name__ == "__main__":

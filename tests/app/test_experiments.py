@@ -402,6 +402,8 @@ def test_bench_device_ops(procs, tmp_path, capsys):
     assert doc["procs"] == procs and len(doc["per_process"]) == procs
     assert {"launch bbmm", "h2d bbmm pinned", "launch pyopencl, enqueue only",
             "behind a busy kernel: a row copy in", "then a row copy out"} <= set(doc["us"])
+    assert sum(k.startswith("copy out behind a short kernel, seen done by")
+               for k in doc["us"]) == 3
     if "launch ctypes, no event" in doc["us"]:  # the OpenCL library found: the wide kernel
         assert {k for k in doc["us"] if "8 buffers" in k} == {
             f"launch {how}, 8 buffers ({which}){rest}"
