@@ -109,22 +109,26 @@ class Box:
     @property
     def shape(self) -> tuple[int, ...]:
         """Extent per dimension, 0 in every dimension that is empty."""
-        lo = self.lo
-        if len(lo) == 2:
-            hi = self.hi
-            a = hi[0] - lo[0] + 1
-            b = hi[1] - lo[1] + 1
-            return (a if a > 0 else 0, b if b > 0 else 0)
-        return tuple(max(0, h - l + 1) for l, h in zip(lo, self.hi))
+        try:  # the common case, 2-D, unrolled (a 1-D or 3-D box fails to unpack)
+            l0, l1 = self.lo
+            h0, h1 = self.hi
+        except ValueError:
+            return tuple(max(0, h - l + 1) for l, h in zip(self.lo, self.hi))
+        a = h0 - l0 + 1
+        b = h1 - l1 + 1
+        return (a if a > 0 else 0, b if b > 0 else 0)
 
     @property
     def volume(self) -> int:
         """Number of integer points (0 when empty)."""
-        lo = self.lo
-        if len(lo) == 2:  # the common case, unrolled: box algebra runs per tile
-            hi = self.hi
-            a = hi[0] - lo[0] + 1
-            b = hi[1] - lo[1] + 1
+        try:  # the common case, 2-D, unrolled: box algebra runs per tile
+            l0, l1 = self.lo
+            h0, h1 = self.hi
+        except ValueError:
+            pass
+        else:
+            a = h0 - l0 + 1
+            b = h1 - l1 + 1
             return a * b if a > 0 and b > 0 else 0
         v = 1
         for l, h in zip(self.lo, self.hi):
@@ -190,6 +194,28 @@ class Box:
 
     def intersect(self, other: Box) -> Box | None:
         """bb_intersection: the common points, or None when there are none."""
+        if type(other) is Box:
+            try:  # both 2-D (a box of another rank fails to unpack)
+                l0, l1 = self.lo
+                h0, h1 = self.hi
+                m0, m1 = other.lo
+                n0, n1 = other.hi
+            except ValueError:
+                pass
+            else:
+                if m0 > l0:
+                    l0 = m0
+                if n0 < h0:
+                    h0 = n0
+                if h0 < l0:
+                    return None
+                if m1 > l1:
+                    l1 = m1
+                if n1 < h1:
+                    h1 = n1
+                if h1 < l1:
+                    return None
+                return _box((l0, l1), (h0, h1))
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "intersect")
         if len(self.lo) == 2:
@@ -289,6 +315,18 @@ class Box:
 
     def issubset(self, other: Box) -> bool:
         """bb_is_subset: every point of ``self`` lies in ``other`` (the empty box is a subset of all)."""
+        if type(other) is Box:
+            try:  # both 2-D (a box of another rank fails to unpack)
+                l0, l1 = self.lo
+                h0, h1 = self.hi
+                m0, m1 = other.lo
+                n0, n1 = other.hi
+            except ValueError:
+                pass
+            else:
+                if l0 >= m0 and h0 <= n0 and l1 >= m1 and h1 <= n1:
+                    return True
+                return h0 < l0 or h1 < l1  # outside other's bounds: only an empty box
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "issubset")
         if len(self.lo) == 2:
@@ -308,6 +346,17 @@ class Box:
 
     def overlaps(self, other: Box) -> bool:
         """True when the two boxes share at least one point."""
+        if type(other) is Box:
+            try:  # both 2-D (a box of another rank fails to unpack)
+                l0, l1 = self.lo
+                h0, h1 = self.hi
+                m0, m1 = other.lo
+                n0, n1 = other.hi
+            except ValueError:
+                pass
+            else:
+                return (l0 <= h0 and m0 <= n0 and l1 <= h1 and m1 <= n1 and l0 <= n0
+                        and m0 <= h0 and l1 <= n1 and m1 <= h1)
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "overlaps")
         if len(self.lo) == 2:
