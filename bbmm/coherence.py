@@ -116,18 +116,37 @@ def _unfinished(recs: list[tuple[Box, Any, Any, bool, int]]) -> list[tuple]:
     return [r for i, r in enumerate(recs) if i not in drop]
 
 
-def _hull(recs: list[tuple[Box, Any, Any, bool, int]], region: Box | None = None
-          ) -> Box | None:
-    """A box holding the regions of ``recs`` and ``region`` (None: there are none)."""
-    boxes = [r[0] for r in recs]
-    if region is not None:
-        boxes.append(region)
-    if not boxes:
-        return None
-    hull = boxes[0]
-    for b in boxes[1:]:
-        hull = hull.hull(b)
-    return hull
+class _Records(list):
+    """An array's pending-copy records (:class:`HostOrder`), with the range of first
+    coordinates (rows) their regions span: ``lo`` to ``hi``, kept as records come, found
+    anew when some go (a range that only ever grows would stay right, if wider)."""
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lo, self.hi = 1, 0
+
+    def span(self) -> None:
+        """Find :attr:`lo` and :attr:`hi` anew from the records."""
+        lo, hi = 1, 0
+        for r in self:
+            a, b = r[0].lo[0], r[0].hi[0]
+            if lo > hi:
+                lo, hi = a, b
+            else:
+                if a < lo:
+                    lo = a
+                if b > hi:
+                    hi = b
+        self.lo, self.hi = lo, hi
+
+
+SPAN_FROM = 5
+"""Records of an array from which a copy's region is first tested against their span of
+rows (fewer are scanned at once): a stencil's halos above and below a tile span every
+row between them, so the test only adds to its few records (heat2d over four dry
+processes with 8 commands pending kept at most 6)."""
 
 
 class HostOrder:
@@ -151,11 +170,15 @@ class HostOrder:
     Past :attr:`PRUNE_AT` records of an array, completed ones are dropped
     (:func:`_unfinished`), and again each time :attr:`PRUNE_AT` more have come.
 
-    The records of an array have a hull (a box holding them all); a region outside it
-    touches none of them and is answered without a scan: Floyd's and LU's row ``k``
-    moves past the rows copied in the last steps, whose records a GPU keeps pending
-    (with 8 commands pending, ``python scripts/bench_host.py --programs floyd --devices 4
-    --procs d --param floyd:n=4096 --lag 8``, every step of a process scanned 17 of them).
+    The records of an array keep the range of first coordinates (rows) their regions
+    span (:class:`_Records`); a region past it touches none of them and is answered
+    without a scan: Floyd's and LU's row ``k`` moves past the rows copied in the last
+    steps, whose records a GPU keeps pending (with 8 commands pending, ``python
+    scripts/bench_host.py --programs floyd --devices 4 --procs d --param floyd:n=4096
+    --lag 8``, every step of a process scanned 17 of them). A range of rows, not a box,
+    and only for :data:`SPAN_FROM` records or more: a stencil's halos above and below a
+    tile span every row between them, and a test of each region's box against their hull
+    cost heat2d more than it saved.
     """
 
     PRUNE_AT = 16
@@ -165,21 +188,21 @@ class HostOrder:
         self._prune_at: dict[str, int] = {}
         self._count: dict[str, int] = {}
         """Records added per array so far; pruned again at ``_prune_at``'s count."""
-        self._hulls: dict[str, tuple[list, Box]] = {}
-        """Per array, its list of records and a box holding every record in it (a list
-        put in :attr:`pending` from outside has none until it is pruned)."""
 
-    def _outside(self, array: str, recs: list, region: Box) -> bool:
-        """Whether ``region`` lies outside the hull of ``recs``, ``array``'s records."""
-        h = self._hulls.get(array)
-        return h is not None and h[0] is recs and not h[1].overlaps(region)
+    @staticmethod
+    def _outside(recs: list, region: Box) -> bool:
+        """Whether ``region`` lies past the rows of the records ``recs`` (of
+        :data:`SPAN_FROM` or more: fewer are scanned as soon; a list put in
+        :attr:`pending` from outside is always scanned)."""
+        return (len(recs) >= SPAN_FROM and type(recs) is _Records
+                and (region.hi[0] < recs.lo or region.lo[0] > recs.hi))
 
     def before(self, array: str, region: Box, device: Any, stores: bool,
                lane: int = 0) -> list[Any]:
         """Events the copy of ``region`` of ``array`` on ``device`` (``lane`` 1: its side
         queue) must wait for."""
         recs = self.pending.get(array)
-        if not recs or self._outside(array, recs, region):
+        if not recs or self._outside(recs, region):
             return []
         out = []
         dom = device.domain
@@ -197,30 +220,31 @@ class HostOrder:
         """Record the copy just enqueued (None: it is complete already)."""
         if event is None:
             return
-        recs = self.pending.setdefault(array, [])
-        if stores and recs and not self._outside(array, recs, region):
+        recs = self.pending.get(array)
+        if recs is None:
+            recs = self.pending[array] = _Records()
+        if stores and recs and not self._outside(recs, region):
             recs[:] = [r for r in recs if not r[0].issubset(region)]
-        h = self._hulls.get(array)
-        if not recs:
-            hull = region
-        elif h is not None and h[0] is recs:
-            hull = h[1] if region.issubset(h[1]) else h[1].hull(region)
-        else:
-            hull = _hull(recs, region)
+        if type(recs) is _Records:
+            lo, hi = region.lo[0], region.hi[0]
+            if not recs:
+                recs.lo, recs.hi = lo, hi
+            else:
+                if lo < recs.lo:
+                    recs.lo = lo
+                if hi > recs.hi:
+                    recs.hi = hi
         recs.append((region, event, device, stores, lane))
         count = self._count.get(array, 0) + 1
         self._count[array] = count
         if len(recs) > self.PRUNE_AT and count >= self._prune_at.get(array, 0):
             recs[:] = _unfinished(recs)
-            hull = _hull(recs)
+            if type(recs) is _Records:
+                recs.span()
             # again after PRUNE_AT more records (bisection keeps each pruning cheap): a
             # bound that doubled with the list kept one grown while the devices trailed
             # far behind long after they caught up, every copy scanning it
             self._prune_at[array] = count + self.PRUNE_AT
-        if hull is None:
-            self._hulls.pop(array, None)
-        else:
-            self._hulls[array] = (recs, hull)
 
     def settle(self, array: str, region: Box, loads: bool) -> None:
         """Wait on the host for the pending copies that touch ``region`` of ``array``:
@@ -231,7 +255,7 @@ class HostOrder:
         a complete event 4-22 us on an H200 host, and a halo's swap settles four regions
         on its way from one nest's kernel to the next."""
         recs = self.pending.get(array)
-        if not recs or self._outside(array, recs, region):
+        if not recs or self._outside(recs, region):
             return
         kept = []
         for r in recs:
@@ -248,7 +272,7 @@ class HostOrder:
         ``loads``, loads out of it), as their events with the devices that enqueued
         them."""
         recs = self.pending.get(array)
-        if not recs or self._outside(array, recs, region):
+        if not recs or self._outside(recs, region):
             return []
         return [(r[1], r[2]) for r in recs if _touches(r, region, loads)]
 
@@ -257,7 +281,6 @@ class HostOrder:
         self.pending.clear()
         self._prune_at.clear()
         self._count.clear()
-        self._hulls.clear()
 
 
 class Directory:

@@ -246,25 +246,25 @@ def test_host_order_waits_only_where_regions_overlap_across_devices():
     assert len(recs) <= 2 and recs[0][1] is s1  # the pending store stays
 
 
-class _NoHull:
-    """HostOrder's answers by a scan of every record (its hull never consulted)."""
+class _NoSpan:
+    """HostOrder's answers by a scan of every record (its rows' span never consulted)."""
 
     @staticmethod
-    def _outside(array, recs, region):
+    def _outside(recs, region):
         return False
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(("after", "before", "settle", "touching", "done")),
-                          st.integers(0, 40), st.integers(1, 6), st.booleans(),
+                          st.integers(0, 16), st.integers(1, 4), st.booleans(),
                           st.integers(0, 2)), max_size=60))
-def test_host_order_hull_changes_no_answer(ops):
-    """Answering a region outside the hull of an array's records without a scan gives
-    the same events, waits and records as scanning them all, over any sequence of
-    copies recorded, asked for, settled and completed (pruning included)."""
+def test_host_order_row_span_changes_no_answer(ops):
+    """Answering a region past the rows of an array's records without a scan gives the
+    same events, waits and records as scanning them all, over any sequence of copies
+    recorded, asked for, settled and completed (pruning included)."""
     from bbmm.coherence import HostOrder
 
-    class Scanning(_NoHull, HostOrder):
+    class Scanning(_NoSpan, HostOrder):
         pass
     ctx = object()
     devs = [_Dev(ctx), _Dev(ctx), _Dev(object())]
@@ -289,6 +289,33 @@ def test_host_order_hull_changes_no_answer(ops):
             answers.append(([(r[0], r[1].name, r[3]) for r in o.pending.get("A", ())],
                             [e.waited for e in evs]))
         assert answers[: len(answers) // 2] == answers[len(answers) // 2:]
+
+
+def test_host_order_rows_span_grows_with_each_record():
+    """The range of rows an array's records span grows with every record (a row just
+    past it, or just before it, included) and is found afresh once pruning drops some:
+    a copy that meets only the newest record still waits for it."""
+    from bbmm.coherence import SPAN_FROM, HostOrder
+    ctx = object()
+    d0, d1 = _Dev(ctx), _Dev(ctx)
+    o = HostOrder()
+    for i in range(SPAN_FROM):  # enough records for the span to be asked
+        o.after("A", Box((10 + i, 0), (10 + i, 9)), d0, True, _Event(f"s{i}"))
+    top = 10 + SPAN_FROM
+    after, before = _Event("after"), _Event("before")
+    o.after("A", Box((top, 0), (top, 9)), d0, True, after)
+    o.after("A", Box((9, 0), (9, 9)), d0, True, before)
+    assert o.before("A", Box((top, 0), (top, 9)), d1, False) == [after]
+    assert o.before("A", Box((9, 0), (9, 9)), d1, False) == [before]
+    assert o.before("A", Box((top + 1, 0), (top + 5, 9)), d1, False) == []
+    for i in range(HostOrder.PRUNE_AT):  # complete loads of far rows: pruned, span found anew
+        e = _Event(f"l{i}")
+        e.command_execution_status = 0
+        o.after("A", Box((100 + i, 0), (100 + i, 9)), d1, False, e)
+    late = _Event("late")
+    o.after("A", Box((50, 0), (50, 9)), d0, True, late)
+    assert o.before("A", Box((50, 0), (50, 9)), d1, False) == [late]
+    assert o.before("A", Box((top, 0), (top, 9)), d1, False) == [after]
 
 
 def test_host_order_settle_waits_only_for_unfinished_copies_and_drops_them():
