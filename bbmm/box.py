@@ -218,24 +218,6 @@ class Box:
                 return _box((l0, l1), (h0, h1))
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "intersect")
-        if len(self.lo) == 2:
-            l0, l1 = self.lo
-            h0, h1 = self.hi
-            m0, m1 = other.lo
-            n0, n1 = other.hi
-            if m0 > l0:
-                l0 = m0
-            if n0 < h0:
-                h0 = n0
-            if h0 < l0:
-                return None
-            if m1 > l1:
-                l1 = m1
-            if n1 < h1:
-                h1 = n1
-            if h1 < l1:
-                return None
-            return _box((l0, l1), (h0, h1))
         lo = []
         hi = []
         for l, h, ol, oh in zip(self.lo, self.hi, other.lo, other.hi):
@@ -329,14 +311,6 @@ class Box:
                 return h0 < l0 or h1 < l1  # outside other's bounds: only an empty box
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "issubset")
-        if len(self.lo) == 2:
-            l0, l1 = self.lo
-            h0, h1 = self.hi
-            m0, m1 = other.lo
-            n0, n1 = other.hi
-            if l0 >= m0 and h0 <= n0 and l1 >= m1 and h1 <= n1:
-                return True
-            return h0 < l0 or h1 < l1  # outside other's bounds: only an empty box is a subset
         for l, h, ol, oh in zip(self.lo, self.hi, other.lo, other.hi):
             if l < ol or h > oh:
                 return self.is_empty  # outside other's bounds: only an empty box is a subset
@@ -359,13 +333,6 @@ class Box:
                         and m0 <= h0 and l1 <= n1 and m1 <= h1)
         if type(other) is not Box or len(other.lo) != len(self.lo):
             self._check(other, "overlaps")
-        if len(self.lo) == 2:
-            l0, l1 = self.lo
-            h0, h1 = self.hi
-            m0, m1 = other.lo
-            n0, n1 = other.hi
-            return (l0 <= h0 and m0 <= n0 and l1 <= h1 and m1 <= n1 and l0 <= n0
-                    and m0 <= h0 and l1 <= n1 and m1 <= h1)
         for l, h, ol, oh in zip(self.lo, self.hi, other.lo, other.hi):
             if h < ol or oh < l or h < l or oh < ol:
                 return False
