@@ -270,7 +270,9 @@ def measure(n: int, repeat: int, batch: int, node: tuple[int, int] | None = None
             seq.setdefault(k, []).append((b - a) * 1e6)
     for k, v in seq.items():
         out[k] = statistics.median(v)
-    out.update(wake(dev, alloc, box, rows[0], pinned, spin, max(20, min(400, repeat // 10))))
+    out.update(wake(dev, alloc, box, rows[0], pinned, spin, max(20, min(400, repeat // 10)),
+                    min(WAKE_REPS, spin_reps)))
+    spin.set_arg(1, np.int32(spin_reps))  # the busy kernel again, for what follows
     lib = opencl_library()
     if lib is not None:
         import ctypes
@@ -337,18 +339,20 @@ microseconds on a GPU, as a Floyd or LU step's kernel on four GPUs is)."""
 
 
 def wake(dev: Any, alloc: Any, box: Any, row: Any, host: np.ndarray, spin: Any,
-         rounds: int) -> dict[str, float]:
+         rounds: int, reps: int = WAKE_REPS) -> dict[str, float]:
     """How soon the host learns that a copy out has finished, by each way of waiting for
     it: a short kernel, a row copied out behind it, then the copy's event waited for
     (``clWaitForEvents``), or its status asked until it says complete (alone, or with
     the thread yielding between asks). The same commands each time, the ways taken in
     turn: what one way takes beyond another is the time its wait lets pass after the
-    copy ended (an owner of Floyd's row waits so before it sends the row on)."""
+    copy ended (an owner of Floyd's row waits so before it sends the row on). ``reps``:
+    the short kernel's steps per work-item (fewer on a CPU device); ``spin`` is left
+    with them."""
     import os
 
     import pyopencl as cl
 
-    spin.set_arg(1, np.int32(WAKE_REPS))
+    spin.set_arg(1, np.int32(reps))
 
     def by_wait(e: Any) -> None:
         e.wait()
