@@ -118,8 +118,9 @@ def _unfinished(recs: list[tuple[Box, Any, Any, bool, int]]) -> list[tuple]:
 
 class _Records(list):
     """An array's pending-copy records (:class:`HostOrder`), with the range of first
-    coordinates (rows) their regions span: ``lo`` to ``hi``, kept as records come, found
-    anew when some go (a range that only ever grows would stay right, if wider)."""
+    coordinates (rows) their regions span: ``lo`` to ``hi``, widened as records come and
+    found anew when pruning drops some (records that go otherwise leave it wider than
+    they need, which stays right)."""
 
     __slots__ = ("lo", "hi")
 
