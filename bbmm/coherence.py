@@ -289,14 +289,17 @@ class Directory:
 
     DEFER_BYTES = 256 << 10
     """A write-out box of at most this many bytes is deferred (:meth:`writeout`)."""
-    FLUSH_BYTES = 16 << 20
+    FLUSH_BYTES = 256 << 20
     """A group of deferred write-outs is stored once it holds this many bytes. The steps
-    around each store take templates of their own (:mod:`bbmm.shifted`), three of them
-    run for real: LU n=16384 on two dry devices in one process runs 14864 of its steps
-    replayed with 4 MiB, 15704 with 16 MiB, 0.167 against 0.145 ms of host work per
-    ``k`` (one device 0.087 against 0.078, four 0.243 against 0.216; ``python
-    scripts/bench_host.py --programs lu --devices 1,2,4 --param lu:n=16384 --repeat
-    1``). The devices copy the same bytes either way, in a quarter as many copies."""
+    around each store take templates of their own (:mod:`bbmm.shifted`) and about fifty
+    of them run for real or are looked up, so fewer stores leave more steps replayed: LU
+    n=16384 on dry devices lagging 8 commands, host ms per ``k`` with 16 MiB against
+    256 MiB: one device 0.074 against 0.046, two 0.114 against 0.082, four in one process
+    0.329 against 0.158, and over four processes, paced by the slowest (the owner of row
+    ``k``, whose final rows are the ones deferred), 0.202 against 0.152 (``python
+    scripts/bench_host.py --programs lu --devices 1,2,4 --procs 1,d --param lu:n=16384
+    --repeat 1 --lag 8``). The devices copy the same bytes either way, in fewer
+    copies."""
     GROUPS = 4
     """Groups of deferred write-outs per copy; a new one past it stores the oldest."""
     RECORDS = 32
@@ -761,7 +764,7 @@ class Directory:
         as the group holds; a group is stored as its hull once it holds
         :attr:`FLUSH_BYTES`, and every group of a copy when the copy is freed or at the
         end. LU's final column and row per step (a 4-byte-wide rectangle, 0.3 GB/s, and a
-        host copy plan each) become one copy per ~16 MiB. Storing a hull is safe: ``store``
+        host copy plan each) become one copy per group. Storing a hull is safe: ``store``
         moves only the parts where the holder is not stale, which hold the newest value.
         The groups are part of the state replay compares (:func:`bbmm.replay.signature`),
         so an iteration that defers is never taken for a fixed point.

@@ -26,7 +26,7 @@ An iteration that does not match the template being replayed is looked up by its
 key among the verified templates (:meth:`ShiftMemo.lookup`) before it runs for real: after
 each deferred write-out group is stored, LU's steps take a new key each until the group's
 hull lies ``GAP`` rows away, the same keys after every group, and on n=16384 over two dry
-devices (groups stored every 4 MiB) a third of its steps ran for real without the
+devices (with groups stored every 4 MiB) a third of its steps ran for real without the
 lookup, a tenth with it.
 
 A template is kept from an iteration that allocated only transient boxes, freed no

@@ -18,7 +18,9 @@ iteration to the end of the last, without the final write-out and gather,
 :attr:`bbmm.stats.Stats.loop_s`), iterations replayed and, of those, moved on without
 their tiles built (``Runtime.ahead``), and the garbage collector's time per serial
 iteration (``gc us/it``: its passes walk what the runtime keeps alive from step to
-step); ``--json PATH`` writes the rows. With ``--steady
+step); over processes also ``paced``, ms per serial iteration when the processes keep
+pace with each other (per window of 64 iterations the slowest process's time: LU's owner
+of row ``k`` sets the pace of its quarter of the loop); ``--json PATH`` writes the rows. With ``--steady
 PROG:NAME=A,B`` a program runs at ``NAME=A`` and at ``NAME=B`` (its serial loop's
 length) and its figures are the differences of the two runs, per serial iteration and
 per tile: the steady state, without the first iterations that record what later ones
@@ -173,25 +175,31 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
     per_rank = []
     per_gc = []
     loops = []
+    steps = []  # per rank: its best run's seconds per outermost serial iteration
     tiles = replayed = ahead = 0
     iters = 1
     for r in range(ranks) if only is None else (only,):
         times = []
         gcs = []
         rank_loops = []
+        rank_steps = []
         for _ in range(max(1, repeat)):
             devices = [DryDevice(i, lag=lag, keep_log=False) for i in range(per)]
             arrays = {k: v.copy() for k, v in bench.init.items()}
             rt = DistributedRuntime(devices, arrays, LoopbackComm(r, ranks, per),
                                     **runtime_options(module, arrays))
+            ends = _step_ends(rt)
             with frozen_heap(), Collections() as gc_s:  # as bbmm run
                 t0 = time.perf_counter()
                 module.run(rt, bench.params, bench.scalars, tile, False)
                 times.append(time.perf_counter() - t0)
             gcs.append(gc_s[0])
             rank_loops.append(rt.local.stats.loop_s)
-        per_rank.append(min(times))
-        per_gc.append(gcs[times.index(min(times))])
+            rank_steps.append([b - a for a, b in zip(ends, ends[1:])])
+        best = times.index(min(times))
+        per_rank.append(times[best])
+        per_gc.append(gcs[best])
+        steps.append(rank_steps[best])
         loops.append(_loop(rank_loops, rt.rank_stats.serial_iterations))
         tiles += rt.local.stats.tiles
         replayed = max(replayed, rt.local.stats.replayed)
@@ -203,7 +211,45 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
             "tile": tile, "serial_iters": iters, "tiles": tiles, "wall_s": wall,
             "per_rank_s": per_rank, "ms_per_iter": 1e3 * wall / iters,
             "us_per_tile": 1e6 * wall * ranks / max(1, tiles), "replayed": replayed,
-            "ahead": ahead, **max(loops, key=lambda lp: lp["loop_s"] or 0.0)}
+            "ahead": ahead, **_paced(steps),
+            **max(loops, key=lambda lp: lp["loop_s"] or 0.0)}
+
+
+PACE_WINDOW = 64
+"""Serial iterations per window of :func:`_paced`: about as many as a process may run
+ahead of the others (its mailboxes hold one message per pair of processes, and a
+device's queue a few steps)."""
+
+
+def _step_ends(rt: Any) -> list[float]:
+    """When each outermost serial iteration of ``rt`` (a :class:`DistributedRuntime`)
+    ends: its ``end_serial`` wrapped on the instance to note the time."""
+    ends: list[float] = []
+    inner = rt.end_serial
+
+    def end_serial(serial: object = None) -> None:
+        inner(serial)
+        if isinstance(serial, tuple) and len(serial) == 1:
+            ends.append(time.perf_counter())
+
+    rt.end_serial = end_serial
+    return ends
+
+
+def _paced(steps: list[list[float]]) -> dict[str, Any]:
+    """The loop's time when the processes keep pace with each other (``paced_s``, over
+    ``paced_iters`` serial iterations after the first, and per iteration): per window
+    of :data:`PACE_WINDOW` iterations the slowest process's time, summed. Each process
+    runs alone here, and a process that is slowest only during a part of the loop (LU's
+    owner of row ``k``, a quarter of the loop each) sets the pace of that part, which
+    the slowest whole run does not show."""
+    steps = [s for s in steps if s]
+    if not steps:
+        return {"paced_s": None, "paced_iters": 0, "paced_ms_per_iter": None}
+    n = min(len(s) for s in steps)
+    total = sum(max(sum(s[i:i + PACE_WINDOW]) for s in steps)
+                for i in range(0, n, PACE_WINDOW))
+    return {"paced_s": total, "paced_iters": n, "paced_ms_per_iter": 1e3 * total / n}
 
 
 def _loop(loops: list[float | None], serial: int) -> dict[str, Any]:
@@ -239,6 +285,10 @@ def difference(short: dict[str, Any], long: dict[str, Any]) -> dict[str, Any]:
         k = long["loop_iters"] - short["loop_iters"]
         loop = {"loop_s": long["loop_s"] - short["loop_s"], "loop_iters": k,
                 "loop_ms_per_iter": 1e3 * (long["loop_s"] - short["loop_s"]) / k}
+    if long.get("paced_s") is not None and short.get("paced_s") is not None:
+        k = long["paced_iters"] - short["paced_iters"]
+        loop.update(paced_s=long["paced_s"] - short["paced_s"], paced_iters=k,
+                    paced_ms_per_iter=1e3 * (long["paced_s"] - short["paced_s"]) / k)
     return {**long, "params": f"{short['params']} -> {long['params']}",
             "serial_iters": iters, "tiles": tiles, "wall_s": wall,
             "ms_per_iter": 1e3 * wall / iters, "us_per_tile": 1e6 * wall * ranks / tiles,
@@ -291,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     print(f"{'program':12} {'params':>24} {'dev/P':>6} {'iters':>6} {'tiles':>7} "
           f"{'ms/iter':>8} {'us/tile':>8} {'loop ms':>8} {'replayed':>8} {'moved on':>8} "
-          f"{'gc us/it':>8}")
+          f"{'gc us/it':>8} {'paced':>7}")
     for prog in progs:
         params = ec.program_params(args, prog)
         for nd, np_ in ((nd, p) for nd in ec.device_counts(args)
@@ -318,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{prog:12} {row['params']:>24} {nd:>3}/{np_:<2} {row['serial_iters']:>6} "
                   f"{row['tiles']:>7} {row['ms_per_iter']:>8.3f} {row['us_per_tile']:>8.1f} "
                   f"{_ms(row['loop_ms_per_iter']):>8} {row['replayed']:>8} {row['ahead']:>8} "
-                  f"{1e6 * row['gc_s'] / max(1, row['serial_iters']):>8.2f}",
+                  f"{1e6 * row['gc_s'] / max(1, row['serial_iters']):>8.2f} "
+                  f"{_ms(row.get('paced_ms_per_iter')):>7}",
                   flush=True)
     if args.profile and rows:
         last = rows[-1]

@@ -606,6 +606,28 @@ def test_bench_host_lag_keeps_copies_pending(tmp_path):
         bh.main(["--programs", "floyd", "--devices", "1", "--lag", "-1"])
 
 
+def test_bench_host_paced_takes_the_slowest_process_per_window():
+    """``paced``: per window of iterations the slowest process's time, summed; a process
+    slowest in one part of the loop and one slowest in another both count, where the
+    slowest whole run would show neither part; the steady state differences it."""
+    import bench_host as bh
+    w = bh.PACE_WINDOW
+    a = [1.0] * w + [3.0] * w   # slow in the second window
+    b = [2.0] * w + [1.0] * w   # slow in the first
+    got = bh._paced([a, b])
+    assert got["paced_iters"] == 2 * w and got["paced_s"] == 2.0 * w + 3.0 * w
+    assert got["paced_s"] > max(sum(a), sum(b))
+    assert bh._paced([a[:w + 1], b])["paced_iters"] == w + 1  # the shortest run's steps
+    assert bh._paced([[], []])["paced_ms_per_iter"] is None
+    row = bh.measure_ranks("heat2d", {"n": 32, "tsteps": 6}, 2, 2, 1)
+    assert row["paced_iters"] == 5 and row["paced_s"] <= row["wall_s"] * 2
+    short = {"serial_iters": 4, "tiles": 8, "wall_s": 1.0, "params": "a", "program": "p",
+             "paced_s": 0.2, "paced_iters": 3}
+    long = short | {"serial_iters": 14, "tiles": 28, "wall_s": 2.0, "paced_s": 0.7,
+                    "paced_iters": 13}
+    assert bh.difference(short, long)["paced_ms_per_iter"] == pytest.approx(50.0)
+
+
 def test_bench_host_processes_swap_through_kept_buffers():
     """A process of several on dry devices (its peers' messages stood in): the steps
     repeat and are replayed; its swaps pack into one buffer per peer kept between swaps
