@@ -11,6 +11,7 @@ Usage::
 
     python scripts/bench_host.py --programs floyd,heat2d --devices 1,2 --sizes paper
     python scripts/bench_host.py --programs floyd --devices 2 --param floyd:n=4096 --profile 25
+    python scripts/bench_host.py --programs floyd,lu --devices 4 --procs d --together --lag 8
 
 Prints per configuration: serial iterations, tiles, host ms per serial iteration, us per
 tile, ms per serial iteration of the loop alone (``loop ms``: from the end of the first
@@ -162,57 +163,85 @@ class LoopbackComm:
 
 
 def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repeat: int,
-                  only: int | None = None, lag: int = 0) -> dict[str, Any]:
+                  only: int | None = None, lag: int = 0, together: bool = False
+                  ) -> dict[str, Any]:
     """Host work of each of ``ranks`` processes (``bbmm run --procs``) sharing ``ndev``
-    dry devices, one process at a time (``only``: that one alone): the slowest one's time
-    per serial iteration is what a machine with a core per process needs."""
+    dry devices, one process at a time (``only``: that one alone; ``together``: each in
+    a process of its own, all at once, as ``bbmm run`` runs them, so that they compete
+    for the machine's cores, caches and memory as there): the slowest one's time per
+    serial iteration is what a machine with a core per process needs."""
+    bench = ec.load_bench(name, params, init=False)
+    tile = bench.module.default_tile(bench.params, ndev)
+    which = list(range(ranks)) if only is None else [only]
+    job = (name, params, ndev, ranks, repeat, lag)
+    if together and len(which) > 1:
+        import multiprocessing as mp
+        ctx = mp.get_context("fork")  # the compiled program and its modules, inherited
+        start = ctx.Barrier(len(which))
+        with ctx.Pool(len(which), initializer=_meet, initargs=(start,)) as pool:
+            got = pool.starmap(_rank_runs, [(*job, r, True) for r in which])
+    else:
+        got = [_rank_runs(*job, r) for r in which]
+    per_rank = [g["wall_s"] for g in got]
+    wall = max(per_rank)
+    slowest = got[per_rank.index(wall)]
+    tiles = sum(g["tiles"] for g in got)
+    iters = max(g["iters"] for g in got)
+    return {"program": name, "devices": ndev, "ranks": ranks, "params": bench.param_text,
+            "gc_s": slowest["gc_s"], "together": together and len(which) > 1,
+            "tile": tile, "serial_iters": iters, "tiles": tiles, "wall_s": wall,
+            "per_rank_s": per_rank, "ms_per_iter": 1e3 * wall / iters,
+            "us_per_tile": 1e6 * wall * ranks / max(1, tiles),
+            "replayed": max(g["replayed"] for g in got),
+            "ahead": max(g["ahead"] for g in got), **_paced([g["steps"] for g in got]),
+            **max((g["loop"] for g in got), key=lambda lp: lp["loop_s"] or 0.0)}
+
+
+_START: Any = None
+
+
+def _meet(barrier: Any) -> None:
+    """A worker of :func:`measure_ranks` ``together``: keeps the barrier its runs start at."""
+    global _START
+    _START = barrier
+
+
+def _rank_runs(name: str, params: dict[str, int], ndev: int, ranks: int, repeat: int,
+               lag: int, r: int, meet: bool = False) -> dict[str, Any]:
+    """Rank ``r``'s ``repeat`` runs on dry devices (each after the others' ``meet``, when
+    they run together): its shortest run's figures."""
     from bbmm.distributed import DistributedRuntime
 
     bench = ec.load_bench(name, params, init=False)
     module = bench.module
     per = ndev // ranks
     tile = module.default_tile(bench.params, ndev)
-    per_rank = []
-    per_gc = []
+    times = []
+    gcs = []
     loops = []
-    steps = []  # per rank: its best run's seconds per outermost serial iteration
-    tiles = replayed = ahead = 0
-    iters = 1
-    for r in range(ranks) if only is None else (only,):
-        times = []
-        gcs = []
-        rank_loops = []
-        rank_steps = []
-        for _ in range(max(1, repeat)):
-            devices = [DryDevice(i, lag=lag, keep_log=False) for i in range(per)]
-            arrays = {k: v.copy() for k, v in bench.init.items()}
-            rt = DistributedRuntime(devices, arrays, LoopbackComm(r, ranks, per),
-                                    **runtime_options(module, arrays))
-            ends = _step_ends(rt)
-            with frozen_heap(), Collections() as gc_s:  # as bbmm run
-                t0 = time.perf_counter()
-                module.run(rt, bench.params, bench.scalars, tile, False)
-                times.append(time.perf_counter() - t0)
-            gcs.append(gc_s[0])
-            rank_loops.append(rt.local.stats.loop_s)
-            rank_steps.append([b - a for a, b in zip(ends, ends[1:])])
-        best = times.index(min(times))
-        per_rank.append(times[best])
-        per_gc.append(gcs[best])
-        steps.append(rank_steps[best])
-        loops.append(_loop(rank_loops, rt.rank_stats.serial_iterations))
-        tiles += rt.local.stats.tiles
-        replayed = max(replayed, rt.local.stats.replayed)
-        ahead = max(ahead, rt.local.stats.ahead)
-        iters = max(1, rt.rank_stats.serial_iterations)
-    wall = max(per_rank)
-    return {"program": name, "devices": ndev, "ranks": ranks, "params": bench.param_text,
-            "gc_s": per_gc[per_rank.index(wall)],
-            "tile": tile, "serial_iters": iters, "tiles": tiles, "wall_s": wall,
-            "per_rank_s": per_rank, "ms_per_iter": 1e3 * wall / iters,
-            "us_per_tile": 1e6 * wall * ranks / max(1, tiles), "replayed": replayed,
-            "ahead": ahead, **_paced(steps),
-            **max(loops, key=lambda lp: lp["loop_s"] or 0.0)}
+    steps = []
+    rt = None
+    for _ in range(max(1, repeat)):
+        devices = [DryDevice(i, lag=lag, keep_log=False) for i in range(per)]
+        arrays = {k: v.copy() for k, v in bench.init.items()}
+        rt = DistributedRuntime(devices, arrays, LoopbackComm(r, ranks, per),
+                                **runtime_options(module, arrays))
+        ends = _step_ends(rt)
+        if meet:
+            _START.wait()
+        with frozen_heap(), Collections() as gc_s:  # as bbmm run
+            t0 = time.perf_counter()
+            module.run(rt, bench.params, bench.scalars, tile, False)
+            times.append(time.perf_counter() - t0)
+        gcs.append(gc_s[0])
+        loops.append(rt.local.stats.loop_s)
+        steps.append([b - a for a, b in zip(ends, ends[1:])])
+    assert rt is not None
+    best = times.index(min(times))
+    return {"wall_s": times[best], "gc_s": gcs[best], "steps": steps[best],
+            "loop": _loop(loops, rt.rank_stats.serial_iterations),
+            "tiles": rt.local.stats.tiles, "replayed": rt.local.stats.replayed,
+            "ahead": rt.local.stats.ahead, "iters": max(1, rt.rank_stats.serial_iterations)}
 
 
 PACE_WINDOW = 64
@@ -314,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="processes sharing the devices (bbmm run --procs; 'd': one per "
                         "device); each process's host work is measured alone and the "
                         "slowest counts")
+    p.add_argument("--together", action="store_true",
+                   help="with --procs: run the processes at once, each in its own process "
+                        "(as bbmm run does), so that they compete for the cores as there")
     p.add_argument("--steady", action="append", default=[], metavar="PROG:NAME=A,B",
                    help="measure PROG at NAME=A and NAME=B and report the differences: "
                         "the steady state per serial iteration and per tile (repeatable)")
@@ -349,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
                                                for q in args.procs.split(","))):
             if np_ > 1 and nd % np_ == 0:
                 run = lambda ps: measure_ranks(prog, ps, nd, np_, args.repeat,  # noqa: E731
-                                               lag=args.lag)
+                                               lag=args.lag, together=args.together)
             elif np_ == 1:
                 run = lambda ps: measure(prog, ps, nd, args.repeat, replay,  # noqa: E731
                                          args.lag)[0]

@@ -628,6 +628,18 @@ def test_bench_host_paced_takes_the_slowest_process_per_window():
     assert bh.difference(short, long)["paced_ms_per_iter"] == pytest.approx(50.0)
 
 
+def test_bench_host_together_runs_the_processes_at_once():
+    """``--together``: each process of the run measured in a process of its own, all at
+    once; the same tiles, iterations and replays as measured one after another."""
+    import bench_host as bh
+    apart = bh.measure_ranks("heat2d", {"n": 32, "tsteps": 6}, 2, 2, 1)
+    both = bh.measure_ranks("heat2d", {"n": 32, "tsteps": 6}, 2, 2, 1, together=True)
+    assert both["together"] and not apart["together"]
+    for key in ("tiles", "serial_iters", "replayed", "ahead", "paced_iters"):
+        assert both[key] == apart[key], key
+    assert len(both["per_rank_s"]) == 2 and min(both["per_rank_s"]) > 0
+
+
 def test_bench_host_processes_swap_through_kept_buffers():
     """A process of several on dry devices (its peers' messages stood in): the steps
     repeat and are replayed; its swaps pack into one buffer per peer kept between swaps
