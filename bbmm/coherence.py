@@ -48,10 +48,6 @@ class HostCopy:
             if not a.flags.c_contiguous:
                 raise ValueError(f"host array {name!r} must be C-contiguous")
         self.arrays = arrays
-        self.guard: Callable[[str, Box], None] | None = None
-        """Called before a device is given a copy into a region of an array (with the
-        array and the region), by :meth:`storing`: a process's sends still to go out of
-        it go first (:meth:`bbmm.distributed.DistributedRuntime._postponed`)."""
 
     def array(self, name: str) -> np.ndarray:
         return self.arrays[name]
@@ -68,8 +64,6 @@ class HostCopy:
 
     def storing(self, name: str, box: Box) -> None:
         """Hook: a device is about to be given a copy into ``box`` of ``name``."""
-        if self.guard is not None:
-            self.guard(name, box)
 
     def lent_load(self, name: str, box: Box, event: Any, device: Any) -> None:
         """Hook: ``box`` of ``name`` is being loaded from another array (:meth:`source`)

@@ -198,11 +198,6 @@ class RuntimeConfig:
     where a nest's launch lies between the exchange and the kernel, heat2d 12288^2 at
     1.009 and fdtd2d 10240^2 at 1.143 (the same with ``--devices 4``,
     ``results/h200x4-2026-11-28/gate``)."""
-    postpone: bool = True
-    """Over processes, a stage that only sends, whose regions' copies home are still
-    queued once its tiles are enqueued, sends at the next phase or before the next
-    exchange instead of waiting for them (``$BBMM_POSTPONE``;
-    :meth:`bbmm.distributed.DistributedRuntime._send_after`)."""
     place: bool = True
     """Run the tiles of small phases where their data is (``$BBMM_PLACE``): LU n=8192 on
     two devices moves 63 MiB less between them."""
@@ -266,7 +261,6 @@ class RuntimeConfig:
                    fuse=_fuse(r.text("BBMM_FUSE"), r.label("BBMM_FUSE")),
                    edge=edge_points(r.text("BBMM_EDGE"), r.label("BBMM_EDGE")),
                    gate=r.switch("BBMM_GATE", False),
-                   postpone=r.switch("BBMM_POSTPONE", True),
                    place=r.switch("BBMM_PLACE", True),
                    defer=r.switch("BBMM_DEFER", True),
                    side=r.switch("BBMM_SIDE", True),

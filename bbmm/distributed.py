@@ -339,7 +339,6 @@ class _SharedHost(HostCopy):
         return self.comm.lend and self.comm.loaned(name, box, load=False) is not None
 
     def storing(self, name: str, box: Box) -> None:
-        super().storing(name, box)
         comm = self.comm
         if comm.lend:
             comm.repay(name, box)
@@ -371,9 +370,6 @@ class RankStats:
     sent_early: int = 0
     """Stages in which this rank only sent, and sent before enqueuing its tiles (the
     regions' newest values were home already: :meth:`DistributedRuntime._send_before`)."""
-    postponed: int = 0
-    """Stages whose sends went later, the host going on meanwhile
-    (:meth:`DistributedRuntime._send_after`)."""
     serial_iterations: int = 0
     """Iterations of the outermost serial loop run (for per-iteration times)."""
     plan_s: float = 0.0
@@ -392,7 +388,6 @@ class RankStats:
                 "sent_to": {str(k): v for k, v in sorted(self.sent_to.items())},
                 "received_from": {str(k): v for k, v in sorted(self.received_from.items())},
                 "stages": self.stages, "sent_early": self.sent_early,
-                "postponed": self.postponed,
                 "serial_iterations": self.serial_iterations,
                 "time_s": {"plan": self.plan_s, "exchange": self.exchange_s}}
 
@@ -485,12 +480,6 @@ class DistributedRuntime:
         """The devices :meth:`_homes` gave a small phase's tiles, by :meth:`_bare_key`
         and the records."""
         self.rank_stats = RankStats(self.rank, len(devices))
-        self._later: list[tuple[list, list[tuple[Any, Any]]]] = []
-        """Sends postponed (:meth:`_send_after`), in order: the stage's sends and the
-        copies home they wait for."""
-        self.postpone = self.local.config.postpone
-        if self.postpone:
-            self.local.host.guard = self._guard
         self.place = self.local.config.place and len(counts) > 1
         """Move the tiles of small phases to the rank holding their data (:meth:`_place`)."""
         self._sizes = PhaseSizes()  # of the phases of every rank
@@ -530,8 +519,6 @@ class DistributedRuntime:
         that receives exchanges before its tiles run; a rank that only sends enqueues its
         tiles first and sends after (:meth:`_send_before`)."""
         st = self.rank_stats
-        if self._later:
-            self._postponed(block=False)
         t0 = time.perf_counter()
         pend = self._moving
         i = len(self._planned)
@@ -731,8 +718,6 @@ class DistributedRuntime:
         (its own devices' state did not move evenly) find the same plan, records and
         messages, so the processes need not agree on which iterations they move on."""
         self._sig = sig
-        if self._later:
-            self._postponed(block=False)
         self.local.ahead(serial, sig)  # (notes sig; replays nothing alone)
         ch = self._chain
         if ch is None:
@@ -796,7 +781,6 @@ class DistributedRuntime:
     def finish(self) -> None:
         """Bring every newest value to this rank's host copy of what it holds; with
         ``gather``, rank ``root`` then receives everything it does not hold."""
-        self._postponed(block=True)
         self.local.finish()
         if self.gather_result:
             self._exchange(plan_gather(self.own, self.root), "gather")
@@ -843,8 +827,6 @@ class DistributedRuntime:
         recorded are replayed before this, and the received regions' effect on the
         directory (stale device copies, then read in again) is part of the recorded fixed
         point, so only the bytes move."""
-        if self._later:
-            self._postponed(block=True)  # every pair's messages in the order sent
         t0 = time.perf_counter()
         host = self.local.host
         directory = self.local.directory
@@ -894,8 +876,6 @@ class DistributedRuntime:
         reads nothing that a tile of this stage writes, or the loop would carry a
         dependence and not be parallel (an element both written and read, such as
         Floyd-Warshall's row k, is written with the value it had)."""
-        if self._later:
-            self._postponed(block=True)
         t0 = time.perf_counter()
         directory = self.local.directory
         if directory.writebacks:
@@ -919,50 +899,13 @@ class DistributedRuntime:
 
     def _send_after(self, sends: list[tuple[int, list[tuple[str, Box]]]],
                     box: dict[str, Any]) -> None:
-        """After the stage's tiles: the sends :meth:`_send_before` kept, once the copies
-        home they wait for are done. Where they are not yet, and :attr:`postpone` is on,
-        the sends go later (:meth:`_postponed`) instead: at the start of this process's
-        next phase if the copies are done by then, at the latest before its next
-        exchange or send, before a device is given a copy into a region they send, and
-        at the end. The host goes on enqueuing meanwhile: LU's owner of row ``k``
-        waited here every step for its scaling kernel and the row's copy home, and its
-        steps set the pace of the other processes."""
         waits = box.pop("waits")
         if waits is None:  # sent before the tiles
             return
-        if self.postpone and not getattr(self.comm, "lending", False):
-            if not all(dev.done(e) for e, dev in waits):
-                self._later.append((sends, waits))
-                self.rank_stats.postponed += 1
-                return
         t0 = time.perf_counter()
         for e, dev in waits:
             dev.wait(e)
         self._send(sends, t0, direct=False)
-
-    def _postponed(self, block: bool) -> None:
-        """Send the postponed sends (:meth:`_send_after`) in order: all of them, waiting
-        for their copies home (``block``), or those whose copies are done, up to the
-        first that is not (a pair's messages keep their order)."""
-        later = self._later
-        while later:
-            sends, waits = later[0]
-            t0 = time.perf_counter()
-            if block:
-                for e, dev in waits:
-                    dev.wait(e)
-            elif not all(dev.done(e) for e, dev in waits):
-                return
-            later.pop(0)
-            self._send(sends, t0, direct=False)
-
-    def _guard(self, name: str, box: Box) -> None:
-        """A device is about to be given a copy into ``box`` of array ``name``: the
-        postponed sends of that region go first, with the values they were postponed
-        with."""
-        if self._later and any(a == name and b.overlaps(box) for sends, _ in self._later
-                               for _, items in sends for a, b in items):
-            self._postponed(block=True)
 
     def _send(self, sends: list[tuple[int, list[tuple[str, Box]]]], t0: float,
               direct: bool = True) -> None:

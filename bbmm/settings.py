@@ -25,8 +25,8 @@ OFF = ("0", "off", "no", "false")
 
 TUNABLE = ("coarsen", "coarsen1", "block", "local", "align", "stage", "unroll", "restrict",
            "specialize", "prebuild", "strip", "fuse", "whole", "side", "beside", "edge",
-           "gate", "postpone", "place", "defer", "pipeline", "replay", "ahead", "sync",
-           "debug", "direct", "lend")
+           "gate", "place", "defer", "pipeline", "replay", "ahead", "sync", "debug", "direct",
+           "lend")
 """The settings a run takes as ``--tune NAME=VALUE`` (``bbmm run``, a driver's command
 line) or ``tune={NAME: VALUE}`` (:meth:`bbmm.api.Program.run`): ``$BBMM_<NAME>``'s value,
 which they override (``docs/cli.md`` lists what each does and its default); ``strip``

@@ -733,12 +733,6 @@ class ShmComm:
         for a, b in getattr(msg, "items", ()):
             self.repay(a, b)
 
-    @property
-    def lending(self) -> bool:
-        """Whether a loan is outstanding: a region received into this rank's arrays that
-        a later :meth:`repay` may still write."""
-        return bool(self._loans)
-
     def repay(self, name: str | None = None, box: Any = None) -> None:
         """Repay the loans (those meeting ``box`` of array ``name``, where given): their
         regions copied into this rank's arrays once the loads from them are done, and

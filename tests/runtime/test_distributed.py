@@ -540,53 +540,11 @@ def test_distributed_result_stays_on_owners():
     assert not np.array_equal(out[0][0], want)
 
 
-@pytest.mark.parametrize("postpone", [False, True])
-def test_a_postponed_send_carries_the_values_it_was_postponed_with(postpone):
-    """A stage that only sends, whose row's copy home is unfinished once its tiles are
-    enqueued, sends later; the next phase writes that row again and copies it home
-    before then: the copy waits until the send has gone, so the receiver gets the row
-    of the phase before (the receiver's thread waits for it meanwhile)."""
-    import dataclasses
-    x = np.arange(16, dtype=np.int64).reshape(4, 4)
-    row0, row1 = Box((0, 0), (0, 3)), Box((1, 0), (1, 3))
-
-    def rank(comm):
-        cfg = dataclasses.replace(RuntimeConfig.from_env(), postpone=postpone)
-        dev = _Late(0, cap=1 << 20, arena_size=1 << 14, align=8)
-        rt = DistributedRuntime([dev], {"x": x.copy()}, comm, config=cfg, verify=True)
-
-        def write0(mul, add):
-            def k(d, tb):
-                scatter(d, tb, "x", row0, gather(d, tb, "x", row0, np.int64) * mul + add)
-            return Tile(1, {"x": [row0]}, k, writes={"x": [row0]}, flowout={"x": [row0]})
-
-        def add0(d, tb):
-            scatter(d, tb, "x", row1, gather(d, tb, "x", row1, np.int64)
-                    + gather(d, tb, "x", row0, np.int64))
-        rt.run_phase([write0(3, 1)], serial=(0,))
-        rt.run_phase([Tile(0, {"x": [row0, row1]}, add0, writes={"x": [row1]})], serial=(0,))
-        rt.run_phase([write0(5, 2)], serial=(0,))
-        rt.end_serial((0,))
-        rt.finish()
-        return rt.host.array("x").copy(), rt.rank_stats.postponed
-
-    out = on_ranks(2, rank)
-    want = x.copy()
-    want[0] = want[0] * 3 + 1
-    want[1] += want[0]
-    want[0] = want[0] * 5 + 2
-    np.testing.assert_array_equal(out[0][0], want)
-    assert [p for _, p in out] == ([0, 1] if postpone else [0, 0])
-
-
 @pytest.mark.parametrize("seed", range(int(os.environ.get("BBMM_RANDOM_SEEDS", "40"))))
 def test_random_program_over_ranks(seed):
     """tests/runtime/test_random_programs.py's programs, over 1-3 ranks of 1-3 devices, with
     random flow-out sets, and write boxes that may over-approximate into another tile's
-    rows (the phase then runs in stages); on half of them the devices' copies home report
-    themselves unfinished until waited for, so that a stage that only sends postpones
-    its sends (:meth:`bbmm.distributed.DistributedRuntime._send_after`) while later
-    copies home may land in the regions it sends."""
+    rows (the phase then runs in stages)."""
     rng = np.random.default_rng(1000 + seed)
     shape = (int(rng.integers(4, 14)), int(rng.integers(3, 10)))
     program = make_program(rng, shape)
@@ -607,11 +565,9 @@ def test_random_program_over_ranks(seed):
                 fo = [] if choice == 0 else [w] if choice == 1 else [random_box(rng, shape)]
                 row.append((i * ndev // len(tiles), claim, fo, bool(rng.integers(0, 2))))
             specs.append(row)
-    late = bool(rng.integers(0, 2))
 
     def rank(comm):
-        kind = _Late if late else NullDevice
-        devs = [kind(i, cap=1 << 20, arena_size=1 << 16, align=8) for i in range(per_rank)]
+        devs = [NullDevice(i, cap=1 << 20, arena_size=1 << 16, align=8) for i in range(per_rank)]
         rt = DistributedRuntime(devs, {"x": x.copy()}, comm, reuse=reuse, coherence=coh,
                                 verify=True)
         it = iter(specs)
@@ -634,9 +590,8 @@ def test_random_program_over_ranks(seed):
         return rt.host.array("x").copy()
 
     got = on_ranks(nranks, rank)[0]
-    np.testing.assert_array_equal(
-        got, reference(x, program),
-        err_msg=f"ranks={nranks}x{per_rank} reuse={reuse} coh={coh} late={late}")
+    np.testing.assert_array_equal(got, reference(x, program),
+                                  err_msg=f"ranks={nranks}x{per_rank} reuse={reuse} coh={coh}")
 
 
 def _lu_like(comm, n, x, place):
