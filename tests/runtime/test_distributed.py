@@ -544,7 +544,9 @@ def test_distributed_result_stays_on_owners():
 def test_random_program_over_ranks(seed):
     """tests/runtime/test_random_programs.py's programs, over 1-3 ranks of 1-3 devices, with
     random flow-out sets, and write boxes that may over-approximate into another tile's
-    rows (the phase then runs in stages)."""
+    rows (the phase then runs in stages); on half of them the devices' copies home report
+    themselves unfinished until waited for, so that a stage that only sends waits for
+    them after its tiles (:meth:`bbmm.distributed.DistributedRuntime._send_after`)."""
     rng = np.random.default_rng(1000 + seed)
     shape = (int(rng.integers(4, 14)), int(rng.integers(3, 10)))
     program = make_program(rng, shape)
@@ -565,9 +567,11 @@ def test_random_program_over_ranks(seed):
                 fo = [] if choice == 0 else [w] if choice == 1 else [random_box(rng, shape)]
                 row.append((i * ndev // len(tiles), claim, fo, bool(rng.integers(0, 2))))
             specs.append(row)
+    late = bool(rng.integers(0, 2))
 
     def rank(comm):
-        devs = [NullDevice(i, cap=1 << 20, arena_size=1 << 16, align=8) for i in range(per_rank)]
+        kind = _Late if late else NullDevice
+        devs = [kind(i, cap=1 << 20, arena_size=1 << 16, align=8) for i in range(per_rank)]
         rt = DistributedRuntime(devs, {"x": x.copy()}, comm, reuse=reuse, coherence=coh,
                                 verify=True)
         it = iter(specs)
@@ -590,8 +594,9 @@ def test_random_program_over_ranks(seed):
         return rt.host.array("x").copy()
 
     got = on_ranks(nranks, rank)[0]
-    np.testing.assert_array_equal(got, reference(x, program),
-                                  err_msg=f"ranks={nranks}x{per_rank} reuse={reuse} coh={coh}")
+    np.testing.assert_array_equal(
+        got, reference(x, program),
+        err_msg=f"ranks={nranks}x{per_rank} reuse={reuse} coh={coh} late={late}")
 
 
 def _lu_like(comm, n, x, place):
