@@ -495,11 +495,15 @@ class Runtime:
         ``keep_idle``, boxes no tile used during it); or the replay of the iteration's
         held-back phases, when all of them matched the recorded fixed point."""
         if isinstance(serial, tuple) and len(serial) == 1:
-            self.stats.serial_iterations += 1
-            if self.stats.serial_iterations == 1:
+            st = self.stats
+            st.serial_iterations += 1
+            n = st.serial_iterations
+            if n == 1:
                 # the loop's clock (Stats.loop_s) starts again after the first iteration:
                 # processes that started at different times have met in its exchanges
                 self._loop_t0 = time.perf_counter()
+            elif not (n - 1) % st.MARK_EVERY and self._loop_t0 is not None:
+                st.marks.append(time.perf_counter() - self._loop_t0)
         if self._ahead_done:
             self._ahead_done = False  # replayed by ahead(): nothing left to do
             self._sig = None

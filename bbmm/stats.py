@@ -96,6 +96,12 @@ class Stats:
     start up to a fifth of a second apart; a gather of 900 MB takes 0.63-0.85 s), so that
     two run lengths' difference over their difference in iterations is the time of an
     iteration."""
+    marks: list[float] = field(default_factory=list)
+    """Seconds on :attr:`loop_s`'s clock at which the host ended every
+    :attr:`MARK_EVERY`-th outermost serial iteration after the first: where in the loop
+    the time goes (LU's quarters over four processes, each paced by another owner of row
+    ``k``), without a profile's cost."""
+    MARK_EVERY = 256
 
     def moved(self, kind: str, device: int, what: str, nbytes: int, copies: int = 1) -> None:
         """Count ``nbytes`` moved by ``copies`` transfers of ``kind`` (``h2d``, ``d2h`` or
@@ -138,6 +144,7 @@ class Stats:
                 "shifted_iterations": self.shifted, "ahead_iterations": self.ahead,
                 "edge_first_tiles": self.edge_first, "gated_launches": self.gated,
                 "serial_iterations": self.serial_iterations, "loop_s": self.loop_s,
+                "loop_marks_s": self.marks, "mark_every": self.MARK_EVERY,
                 "enqueues": self.enqueues()}
 
     def enqueues(self) -> dict:

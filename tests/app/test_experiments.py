@@ -814,3 +814,27 @@ def test_host_profile_of_a_run_over_processes(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("profiled; waiting") == 2 and "us/iter" in out
     assert hp.main([str(tmp_path)]) == 2  # no profiles there
+
+
+def test_loop_marks_say_where_the_loop_spends_its_time(tmp_path, capsys):
+    """The runtime marks every 256th serial iteration on the loop's clock; ``loop_marks.py``
+    turns the marks into ms per iteration over parts of the loop, per process."""
+    import bench_host as bh
+    import loop_marks as lm
+    _, rt = bh.measure("floyd", {"n": 600}, 1, 1, None)
+    st = rt.stats
+    marks = st.as_json()["loop_marks_s"]
+    assert st.MARK_EVERY == 256 and len(marks) == (600 - 1) // 256
+    assert marks == sorted(marks) and 0 < marks[-1] <= st.loop_s
+    doc = {"kernel": "k", "loop_marks_s": [1.0, 3.0, 4.0, 8.0], "mark_every": 1000}
+    assert lm.parts(doc, 2) == [1.5, 2.5] and lm.parts(doc, 4) == [1.0, 2.0, 1.0, 4.0]
+    assert lm.parts({"loop_marks_s": [2.0], "mark_every": 1000}, 2) == [None, 2.0]
+    assert lm.parts({}, 3) == [None] * 3
+    ranks = {"kernel": "k", "per_rank": [{"rank": 0, "runtime": doc}, {"rank": 1, "runtime": {}}]}
+    assert [who for who, _ in lm.rows(ranks, 2)] == ["rank 0", "rank 1"]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(ranks))
+    assert lm.main([str(path), "--parts", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "rank 0      1.500    2.500" in out and "rank 1          -        -" in out
+    assert lm.main([str(tmp_path / "missing.json")]) == 1
