@@ -838,3 +838,23 @@ def test_loop_marks_say_where_the_loop_spends_its_time(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "rank 0      1.500    2.500" in out and "rank 1          -        -" in out
     assert lm.main([str(tmp_path / "missing.json")]) == 1
+
+
+def test_bench_cpus_times_each_processor(tmp_path, capsys):
+    """Each processor's loop alone, all at once and in groups: a time for every
+    processor in each part, and the summary's spread is the slowest over the fastest."""
+    import os
+
+    import bench_cpus as bc
+    out = tmp_path / "cpus.json"
+    assert bc.main(["--group", "2", "--repeat", "1", "--loop", "20000",
+                    "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    cpus = {str(c) for c in os.sched_getaffinity(0)}
+    for part in ("alone", "all at once", "2 at once"):
+        assert set(doc[part]["per_cpu_ms"]) == cpus
+        assert doc[part]["spread"] == pytest.approx(doc[part]["max"] / doc[part]["min"])
+        assert all(v > 0 for v in doc[part]["per_cpu_ms"].values())
+    assert "slowest/fastest" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bc.main(["--group", "0"])
