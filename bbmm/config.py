@@ -197,7 +197,8 @@ class RuntimeConfig:
     run polybench/P.c ... --devices 2 --procs 2``); over four processes on four H200s,
     where a nest's launch lies between the exchange and the kernel, heat2d 12288^2 at
     1.009 and fdtd2d 10240^2 at 1.143 (the same with ``--devices 4``,
-    ``results/h200x4-2026-11-28/gate``)."""
+    ``results/h200x4-2026-11-28/gate``), Floyd n=16384 at 1.12 and LU n=16384 at 1.04
+    (``results/h200x4-2026-11-28/gate4``)."""
     place: bool = True
     """Run the tiles of small phases where their data is (``$BBMM_PLACE``): LU n=8192 on
     two devices moves 63 MiB less between them."""
