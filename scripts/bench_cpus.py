@@ -8,9 +8,14 @@ that many GPUs): the shortest of ``--repeat`` loops per processor, in ms. On a v
 machine the same loop may take twice as long on one processor as on another, or on one
 processor now and later.
 
+With ``--pairs C[,C...]`` it times the loop on processor C beside a busy loop on each
+other processor in turn: a processor whose busy loop slows C's shares its core (two
+hardware threads), which a virtual machine's list of processors need not say.
+
 Usage::
 
     python scripts/bench_cpus.py [--group 4] [--repeat 3] [--json PATH]
+    python scripts/bench_cpus.py --pairs 35,36 --json PATH
 """
 from __future__ import annotations
 
@@ -55,6 +60,30 @@ def on(cpus: list[int], repeat: int, loop: int = LOOP) -> dict[int, float]:
     return {c: 1e3 * t for c, t in got.items()}
 
 
+def _spin(cpu: int, stop: Any) -> None:
+    os.sched_setaffinity(0, {cpu})
+    while not stop.is_set():
+        work(10_000)
+
+
+def beside(cpu: int, others: list[int], repeat: int, loop: int = LOOP) -> dict[int, float]:
+    """Ms per loop on ``cpu`` while another processor runs a busy loop, per other
+    processor."""
+    ctx = mp.get_context("fork")
+    out: dict[int, float] = {}
+    for o in others:
+        stop = ctx.Event()
+        spinner = ctx.Process(target=_spin, args=(o, stop))
+        spinner.start()
+        try:
+            out.update(on([cpu], repeat, loop))
+            out[o] = out.pop(cpu)
+        finally:
+            stop.set()
+            spinner.join()
+    return out
+
+
 def summary(ms: dict[int, float]) -> dict[str, float]:
     """Fastest, median and slowest processor, and the slowest over the fastest."""
     v = sorted(ms.values())
@@ -69,12 +98,23 @@ def main(argv: list[str] | None = None) -> int:
                    "part (default 4: a run's processes on four GPUs)")
     p.add_argument("--repeat", type=int, default=3, help="loops per processor (the "
                    "shortest counts)")
+    p.add_argument("--pairs", default=None, metavar="C[,C...]",
+                   help="time the loop on each of these processors beside a busy loop on "
+                        "every other processor, instead of the three parts")
     p.add_argument("--loop", type=int, default=LOOP, help=argparse.SUPPRESS)
     p.add_argument("--json", default=None, metavar="PATH")
     args = p.parse_args(argv)
     if args.group < 1 or args.repeat < 1:
         p.error("--group and --repeat: 1 or more")
     cpus = sorted(os.sched_getaffinity(0))
+    if args.pairs is not None:
+        try:
+            targets = [int(c) for c in args.pairs.split(",")]
+        except ValueError:
+            p.error(f"--pairs {args.pairs!r}: processor numbers, comma-separated")
+        if any(c not in cpus for c in targets):
+            p.error(f"--pairs: this process may run on processors {cpus[0]}-{cpus[-1]} only")
+        return _pairs(targets, cpus, args)
     alone: dict[int, float] = {}
     for c in cpus:
         alone.update(on([c], args.repeat, args.loop))
@@ -90,6 +130,25 @@ def main(argv: list[str] | None = None) -> int:
         doc[name] = {"per_cpu_ms": {str(c): round(v, 3) for c, v in ms.items()}, **s}
         print(f"  {name:12} fastest {s['min']:7.2f}  median {s['median']:7.2f}  "
               f"slowest {s['max']:7.2f}  slowest/fastest {s['spread']:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+    return 0
+
+
+def _pairs(targets: list[int], cpus: list[int], args: Any) -> int:
+    """``--pairs``: per target processor, its loop alone and beside each other one."""
+    doc: dict[str, Any] = {"cpus": len(cpus), "loop": args.loop, "pairs": {}}
+    for c in targets:
+        alone = on([c], args.repeat, args.loop)[c]
+        ms = beside(c, [o for o in cpus if o != c], args.repeat, args.loop)
+        slow = sorted((o for o, v in ms.items() if v > 1.3 * alone), key=lambda o: -ms[o])
+        doc["pairs"][str(c)] = {"alone_ms": round(alone, 3),
+                                "beside_ms": {str(o): round(v, 3) for o, v in ms.items()},
+                                "slowed_by": slow}
+        print(f"processor {c}: {alone:.2f} ms alone; beside a busy processor "
+              f"{min(ms.values()):.2f}-{max(ms.values()):.2f}; slowed by 1.3x or more "
+              f"beside {', '.join(map(str, slow)) or 'none'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)

@@ -858,3 +858,14 @@ def test_bench_cpus_times_each_processor(tmp_path, capsys):
     assert "slowest/fastest" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         bc.main(["--group", "0"])
+    # --pairs: the loop on one processor beside a busy loop on each of the others
+    first = min(os.sched_getaffinity(0))
+    assert bc.main(["--pairs", str(first), "--repeat", "1", "--loop", "20000",
+                    "--json", str(out)]) == 0
+    pair = json.loads(out.read_text())["pairs"][str(first)]
+    assert set(pair["beside_ms"]) == cpus - {str(first)} and pair["alone_ms"] > 0
+    assert all(str(o) in pair["beside_ms"] for o in pair["slowed_by"])
+    assert f"processor {first}:" in capsys.readouterr().out
+    for bad in ("x", "99999"):
+        with pytest.raises(SystemExit):
+            bc.main(["--pairs", bad])
