@@ -20,12 +20,12 @@ iteration to the end of the last, without the final write-out and gather,
 their tiles built (``Runtime.ahead``), and the garbage collector's time per serial
 iteration (``gc us/it``: its passes walk what the runtime keeps alive from step to
 step); over processes also ``paced``, ms per serial iteration when the processes keep
-pace with each other (per window of 64 iterations the slowest process's time: LU's owner
-of row ``k`` sets the pace of its quarter of the loop); ``--json PATH`` writes the rows. With ``--steady
-PROG:NAME=A,B`` a program runs at ``NAME=A`` and at ``NAME=B`` (its serial loop's
-length) and its figures are the differences of the two runs, per serial iteration and
-per tile: the steady state, without the first iterations that record what later ones
-replay (``python scripts/bench_host.py --programs heat2d --devices 4,8 --steady
+pace with each other (per window of 64 iterations the slowest process's time: LU's
+owner of row ``k`` sets the pace of its quarter of the loop); ``--json PATH`` writes the
+rows. With ``--steady PROG:NAME=A,B`` a program runs at ``NAME=A`` and at ``NAME=B``
+(its serial loop's length) and its figures are the differences of the two runs, per
+serial iteration and per tile: the steady state, without the first iterations that
+record what later ones replay (``python scripts/bench_host.py --programs heat2d --devices 4,8 --steady
 heat2d:tsteps=100,1000``).
 """
 from __future__ import annotations
@@ -246,9 +246,9 @@ def _rank_runs(name: str, params: dict[str, int], ndev: int, ranks: int, repeat:
 
 
 PACE_WINDOW = 64
-"""Serial iterations per window of :func:`_paced`: about as many as a process may run
-ahead of the others (its mailboxes hold one message per pair of processes, and a
-device's queue a few steps)."""
+"""Serial iterations per window of :func:`_paced`: few against a part of the loop that
+one process leads (LU's quarter, 4096 iterations at n=16384), many against the step or
+two by which processes that wait for each other's messages run apart."""
 
 
 def _step_ends(rt: Any) -> list[float]:
@@ -270,9 +270,9 @@ def _paced(steps: list[list[float]]) -> dict[str, Any]:
     """The loop's time when the processes keep pace with each other (``paced_s``, over
     ``paced_iters`` serial iterations after the first, and per iteration): per window
     of :data:`PACE_WINDOW` iterations the slowest process's time, summed. Each process
-    runs alone here, and a process that is slowest only during a part of the loop (LU's
-    owner of row ``k``, a quarter of the loop each) sets the pace of that part, which
-    the slowest whole run does not show."""
+    is measured on its own here, and a process that is slowest only during a part of
+    the loop (LU's owner of row ``k``, a quarter of the loop each) sets the pace of that
+    part, which the slowest whole run does not show."""
     steps = [s for s in steps if s]
     if not steps:
         return {"paced_s": None, "paced_iters": 0, "paced_ms_per_iter": None}
