@@ -40,6 +40,7 @@ from .diagnostic import BBMMError, UsageError, format_bytes
 from .distributed import DistributedRuntime, MPIComm
 from .devargs import make_devices_from_args, profile_path
 from .program import check_init_flags, compile_args, prepare_run
+from .stats import pace_line
 from .run import (fitting_tile, frozen_heap, host_arrays, host_profile, host_profile_folder,
                   pageable, runtime_options)
 
@@ -255,6 +256,9 @@ def report_mpi(res: MPIResult, kernel: str) -> str:
         lines.append(f"  rank(s) {', '.join(map(str, private))}: host arrays not all in shared "
                      f"memory (no room in /dev/shm): their large messages go through the "
                      f"mailboxes, two copies instead of one")
+    pace = pace_line([p["runtime"] for p in res.per_rank if p.get("runtime")])
+    if pace is not None:
+        lines.append(pace)
     lines.append(f"  between ranks: {format_bytes(doc['exchange_bytes'])} exchanged, "
                  f"{format_bytes(doc['gather_bytes'])} gathered, {doc['messages']} messages"
                  + ("" if rt.gather_result else "; result left distributed"))

@@ -28,6 +28,7 @@ from .profile import write_timeline
 from .reference import compare, run_reference
 from .reference.calls import _int_ctype
 from .runtime import COHERENCE, MODES, Runtime, fuse_slack
+from .stats import pace_line
 from .version import __version__
 
 DTYPES = {"float": np.float32, "double": np.float64, "int": np.int32, "char": np.int8,
@@ -740,6 +741,9 @@ def report(res: RunResult, kernel: str, returns: str | None = None) -> str:
         moved = f" ({st.shifted} up to a shift of their boxes{ahead})" if st.shifted else ""
         lines.append(f"  replayed {st.replayed} serial iteration(s) that repeated an earlier "
                      f"one{moved} (--no-replay: redo their memory management)")
+    pace = pace_line([st.as_json()])
+    if pace is not None:
+        lines.append(pace)
     slow = pageable(res.arrays, rt.devices)
     if slow:
         nbytes = sum(res.arrays[a].nbytes for a in slow)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 CATEGORIES = ("readin", "flowout", "flowin", "writeout", "writeback", "refresh")
 TIMERS = ("memory_mgmt", "compute", "flowout", "flowin", "writeout")
@@ -156,3 +156,33 @@ class Stats:
         n = max(1, self.serial_iterations)
         return {"copies": copies, "launches": launches,
                 "per_serial_iteration": (copies + launches) / n}
+
+
+def loop_parts(marks: Sequence[float], every: int, count: int) -> list[float | None]:
+    """Ms per serial iteration over each of ``count`` equal parts of a loop marked every
+    ``every`` iterations (:attr:`Stats.marks`, the loop's clock starting at 0); None
+    for a part no mark bounds."""
+    if not marks:
+        return [None] * count
+    times = [0.0, *marks]
+    n = len(times) - 1
+    out: list[float | None] = []
+    for i in range(count):
+        a, b = i * n // count, (i + 1) * n // count
+        out.append(None if b <= a else 1e3 * (times[b] - times[a]) / ((b - a) * every))
+    return out
+
+
+def pace_line(runtimes: Sequence[Mapping[str, Any]], count: int = 4) -> str | None:
+    """A report's line on the loop's pace over ``count`` parts of it, from the statistics
+    (:meth:`Stats.as_json`) of one process or of each process of a run, the slowest
+    process's per part (the others wait for it); None for a loop too short to mark
+    ``count`` times."""
+    parts = [loop_parts(r.get("loop_marks_s") or [], r.get("mark_every") or 1, count)
+             for r in runtimes]
+    if not parts or any(v is None for p in parts for v in p):
+        return None
+    slowest = [max(p[i] for p in parts) for i in range(count)]  # type: ignore[type-var]
+    who = "" if len(parts) == 1 else " (the slowest process's)"
+    return (f"  loop: ms per serial iteration in each quarter{who}: "
+            + " ".join(f"{v:.3f}" for v in slowest))

@@ -14,25 +14,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bbmm.stats import loop_parts  # noqa: E402
 
 
 def parts(runtime: dict[str, Any], count: int) -> list[float | None]:
     """Ms per serial iteration over each of ``count`` equal parts of the marked loop of
     one runtime's statistics (``bbmm run --json``'s, or a process's ``runtime`` in
     ``per_rank``); None for a part no mark bounds."""
-    marks = runtime.get("loop_marks_s") or []
-    every = runtime.get("mark_every") or 1
-    if not marks:
-        return [None] * count
-    times = [0.0, *marks]  # the loop's clock starts at 0, a mark every `every` iterations
-    n = len(times) - 1
-    out: list[float | None] = []
-    for i in range(count):
-        a, b = i * n // count, (i + 1) * n // count
-        out.append(None if b <= a else 1e3 * (times[b] - times[a]) / ((b - a) * every))
-    return out
+    return loop_parts(runtime.get("loop_marks_s") or [], runtime.get("mark_every") or 1,
+                      count)
 
 
 def rows(doc: dict[str, Any], count: int) -> list[tuple[str, list[float | None]]]:

@@ -826,7 +826,17 @@ def test_loop_marks_say_where_the_loop_spends_its_time(tmp_path, capsys):
     marks = st.as_json()["loop_marks_s"]
     assert st.MARK_EVERY == 256 and len(marks) == (600 - 1) // 256
     assert marks == sorted(marks) and 0 < marks[-1] <= st.loop_s
+    # the report's line: the loop's four quarters (the slowest process's over processes)
+    from bbmm.stats import pace_line
+    assert pace_line([st.as_json()]) is None  # two marks: too short for four quarters
+    _, rt = bh.measure("floyd", {"n": 1100}, 1, 1, None)
+    line = pace_line([rt.stats.as_json()])
+    assert line.startswith("  loop: ms per serial iteration in each quarter: ")
+    assert len(line.split(": ")[-1].split()) == 4
     doc = {"kernel": "k", "loop_marks_s": [1.0, 3.0, 4.0, 8.0], "mark_every": 1000}
+    other = {"loop_marks_s": [2.0, 3.0, 5.0, 6.0], "mark_every": 1000}
+    assert pace_line([doc, other]) == ("  loop: ms per serial iteration in each quarter "
+                                       "(the slowest process's): 2.000 2.000 2.000 4.000")
     assert lm.parts(doc, 2) == [1.5, 2.5] and lm.parts(doc, 4) == [1.0, 2.0, 1.0, 4.0]
     assert lm.parts({"loop_marks_s": [2.0], "mark_every": 1000}, 2) == [None, 2.0]
     assert lm.parts({}, 3) == [None] * 3
