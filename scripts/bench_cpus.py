@@ -106,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.group < 1 or args.repeat < 1:
         p.error("--group and --repeat: 1 or more")
+    if not hasattr(os, "sched_setaffinity"):
+        p.error("needs a system that pins a process to a processor (Linux)")
     cpus = sorted(os.sched_getaffinity(0))
     if args.pairs is not None:
         try:
