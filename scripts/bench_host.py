@@ -78,11 +78,9 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
         arrays = {k: v.copy() for k, v in bench.init.items()}
         rt = CountingRuntime(devices, arrays, replay=replay,
                              **runtime_options(module, arrays))
-        with frozen_heap(), Collections() as gc_s:  # as bbmm run
-            t0 = time.perf_counter()
-            module.run(rt, bench.params, bench.scalars, tile, False)
-            times.append(time.perf_counter() - t0)
-        gcs.append(gc_s[0])
+        t, gc_s = _timed_run(bench, rt, tile)
+        times.append(t)
+        gcs.append(gc_s)
         loops.append(rt.stats.loop_s)
     assert rt is not None
     wall = min(times)  # interference only adds time
@@ -96,6 +94,16 @@ def measure(name: str, params: dict[str, int], ndev: int, repeat: int,
            "launches": sum(d.launches for d in rt.devices),
            "gc_s": gcs[times.index(wall)]}
     return row, rt
+
+
+def _timed_run(bench: Any, rt: Any, tile: int) -> tuple[float, float]:
+    """One run of ``bench``'s driver on ``rt`` as ``bbmm run`` runs it (the heap before
+    the loop frozen): its seconds, and the garbage collector's seconds in it."""
+    with frozen_heap(), Collections() as gc_s:
+        t0 = time.perf_counter()
+        bench.module.run(rt, bench.params, bench.scalars, tile, False)
+        took = time.perf_counter() - t0
+    return took, gc_s[0]
 
 
 class Collections:
@@ -230,11 +238,9 @@ def _rank_runs(name: str, params: dict[str, int], ndev: int, ranks: int, repeat:
         ends = _step_ends(rt)
         if meet:
             _START.wait()
-        with frozen_heap(), Collections() as gc_s:  # as bbmm run
-            t0 = time.perf_counter()
-            module.run(rt, bench.params, bench.scalars, tile, False)
-            times.append(time.perf_counter() - t0)
-        gcs.append(gc_s[0])
+        t, gc_s = _timed_run(bench, rt, tile)
+        times.append(t)
+        gcs.append(gc_s)
         loops.append(rt.local.stats.loop_s)
         steps.append([b - a for a, b in zip(ends, ends[1:])])
     assert rt is not None
