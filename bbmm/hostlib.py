@@ -112,6 +112,9 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     """
     fast = None
     if type(grid) is tuple and (local is None or type(local) is tuple):
+        if rows is not None and grid:
+            return _launch_rows(dev, tb, source, name, scalars, grid, cl_band, arrays, local,
+                                coarsen, staged, blocked, rows, options)
         # a tile launched again on the same boxes (a replayed iteration, a tile list built
         # once per regime) differs only in its scalars: the rest is looked up
         fast = (dev, name, source, grid, local, rows)
@@ -128,6 +131,42 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     if fast is not None:
         tb.launches[fast] = (o, knl, gsize, lsize, args[len(scalars):], small, narr)
     return dev.launch(knl, gsize, lsize, args)
+
+
+def _launch_rows(dev: Device, tb: TileBuffers, source: str, name: str,
+                 scalars: Sequence[Any], grid: tuple[tuple[int, int], ...],
+                 cl_band: Sequence[int], arrays: Sequence[tuple[str, int, int]],
+                 local: tuple[int, ...] | None, coarsen: bool, staged: bool, blocked: bool,
+                 rows: tuple[int, ...], options: KernelOptions | None) -> Any:
+    """:func:`launch` on some of a tile's rows, looked up by the extent of its NDRange
+    rather than by the rows: the rows that write Floyd's row ``k + 1``, and those either
+    side of it, move every ``k`` while the launch keeps its shape. Only the tile bounds,
+    the grid's origins and the gap's arguments are worked out anew; the kernel, NDRange
+    and array arguments are the last launch's of that shape on these buffers (or on the
+    same tile at its last replay, its copies taking the same kernel variant)."""
+    o = _DEFAULT if options is None else options
+    g, gaps = _narrow(grid, rows, _points(coarsen, len(grid), blocked, o), o.align, cl_band)
+    key = ("rows", dev, name, source, local, tuple(h - l for l, h in g), gaps is not None)
+    got = tb.launches.get(key)
+    if got is None and tb.before is not None:
+        old = tb.before.launches.get(key)
+        if old is not None:
+            new: list[Any] = []
+            if _array_args(tb, arrays, new) == old[5] and len(new) == len(old[4]):
+                got = tb.launches[key] = (*old[:4], new, old[5])
+    if got is None or got[0] is not o:
+        o, knl, gsize, lsize, args, narr, small = _plan_launch(
+            dev, tb, source, name, scalars, grid, cl_band, arrays, local, coarsen, staged,
+            blocked, rows, options)
+        at = len(scalars) + len(grid)
+        tb.launches[key] = (o, knl, gsize, lsize, args[at:at + narr], small)
+        return dev.launch(knl, gsize, lsize, args)
+    args = _rows_scalars(scalars, (rows[0], rows[-1]))
+    args += [int32(lo) for lo, _ in g]
+    args += got[4]
+    if gaps is not None:
+        args += gaps
+    return dev.launch(got[1], got[2], got[3], args)
 
 
 def _array_args(tb: TileBuffers, arrays: Sequence[tuple], args: list[Any]) -> bool:
@@ -176,24 +215,17 @@ def _rows_scalars(scalars: Sequence[Any], rows: tuple[int, int]) -> list[Any]:
             int32(min(int(scalars[-1]), rows[1]))]
 
 
-def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
-                 grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
-                 arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None,
-                 coarsen: bool, staged: bool, blocked: bool, rows: tuple[int, int] | None,
-                 options: KernelOptions | None
-                 ) -> tuple[Any, Any, tuple[int, ...], tuple[int, ...] | None, list[Any], int,
-                            bool]:
-    """:func:`launch`'s work before the enqueue: the options it read, the kernel object,
-    the NDRange, the work-group shape (None: the driver's), the arguments, how many of
-    them are the arrays' (after the scalars and the grid's origins) and whether the
-    kernel takes 32-bit offsets (:func:`_array_args`)."""
-    o = _DEFAULT if options is None else options
-    co = _points(coarsen, len(grid), blocked, o)
+def _narrow(grid: Sequence[tuple[int, int]], rows: tuple[int, ...] | None,
+            co: tuple[int, int], align: int, cl_band: Sequence[int]
+            ) -> tuple[Sequence[tuple[int, int]], list[Any] | None]:
+    """The NDRange's ``(lo, hi)`` per band loop of a launch of a tile over ``grid`` on its
+    ``rows`` (None: all of them; two bounds or four: :func:`launch`), OpenCL dimension 0
+    starting aligned, and the two ``BBMM_GAPS`` arguments of a launch on two ranges that
+    skips the rows between them (None: one range)."""
     gaps = None
     if rows is not None:
-        # a part of the tile is a smaller tile on the same boxes: the kernel's tile
-        # bounds lb, ub (the last scalars) and band loop 0's range narrow to the rows
-        scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
+        # a part of the tile is a smaller tile on the same boxes: band loop 0's range
+        # narrows to the rows (and the kernel's tile bounds: _rows_scalars)
         lo, hi = grid[0]
         if len(rows) == 4:
             a0, a1, b0, b1 = max(lo, rows[0]), min(hi, rows[1]), max(lo, rows[2]), min(hi, rows[3])
@@ -215,7 +247,6 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
                 gaps = [int32(a1), int32(b0 - a1 - 1)]
         if gaps is None:
             grid = [(max(lo, rows[0]), min(hi, rows[1])), *grid[1:]]
-    align = o.align
     if grid and align > 1:
         # the work-items of OpenCL dimension 0 start on a multiple of ALIGN indices, so
         # that a warp's loads of a row (whose boxes start at column 0 of rows a multiple
@@ -228,6 +259,25 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         start = lo - lo % align
         if start != lo:
             grid = [*grid[:d0], (start, hi), *grid[d0 + 1:]]
+    return grid, gaps
+
+
+def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequence[Any],
+                 grid: Sequence[tuple[int, int]], cl_band: Sequence[int],
+                 arrays: Sequence[tuple[str, int, int]], local: Sequence[int] | None,
+                 coarsen: bool, staged: bool, blocked: bool, rows: tuple[int, int] | None,
+                 options: KernelOptions | None
+                 ) -> tuple[Any, Any, tuple[int, ...], tuple[int, ...] | None, list[Any], int,
+                            bool]:
+    """:func:`launch`'s work before the enqueue: the options it read, the kernel object,
+    the NDRange, the work-group shape (None: the driver's), the arguments, how many of
+    them are the arrays' (after the scalars and the grid's origins) and whether the
+    kernel takes 32-bit offsets (:func:`_array_args`)."""
+    o = _DEFAULT if options is None else options
+    co = _points(coarsen, len(grid), blocked, o)
+    if rows is not None:
+        scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
+    grid, gaps = _narrow(grid, rows, co, o.align, cl_band)
     extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
     stage = None
     if _runs_staged(dev, staged, len(extent), o.stage):

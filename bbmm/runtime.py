@@ -891,7 +891,7 @@ class Runtime:
                                      f"tile's boxes {[p for p, _ in tb.pieces.get(a, ())]}")
 
     def _edges(self, t: Tile, flows: Mapping[str, Sequence[Box]]
-               ) -> tuple[list[tuple[int, ...]], list[tuple[int, int]]] | None:
+               ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]] | None:
         """The launches of the tile's rows (ranges of its tiled iterator) that write its
         flow-out, and those of the rest of its rows; None to launch the tile whole. Two
         ranges of flow-out rows (a middle tile's two ends) are one launch of four bounds
@@ -953,10 +953,14 @@ class Runtime:
             at = r1 + 1
         if at <= hi:
             rest.append((at, hi))
-        if len(rows) == 2 and getattr(t.kernel, "ranges", 1) > 1:
-            # both ends of a middle tile in one launch: a launch less on the path
-            return [(rows[0][0], rows[0][1], rows[1][0], rows[1][1])], rest
-        return [(r0, r1) for r0, r1 in rows], rest
+        two = getattr(t.kernel, "ranges", 1) > 1
+        # both ends of a middle tile in one launch: a launch less on the path; the rows
+        # either side of inner ones (Floyd's row k + 1) in one launch after them
+        first = ([(rows[0][0], rows[0][1], rows[1][0], rows[1][1])]
+                 if len(rows) == 2 and two else [(r0, r1) for r0, r1 in rows])
+        if len(rest) == 2 and two:
+            rest = [(*rest[0], *rest[1])]
+        return first, rest
 
     def _flowout_boxes(self, t: Tile) -> Mapping[str, Sequence[Box]]:
         """Exact coherence: the flow-out boxes; block coherence: every written box whole."""

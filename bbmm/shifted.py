@@ -52,7 +52,7 @@ iteration for real where they differ from the decoded ones.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -479,7 +479,7 @@ def _edge_moved(t: Tile, coords: list[int]) -> Tile:
 
     writes, flowout = boxes(t.writes), boxes(t.flowout)
     span = None if t.span is None else (coords[at], coords[at + 1])
-    return replace(t, writes=writes, flowout=flowout, span=span)
+    return t.but(writes=writes, flowout=flowout, span=span)
 
 
 @dataclass

@@ -110,6 +110,16 @@ class Tile:
             cleanup={} if cleanup is None else cleanup, fresh=fresh, name=name, span=span,
             writers={} if writers is None else writers, original=original)
 
+    def but(self, **changes: Any) -> Tile:
+        """A copy with ``changes`` to its fields, as ``dataclasses.replace`` makes, without
+        running :meth:`__init__` again: a step moved on moves a tile to another device or
+        its boxes along (2.5 us a tile with ``replace``, 0.5 us this way, on the development
+        machine)."""
+        c = object.__new__(Tile)
+        c.__dict__.update(self.__dict__)
+        c.__dict__.update(changes)
+        return c
+
 
 @dataclass(eq=False, slots=True)
 class Copy:

@@ -320,7 +320,10 @@ def edge_writers(scop: Scop, nest: Nest, tiling: NestTiling, deps: Dependences
     ``results/h100x4-2026-11-27/rounds/``. Once steps were moved on without their tiles,
     the split, every loop asserted parallel by its pragma given its writers, made Floyd
     1.63x slower on four H100s: 0.587 against 0.360 ms per ``k``, medians of three
-    alternating rounds, ranges apart: ``results/h100x4-2026-11-28/split/``.)
+    alternating rounds, ranges apart: ``results/h100x4-2026-11-28/split/``. With the rows
+    either side of row ``k + 1`` in one launch, still 1.28x slower on four H200s, 0.286
+    against 0.224 ms per ``k``: the owner's host, not its device, sets the pace,
+    ``results/h200x4-2026-11-28/split-again/``.)
     """
     if not tiling.band or not carried(scop, nest.band[0], deps).is_empty():
         return {}

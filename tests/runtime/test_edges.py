@@ -300,6 +300,25 @@ def test_edge_rows_are_the_union_of_the_flowout_rows_and_the_rest_is_the_tile_mi
         assert all(b + 1 < c for (_, b), (c, _) in zip(part, part[1:]))  # fused
 
 
+def test_a_kernel_of_two_ranges_runs_both_ends_or_both_sides_in_one_launch():
+    """Where the tile's kernel takes two ranges of rows (``kernel.ranges``), a middle
+    tile's two ends are one first launch, and the rows either side of inner flow-out
+    rows (Floyd's row ``k + 1``) one launch after them."""
+    rt = _runtime_with_copy_elsewhere()
+
+    def two(span, flowout):
+        t = _tile(span, {"A": (0, 0, 0)}, flowout)
+        knl = lambda d, tb, rows=None: None  # noqa: E731
+        knl.ranges = 2
+        return t.but(kernel=knl)
+
+    fo = {"A": [Box((9, 0), (9, 9)), Box((0, 0), (0, 9))]}
+    assert rt._edges(two((0, 9), fo), fo) == ([(0, 0, 9, 9)], [(1, 8)])
+    fo = {"A": [Box((4, 0), (4, 9))]}
+    assert rt._edges(two((0, 9), fo), fo) == ([(4, 4)], [(0, 3, 5, 9)])
+    assert rt._edges(_tile((0, 9), {"A": (0, 0, 0)}, fo), fo) == ([(4, 4)], [(0, 3), (5, 9)])
+
+
 def test_no_edges_when_they_are_most_of_the_tile_or_unknown():
     rt = _runtime_with_copy_elsewhere()
     fo = {"A": [Box((0, 0), (5, 9))]}

@@ -977,3 +977,44 @@ def test_a_replayed_tile_on_a_smaller_grid_takes_its_last_kernel(monkeypatch):
     go(far, 2)
     assert len(prepared) == 3  # the other kernel variant
     assert dev.launched[3][0] != a[0]
+
+
+@pytest.mark.parametrize("rows", [lambda r: (r, r), lambda r: (0, r - 1, r + 1, 7)])
+def test_a_launch_on_moving_rows_is_looked_up_by_its_shape(monkeypatch, rows):
+    """A launch on rows that move every serial iteration (Floyd's row ``k + 1`` run
+    first, then the rows either side of it in one launch) is planned once per shape:
+    the next rows, on these buffers or on the same tile's next ones, launch with the
+    kernel, NDRange and array arguments planned before and their own bounds, origins
+    and gap, the same launch as one planned anew."""
+    from bbmm import hostlib
+    from bbmm.tiles import Copy, TileBuffers
+
+    plans = []
+    plan = hostlib._plan_launch
+    monkeypatch.setattr(hostlib, "_plan_launch", lambda *a: plans.append(1) or plan(*a))
+    null = NullDevice(0)
+    own = Copy("A", Box((0, 0), (7, 15)), null, null.alloc(4 * 128), 4)
+    arrays = (("A", 1, 2, (0, 1)),)
+
+    def same(x, y):
+        return x[:3] == y[:3] and len(x[3]) == len(y[3]) and all(
+            a is b or (isinstance(a, np.generic) and a == b) for a, b in zip(x[3], y[3]))
+
+    dev = _LaunchLog()
+    go = lambda tb, r: hostlib.launch(dev, tb, "src", "k", [3, 0, 7],  # noqa: E731
+                                      ((0, 7), (0, 15)), (1, 0), arrays, local=(16, 1),
+                                      rows=rows(r))
+    tb = TileBuffers({"A": [(own.box, own)]}, {"A": [0, 0]})
+    go(tb, 2)
+    assert len(plans) == 1
+    for r in (3, 4, 5):
+        nxt = TileBuffers(tb.pieces, tb.access, before=tb)
+        go(nxt, r)
+        go(tb, r)
+        assert len(plans) == 1  # looked up, on the next buffers and on these
+        go(TileBuffers(tb.pieces, tb.access), r)  # planned anew
+        assert len(plans) == 2
+        plans.pop()
+        assert same(dev.launched[-3], dev.launched[-1])
+        assert same(dev.launched[-2], dev.launched[-1])
+        assert not same(dev.launched[0], dev.launched[-1])  # the rows' own arguments
