@@ -112,9 +112,6 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
     """
     fast = None
     if type(grid) is tuple and (local is None or type(local) is tuple):
-        if rows is not None and grid:
-            return _launch_rows(dev, tb, source, name, scalars, grid, cl_band, arrays, local,
-                                coarsen, staged, blocked, rows, options)
         # a tile launched again on the same boxes (a replayed iteration, a tile list built
         # once per regime) differs only in its scalars: the rest is looked up
         fast = (dev, name, source, grid, local, rows)
@@ -125,6 +122,9 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
             if rows is not None:
                 scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
             return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
+        if rows is not None and grid:
+            return _launch_rows(dev, tb, source, name, scalars, grid, cl_band, arrays, local,
+                                coarsen, staged, blocked, rows, options, fast)
     o, knl, gsize, lsize, args, narr, small = _plan_launch(
         dev, tb, source, name, scalars, grid, cl_band, arrays, local, coarsen, staged,
         blocked, rows, options)
@@ -137,13 +137,14 @@ def _launch_rows(dev: Device, tb: TileBuffers, source: str, name: str,
                  scalars: Sequence[Any], grid: tuple[tuple[int, int], ...],
                  cl_band: Sequence[int], arrays: Sequence[tuple[str, int, int]],
                  local: tuple[int, ...] | None, coarsen: bool, staged: bool, blocked: bool,
-                 rows: tuple[int, ...], options: KernelOptions | None) -> Any:
-    """:func:`launch` on some of a tile's rows, looked up by the extent of its NDRange
-    rather than by the rows: the rows that write Floyd's row ``k + 1``, and those either
-    side of it, move every ``k`` while the launch keeps its shape. Only the tile bounds,
-    the grid's origins and the gap's arguments are worked out anew; the kernel, NDRange
-    and array arguments are the last launch's of that shape on these buffers (or on the
-    same tile at its last replay, its copies taking the same kernel variant)."""
+                 rows: tuple[int, ...], options: KernelOptions | None, fast: tuple) -> Any:
+    """:func:`launch` on rows of a tile that it has not launched on these buffers, looked
+    up by the extent of its NDRange rather than by the rows: the rows that write Floyd's
+    row ``k + 1``, and those either side of it, move every ``k`` while the launch keeps
+    its shape. Only the tile bounds, the grid's origins and the gap's arguments are
+    worked out anew; the kernel, NDRange and array arguments are the last launch's of
+    that shape on these buffers (or on the same tile at its last replay, its copies
+    taking the same kernel variant). Kept under ``fast`` too, for these rows again."""
     o = _DEFAULT if options is None else options
     g, gaps = _narrow(grid, rows, _points(coarsen, len(grid), blocked, o), o.align, cl_band)
     key = ("rows", dev, name, source, local, tuple(h - l for l, h in g), gaps is not None)
@@ -160,13 +161,15 @@ def _launch_rows(dev: Device, tb: TileBuffers, source: str, name: str,
             blocked, rows, options)
         at = len(scalars) + len(grid)
         tb.launches[key] = (o, knl, gsize, lsize, args[at:at + narr], small)
-        return dev.launch(knl, gsize, lsize, args)
-    args = _rows_scalars(scalars, (rows[0], rows[-1]))
-    args += [int32(lo) for lo, _ in g]
-    args += got[4]
-    if gaps is not None:
-        args += gaps
-    return dev.launch(got[1], got[2], got[3], args)
+    else:
+        knl, gsize, lsize, narr, small = got[1], got[2], got[3], len(got[4]), got[5]
+        args = _rows_scalars(scalars, (rows[0], rows[-1]))
+        args += [int32(lo) for lo, _ in g]
+        args += got[4]
+        if gaps is not None:
+            args += gaps
+    tb.launches[fast] = (o, knl, gsize, lsize, args[len(scalars):], small, narr)
+    return dev.launch(knl, gsize, lsize, args)
 
 
 def _array_args(tb: TileBuffers, arrays: Sequence[tuple], args: list[Any]) -> bool:
