@@ -37,7 +37,8 @@ import numpy as np
 from . import settings
 from .config import RuntimeConfig
 from .diagnostic import BBMMError, UsageError, format_bytes
-from .distributed import DistributedRuntime, MPIComm
+from .distributed import DistributedRuntime
+from .messages import MPIComm
 from .devargs import make_devices_from_args, profile_path
 from .program import check_init_flags, compile_args, prepare_run
 from .stats import pace_line
@@ -65,7 +66,7 @@ def launched_size(environ: Any = None) -> int | None:
 
 
 def world() -> MPIComm:
-    """``MPI.COMM_WORLD`` as a :class:`~bbmm.distributed.MPIComm` (a clear error when
+    """``MPI.COMM_WORLD`` as a :class:`~bbmm.messages.MPIComm` (a clear error when
     mpi4py is missing, or when the launcher is not of mpi4py's MPI library: every
     process would then be a rank 0 of its own, all computing everything)."""
     try:

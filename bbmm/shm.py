@@ -260,7 +260,7 @@ def remove(path: str) -> None:
 
 
 class ShmComm:
-    """The :class:`~bbmm.distributed.Comm` of ``size`` processes sharing the file ``path``.
+    """The :class:`~bbmm.messages.Comm` of ``size`` processes sharing the file ``path``.
 
     :arg alive: called while waiting (every :data:`LIVENESS_S`); returns False when a
         process of the run has died (the launcher's check of its children, or a

@@ -4,7 +4,7 @@ P processes, each with the planes of a 3-D host array (``--shape`` R x C element
 plane, float32; two planes per process and two more, in the run's coordinates), swap
 halos along a chain as a stencil's processes do: each sends its first plane (without its
 border: ``[1:R-1, 1:C-1]``, strided in the array like heat-3d's) to the rank before it
-and its last to the rank after, and receives into its ghost planes, through :class:`bbmm.shm.ShmComm` as a run does (:func:`bbmm.distributed.swap`:
+and its last to the rank after, and receives into its ghost planes, through :class:`bbmm.shm.ShmComm` as a run does (:func:`bbmm.messages.swap`:
 packed straight into shared memory, unpacked straight out of it). ``--staged`` packs
 each message into a fresh buffer first, exchanges the buffers and unpacks them (the
 path of a communicator without ``swap``). Each round is timed in parts and the medians
@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 
 from bbmm import shm  # noqa: E402
 from bbmm.box import Box  # noqa: E402
-from bbmm.distributed import Boxes, nbytes, pack, swap, unpack  # noqa: E402
+from bbmm.messages import Boxes, nbytes, pack, swap, unpack  # noqa: E402
 
 PARTS = ("d2h", "pack", "transfer", "unpack", "h2d", "round")
 

@@ -649,7 +649,7 @@ def test_bench_host_processes_swap_through_kept_buffers():
     import bench_host as bh
     from bbmm.box import Box
     from bbmm.coherence import HostCopy
-    from bbmm.distributed import Boxes
+    from bbmm.messages import Boxes
     row = bh.measure_ranks("heat2d", {"n": 32, "tsteps": 6}, 2, 2, 1)
     assert row["ranks"] == 2 and row["ms_per_iter"] > 0 and row["replayed"] > 0
     assert row["loop_iters"] == 5 and 0 < row["loop_s"] < row["wall_s"]

@@ -14,7 +14,8 @@ from bbmm.box import Box
 from bbmm.devices import NullDevice
 from bbmm.coherence import HostCopy
 from bbmm.config import RuntimeConfig
-from bbmm.distributed import DistributedRuntime, pack, unpack
+from bbmm.distributed import DistributedRuntime
+from bbmm.messages import pack, unpack
 from bbmm.ownership import Ownership, plan_exchange, plan_gather, stages
 from bbmm.runtime import Runtime, Tile
 
@@ -34,7 +35,7 @@ class Group:
 
 
 class ThreadComm:
-    """The :class:`bbmm.distributed.Comm` interface between threads (copies every buffer)."""
+    """The :class:`bbmm.messages.Comm` interface between threads (copies every buffer)."""
 
     def __init__(self, group: Group, rank: int):
         self.g, self.rank, self.size = group, rank, group.size

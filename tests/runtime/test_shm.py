@@ -208,7 +208,7 @@ def test_remove_takes_rooms_left_behind():
 
 
 class Host:
-    """The host arrays of a rank, as :func:`bbmm.distributed.swap` reads them."""
+    """The host arrays of a rank, as :func:`bbmm.messages.swap` reads them."""
 
     def __init__(self, **arrays):
         self.arrays = arrays
@@ -223,7 +223,7 @@ def swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
     a row while the first may still sit unread in the mailbox; the copies of any message
     over 16 bytes split over two threads."""
     from bbmm.box import Box
-    from bbmm.distributed import Boxes, swap
+    from bbmm.messages import Boxes, swap
     comm = shm.ShmComm(path, rank, 2, chunk=CHUNK, copy_threads=2, copy_min=16)
     other = 1 - rank
     try:
@@ -330,7 +330,7 @@ def direct_swapper(path: str, rank: int, size: int, out: mp.Queue) -> None:
     ``direct=False`` go through the mailbox; a sender of a direct message returns once
     its receiver took it."""
     from bbmm.box import Box
-    from bbmm.distributed import Boxes, swap
+    from bbmm.messages import Boxes, swap
     comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
     comm.direct_min = 100
     other = 1 - rank
@@ -417,7 +417,7 @@ def deferred_sender(path: str, rank: int, size: int, out: mp.Queue) -> None:
     receiver only where asked, and a swap that receives into such a region waits before
     it starts."""
     from bbmm.box import Box
-    from bbmm.distributed import Boxes, swap
+    from bbmm.messages import Boxes, swap
     comm, a, _ = direct_pair(path, rank, 1000 * rank, lend=False)
     try:
         host = Host(a=a)
@@ -475,7 +475,7 @@ def lending_receiver(path: str, rank: int, size: int, out: mp.Queue) -> None:
     load that the loan covers only in part, or by the end of the next swap. Rank 0 waits
     for the repayment before it writes the region."""
     from bbmm.box import Box
-    from bbmm.distributed import Boxes, swap
+    from bbmm.messages import Boxes, swap
     comm, a, waited = direct_pair(path, rank, 1 + rank)
     try:
         host = Host(a=a)
@@ -536,7 +536,7 @@ def lending_chain(path: str, rank: int, size: int, out: mp.Queue) -> None:
     each only by the end of its next swap. Before rank 0 writes the region of one message
     it waits for that one alone: the newer one is repaid only after its next message."""
     from bbmm.box import Box
-    from bbmm.distributed import Boxes, swap
+    from bbmm.messages import Boxes, swap
     comm = shm.ShmComm(path, rank, 2, chunk=CHUNK)
     comm.direct_min = 100
     comm.defer_takes = True
@@ -616,7 +616,7 @@ def test_arrays_are_shared_only_in_memory(tmp_path):
 
 def test_regions_sent_and_received_apart():
     from bbmm.box import Box
-    from bbmm.distributed import apart
+    from bbmm.messages import apart
     a0, a1 = Box((0, 0), (4, 6)), Box((5, 0), (9, 6))
     assert apart([(1, [("a", a0)])], [(1, [("a", a1)])])
     assert apart([(1, [("a", a0)])], [(1, [("b", a0)])])  # other arrays
@@ -629,7 +629,7 @@ def written_back_loan(path: str, rank: int, size: int, out: mp.Queue) -> None:
     (:meth:`ShmComm.written_back`): the repayment copies nothing, waits for the load from
     the loan alone, and tells rank 0, which then writes the region."""
     from bbmm.box import Box
-    from bbmm.distributed import Boxes, swap
+    from bbmm.messages import Boxes, swap
     comm, a, waited = direct_pair(path, rank, 1 + rank)
     try:
         sent = [("a", Box((0, 0), (4, 6)))]
@@ -738,7 +738,7 @@ def copied_back_first(path: str, rank: int, size: int, out: mp.Queue) -> None:
     is given the device's copy back as work (:attr:`ShmComm.idle_work`): the swap gives
     it before it repays the loan at its end, so the processor copies nothing."""
     from bbmm.box import Box
-    from bbmm.distributed import Boxes, swap
+    from bbmm.messages import Boxes, swap
     comm, a, _ = direct_pair(path, rank, 1 + rank)
     try:
         host = Host(a=a)

@@ -186,7 +186,7 @@ def test_launched_size():
 
 def test_waits_pause_only_with_more_ranks_than_cores():
     """MPIComm polls without pausing once node_slot found a core per rank (here one rank)."""
-    code = ("from bbmm.distributed import MPIComm; c = MPIComm(); a = c.max_sleep; "
+    code = ("from bbmm.messages import MPIComm; c = MPIComm(); a = c.max_sleep; "
             "print(a, c.node_slot(), c.max_sleep)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
