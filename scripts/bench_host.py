@@ -171,23 +171,33 @@ class LoopbackComm:
 
 
 def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repeat: int,
-                  only: int | None = None, lag: int = 0, together: bool = False
-                  ) -> dict[str, Any]:
+                  only: int | None = None, lag: int = 0, together: bool = False,
+                  shared: bool = False) -> dict[str, Any]:
     """Host work of each of ``ranks`` processes (``bbmm run --procs``) sharing ``ndev``
     dry devices, one process at a time (``only``: that one alone; ``together``: each in
     a process of its own, all at once, as ``bbmm run`` runs them, so that they compete
     for the machine's cores, caches and memory as there): the slowest one's time per
-    serial iteration is what a machine with a core per process needs."""
+    serial iteration is what a machine with a core per process needs. With ``shared``
+    (and ``together``) the processes exchange their messages through shared memory as
+    ``bbmm run`` does (:class:`bbmm.shm.ShmComm`, the host arrays shared, messages left
+    in their sender's arrays and lent as the run's settings say), one run each: each
+    process's time then includes its waits for the others."""
     bench = ec.load_bench(name, params, init=False)
     tile = bench.module.default_tile(bench.params, ndev)
     which = list(range(ranks)) if only is None else [only]
     job = (name, params, ndev, ranks, repeat, lag)
     if together and len(which) > 1:
         import multiprocessing as mp
+        from bbmm import shm
         ctx = mp.get_context("fork")  # the compiled program and its modules, inherited
         start = ctx.Barrier(len(which))
-        with ctx.Pool(len(which), initializer=_meet, initargs=(start,)) as pool:
-            got = pool.starmap(_rank_runs, [(*job, r, True) for r in which])
+        path = shm.create(ranks) if shared else None
+        try:
+            with ctx.Pool(len(which), initializer=_meet, initargs=(start,)) as pool:
+                got = pool.starmap(_rank_runs, [(*job, r, True, path) for r in which])
+        finally:
+            if path is not None:
+                shm.remove(path)
     else:
         got = [_rank_runs(*job, r) for r in which]
     per_rank = [g["wall_s"] for g in got]
@@ -197,6 +207,7 @@ def measure_ranks(name: str, params: dict[str, int], ndev: int, ranks: int, repe
     iters = max(g["iters"] for g in got)
     return {"program": name, "devices": ndev, "ranks": ranks, "params": bench.param_text,
             "gc_s": slowest["gc_s"], "together": together and len(which) > 1,
+            "shared": all(g["shared"] for g in got),
             "tile": tile, "serial_iters": iters, "tiles": tiles, "wall_s": wall,
             "per_rank_s": per_rank, "per_rank_loop_s": [g["loop"]["loop_s"] for g in got],
             "ms_per_iter": 1e3 * wall / iters,
@@ -216,9 +227,12 @@ def _meet(barrier: Any) -> None:
 
 
 def _rank_runs(name: str, params: dict[str, int], ndev: int, ranks: int, repeat: int,
-               lag: int, r: int, meet: bool = False) -> dict[str, Any]:
+               lag: int, r: int, meet: bool = False, path: str | None = None
+               ) -> dict[str, Any]:
     """Rank ``r``'s ``repeat`` runs on dry devices (each after the others' ``meet``, when
-    they run together): its shortest run's figures."""
+    they run together): its shortest run's figures. With ``path`` (a segment of
+    :func:`bbmm.shm.create`), one run, exchanging through it with the other ranks."""
+    from bbmm.config import RuntimeConfig
     from bbmm.distributed import DistributedRuntime
 
     bench = ec.load_bench(name, params, init=False)
@@ -230,10 +244,26 @@ def _rank_runs(name: str, params: dict[str, int], ndev: int, ranks: int, repeat:
     loops = []
     steps = []
     rt = None
+    comm: Any = None
+    if path is not None:
+        from bbmm import shm
+        comm = shm.ShmComm(path, r, ranks)
+        comm.direct_min = RuntimeConfig.from_env().direct  # as bbmm.mpirun.run_cli sets it
+        repeat = 1
     for _ in range(max(1, repeat)):
         devices = [DryDevice(i, lag=lag, keep_log=False) for i in range(per)]
-        arrays = {k: v.copy() for k, v in bench.init.items()}
-        rt = DistributedRuntime(devices, arrays, LoopbackComm(r, ranks, per),
+        if comm is None:
+            arrays = {k: v.copy() for k, v in bench.init.items()}
+        else:
+            arrays = {}
+            for k, v in bench.init.items():
+                a = comm.share_array(k, v.shape, v.dtype) if comm.direct_min is not None \
+                    else None
+                arrays[k] = v.copy() if a is None else a
+                arrays[k][...] = v
+            comm.open_peers()
+        rt = DistributedRuntime(devices, arrays,
+                                LoopbackComm(r, ranks, per) if comm is None else comm,
                                 **runtime_options(module, arrays))
         ends = _step_ends(rt)
         if meet:
@@ -244,8 +274,12 @@ def _rank_runs(name: str, params: dict[str, int], ndev: int, ranks: int, repeat:
         loops.append(rt.local.stats.loop_s)
         steps.append([b - a for a, b in zip(ends, ends[1:])])
     assert rt is not None
+    if comm is not None:
+        comm.barrier()  # every rank done with the others' arrays
+        comm.close()
     best = times.index(min(times))
     return {"wall_s": times[best], "gc_s": gcs[best], "steps": steps[best],
+            "shared": comm is not None,
             "loop": _loop(loops, rt.rank_stats.serial_iterations),
             "tiles": rt.local.stats.tiles, "replayed": rt.local.stats.replayed,
             "ahead": rt.local.stats.ahead, "iters": max(1, rt.rank_stats.serial_iterations)}
@@ -353,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--together", action="store_true",
                    help="with --procs: run the processes at once, each in its own process "
                         "(as bbmm run does), so that they compete for the cores as there")
+    p.add_argument("--shm", action="store_true",
+                   help="with --together: the processes exchange through shared memory as "
+                        "bbmm run's do (host arrays shared, messages left in their "
+                        "sender's arrays and lent as BBMM_DIRECT and BBMM_LEND say), one "
+                        "run each; each process's time includes its waits for the others")
     p.add_argument("--steady", action="append", default=[], metavar="PROG:NAME=A,B",
                    help="measure PROG at NAME=A and NAME=B and report the differences: "
                         "the steady state per serial iteration and per tile (repeatable)")
@@ -364,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.lag < 0:
         p.error("--lag: a number of commands, 0 or more")
+    if args.shm and not args.together:
+        p.error("--shm: the processes exchange through shared memory only when they run "
+                "together (--together)")
     steady = {}
     for item in args.steady:
         prog, _, rest = item.partition(":")
@@ -388,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
                                                for q in args.procs.split(","))):
             if np_ > 1 and nd % np_ == 0:
                 run = lambda ps: measure_ranks(prog, ps, nd, np_, args.repeat,  # noqa: E731
-                                               lag=args.lag, together=args.together)
+                                               lag=args.lag, together=args.together,
+                                               shared=args.shm)
             elif np_ == 1:
                 run = lambda ps: measure(prog, ps, nd, args.repeat, replay,  # noqa: E731
                                          args.lag)[0]

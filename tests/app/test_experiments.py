@@ -640,6 +640,20 @@ def test_bench_host_together_runs_the_processes_at_once():
     assert len(both["per_rank_s"]) == 2 and min(both["per_rank_s"]) > 0
 
 
+def test_bench_host_shm_exchanges_through_shared_memory():
+    """``--together --shm``: the processes exchange through a shared-memory communicator
+    as ``bbmm run``'s do, with the same tiles, iterations and replays as through the
+    loopback one; ``--shm`` without ``--together`` is refused."""
+    import bench_host as bh
+    loop = bh.measure_ranks("floyd", {"n": 64}, 2, 2, 1, together=True)
+    shared = bh.measure_ranks("floyd", {"n": 64}, 2, 2, 1, together=True, shared=True)
+    assert shared["shared"] and not loop["shared"]
+    for key in ("tiles", "serial_iters", "replayed", "ahead"):
+        assert shared[key] == loop[key], key
+    with pytest.raises(SystemExit):
+        bh.main(["--programs", "floyd", "--procs", "d", "--shm"])
+
+
 def test_bench_host_processes_swap_through_kept_buffers():
     """A process of several on dry devices (its peers' messages stood in): the steps
     repeat and are replayed; its swaps pack into one buffer per peer kept between swaps
