@@ -184,5 +184,6 @@ def pace_line(runtimes: Sequence[Mapping[str, Any]], count: int = 4) -> str | No
         return None
     slowest = [max(p[i] for p in parts) for i in range(count)]  # type: ignore[type-var]
     who = "" if len(parts) == 1 else " (the slowest process's)"
-    return (f"  loop: ms per serial iteration in each quarter{who}: "
+    part = "quarter" if count == 4 else f"of {count} parts"
+    return (f"  loop: ms per serial iteration in each {part}{who}: "
             + " ".join(f"{v:.3f}" for v in slowest))

@@ -25,8 +25,8 @@ owner of row ``k`` sets the pace of its quarter of the loop); ``--json PATH`` wr
 rows. With ``--steady PROG:NAME=A,B`` a program runs at ``NAME=A`` and at ``NAME=B``
 (its serial loop's length) and its figures are the differences of the two runs, per
 serial iteration and per tile: the steady state, without the first iterations that
-record what later ones replay (``python scripts/bench_host.py --programs heat2d --devices 4,8 --steady
-heat2d:tsteps=100,1000``).
+record what later ones replay (``python scripts/bench_host.py --programs heat2d
+--devices 4,8 --steady heat2d:tsteps=100,1000``).
 """
 from __future__ import annotations
 
@@ -257,8 +257,7 @@ def _rank_runs(name: str, params: dict[str, int], ndev: int, ranks: int, repeat:
         else:
             arrays = {}
             for k, v in bench.init.items():
-                a = comm.share_array(k, v.shape, v.dtype) if comm.direct_min is not None \
-                    else None
+                a = comm.share_array(k, v.shape, v.dtype)  # None: no room, or direct off
                 arrays[k] = v.copy() if a is None else a
                 arrays[k][...] = v
             comm.open_peers()
@@ -309,8 +308,8 @@ def _step_ends(rt: Any) -> list[float]:
 def _paced(steps: list[list[float]]) -> dict[str, Any]:
     """The loop's time when the processes keep pace with each other (``paced_s``, over
     ``paced_iters`` serial iterations after the first, and per iteration): per window
-    of :data:`PACE_WINDOW` iterations the slowest process's time, summed. Each process
-    is measured on its own here, and a process that is slowest only during a part of
+    of :data:`PACE_WINDOW` iterations the slowest process's time, summed. Where each
+    process is measured on its own, a process that is slowest only during a part of
     the loop (LU's owner of row ``k``, a quarter of the loop each) sets the pace of that
     part, which the slowest whole run does not show."""
     steps = [s for s in steps if s]
