@@ -479,8 +479,8 @@ class DistributedRuntime:
         saved = own.state()
         phases = []
         stages = lc.phases
-        for (tiles, entry), bases in zip(entries, moved):
-            for _, msgs in self.memo._decode(own, tiles, entry[2], bases, self.rank):
+        for (_, entry), bases in zip(entries, moved):
+            for msgs in self.memo.messages(own, entry[2], bases, self.rank):
                 i = len(phases)
                 if i >= len(stages):
                     own.set_state(saved)

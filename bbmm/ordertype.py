@@ -13,6 +13,7 @@ once per key; :mod:`bbmm.shifted` replays a serial iteration's device operations
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import chain
 from typing import Any, Mapping
 
 from .box import Box
@@ -78,6 +79,11 @@ def box_of(t: tuple, ds: list[list[int]]) -> Box:
     """The box :func:`encode` gave ``t`` for, taken to the inputs whose bases are ``ds``."""
     nd, coords = t
     flat = ds[-1]
+    if nd == 2:
+        # written out for the common 2-D box: decoded for every message, transient,
+        # piece and record of a step moved on
+        (i0, o0), (i1, o1), (i2, o2), (i3, o3) = coords
+        return Box._new((flat[i0] + o0, flat[i1] + o1), (flat[i2] + o2, flat[i3] + o3))
     vals = [flat[i] + off for i, off in coords]
     return Box._new(tuple(vals[:nd]), tuple(vals[nd:]))
 
@@ -190,7 +196,7 @@ def moved_on(shape: tuple, bases: Mapping[str, list[list[int]]],
                     if (g if g < gap else gap) != gaps[j]:
                         return None
                 per.append(ds)
-        per.append([v for base in per for v in base])
+        per.append(per[0] + per[1] if len(per) == 2 else list(chain.from_iterable(per)))
         out[a] = per
     return out
 

@@ -441,11 +441,31 @@ def _at_delta(a: Launch, b: Launch) -> tuple[tuple[int, ...], tuple] | None:
     return tuple(ds), tuple((y0 - x0, y1 - x1) for (x0, x1), (y0, y1) in zip(ga, gb))
 
 
-def _at_step(a: Launch, d: tuple[tuple[int, ...], tuple]) -> Launch:
-    """``a`` moved on by ``d`` (:func:`_at_delta`)."""
-    (sa, ga), (ds, dg) = a, d
-    return ([x if dx == 0 else int32(int(x) + dx) for x, dx in zip(sa, ds)],
-            tuple((x0 + d0, x1 + d1) for (x0, x1), (d0, d1) in zip(ga, dg)))
+def _at_steps(dats: list[list[tuple]]) -> list[list[tuple]]:
+    """Per phase and tile, how its delta ``dats[p][i]`` (:func:`_at_delta`) moves its
+    launch: the scalars that move, as ``(position, amount)``, and the grid's moves
+    (None: it stays). Worked out once per chain: a tile's scalars are a serial iterator
+    or two among parameters and bounds that stay."""
+    return [[(tuple((i, dx) for i, dx in enumerate(ds) if dx),
+              dg if any(d0 or d1 for d0, d1 in dg) else None) for ds, dg in row]
+            for row in dats]
+
+
+def _ats_moved(ats: list[list[Launch]], steps: list[list[tuple]]) -> list[list[Launch]]:
+    """Each tile's scalars and grid moved on by :func:`_at_steps`' ``steps`` (the
+    scalars a new list; a grid that stays, the same tuple)."""
+    out = []
+    for row, srow in zip(ats, steps):
+        moved = []
+        for (sa, ga), (ms, dg) in zip(row, srow):
+            sa = list(sa)
+            for i, dx in ms:
+                sa[i] = int32(int(sa[i]) + dx)
+            if dg is not None:
+                ga = tuple((x0 + d0, x1 + d1) for (x0, x1), (d0, d1) in zip(ga, dg))
+            moved.append((sa, ga))
+        out.append(moved)
+    return out
 
 
 def _edge_coords(t: Tile) -> list[int]:
@@ -515,6 +535,8 @@ class Chain:
     dedges: dict[tuple[int, int], list[int]] | None = None
     count: int = 0
     """Iterations in a row that moved by :attr:`dbases`, :attr:`dats` and :attr:`dedges`."""
+    _steps: tuple | None = field(default=None, compare=False, repr=False)
+    """:attr:`dats` and :func:`_at_steps` of it."""
 
     def __post_init__(self) -> None:
         self.edges = self.parted(self.phases)
@@ -578,8 +600,10 @@ class Chain:
         bases = moved_on(self.tpl.shape, self.bases, self.dbases, GAP)
         if bases is None:
             return None
-        ats = [[_at_step(a, d) for a, d in zip(row, ds)]
-               for row, ds in zip(self.ats, self.dats)]
+        steps = self._steps
+        if steps is None or steps[0] is not self.dats:
+            steps = self._steps = (self.dats, _at_steps(self.dats))
+        ats = _ats_moved(self.ats, steps[1])
         edges = {}
         for (p, i), c in self.edges.items():
             c = edges[(p, i)] = [x + d for x, d in zip(c, self.dedges[(p, i)])]
