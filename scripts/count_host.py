@@ -16,6 +16,14 @@ Usage::
     python scripts/count_host.py heat2d --devices 2 --vary tsteps=10,30 --param n=512
     python scripts/count_host.py floyd --devices 4 --procs 4 --vary n=128,256   # rank 0 of 4 processes
 
+With ``--twice MODULE:NAME`` it also counts what one function costs per serial
+iteration: the runs again with the function called twice wherever it is called (the
+first result dropped), less the plain count. Only for a function whose one effect is
+what it returns (a chain's next step, a decode), or whose second call finds the first's
+work done (the cost then shows too low)::
+
+    python scripts/count_host.py floyd --devices 4 --procs 4 --rank 1 --lag 8 --vary n=512,1024 --twice bbmm.shifted:Chain.next --twice bbmm.ordertype:box_of
+
 Needs valgrind (``apt-get install valgrind``). Each run takes 10-60 s under callgrind.
 """
 from __future__ import annotations
@@ -44,15 +52,47 @@ def run_dry(program: str, params: dict[str, int], ndev: int, procs: int = 1,
         measure(program, params, ndev, 1, None, lag)
 
 
+def twice(spec: str) -> None:
+    """Make the function ``MODULE:NAME`` (``NAME`` a function of the module or
+    ``Class.method``) run twice per call, wherever bbmm's modules call it: its first
+    result is dropped."""
+    import importlib
+
+    mod, _, name = spec.partition(":")
+    try:
+        owner: object = importlib.import_module(mod)
+        *path, attr = name.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        f = getattr(owner, attr)
+    except (ImportError, AttributeError, ValueError) as e:
+        sys.exit(f"count_host: --twice {spec!r}: no such function ({e})")
+
+    def doubled(*a: object, **k: object) -> object:
+        f(*a, **k)
+        return f(*a, **k)
+
+    setattr(owner, attr, doubled)
+    if not path:  # a module function: the modules that imported it by name call it there
+        for m in list(sys.modules.values()):
+            if getattr(m, "__name__", "").startswith("bbmm"):
+                for k, v in list(vars(m).items()):
+                    if v is f:
+                        setattr(m, k, doubled)
+
+
 def count(program: str, params: dict[str, int], ndev: int, procs: int = 1,
-          rank: int = 0, lag: int = 0) -> int:
-    """Instructions of one dry run under callgrind."""
+          rank: int = 0, lag: int = 0, doubled: str | None = None) -> int:
+    """Instructions of one dry run under callgrind (``doubled``: a function run twice,
+    :func:`twice`)."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONHASHSEED="0")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", program,
            "--devices", str(ndev), "--procs", str(procs), "--rank", str(rank),
            "--lag", str(lag)] + [
                f"--param={k}={v}" for k, v in params.items()]
+    if doubled:
+        cmd += ["--twice", doubled]
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + cmd
     if shutil.which("setarch"):
         cmd = ["setarch", "-R"] + cmd  # the same addresses, so the same hash-table walks
@@ -88,10 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lag", type=int, default=0, metavar="N",
                    help="the dry devices' commands complete N commands late, as a GPU "
                         "trails the host (bench_host.py --lag; default 0)")
+    p.add_argument("--twice", action="append", default=[], metavar="MODULE:NAME",
+                   help="also count what this function costs per serial iteration: the "
+                        "runs again with it called twice per call (repeatable; a function "
+                        "whose one effect is its result, e.g. bbmm.shifted:Chain.next)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     fixed = _params(args.param)
     if args.child:
+        for spec in args.twice:
+            twice(spec)
         run_dry(args.program, fixed, args.devices, args.procs, args.rank, args.lag)
         return 0
     if not shutil.which("valgrind"):
@@ -116,8 +162,17 @@ def main(argv: list[str] | None = None) -> int:
     extra = " ".join(f"{k}={v}" for k, v in fixed.items())
     who = f" procs={args.procs} rank={args.rank}" if args.procs > 1 else ""
     who += f" lag={args.lag}" if args.lag else ""
-    print(f"{args.program} {extra} devices={args.devices}{who}: {(ib - ia) / (b - a):.0f} "
+    per = (ib - ia) / (b - a)
+    print(f"{args.program} {extra} devices={args.devices}{who}: {per:.0f} "
           f"instructions per serial iteration ({name} {a} -> {b}: {ia} -> {ib})")
+    for spec in args.twice:
+        if ":" not in spec:
+            sys.exit(f"count_host: --twice {spec!r} is not MODULE:NAME")
+        da = count(args.program, {**fixed, name: a}, *how, doubled=spec)
+        db = count(args.program, {**fixed, name: b}, *how, doubled=spec)
+        cost = (db - da) / (b - a) - per
+        print(f"  {spec}: {cost:.0f} instructions per serial iteration "
+              f"({100 * cost / per:.1f}%)")
     return 0
 
 

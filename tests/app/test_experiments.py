@@ -893,3 +893,37 @@ def test_bench_cpus_times_each_processor(tmp_path, capsys):
     for bad in ("x", "99999"):
         with pytest.raises(SystemExit):
             bc.main(["--pairs", bad])
+
+
+def test_count_host_twice_runs_a_function_twice_where_bbmm_calls_it(monkeypatch):
+    """``count_host.py --twice``: a method, and a module function wherever a bbmm module
+    imported it by name, run twice per call and give their result once; a name that is
+    no function is refused."""
+    import count_host as ch
+
+    from bbmm import ordertype, ownership, shifted
+    from bbmm.box import Box
+
+    calls = []
+    real_box_of = ordertype.box_of
+
+    def box_of(t, ds):
+        calls.append(t)
+        return real_box_of(t, ds)
+
+    monkeypatch.setattr(ordertype, "box_of", box_of)
+    monkeypatch.setattr(ownership, "_box", box_of)
+    monkeypatch.setattr(shifted, "box_of", box_of)
+    ch.twice("bbmm.ordertype:box_of")
+    t = (1, ((0, 0), (1, 0)))
+    for f in (ordertype.box_of, ownership._box, shifted.box_of):
+        calls.clear()
+        assert f(t, [[3, 7]]) == Box((3,), (7,))
+        assert len(calls) == 2
+    seen = []
+    monkeypatch.setattr(shifted.Chain, "launches",
+                        staticmethod(lambda phases: seen.append(phases) or [len(seen)]))
+    ch.twice("bbmm.shifted:Chain.launches")
+    assert shifted.Chain.launches([]) == [2] and len(seen) == 2
+    with pytest.raises(SystemExit):
+        ch.twice("bbmm.shifted:NoSuch.next")
