@@ -583,12 +583,13 @@ class DistributedRuntime:
         # the received regions first: their loads ended long ago, while the stores of
         # the sent ones are often the last copies queued, so the wait that blocks comes
         # last and nothing is left to ask once it ends
+        settle = directory.order.settle
         for _, items in recvs:
             for a, b in items:
-                self._settle(a, b, loads=True)
+                settle(a, b, True)
         for items in outgoing:
             for a, b in items:
-                self._settle(a, b, loads=False)
+                settle(a, b, False)
         t1 = time.perf_counter()
         sent, got = swap(self.comm, self._message_list(sends), self._message_list(recvs),
                          apart(sends, recvs) if sep is None else sep)
@@ -599,7 +600,8 @@ class DistributedRuntime:
                 for a, b in items:
                     directory.host_newer(a, b)
         self._count(kind, sent, got, t0)
-        self._step(kind, t0, (("settle", t0, t1), ("transfer", t1, time.perf_counter())))
+        if self.local.host_log is not None:
+            self._step(kind, t0, (("settle", t0, t1), ("transfer", t1, time.perf_counter())))
 
     def _send_before(self, sends: list[tuple[int, list[tuple[str, Box]]]],
                      box: dict[str, Any], replaying: bool) -> None:

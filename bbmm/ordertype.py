@@ -13,7 +13,6 @@ once per key; :mod:`bbmm.shifted` replays a serial iteration's device operations
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import chain
 from typing import Any, Mapping
 
 from .box import Box
@@ -170,64 +169,58 @@ def moved_on(shape: tuple, bases: Mapping[str, list[list[int]]],
     """``bases`` with each distinct coordinate moved by ``by`` (:func:`delta`), where they
     keep the order and the capped gaps ``shape`` describes (:func:`bases_like`'s check on
     the distinct coordinates alone: the positions of one rank move together); else
-    None."""
-    out = {}
-    for a, steps in _moves_of(shape, by):
-        old = bases[a]
-        if steps is None:
-            out[a] = old  # no coordinate of the array moves: its bases as they were
-            continue
-        per = []
-        for step, x in zip(steps, old):
-            if step is None:
-                per.append(x)  # a dimension whose coordinates stay: kept as it was
-            elif type(step) is int:
-                # all moved by one amount: in the same order, the same gaps apart
-                per.append([u + step for u in x])
-            else:
-                # only a gap between two coordinates that move apart can change (x has
-                # its shape's gaps: it was checked when it was found, or moved on so)
-                d, moving, apart, gaps = step
-                ds = list(x)
-                for i in moving:
-                    ds[i] += d[i]
-                for j in apart:
-                    g = ds[j + 1] - ds[j]
-                    if (g if g < gap else gap) != gaps[j]:
-                        return None
-                per.append(ds)
-        per.append(per[0] + per[1] if len(per) == 2 else list(chain.from_iterable(per)))
-        out[a] = per
-    return out
-
-
-def _moves_of(shape: tuple, by: Mapping[str, list[list[int]]]) -> list[tuple[str, Any]]:
-    """Per array of ``shape``, how :func:`moved_on` moves each dimension by ``by``: None
-    (no dimension moves), else per dimension None (it stays), an int (all its coordinates
-    move by it) or ``(moves, positions that move, gaps that change, the shape's gaps)``;
-    worked out once per ``(shape, by)``, which a chain keeps for its whole run."""
+    None. Arrays and dimensions that do not move keep their lists. Runs the function
+    :func:`_mover` wrote for ``(shape, by)``, which a chain keeps for its whole run: two
+    of them move on every serial iteration of a process (the plans', the runtime's)."""
     key = (id(shape), id(by))
     got = _MOVES.get(key)
-    if got is not None and got[0] is shape and got[1] is by:
-        return got[2]
-    out: list[tuple[str, Any]] = []
-    for a, _, dims in shape:
-        steps: list[Any] = []
-        for (_, gaps, _), d in zip(dims, by[a]):
+    if got is None or got[0] is not shape or got[1] is not by:
+        if len(_MOVES) >= 4096:
+            _MOVES.clear()
+        got = _MOVES[key] = (shape, by, _mover(shape, by))
+    return got[2](bases, gap)
+
+
+def _mover(shape: tuple, by: Mapping[str, list[list[int]]]) -> Any:
+    """:func:`moved_on` for ``(shape, by)`` as straight-line Python: per dimension that
+    moves, a new list, its coordinates moved (all by one amount, or those that move) and
+    each gap that can change checked against the shape's; only a gap between two
+    coordinates that move apart can change (the bases have the shape's gaps: they were
+    checked when found, or moved on so)."""
+    lines = ["def moved(bases, gap):"]
+    fields = []
+    for n, (a, _, dims) in enumerate(shape):
+        name = repr(a)
+        steps = by[a]
+        if not any(any(d) for d in steps):
+            fields.append(f"{name}: bases[{name}]")
+            continue
+        lines.append(f"    x{n} = bases[{name}]")
+        per = []
+        for k, ((_, gaps, _), d) in enumerate(zip(dims, steps)):
+            v = f"p{n}_{k}"
+            per.append(v)
             if not any(d):
-                steps.append(None)
+                lines.append(f"    {v} = x{n}[{k}]")
             elif d.count(d[0]) == len(d):
-                steps.append(d[0])
+                lines.append(f"    {v} = [u + {int(d[0])} for u in x{n}[{k}]]")
             else:
-                steps.append((d, [i for i, v in enumerate(d) if v],
-                              [j for j in range(len(d) - 1) if d[j] != d[j + 1]], gaps))
-        out.append((a, None if all(x is None for x in steps) else steps))
-    if len(_MOVES) >= 4096:
-        _MOVES.clear()
-    _MOVES[key] = (shape, by, out)
-    return out
+                lines.append(f"    {v} = list(x{n}[{k}])")
+                lines += [f"    {v}[{i}] += {int(dv)}" for i, dv in enumerate(d) if dv]
+                for j in range(len(d) - 1):
+                    if d[j] != d[j + 1]:
+                        lines.append(f"    g = {v}[{j + 1}] - {v}[{j}]")
+                        lines.append(f"    if (g if g < gap else gap) != {int(gaps[j])}:")
+                        lines.append("        return None")
+        flat = (f"{per[0]} + {per[1]}" if len(per) == 2 else
+                f"list({per[0]})" if len(per) == 1 else "[" + ", ".join(f"*{v}" for v in per) + "]")
+        fields.append(f"{name}: [{', '.join(per)}, {flat}]")
+    lines.append("    return {" + ", ".join(fields) + "}")
+    scope: dict[str, Any] = {}
+    exec(compile("\n".join(lines), "<bbmm.ordertype.moved_on>", "exec"), scope)
+    return scope["moved"]
 
 
-_MOVES: dict[tuple[int, int], tuple[tuple, Mapping, list]] = {}
-""":func:`_moves_of`'s answers, with the objects they are for (ids may be reused)."""
+_MOVES: dict[tuple[int, int], tuple[tuple, Mapping, Any]] = {}
+""":func:`_mover`'s functions, with the objects they are for (ids may be reused)."""
 

@@ -455,24 +455,27 @@ def test_random_moving_programs_do_replay_up_to_a_shift():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(-40, 40), min_size=2, max_size=14),
-       st.lists(st.integers(-3, 3), min_size=14, max_size=14), st.integers(1, 2))
+@given(st.lists(st.integers(-40, 40), min_size=3, max_size=15),
+       st.lists(st.integers(-3, 3), min_size=15, max_size=15), st.integers(1, 3))
 def test_bases_moved_on_are_those_of_the_coordinates_moved_on(values, moves, ndim):
     """``moved_on`` (the chain's bases, moved on and checked on the distinct coordinates
     alone) against ordering the moved coordinates afresh (``bases_like`` of every
-    position): the same bases where the key still holds, None where it does not."""
+    position): the same bases where the key still holds, None where it does not; an
+    array none of whose coordinates move keeps its bases."""
     from bbmm.ordertype import bases_like, delta, moved_on, shape
-    flat = {"A": values[: len(values) // ndim * ndim]}
-    ndims = {"A": ndim}
+    flat = {"A": values[: len(values) // ndim * ndim], "B": values[:2]}
+    ndims = {"A": ndim, "B": 1}
     orders, bases = order(flat, ndims, shifted.GAP)
     key = shape(orders, flat, ndims)
     # each distinct coordinate of each dimension moves by its own amount
     by = {"A": [[moves[(i + 5 * d) % len(moves)] for i in range(len(ds))]
-                for d, ds in enumerate(bases["A"][:-1])]}
+                for d, ds in enumerate(bases["A"][:-1])],
+          "B": [[0] * len(bases["B"][0])]}
     moved = {"A": [v + by["A"][p % ndim][bases["A"][p % ndim].index(v)]
-                   for p, v in enumerate(flat["A"])]}
+                   for p, v in enumerate(flat["A"])], "B": flat["B"]}
     want = bases_like(key, moved, shifted.GAP)
     got = moved_on(key, bases, by, shifted.GAP)
     assert got == want
     if got is not None:
         assert delta(got, bases) == by
+        assert got["B"] is bases["B"]
