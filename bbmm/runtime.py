@@ -298,8 +298,8 @@ class Runtime:
         coordinates and matching them, most of a replayed iteration's host work."""
         self._sig = sig
         chain = self._chain
-        if chain is None or chain.count < 2 or chain.sig != sig or not self.ahead_alone:
-            return False
+        if not self.ahead_alone or chain is None or chain.count < 2 or chain.sig != sig:
+            return False  # (over processes, bbmm.distributed moves the step on)
         if any(p[2] is not None or p[3] is not None or p[4] is not None
                for p in chain.phases):
             return False  # an exchange between processes: bbmm.distributed moves it on
