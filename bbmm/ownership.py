@@ -489,17 +489,14 @@ class PlanMemo:
         distinct values are ``bases``: its records restored (decoded where they are read,
         :meth:`Ownership.restore_lazy`), its stages returned (given ``rank``, with only
         the messages it sends or receives)."""
-        parts, msgs_t, recs_t, limit, _ = got
-        self.hits += 1
-        self._streak = 0
-        own.restore_lazy(recs_t, bases, limit)
         return [([tiles[i] for i in idx], m)
-                for idx, m in zip(parts, _decoded_messages(msgs_t, bases, rank))]
+                for idx, m in zip(got[0], self.messages(own, got, bases, rank))]
 
     def messages(self, own: Ownership, got: tuple, bases: Mapping[str, list[list[int]]],
-                 rank: int) -> list[Messages]:
-        """:meth:`_decode`'s stages without their tiles: the messages ``rank`` sends or
-        receives in each (a step moved on over processes runs the tiles it kept)."""
+                 rank: int | None) -> list[Messages]:
+        """:meth:`_decode`'s stages without their tiles: the messages of each (given
+        ``rank``, only those it sends or receives; a step moved on over processes runs
+        the tiles it kept)."""
         _, msgs_t, recs_t, limit, _ = got
         self.hits += 1
         self._streak = 0
@@ -531,16 +528,13 @@ def _decoded_messages(msgs_t: list, bases: Mapping[str, list[list[int]]],
     """A template's messages, their boxes decoded through ``bases`` (given ``rank``, only
     those it sends or receives: a process of a row ``k`` sent to every other one decodes
     one message instead of all)."""
-    if rank is None:
-        return [{pair: [(a, _box(t, bases[a])) for a, t in items] for pair, items in m.items()}
-                for m in msgs_t]
     hit = _MINE.get((id(msgs_t), rank))
     if hit is None or hit[0] is not msgs_t:
         if len(_MINE) >= 1024:
             _MINE.clear()
         hit = _MINE[(id(msgs_t), rank)] = (
-            msgs_t, [[(pair, items) for pair, items in m.items() if rank in pair]
-                     for m in msgs_t])
+            msgs_t, [[(pair, items) for pair, items in m.items()
+                      if rank is None or rank in pair] for m in msgs_t])
     out = []
     for m in hit[1]:
         got = {}
@@ -551,8 +545,8 @@ def _decoded_messages(msgs_t: list, bases: Mapping[str, list[list[int]]],
 
 
 _MINE: dict[tuple[int, int], tuple[list, list]] = {}
-"""Per template's messages and rank, the pairs that concern the rank
-(:func:`_decoded_messages`), with the messages they are for (ids may be reused): Floyd's
+"""Per template's messages and rank, the pairs that concern the rank (every pair for
+None; :func:`_decoded_messages`), with the messages they are for (ids may be reused): Floyd's
 row ``k`` goes to every other process, and each decodes only its own message."""
 
 

@@ -535,8 +535,8 @@ class Chain:
     dedges: dict[tuple[int, int], list[int]] | None = None
     count: int = 0
     """Iterations in a row that moved by :attr:`dbases`, :attr:`dats` and :attr:`dedges`."""
-    _steps: tuple | None = field(default=None, compare=False, repr=False)
-    """:attr:`dats` and :func:`_at_steps` of it."""
+    _steps: list[list[tuple]] | None = field(default=None, compare=False, repr=False)
+    """:func:`_at_steps` of :attr:`dats`, set with it."""
 
     def __post_init__(self) -> None:
         self.edges = self.parted(self.phases)
@@ -587,6 +587,7 @@ class Chain:
             self.count += 1
         else:
             self.dbases, self.dats, self.dedges, self.count = dbases, dats, dedges, 1
+            self._steps = _at_steps(dats)
         self.phases, self.bases, self.ats, self.edges = phases, bases, ats, edges
         return True
 
@@ -596,14 +597,11 @@ class Chain:
         """The bases and launches of the next iteration, moved on, and its tiles run in
         parts moved on in ``phases`` (for the replay to check their parts); None where
         two coordinates come too close for the template's key."""
-        assert self.dbases is not None and self.dats is not None and self.dedges is not None
+        assert self.dbases is not None and self._steps is not None and self.dedges is not None
         bases = moved_on(self.tpl.shape, self.bases, self.dbases, GAP)
         if bases is None:
             return None
-        steps = self._steps
-        if steps is None or steps[0] is not self.dats:
-            steps = self._steps = (self.dats, _at_steps(self.dats))
-        ats = _ats_moved(self.ats, steps[1])
+        ats = _ats_moved(self.ats, self._steps)
         edges = {}
         for (p, i), c in self.edges.items():
             c = edges[(p, i)] = [x + d for x, d in zip(c, self.dedges[(p, i)])]

@@ -258,8 +258,11 @@ def _rank_runs(name: str, params: dict[str, int], ndev: int, ranks: int, repeat:
             arrays = {}
             for k, v in bench.init.items():
                 a = comm.share_array(k, v.shape, v.dtype)  # None: no room, or direct off
-                arrays[k] = v.copy() if a is None else a
-                arrays[k][...] = v
+                if a is None:
+                    a = v.copy()
+                else:
+                    a[...] = v
+                arrays[k] = a
             comm.open_peers()
         rt = DistributedRuntime(devices, arrays,
                                 LoopbackComm(r, ranks, per) if comm is None else comm,
