@@ -61,6 +61,7 @@ from .box import Box
 from .diagnostic import DeviceMemoryError
 from .ordertype import (Far, bases_like, box_of, delta, encode, moved_on, nearest, order,
                         shape as order_shape)
+from .shiftcode import replay_code
 from .tiles import Copy, Tile, TileBuffers, int32
 
 GAP = 16
@@ -121,6 +122,8 @@ class Template:
     buffers: dict = field(default_factory=dict, compare=False, repr=False)
     """Per launch (its place in :attr:`ops`): the :class:`~bbmm.tiles.TileBuffers` of its
     last replay, taken again where its pieces are the same (their launch prepared)."""
+    code: Any = field(default=None, compare=False, repr=False)
+    """Its replay written out (:func:`bbmm.shiftcode.replay_code`), made at its first."""
 
 
 @dataclass
@@ -624,7 +627,22 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
     boxes decoded through ``bases`` (``ats``: per phase and tile, its kernel's scalars
     and grid, for tiles of an earlier iteration: :class:`Chain`); False, with nothing
     issued, when a transient box does not fit its device's pool or a deferred write-out
-    group would fill up (the iteration then runs for real)."""
+    group would fill up (the iteration then runs for real). Through the template's
+    replay written out (:mod:`bbmm.shiftcode`), or, where nests queue behind gates
+    (``--tune gate=on``), by :func:`replay_walked`."""
+    if rt.config.gate:
+        return replay_walked(rt, tpl, bases, phases, ats)
+    code = tpl.code
+    if code is None:
+        code = tpl.code = replay_code(tpl, tuple(rt.directory.copies))
+    return code(rt, bases, phases, ats)
+
+
+def replay_walked(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
+                  phases: list[tuple], ats: list[list[Launch]] | None = None) -> bool:
+    """:func:`replay_shifted` walking the template's operations one by one: the reference
+    that :mod:`bbmm.shiftcode` writes out, and the replay that queues a nest behind a
+    gate its exchange opens."""
     d = rt.directory
     devs = rt.devices
     stats = rt.stats

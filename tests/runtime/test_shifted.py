@@ -479,3 +479,53 @@ def test_bases_moved_on_are_those_of_the_coordinates_moved_on(values, moves, ndi
     if got is not None:
         assert delta(got, bases) == by
         assert got["B"] is bases["B"]
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 2))
+def test_the_written_out_replay_is_the_walked_one(seed, monkeypatch):
+    """A template's replay written out as straight-line code (bbmm/shiftcode.py) issues
+    what the walk over its operations issues, transfer for transfer, and leaves the same
+    records: random moving programs, with and without a tight cap, run both ways."""
+    from bbmm import runtime as runtime_mod
+    rng = np.random.default_rng(1000 + seed)
+    p = _moving_program(rng)
+    n = p["n"]
+    A = rng.integers(0, 100, (n, n)).astype(np.float64)
+    tile = -(-n // (p["ndev"] * p["per_dev"]))
+    cap = (p["per_dev"] * tile + 3) * n * 8 + 4096 if p["tight"] else 1 << 24
+    runs, states = [], []
+    for replay_fn in (shifted.replay_shifted, shifted.replay_walked):
+        monkeypatch.setattr(runtime_mod, "replay_shifted", replay_fn)
+        rt = Runtime(make(p["ndev"], cap=cap, arena=min(cap, 1 << 16)), {"A": A.copy()},
+                     verify=True, replay=True)
+        seen = []
+        end = rt.end_serial
+
+        def end_serial(serial=None, rt=rt, end=end, seen=seen):
+            end(serial)
+            d = rt.directory
+            seen.append(([(b, h.device.index, h.box) for b, h in d.dirty["A"]],
+                         [(c.device.index, c.box, list(c.stale)) for c in d.copies["A"]]))
+        rt.end_serial = end_serial
+        run_moving(rt, p)
+        runs.append(rt)
+        states.append(seen)
+    written, walked = runs
+    np.testing.assert_array_equal(written.host.array("A"), walked.host.array("A"))
+    assert counters(written) == counters(walked)
+    assert (written.stats.shifted, written.stats.ahead) == (walked.stats.shifted,
+                                                            walked.stats.ahead)
+    assert states[0] == states[1]  # the records and stale parts after every step
+
+
+def test_the_written_out_replay_is_used_and_reads_like_the_template():
+    """Floyd's replayed steps go through their template's written-out replay, made once
+    per template: one allocation of row k's box, its load, the launch, in that order."""
+    n, tile = 192, 96
+    rt = Runtime(make(2), {"path": floyd_input(n)}, replay=True)
+    run_floyd(rt, n, tile, True)
+    codes = [t.code for t in rt.shift_memo.templates.values() if t is not None and t.code]
+    assert rt.stats.shifted > 0 and codes
+    src = codes[0].source
+    assert src.index(".alloc(") < src.index("d.replay_h2d(") < src.index("rt._launch(")
+    assert "for " not in src.split("d.flush_writebacks()")[0]  # no loop over operations

@@ -1,0 +1,284 @@
+"""A template's replay written out once as straight-line Python.
+
+:func:`bbmm.shifted.replay_shifted` walks a :class:`~bbmm.shifted.Template`'s operations
+every serial iteration it replays: it looks up each operation's kind, decodes each box
+through a general loop, counts each transfer through a method and loops over the
+template's records at the end. Floyd's and LU's steps are replayed thousands of times by a
+few templates, and that walking was a third of a moved-on step's host instructions
+(rank 1 of four dry processes of Floyd: the step's operations apart from the exchange,
+the launch and the load took about 100k of its 365k instructions). :func:`replay_code`
+writes the walk out for one template, once: each operation in turn with its constants in
+place, each 2-D box decoded in four additions, each count an addition, each record and
+stale part written directly. It issues the same operations in the same order, allocates
+and frees the same transient boxes and leaves the same state as
+:func:`~bbmm.shifted.replay_shifted`, which stays the reference (and the path of a run that
+queues nests behind a gate, ``--tune gate=on``); the tests run both on the same steps.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from .box import Box
+from .diagnostic import DeviceMemoryError
+from .ordertype import box_of
+from .tiles import Copy, TileBuffers
+
+
+def replay_code(tpl: Any, arrays: tuple[str, ...]) -> Callable[..., bool]:
+    """``tpl``'s replay as a function ``(rt, bases, phases, ats) -> bool`` with
+    :func:`bbmm.shifted.replay_shifted`'s effects and result, for a runtime whose
+    directory's arrays are ``arrays`` in its order (the order its records are kept in)."""
+    w = _Writer(tpl, arrays)
+    scope: dict[str, Any] = {
+        "Box": Box, "Copy": Copy, "TileBuffers": TileBuffers, "box_of": box_of,
+        "DeviceMemoryError": DeviceMemoryError, "clock": time.perf_counter,
+        "parted_rows": parted_rows, "deferred_counts": deferred_counts, "TPL": tpl,
+        "K": w.consts,
+    }
+    exec(compile(w.source(), f"<bbmm.shiftcode template {id(tpl):x}>", "exec"), scope)
+    fn = scope["replay"]
+    fn.source = w.source()
+    return fn
+
+
+def parted_rows(rt: Any, tpl: Any, bases: dict, phases: list) -> dict | None:
+    """The decoded rows of each tile run in parts, by ``(phase, index, encoded rows)``;
+    None where the rows writing a flow-out are others now (the iteration runs for
+    real). As :func:`bbmm.shifted.replay_shifted` checks them."""
+    from .shifted import _rows
+    rows_of: dict[tuple, tuple[int, ...]] = {}
+    for (p, i), encs in tpl.parted:
+        t = phases[p][0][i]
+        parts = rt._edges(t, rt._flowout_boxes(t)) if rt.edges else None
+        decoded = [_rows(e, t, bases) for e in encs]
+        if parts is None or parts[0] + parts[1] != decoded:
+            return None
+        rows_of.update(((p, i, e), r) for e, r in zip(encs, decoded))
+    return rows_of
+
+
+def deferred_counts(d: Any, tpl: Any, bases: dict) -> tuple[list, list] | None:
+    """The directory's write-out groups and their counts once the template's deferred
+    write-outs are added; None where a group would fill up (its bookkeeping stores it)."""
+    groups = list(d._groups.items())
+    counts = [[g[1] for g in gs] for _, gs in groups]
+    for h, g, enc in tpl.deferred:
+        c = groups[h][0]
+        counts[h][g] += box_of(enc, bases[c.array]).volume
+        if counts[h][g] * c.itemsize >= d.FLUSH_BYTES:
+            return None
+    return groups, counts
+
+
+def _const(v: Any) -> str:
+    """``v`` (a flag of the template: a bool, an int or None) as a literal."""
+    if v is not None and not isinstance(v, (bool, int)):
+        raise TypeError(f"not a flag: {v!r}")
+    return repr(v)
+
+
+class _Writer:
+    """The source of one template's replay function."""
+
+    def __init__(self, tpl: Any, arrays: tuple[str, ...]):
+        self.tpl = tpl
+        self.arrays = arrays
+        self.lines: list[str] = []
+        self.flats: dict[str, str] = {}
+        self.ntrans = len(tpl.transients)
+        self.trans_arrays = [a for a, _, _, _ in tpl.transients]
+        self.consts: list[Any] = []
+
+    def const(self, v: Any) -> str:
+        """``v`` as an entry of the function's table of constants (never as source)."""
+        self.consts.append(v)
+        return f"K[{len(self.consts) - 1}]"
+
+    # ---- pieces ------------------------------------------------------------------------
+
+    def flat(self, a: str) -> str:
+        """The variable holding ``bases[a][-1]`` (every distinct coordinate of ``a``)."""
+        v = self.flats.get(a)
+        if v is None:
+            v = self.flats[a] = f"f{len(self.flats)}"
+        return v
+
+    def box(self, enc: Any, a: str) -> str:
+        """An expression decoding ``enc`` through ``a``'s coordinates (box_of)."""
+        nd, coords = enc
+        f = self.flat(a)
+        vals = [f"{f}[{int(i)}]" + (f" + {int(o)}" if o > 0 else f" - {-int(o)}" if o < 0 else "")
+                for i, o in coords]
+        lo = ", ".join(vals[:nd]) + ("," if nd == 1 else "")
+        hi = ", ".join(vals[nd:]) + ("," if nd == 1 else "")
+        return f"Box._new(({lo}), ({hi}))"
+
+    def copy(self, r: tuple) -> tuple[str, str]:
+        """An expression for the copy a template refers to by ``r``, and its array."""
+        if r[0] == "p":
+            return f"copies[{r[1]!r}][{int(r[2])}]", r[1]
+        return f"tr{int(r[1])}", self.trans_arrays[r[1]]
+
+    def region(self, enc: Any, a: str) -> str:
+        return "c.box" if enc is None else self.box(enc, a)
+
+    # ---- the function ------------------------------------------------------------------
+
+    def source(self) -> str:
+        if self.lines:
+            return "\n".join(self.lines)
+        tpl = self.tpl
+        body: list[str] = []
+        add = body.append
+        add("d = rt.directory")
+        add("devs = rt.devices")
+        add("stats = rt.stats")
+        add("sdev = stats.devices")
+        if tpl.parted:
+            add("rows_of = parted_rows(rt, TPL, bases, phases)")
+            add("if rows_of is None:")
+            add("    return False")
+        grouped = bool(tpl.deferred) or any(tpl.groups)
+        if grouped:
+            add("got = deferred_counts(d, TPL, bases)")
+            add("if got is None:")
+            add("    return False")
+            add("groups, counts = got")
+        # the transient boxes, allocated from the devices' pools
+        made: list[str] = []
+        for n, (a, dev, enc, item) in enumerate(tpl.transients):
+            add(f"b = {self.box(enc, a)}")
+            add(f"dv = devs[{int(dev)}]")
+            add("try:")
+            add(f"    al = dv.alloc(b.volume * {int(item)})")
+            add("except DeviceMemoryError:")
+            for m in made:
+                add(f"    {m}.device.free({m}.alloc, None)")
+            add("    return False")
+            add(f"tr{n} = Copy({a!r}, b, dv, al, {int(item)})")
+            made.append(f"tr{n}")
+        for m in made:
+            add(f"sdev[{m}.device.index].on_alloc({m}.nbytes)")
+        add("copies = d.copies")
+        add("times = stats.times")
+        add("sbytes = stats.bytes")
+        add("kept = TPL.buffers")
+        add("hosts = d.host")
+        add("clock0 = clock()")
+        for n, (timer, kind, args) in enumerate(tpl.ops):
+            self.op(body, n, kind, args)
+            add("clock1 = clock()")
+            add(f"times[{timer!r}] += clock1 - clock0")
+            add("clock0 = clock1")
+        add("if d.writebacks:")
+        add("    d.flush_writebacks()")
+        for m in made:
+            add(f"{m}.device.free({m}.alloc, {m}.last)")
+            add(f"sdev[{m}.device.index].on_free({m}.nbytes)")
+        for recs, stale, a in zip(tpl.dirty, tpl.stale, self.arrays):
+            items = []
+            for r in recs:
+                if r[0] == "s":
+                    items.append(f"start[{int(r[1])}]")
+                else:
+                    items.append(f"({self.box(r[0], a)}, cs[{int(r[1])}])")
+            add(f"cs = copies[{a!r}]")
+            if any(r[0] == "s" for r in recs):
+                add(f"start = d.dirty[{a!r}]")
+            add(f"d.dirty[{a!r}] = [{', '.join(items)}]")
+            for j, st in enumerate(stale):
+                if st is not None:
+                    add(f"if len(cs) > {j}:")
+                    add(f"    cs[{j}].stale = [{', '.join(self.box(s, a) for s in st)}]")
+        if grouped:
+            add("for (c, gs), hulls, ns in zip(groups, TPL.groups, counts):")
+            add("    ds = bases[c.array]")
+            add("    for g, hull, n in zip(gs, hulls, ns):")
+            add("        g[0] = box_of(hull, ds)")
+            add("        g[1] = n")
+        if tpl.tiles:
+            add(f"stats.tiles += {int(tpl.tiles)}")
+        if tpl.split_accesses:
+            add(f"stats.split_accesses += {int(tpl.split_accesses)}")
+        if tpl.parted:
+            add(f"stats.edge_first += {len(tpl.parted)}")
+        for dev, n in tpl.boxes_present:
+            add(f"sdev[{int(dev)}].boxes_present += {int(n)}")
+        add("stats.replayed += 1")
+        add("stats.shifted += 1")
+        add("return True")
+        head = ["def replay(rt, bases, phases, ats):"]
+        for a, v in self.flats.items():
+            head.append(f"    {v} = bases[{a!r}][-1]")
+        self.lines = head + ["    " + x for x in body]
+        return "\n".join(self.lines)
+
+    def op(self, body: list[str], n: int, kind: str, args: tuple) -> None:
+        """One operation of the template (as replay_shifted's loop issues it)."""
+        add = body.append
+        if kind == "launch":
+            p, i, pieces, rows = args
+            got = []
+            acc = []
+            for a, ps, ac in pieces:
+                out = []
+                for enc, r in ps:
+                    cexpr, _ = self.copy(r)
+                    if enc is None:
+                        v = f"c{len(got)}_{len(out)}"
+                        add(f"{v} = {cexpr}")
+                        out.append(f"({v}.box, {v})")
+                    else:
+                        out.append(f"({self.box(enc, a)}, {cexpr})")
+                got.append(f"{a!r}: [{', '.join(out)}]")
+                acc.append(f"{a!r}: {[int(x) for x in ac]!r}")
+            add(f"got = {{{', '.join(got)}}}")
+            add(f"tb = kept.get({n})")
+            add("if tb is None or tb.pieces != got:")
+            add("    if tb is not None:")
+            add("        tb.before = None")
+            add(f"    tb = kept[{n}] = TileBuffers(got, {{{', '.join(acc)}}}, before=tb)")
+            rows_expr = ("None" if rows is None
+                         else f"rows_of[({int(p)}, {int(i)}, {self.const(rows)})]")
+            add(f"ph = phases[{int(p)}]")
+            add(f"rt._launch(ph[0][{int(i)}], tb, {rows_expr}, ph[6], "
+                f"None if ats is None else ats[{int(p)}][{int(i)}])")
+        elif kind == "begin":
+            add(f"cb = phases[{int(args[0])}][2]")
+            add("if cb is not None:")
+            add("    cb(True)")
+        elif kind == "end":
+            add(f"cb = phases[{int(args[0])}][3]")
+            add("if cb is not None:")
+            add("    cb()")
+        elif kind == "d2d":
+            rdst, rsrc, enc, what = args
+            cexpr, a = self.copy(rdst)
+            sexpr, _ = self.copy(rsrc)
+            add(f"c = {cexpr}")
+            add(f"region = {self.region(enc, a)}")
+            add(f"d.replay_d2d(c, {sexpr}, region, {what!r})")
+            self.count(body, "d2d_bytes", what)
+        else:
+            r, enc, what, side = args
+            cexpr, a = self.copy(r)
+            add(f"c = {cexpr}")
+            add(f"region = {self.region(enc, a)}")
+            add(f"host = hosts.array({a!r})")
+            if kind == "h2d":
+                lane = f"d.lane(c, region, {_const(side)})" if side else "0"
+                add(f"d.replay_h2d(c, region, host, {what!r}, {lane})")
+                self.count(body, "h2d_bytes", what)
+            else:
+                add(f"d.replay_d2h(c, region, host, {what!r}, {_const(side)})")
+                self.count(body, "d2h_bytes", what)
+
+    @staticmethod
+    def count(body: list[str], field: str, what: str) -> None:
+        """:meth:`bbmm.stats.Stats.moved` of one transfer of ``region`` by ``c``."""
+        body.append("nb = region.volume * c.itemsize")
+        body.append("ds = sdev[c.device.index]")
+        body.append("ds.copies += 1")
+        body.append(f"ds.{field} += nb")
+        body.append(f"sbytes[{what!r}] += nb")
