@@ -25,10 +25,13 @@ from .ordertype import box_of
 from .tiles import Copy, TileBuffers
 
 
-def replay_code(tpl: Any, arrays: tuple[str, ...]) -> Callable[..., bool]:
+def replay_code(tpl: Any, arrays: tuple[str, ...], parted_rows: Callable[..., Any],
+                deferred_counts: Callable[..., Any]) -> Callable[..., bool]:
     """``tpl``'s replay as a function ``(rt, bases, phases, ats) -> bool`` with
     :func:`bbmm.shifted.replay_shifted`'s effects and result, for a runtime whose
-    directory's arrays are ``arrays`` in its order (the order its records are kept in)."""
+    directory's arrays are ``arrays`` in its order (the order its records are kept in).
+    ``parted_rows`` and ``deferred_counts``: the replay's checks of a tile run in parts
+    and of the write-out groups (:mod:`bbmm.shifted`'s, shared with its walk)."""
     w = _Writer(tpl, arrays)
     scope: dict[str, Any] = {
         "Box": Box, "Copy": Copy, "TileBuffers": TileBuffers, "box_of": box_of,
@@ -40,35 +43,6 @@ def replay_code(tpl: Any, arrays: tuple[str, ...]) -> Callable[..., bool]:
     fn = scope["replay"]
     fn.source = w.source()
     return fn
-
-
-def parted_rows(rt: Any, tpl: Any, bases: dict, phases: list) -> dict | None:
-    """The decoded rows of each tile run in parts, by ``(phase, index, encoded rows)``;
-    None where the rows writing a flow-out are others now (the iteration runs for
-    real). As :func:`bbmm.shifted.replay_shifted` checks them."""
-    from .shifted import _rows
-    rows_of: dict[tuple, tuple[int, ...]] = {}
-    for (p, i), encs in tpl.parted:
-        t = phases[p][0][i]
-        parts = rt._edges(t, rt._flowout_boxes(t)) if rt.edges else None
-        decoded = [_rows(e, t, bases) for e in encs]
-        if parts is None or parts[0] + parts[1] != decoded:
-            return None
-        rows_of.update(((p, i, e), r) for e, r in zip(encs, decoded))
-    return rows_of
-
-
-def deferred_counts(d: Any, tpl: Any, bases: dict) -> tuple[list, list] | None:
-    """The directory's write-out groups and their counts once the template's deferred
-    write-outs are added; None where a group would fill up (its bookkeeping stores it)."""
-    groups = list(d._groups.items())
-    counts = [[g[1] for g in gs] for _, gs in groups]
-    for h, g, enc in tpl.deferred:
-        c = groups[h][0]
-        counts[h][g] += box_of(enc, bases[c.array]).volume
-        if counts[h][g] * c.itemsize >= d.FLUSH_BYTES:
-            return None
-    return groups, counts
 
 
 def _const(v: Any) -> str:
@@ -235,10 +209,16 @@ class _Writer:
                 acc.append(f"{a!r}: {[int(x) for x in ac]!r}")
             add(f"got = {{{', '.join(got)}}}")
             add(f"tb = kept.get({n})")
-            add("if tb is None or tb.pieces != got:")
-            add("    if tb is not None:")
-            add("        tb.before = None")
-            add(f"    tb = kept[{n}] = TileBuffers(got, {{{', '.join(acc)}}}, before=tb)")
+            if any(r[0] == "t" for _, ps, _ in pieces for _, r in ps):
+                # a transient copy is a new object every replay: the pieces always differ
+                add("if tb is not None:")
+                add("    tb.before = None")
+                add(f"tb = kept[{n}] = TileBuffers(got, {{{', '.join(acc)}}}, before=tb)")
+            else:
+                add("if tb is None or tb.pieces != got:")
+                add("    if tb is not None:")
+                add("        tb.before = None")
+                add(f"    tb = kept[{n}] = TileBuffers(got, {{{', '.join(acc)}}}, before=tb)")
             rows_expr = ("None" if rows is None
                          else f"rows_of[({int(p)}, {int(i)}, {self.const(rows)})]")
             add(f"ph = phases[{int(p)}]")

@@ -634,8 +634,40 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
         return replay_walked(rt, tpl, bases, phases, ats)
     code = tpl.code
     if code is None:
-        code = tpl.code = replay_code(tpl, tuple(rt.directory.copies))
+        code = tpl.code = replay_code(tpl, tuple(rt.directory.copies), parted_rows,
+                                      deferred_counts)
     return code(rt, bases, phases, ats)
+
+
+def parted_rows(rt: Any, tpl: Template, bases: dict[str, list[list[int]]], phases: list
+                ) -> dict[tuple, tuple[int, ...]] | None:
+    """The decoded rows of each tile run in parts, by ``(phase, index, encoded rows)``;
+    None where the rows writing a flow-out are others now (the iteration then runs for
+    real)."""
+    rows_of: dict[tuple, tuple[int, ...]] = {}
+    for (p, i), encs in tpl.parted:
+        t = phases[p][0][i]
+        parts = rt._edges(t, rt._flowout_boxes(t)) if rt.edges else None
+        decoded = [_rows(e, t, bases) for e in encs]
+        if parts is None or parts[0] + parts[1] != decoded:
+            return None
+        rows_of.update(((p, i, e), r) for e, r in zip(encs, decoded))
+    return rows_of
+
+
+def deferred_counts(d: Any, tpl: Template, bases: dict[str, list[list[int]]]
+                    ) -> tuple[list, list[list[int]]] | None:
+    """The directory's write-out groups and their counts once the template's deferred
+    write-outs are added; None where a group would fill up (the full bookkeeping stores
+    it now)."""
+    groups = list(d._groups.items())
+    counts = [[g[1] for g in gs] for _, gs in groups]
+    for h, g, enc in tpl.deferred:
+        c = groups[h][0]
+        counts[h][g] += box_of(enc, bases[c.array]).volume
+        if counts[h][g] * c.itemsize >= d.FLUSH_BYTES:
+            return None
+    return groups, counts
 
 
 def replay_walked(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
@@ -646,21 +678,13 @@ def replay_walked(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
     d = rt.directory
     devs = rt.devices
     stats = rt.stats
-    rows_of: dict[tuple, tuple[int, ...]] = {}  # (phase, index, encoded rows): decoded
-    for (p, i), encs in tpl.parted:
-        t = phases[p][0][i]
-        parts = rt._edges(t, rt._flowout_boxes(t)) if rt.edges else None
-        decoded = [_rows(e, t, bases) for e in encs]
-        if parts is None or parts[0] + parts[1] != decoded:
-            return False  # the rows that write the flow-out are others now
-        rows_of.update(((p, i, e), r) for e, r in zip(encs, decoded))
-    groups = list(d._groups.items())
-    counts = [[g[1] for g in gs] for _, gs in groups]
-    for h, g, enc in tpl.deferred:
-        c = groups[h][0]
-        counts[h][g] += box_of(enc, bases[c.array]).volume
-        if counts[h][g] * c.itemsize >= d.FLUSH_BYTES:
-            return False  # the full bookkeeping stores this group now
+    rows_of = parted_rows(rt, tpl, bases, phases)  # (phase, index, encoded rows): decoded
+    if rows_of is None:
+        return False  # the rows that write the flow-out are others now
+    got = deferred_counts(d, tpl, bases)
+    if got is None:
+        return False  # the full bookkeeping stores a group now
+    groups, counts = got
     made: list[Copy] = []
     for a, dev, enc, item in tpl.transients:
         box = box_of(enc, bases[a])
