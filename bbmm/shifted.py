@@ -72,6 +72,13 @@ SHIFT = 4
 to: the runtime's boxes lie at most a unit or two past an input (a record cut one row
 past a flow-out row)."""
 SIZE = 64
+WRITE_AFTER = 128
+"""Replays by a template before its replay is written out as straight-line Python
+(:mod:`bbmm.shiftcode`): writing and compiling it costs 1-3 ms (150-300 lines for
+Floyd's and LU's steps on four to eight devices, ``python scripts/count_host.py lu
+--devices 8 --vary n=512,1024`` counts it), which 100-200 replays at the 10-20 us each
+saves earn back; a template of a short regime (LU n=1024 over eight devices: blocks of
+128 rows) is walked and never written."""
 """Templates kept (the oldest is dropped first): one per regime of the serial loop."""
 SPAN = "\0span"
 """The pseudo-array under which the tiles' spans (iteration space) are ordered."""
@@ -123,7 +130,10 @@ class Template:
     """Per launch (its place in :attr:`ops`): the :class:`~bbmm.tiles.TileBuffers` of its
     last replay, taken again where its pieces are the same (their launch prepared)."""
     code: Any = field(default=None, compare=False, repr=False)
-    """Its replay written out (:func:`bbmm.shiftcode.replay_code`), made at its first."""
+    """Its replay written out (:func:`bbmm.shiftcode.replay_code`), made at its
+    :data:`WRITE_AFTER`-th replay."""
+    replays: int = field(default=0, compare=False, repr=False)
+    """Replays so far, up to :data:`WRITE_AFTER`."""
 
 
 @dataclass
@@ -630,10 +640,11 @@ def replay_shifted(rt: Any, tpl: Template, bases: dict[str, list[list[int]]],
     group would fill up (the iteration then runs for real). Through the template's
     replay written out (:mod:`bbmm.shiftcode`), or, where nests queue behind gates
     (``--tune gate=on``), by :func:`replay_walked`."""
-    if rt.config.gate:
-        return replay_walked(rt, tpl, bases, phases, ats)
     code = tpl.code
     if code is None:
+        if rt.config.gate or tpl.replays < WRITE_AFTER - 1:
+            tpl.replays += 1
+            return replay_walked(rt, tpl, bases, phases, ats)
         code = tpl.code = replay_code(tpl, tuple(rt.directory.copies), parted_rows,
                                       deferred_counts)
     return code(rt, bases, phases, ats)

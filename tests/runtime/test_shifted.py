@@ -283,12 +283,16 @@ def test_a_shift_that_keeps_the_order_moves_decoded_boxes_along(vals, by, data):
     assert box_of(enc, bases2["x"]) == Box((move(lo),), (move(hi),))
 
 
+@pytest.mark.parametrize("written", [False, True])
 @pytest.mark.parametrize("nranks,per_rank,tile", [(2, 1, 96), (3, 1, 64), (2, 2, 48)])
-def test_floyd_over_ranks_replays_up_to_a_shift(nranks, per_rank, tile):
+def test_floyd_over_ranks_replays_up_to_a_shift(nranks, per_rank, tile, written, monkeypatch):
     """Over ranks (threads), a stage's exchange runs where the template marks it, with
     this step's regions: every rank's arrays, device operations and exchanged bytes are
-    those of the run without replay."""
+    those of the run without replay; with the templates' replays walked, or written out
+    from their first (``written``)."""
     from bbmm.distributed import DistributedRuntime
+    if written:
+        monkeypatch.setattr(shifted, "WRITE_AFTER", 1)
     from test_distributed import on_ranks
     n = 192
     path = floyd_input(n, 3)
@@ -423,10 +427,13 @@ def test_iterations_cycling_through_templates_replay_by_their_own():
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_random_moving_programs_replay_exactly(seed):
+def test_random_moving_programs_replay_exactly(seed, monkeypatch):
     """Random programs whose boxes move with k (and wrap around), on 1-4 devices, with and
     without flow-out sets, under a generous or a tight cap: the arrays equal numpy's, and
-    every transfer in order and every counter equal the run without replay."""
+    every transfer in order and every counter equal the run without replay (odd seeds
+    with every template's replay written out from its first)."""
+    if seed % 2:
+        monkeypatch.setattr(shifted, "WRITE_AFTER", 1)
     rng = np.random.default_rng(1000 + seed)
     p = _moving_program(rng)
     n = p["n"]
@@ -493,6 +500,7 @@ def test_the_written_out_replay_is_the_walked_one(seed, monkeypatch):
     A = rng.integers(0, 100, (n, n)).astype(np.float64)
     tile = -(-n // (p["ndev"] * p["per_dev"]))
     cap = (p["per_dev"] * tile + 3) * n * 8 + 4096 if p["tight"] else 1 << 24
+    monkeypatch.setattr(shifted, "WRITE_AFTER", 1)
     runs, states = [], []
     for replay_fn in (shifted.replay_shifted, shifted.replay_walked):
         monkeypatch.setattr(runtime_mod, "replay_shifted", replay_fn)
@@ -518,14 +526,27 @@ def test_the_written_out_replay_is_the_walked_one(seed, monkeypatch):
     assert states[0] == states[1]  # the records and stale parts after every step
 
 
-def test_the_written_out_replay_is_used_and_reads_like_the_template():
-    """Floyd's replayed steps go through their template's written-out replay, made once
-    per template: one allocation of row k's box, its load, the launch, in that order."""
+def test_a_template_is_written_out_after_its_first_replays(monkeypatch):
+    """A template's replay is walked for its first WRITE_AFTER - 1 replays and written
+    out at the next (writing costs milliseconds; a short regime never pays it); the
+    written-out replay reads like the template: one allocation of row k's box, its load,
+    the launch, in that order."""
     n, tile = 192, 96
     rt = Runtime(make(2), {"path": floyd_input(n)}, replay=True)
     run_floyd(rt, n, tile, True)
-    codes = [t.code for t in rt.shift_memo.templates.values() if t is not None and t.code]
-    assert rt.stats.shifted > 0 and codes
+    tpls = [t for t in rt.shift_memo.templates.values() if t is not None and t.replays]
+    assert rt.stats.shifted > 0 and tpls
+    assert all(t.code is None and t.replays < shifted.WRITE_AFTER for t in tpls)
+    most = max(t.replays for t in tpls)
+    monkeypatch.setattr(shifted, "WRITE_AFTER", most)
+    rt = Runtime(make(2), {"path": floyd_input(n)}, replay=True)
+    run_floyd(rt, n, tile, True)
+    tpls = [t for t in rt.shift_memo.templates.values() if t is not None and t.replays]
+    written = [t for t in tpls if t.code is not None]
+    # written at the replay after its WRITE_AFTER - 1 walked ones; the others stay walked
+    assert written and all(t.replays == most - 1 for t in written)
+    assert all(t.code is None for t in tpls if t.replays < most - 1)
+    codes = [t.code for t in written]
     src = codes[0].source
     assert src.index(".alloc(") < src.index("d.replay_h2d(") < src.index("rt._launch(")
     assert "for " not in src.split("d.flush_writebacks()")[0]  # no loop over operations
