@@ -426,6 +426,17 @@ def test_iterations_cycling_through_templates_replay_by_their_own():
     assert on.stats.shifted >= on.shift_memo.found
 
 
+def _random_moving(seed):
+    """Random moving program ``seed``, its input, and its cap (generous or tight)."""
+    rng = np.random.default_rng(1000 + seed)
+    p = _moving_program(rng)
+    n = p["n"]
+    A = rng.integers(0, 100, (n, n)).astype(np.float64)
+    tile = -(-n // (p["ndev"] * p["per_dev"]))
+    cap = (p["per_dev"] * tile + 3) * n * 8 + 4096 if p["tight"] else 1 << 24
+    return p, A, cap
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_random_moving_programs_replay_exactly(seed, monkeypatch):
     """Random programs whose boxes move with k (and wrap around), on 1-4 devices, with and
@@ -434,12 +445,7 @@ def test_random_moving_programs_replay_exactly(seed, monkeypatch):
     with every template's replay written out from its first)."""
     if seed % 2:
         monkeypatch.setattr(shifted, "WRITE_AFTER", 1)
-    rng = np.random.default_rng(1000 + seed)
-    p = _moving_program(rng)
-    n = p["n"]
-    A = rng.integers(0, 100, (n, n)).astype(np.float64)
-    tile = -(-n // (p["ndev"] * p["per_dev"]))
-    cap = (p["per_dev"] * tile + 3) * n * 8 + 4096 if p["tight"] else 1 << 24
+    p, A, cap = _random_moving(seed)
     on, off = both(lambda rt: run_moving(rt, p), p["ndev"], {"A": A}, cap=cap,
                    arena=min(cap, 1 << 16))
     np.testing.assert_array_equal(on.host.array("A"), moving_reference(A, p))
@@ -494,12 +500,7 @@ def test_the_written_out_replay_is_the_walked_one(seed, monkeypatch):
     what the walk over its operations issues, transfer for transfer, and leaves the same
     records: random moving programs, with and without a tight cap, run both ways."""
     from bbmm import runtime as runtime_mod
-    rng = np.random.default_rng(1000 + seed)
-    p = _moving_program(rng)
-    n = p["n"]
-    A = rng.integers(0, 100, (n, n)).astype(np.float64)
-    tile = -(-n // (p["ndev"] * p["per_dev"]))
-    cap = (p["per_dev"] * tile + 3) * n * 8 + 4096 if p["tight"] else 1 << 24
+    p, A, cap = _random_moving(seed)
     monkeypatch.setattr(shifted, "WRITE_AFTER", 1)
     runs, states = [], []
     for replay_fn in (shifted.replay_shifted, shifted.replay_walked):
