@@ -1,18 +1,20 @@
 """A template's replay written out once as straight-line Python.
 
-:func:`bbmm.shifted.replay_shifted` walks a :class:`~bbmm.shifted.Template`'s operations
+:func:`bbmm.shifted.replay_walked` walks a :class:`~bbmm.shifted.Template`'s operations
 every serial iteration it replays: it looks up each operation's kind, decodes each box
 through a general loop, counts each transfer through a method and loops over the
 template's records at the end. Floyd's and LU's steps are replayed thousands of times by a
-few templates, and that walking was a third of a moved-on step's host instructions
-(rank 1 of four dry processes of Floyd: the step's operations apart from the exchange,
-the launch and the load took about 100k of its 365k instructions). :func:`replay_code`
+few templates, and that walk was more than a quarter of a moved-on step's host
+instructions (rank 1 of four dry processes of Floyd: the step's operations apart from the
+exchange, the launch and the load took about 100k of its 365k). :func:`replay_code`
 writes the walk out for one template, once: each operation in turn with its constants in
 place, each 2-D box decoded in four additions, each count an addition, each record and
 stale part written directly. It issues the same operations in the same order, allocates
-and frees the same transient boxes and leaves the same state as
-:func:`~bbmm.shifted.replay_shifted`, which stays the reference (and the path of a run that
-queues nests behind a gate, ``--tune gate=on``); the tests run both on the same steps.
+and frees the same transient boxes and leaves the same state as the walk, which stays the
+reference and the path of a template's first replays (:data:`bbmm.shifted.WRITE_AFTER`)
+and of a run that queues nests behind a gate (``--tune gate=on``); the tests run both on
+the same steps. Names and flags reach the source as literals (``repr``), anything else
+through a table of constants.
 """
 from __future__ import annotations
 
@@ -60,7 +62,6 @@ class _Writer:
         self.arrays = arrays
         self.lines: list[str] = []
         self.flats: dict[str, str] = {}
-        self.ntrans = len(tpl.transients)
         self.trans_arrays = [a for a, _, _, _ in tpl.transients]
         self.consts: list[Any] = []
 

@@ -551,3 +551,21 @@ def test_a_template_is_written_out_after_its_first_replays(monkeypatch):
     src = codes[0].source
     assert src.index(".alloc(") < src.index("d.replay_h2d(") < src.index("rt._launch(")
     assert "for " not in src.split("d.flush_writebacks()")[0]  # no loop over operations
+
+
+def test_written_out_replay_takes_names_as_literals():
+    """An array name, a timer and a transfer's category reach the written-out replay as
+    string literals, whatever characters they hold, and the source compiles."""
+    from types import SimpleNamespace
+    from bbmm.shiftcode import replay_code
+    name = "a'\"\n]; import os  # \\"
+    enc = (1, ((0, 0), (1, 0)))
+    tpl = SimpleNamespace(
+        transients=((name, 0, enc, 8),), parted=(), deferred=(), groups=(),
+        ops=(("t'\n", "h2d", (("t", 0), None, "w\"\n", False)),),
+        dirty=(((enc, 0),),), stale=((),), tiles=1, split_accesses=0, boxes_present=(),
+        buffers={})
+    fn = replay_code(tpl, (name,), shifted.parted_rows, shifted.deferred_counts)
+    literals = [line for line in fn.source.splitlines() if "import os" in line]
+    assert literals and all(repr(name) in line for line in literals)
+    assert repr("t'\n") in fn.source and repr("w\"\n") in fn.source
