@@ -35,15 +35,16 @@ def replay_code(tpl: Any, arrays: tuple[str, ...], parted_rows: Callable[..., An
     ``parted_rows`` and ``deferred_counts``: the replay's checks of a tile run in parts
     and of the write-out groups (:mod:`bbmm.shifted`'s, shared with its walk)."""
     w = _Writer(tpl, arrays)
+    src = w.source()
     scope: dict[str, Any] = {
         "Box": Box, "Copy": Copy, "TileBuffers": TileBuffers, "box_of": box_of,
         "DeviceMemoryError": DeviceMemoryError, "clock": time.perf_counter,
         "parted_rows": parted_rows, "deferred_counts": deferred_counts, "TPL": tpl,
         "K": w.consts,
     }
-    exec(compile(w.source(), f"<bbmm.shiftcode template {id(tpl):x}>", "exec"), scope)
+    exec(compile(src, f"<bbmm.shiftcode template {id(tpl):x}>", "exec"), scope)
     fn = scope["replay"]
-    fn.source = w.source()
+    fn.source = src
     return fn
 
 
@@ -60,7 +61,6 @@ class _Writer:
     def __init__(self, tpl: Any, arrays: tuple[str, ...]):
         self.tpl = tpl
         self.arrays = arrays
-        self.lines: list[str] = []
         self.flats: dict[str, str] = {}
         self.trans_arrays = [a for a, _, _, _ in tpl.transients]
         self.consts: list[Any] = []
@@ -101,8 +101,7 @@ class _Writer:
     # ---- the function ------------------------------------------------------------------
 
     def source(self) -> str:
-        if self.lines:
-            return "\n".join(self.lines)
+        """The function's source (built once: it fills :attr:`consts` and :attr:`flats`)."""
         tpl = self.tpl
         body: list[str] = []
         add = body.append
@@ -186,8 +185,7 @@ class _Writer:
         head = ["def replay(rt, bases, phases, ats):"]
         for a, v in self.flats.items():
             head.append(f"    {v} = bases[{a!r}][-1]")
-        self.lines = head + ["    " + x for x in body]
-        return "\n".join(self.lines)
+        return "\n".join(head + ["    " + x for x in body])
 
     def op(self, body: list[str], n: int, kind: str, args: tuple) -> None:
         """One operation of the template (as replay_shifted's loop issues it)."""

@@ -72,6 +72,7 @@ SHIFT = 4
 to: the runtime's boxes lie at most a unit or two past an input (a record cut one row
 past a flow-out row)."""
 SIZE = 64
+"""Templates kept (the oldest is dropped first): one per regime of the serial loop."""
 WRITE_AFTER = 128
 """Replays by a template before its replay is written out as straight-line Python
 (:mod:`bbmm.shiftcode`): writing and compiling it costs 1-3 ms (150-300 lines for
@@ -79,7 +80,6 @@ Floyd's and LU's steps on four to eight devices, ``python scripts/count_host.py 
 --devices 8 --vary n=512,1024`` counts it), which 100-200 replays at the 10-20 us each
 saves earn back; a template of a short regime (LU n=1024 over eight devices: blocks of
 128 rows) is walked and never written."""
-"""Templates kept (the oldest is dropped first): one per regime of the serial loop."""
 SPAN = "\0span"
 """The pseudo-array under which the tiles' spans (iteration space) are ordered."""
 
@@ -133,7 +133,7 @@ class Template:
     """Its replay written out (:func:`bbmm.shiftcode.replay_code`), made at its
     :data:`WRITE_AFTER`-th replay."""
     replays: int = field(default=0, compare=False, repr=False)
-    """Replays so far, up to :data:`WRITE_AFTER`."""
+    """Replays walked so far (:func:`replay_walked`), counted until it is written out."""
 
 
 @dataclass
