@@ -35,6 +35,7 @@ from .box import Box
 from .buffers import BufferManager
 from .coherence import Directory
 from .devices.geometry import pairable
+from .hostorder import OrderProgram
 from .stats import Stats
 from .tiles import Tile, TileBuffers
 
@@ -132,9 +133,20 @@ class Tape:
     """Tiles run in parts (:attr:`bbmm.stats.Stats.edge_first`)."""
     boxes_present: dict[int, int] = field(default_factory=dict)
     """Counters the skipped bookkeeping would have added (per device for the last)."""
+    order: OrderProgram | None = None
+    """The calls to :class:`~bbmm.hostorder.HostOrder` one replay makes, played by the
+    next replays (recorded once a replay leaves the records in the shape it found)."""
+    order_tries: int = 0
+    """Replays recorded that left no program (:data:`ORDER_TRIES` at most)."""
 
     def add(self, kind: str, args: tuple) -> None:
         self.ops.append((self.timer, kind, args))
+
+
+ORDER_TRIES = 8
+"""Replays of one tape recorded for an :class:`~bbmm.hostorder.OrderProgram` before it
+is given up: the records a stencil's step leaves repeat from its second replay or third
+(its first starts from the copies of the iteration recorded)."""
 
 
 def compile_tape(rt: Runtime, tape: Tape) -> list[tuple[str, list[tuple[Any, tuple]]]]:
@@ -266,24 +278,37 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
     compiled = tape.compiled
     if compiled is None:
         compiled = tape.compiled = compile_tape(rt, tape)
-    for timer, ops in compiled:
-        t0 = clock()
-        for code, fn, args in ops:
-            if code == 0:
-                fn(*args)
-            elif code == 1:
-                _launch(rt, tape, phases, args)
-            elif code == 2:
-                cb = phases[args[0]][2]
-                if cb is not None:
-                    cb(True)
-            elif code == 3:
-                cb = phases[args[0]][3]
-                if cb is not None:
-                    cb()
-            else:
-                _ahead(rt, tape, phases, args, timer)
-        times[timer] += clock() - t0
+    order = rt.directory.order
+    prog = tape.order
+    playing = prog is not None and order.play(prog)
+    recording = not playing and tape.order_tries < ORDER_TRIES and order.record()
+    try:
+        for timer, ops in compiled:
+            t0 = clock()
+            for code, fn, args in ops:
+                if code == 0:
+                    fn(*args)
+                elif code == 1:
+                    _launch(rt, tape, phases, args)
+                elif code == 2:
+                    cb = phases[args[0]][2]
+                    if cb is not None:
+                        cb(True)
+                elif code == 3:
+                    cb = phases[args[0]][3]
+                    if cb is not None:
+                        cb()
+                else:
+                    _ahead(rt, tape, phases, args, timer)
+            times[timer] += clock() - t0
+    finally:
+        if playing:
+            if not order.played():
+                tape.order = None  # a call it did not foresee: recorded again
+        elif recording:
+            tape.order = order.recorded()
+            if tape.order is None:
+                tape.order_tries += 1
     devs = rt.stats.devices
     for (kind, dev, what), n in tape.counts.items():
         rt.stats.moved(kind, dev, what, n, copies=0)  # counted per device below
@@ -325,7 +350,7 @@ def _ahead(rt: Runtime, tape: Tape, phases: list[tuple], args: tuple, timer: str
     <bbmm.coherence.Directory.may_gate>`) and the halos come to this process's own
     array (the exchange's ``gate``: no message its devices would load from the sender's);
     elsewhere the phase runs in the recorded order. The load's record in
-    :class:`~bbmm.coherence.HostOrder` is added once the gate is open: the exchange
+    :class:`~bbmm.hostorder.HostOrder` is added once the gate is open: the exchange
     settles the regions it receives, and must not wait for a load that waits for it."""
     p, (fn, fargs), regions, launches, ltimer = args
     cb = phases[p][2]

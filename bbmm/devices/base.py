@@ -452,7 +452,7 @@ class DryDevice(NullDevice):
     With ``lag`` its commands complete ``lag`` commands after they are enqueued, as a GPU's
     queue trails a host that runs ahead: each copy and launch gives an event, which the
     host's checks find pending until then (or until it waits for it), so the bookkeeping
-    of pending copies (:class:`bbmm.coherence.HostOrder`) runs as on a GPU. Without it
+    of pending copies (:class:`bbmm.hostorder.HostOrder`) runs as on a GPU. Without it
     every command is complete when it returns and leaves no event.
     """
 
