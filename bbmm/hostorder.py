@@ -140,7 +140,7 @@ class HostOrder:
         :meth:`play`): its own :meth:`before`, :meth:`after`, :meth:`settle` and
         :meth:`touching` stand in for these, as attributes of the instance, meanwhile;
         None: answered by scans."""
-        self._at: tuple[OrderProgram, list] | None = None
+        self._at: tuple[OrderProgram, list[tuple[str, Any, int]]] | None = None
         """The program whose end the records are, untouched since it played, and the
         record lists it left."""
 
@@ -311,7 +311,7 @@ class HostOrder:
                 recs = pending[a] = _Records()
                 recs.extend([(b, ev[s], d, st, ln) for s, b, d, st, ln in ends])
                 recs.lo, recs.hi = lo, hi
-                made.append((recs, len(recs)))
+                made.append((a, recs, len(recs)))
         else:
             lists = prog.lists_after(n)
             info = prog.info
@@ -352,6 +352,16 @@ a copy and of one complete already, :meth:`~HostOrder.settle`,
 :meth:`~HostOrder.touching`."""
 
 
+PLAY_FROM = 4
+"""Records a recorded call scanned on average from which its program is played: a play
+costs a few comparisons per call and the records remade once per replay, which scans
+of fewer records cost no more than. Instructions per step on dry devices with 8
+commands pending (``python scripts/count_host.py P --devices 4 [--procs 4 --rank 1]
+--lag 8 ...``): heat2d n=512 in one process (8.4 records a call) 1191k scanning, 890k
+played; over four processes heat2d (2.4 a call) 670k and 662k, fdtd2d 512^2 (1.25 a
+call) 706k and 758k."""
+
+
 class OrderProgram:
     """:class:`HostOrder`'s calls over one replayed iteration, by the positions of the
     records (*slots*): those it starts from, numbered array by array, then one per copy
@@ -360,11 +370,13 @@ class OrderProgram:
     lane) and the slots it found (the events to wait for on the device and on the host,
     the records dropped, the records settled or touching)."""
 
-    __slots__ = ("info", "start", "end", "steps", "appends", "ends", "_nstart")
+    __slots__ = ("info", "start", "end", "steps", "scanned", "appends", "ends", "_nstart")
 
     def __init__(self, info: list[tuple], start: dict[str, list[int]],
-                 end: dict[str, list[int]], steps: list[tuple]) -> None:
+                 end: dict[str, list[int]], steps: list[tuple], scanned: int) -> None:
         self.info = info
+        self.scanned = scanned
+        """Records the recorded calls scanned (:attr:`worth`)."""
         self.start = start
         """Per array, the slots of the records it starts from, in order."""
         self.end = end
@@ -380,6 +392,12 @@ class OrderProgram:
             rows = [(info[s][1].lo[0], info[s][1].hi[0]) for s in slots]
             self.ends[a] = ([(s, *info[s][1:]) for s in slots], min(r[0] for r in rows),
                             max(r[1] for r in rows))
+
+    @property
+    def worth(self) -> bool:
+        """Whether playing the program saves work: its calls scanned :data:`PLAY_FROM`
+        records each or more when recorded."""
+        return self.scanned >= PLAY_FROM * len(self.steps)
 
     def fits(self, pending: dict[str, Sequence[tuple]]) -> bool:
         """Whether the records ``pending`` have the shape the program starts from."""
@@ -423,13 +441,16 @@ class OrderProgram:
         return out
 
 
-def _untouched(pending: dict[str, Sequence[tuple]], made: list[tuple[Any, int]]) -> bool:
-    """Whether ``pending`` holds just the record lists ``made`` (with their lengths) that
-    a play left, as it left them."""
-    if sum(1 for recs in pending.values() if recs) != len(made):
+def _untouched(pending: dict[str, Sequence[tuple]], made: list[tuple[str, Any, int]]
+               ) -> bool:
+    """Whether ``pending`` holds just the record lists ``made`` (array, list, length)
+    that a play left, as it left them."""
+    if len(pending) != len(made):
         return False
-    return all(len(recs) == n and any(recs is v for v in pending.values())
-               for recs, n in made)
+    for a, recs, n in made:
+        if pending.get(a) is not recs or len(recs) != n:
+            return False
+    return True
 
 
 def _same(i: tuple, j: tuple) -> bool:
@@ -451,6 +472,8 @@ class _Recorder:
                       if recs}
         self.steps: list[tuple] = []
         self.failed = False
+        self.scanned = 0
+        """Records the calls scanned."""
 
     def _add(self, array: str, rec: tuple) -> int:
         s = len(self.info)
@@ -464,7 +487,9 @@ class _Recorder:
         order = self.order
         out, on_dev, on_host = [], [], []
         dom = device.domain
-        for r in order.pending.get(array, ()):
+        recs = order.pending.get(array, ())
+        self.scanned += len(recs)
+        for r in recs:
             b, e, d, st, _ = r
             if (d is device and not lane) or not (st or stores) or not b.overlaps(region):
                 continue
@@ -488,6 +513,7 @@ class _Recorder:
             recs = order.pending[array] = _Records()
         gone: list[int] = []
         if stores:
+            self.scanned += len(recs)
             gone = [self.slot[id(r)] for r in recs if r[0].issubset(region)]
             if gone:
                 recs[:] = [r for r in recs if not r[0].issubset(region)]
@@ -512,6 +538,7 @@ class _Recorder:
     def settle(self, array: str, region: Box, loads: bool) -> None:
         recs = self.order.pending.get(array)
         hit = [r for r in recs if _touches(r, region, loads)] if recs else []
+        self.scanned += len(recs) if recs else 0
         for r in hit:
             if not r[2].done(r[1]):
                 r[2].wait(r[1])
@@ -520,7 +547,9 @@ class _Recorder:
         self.steps.append((_SETTLE, array, region, loads, [self.slot[id(r)] for r in hit]))
 
     def touching(self, array: str, region: Box, loads: bool) -> list[tuple[Any, Any]]:
-        hit = [r for r in self.order.pending.get(array, ()) if _touches(r, region, loads)]
+        recs = self.order.pending.get(array, ())
+        self.scanned += len(recs)
+        hit = [r for r in recs if _touches(r, region, loads)]
         self.steps.append((_TOUCHING, array, region, loads, [self.slot[id(r)] for r in hit]))
         return [(r[1], r[2]) for r in hit]
 
@@ -534,7 +563,7 @@ class _Recorder:
                 or not all(_same(info[x], info[y]) for x, y in zip(end[a], self.start[a]))
                 for a in end):
             return None  # not yet a cycle: the records it leaves differ from its start
-        return OrderProgram(info, self.start, end, self.steps)
+        return OrderProgram(info, self.start, end, self.steps, self.scanned)
 
 
 class _Player:

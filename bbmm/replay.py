@@ -306,8 +306,12 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
             if not order.played():
                 tape.order = None  # a call it did not foresee: recorded again
         elif recording:
-            tape.order = order.recorded()
-            if tape.order is None:
+            prog = order.recorded()
+            if prog is not None and not prog.worth:
+                tape.order_tries = ORDER_TRIES  # scans this short cost no more than a play
+                prog = None
+            tape.order = prog
+            if prog is None:
                 tape.order_tries += 1
     devs = rt.stats.devices
     for (kind, dev, what), n in tape.counts.items():

@@ -2,11 +2,17 @@
 scans they stand for: the same events, the same waits, the same records left."""
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bbmm.box import Box
+from bbmm.devices import NullDevice
 from bbmm.hostorder import HostOrder
+from bbmm.runtime import Runtime
+
+from support.drivers import jacobi_reference, run_jacobi
 
 
 class _Event:
@@ -141,3 +147,84 @@ def test_a_stencil_step_is_played_from_its_second_cycle():
         assert ([(r[0], r[1].name) for r in order.pending["A"]]
                 == [(r[0], r[1].name) for r in plain.pending["A"]])
     assert got == ["record", "record", "play", "play", "play"]
+
+
+class _Trailing(NullDevice):
+    """A null device whose copies, done at once, give events that stay pending until
+    ``LAG`` more copies of the device (or a wait for them), as a GPU's trail the host;
+    it keeps the events every copy was given to wait for, and the waits on the host."""
+
+    LAG = 6
+
+    def __init__(self, index, domain, **kw):
+        super().__init__(index, **kw)
+        self.domain = domain
+        self.n = self.done_to = self.waited = 0
+        self.waits: list[tuple] = []
+
+    def _run(self, fn, wait_for, copy):
+        ours = [e for e in wait_for if isinstance(e, _Pending)]
+        held = super()._run(fn, [e for e in wait_for if not isinstance(e, _Pending)], copy)
+        if copy not in ("a copy in", "a copy out"):
+            return held
+        self.waits.append(tuple(sorted((e.dev, e.n) for e in ours)))
+        self.n += 1
+        self.done_to = max(self.done_to, self.n - self.LAG)
+        return _Pending(self.index, self.n)
+
+    def done(self, event):
+        if isinstance(event, _Pending):
+            return event.n <= self.done_to
+        return super().done(event)
+
+    def wait(self, event):
+        if isinstance(event, _Pending):
+            self.waited += 1
+            self.done_to = max(self.done_to, event.n)
+        else:
+            super().wait(event)
+
+
+class _Pending:
+    def __init__(self, dev, n):
+        self.dev, self.n = dev, n
+
+
+@pytest.mark.parametrize("one_context", [True, False])
+def test_played_replays_wait_as_scanned_ones(monkeypatch, one_context):
+    """Jacobi's sweeps over four devices whose copies trail the host: with the replays'
+    calls played from their program, every copy is given the same events to wait for,
+    the host waits as often, and the results are those of the replays that scan."""
+    import bbmm.hostorder as ho
+    import bbmm.replay as rp
+
+    monkeypatch.setattr(ho, "PLAY_FROM", 0)  # (every program played, however short)
+    n, steps, tile = 18, 14, 4
+    rng = np.random.default_rng(0)
+    A, B = rng.random((n, n)), np.zeros((n, n))
+    runs = []
+    for tries in (rp.ORDER_TRIES, 0):
+        monkeypatch.setattr(rp, "ORDER_TRIES", tries)
+        plays = []
+        played = ho.HostOrder.played
+
+        def counted(self, played=played, plays=plays):
+            whole = played(self)
+            plays.append(whole)
+            return whole
+        monkeypatch.setattr(ho.HostOrder, "played", counted)
+        domain = object() if one_context else None
+        devs = [_Trailing(i, domain, arena_size=1 << 16) for i in range(4)]
+        rt = Runtime(devs, {"A": A.copy(), "B": B.copy()}, verify=True)
+        run_jacobi(rt, n, steps, tile)
+        runs.append((rt, plays))
+    (on, plays_on), (off, plays_off) = runs
+    assert plays_on and all(plays_on) and not plays_off
+    assert [d.waits for d in on.devices] == [d.waits for d in off.devices]
+    assert [d.waited for d in on.devices] == [d.waited for d in off.devices]
+    # (copies did wait for other devices': by their events in one context, else on the host)
+    assert (any(w for d in on.devices for w in d.waits) if one_context
+            else any(d.waited for d in on.devices))
+    ra, _ = jacobi_reference(A, B, steps)
+    np.testing.assert_allclose(on.host.array("A"), ra, rtol=1e-12)
+    np.testing.assert_array_equal(on.host.array("A"), off.host.array("A"))
