@@ -388,6 +388,11 @@ class PlanMemo:
         records' key (:attr:`Ownership.key`) they were found with: ``(that key, the
         entry's key, the entry)``. A plan looked up restores the records with the key it
         kept, so a serial iteration that repeats meets the same key objects each time."""
+        self._canon: dict[SpecKey, SpecKey] = {}
+        """The key of each entry of :attr:`by_spec`, by itself: the one object that
+        :attr:`last_spec_key` then names, so that the runtime's tables keyed by it
+        (:meth:`bbmm.distributed.DistributedRuntime.run_phase`'s stages) find it by
+        identity rather than comparing two equal keys' records every phase."""
         self.hits = self.misses = self.checked = self.rejected = 0
         self._recent: list[Any] = []
         """The verified templates used last, the latest first (at most :attr:`RECENT`):
@@ -416,7 +421,8 @@ class PlanMemo:
                 if known is not None and known[0] is key:
                     self.last_spec_key = known[1]
                     return self._hit(own, tiles, known[2])
-            rk = self.last_spec_key = SpecKey((spec, _records_key(own)))
+            rk = SpecKey((spec, _records_key(own)))
+            rk = self.last_spec_key = self._canon.get(rk, rk)
             same = self.by_spec.get(rk)
             if same is not None:
                 if key is not None:  # a kept key (a fresh one is not met again)
@@ -426,6 +432,9 @@ class PlanMemo:
                 return self._hit(own, tiles, same)
             plan = self.plan(own, tiles, rank_of)
             self._keep(self.by_spec, rk, _parts(plan, tiles), plan, own)
+            if len(self._canon) >= 4 * self.SIZE:
+                self._canon.clear()
+            self._canon[rk] = rk
             return plan
         if self._paused:
             self._paused -= 1
