@@ -138,10 +138,10 @@ class HostOrder:
         self._mode: _Recorder | _Player | None = None
         """Calls recorded into a program, or played from one (:meth:`record`,
         :meth:`play`): its own :meth:`before`, :meth:`after`, :meth:`settle` and
-        :meth:`touching` answer meanwhile; None: answered by scans. (Set on the instance
-        as these methods are, shadowing them, its attributes would no longer be read
-        from the instance's own values: a process of four dry devices spent 3% more
-        instructions on a heat2d step, playing nothing.)"""
+        :meth:`touching` answer meanwhile; None: answered by scans. (Its methods set on
+        the instance in their place, and taken away again, would leave every attribute
+        of the instance read from a dict of its own from then on, each call of every
+        method dearer, whether it plays or not.)"""
         self._at: tuple[OrderProgram, list[tuple[str, Any, int]]] | None = None
         """The program whose end the records are, untouched since it played, and the
         record lists it left."""
@@ -282,22 +282,25 @@ class HostOrder:
         self._leave()
         return rec.program(self.pending)
 
-    def play(self, prog: OrderProgram) -> bool:
+    def play(self, prog: OrderProgram) -> _Player | None:
         """Answer the calls from now to :meth:`played` from ``prog``, where the records
         have the shape of those it starts from (known without a look where they are the
-        end of its last play); False, nothing changed, where they do not."""
+        end of its last play); None, nothing changed, where they do not. The player
+        returned takes the calls itself, as this order would (a caller that holds the
+        order may hold the player instead meanwhile, a call the shorter)."""
         if self._mode is not None:
-            return False
+            return None
         at = self._at
         if at is None or at[0] is not prog or not _untouched(self.pending, at[1]):
             if not prog.fits(self.pending):
-                return False
+                return None
         ev: list[Any] = []
         pending = self.pending
         for a in prog.start:
             ev += [r[1] for r in pending[a]]
-        self._enter(_Player(self, prog, ev))
-        return True
+        player = _Player(self, prog, ev)
+        self._enter(player)
+        return player
 
     def played(self) -> bool:
         """End a play: the records as the calls made them, as far as the program went.
@@ -309,6 +312,7 @@ class HostOrder:
         self._leave()
         prog = p.prog
         n = p.at[0]
+        p.at[0] = -1  # (its calls from now on go to this order)
         whole = n == len(prog.steps)
         ev = p.ev
         pending = self.pending
@@ -346,8 +350,10 @@ class HostOrder:
         self._mode = None
 
     def _unplay(self) -> None:
-        """A call the program does not foresee: the play ends where it is."""
-        self.played()
+        """A call the program does not foresee: the play ends where it is (where it has
+        not ended already: the player's calls then come here)."""
+        if isinstance(self._mode, _Player):
+            self.played()
 
 
 _BEFORE, _AFTER, _NONE, _SETTLE, _TOUCHING = range(5)
@@ -577,9 +583,10 @@ class _Player:
     step reached. Its calls are closures over these: a play's call costs a few
     comparisons and the events it finds, where a scan tests every record."""
 
-    __slots__ = ("prog", "ev", "at", "before", "after", "settle", "touching")
+    __slots__ = ("prog", "ev", "at", "before", "after", "settle", "touching", "_order")
 
     def __init__(self, order: HostOrder, prog: OrderProgram, ev: list[Any]) -> None:
+        self._order = order
         self.prog = prog
         self.ev = ev
         at = self.at = [0]
@@ -590,7 +597,7 @@ class _Player:
         def before(array: str, region: Box, device: Any, stores: bool,
                    lane: int = 0) -> list[Any]:
             i = at[0]
-            st = steps[i] if i < len(steps) else _NO_STEP
+            st = steps[i] if 0 <= i < len(steps) else _NO_STEP
             if (st[2] is not region or st[0] != _BEFORE or st[3] is not device
                     or st[4] != stores or st[5] != lane or st[1] != array):
                 order._unplay()
@@ -603,7 +610,7 @@ class _Player:
         def after(array: str, region: Box, device: Any, stores: bool, event: Any,
                   lane: int = 0) -> None:
             i = at[0]
-            st = steps[i] if i < len(steps) else _NO_STEP
+            st = steps[i] if 0 <= i < len(steps) else _NO_STEP
             if (st[2] is not region or st[0] != (_NONE if event is None else _AFTER)
                     or st[3] is not device or st[4] != stores or st[5] != lane
                     or st[1] != array):
@@ -616,7 +623,7 @@ class _Player:
 
         def settle(array: str, region: Box, loads: bool) -> None:
             i = at[0]
-            st = steps[i] if i < len(steps) else _NO_STEP
+            st = steps[i] if 0 <= i < len(steps) else _NO_STEP
             if st[2] is not region or st[0] != _SETTLE or st[3] != loads or st[1] != array:
                 order._unplay()
                 order.settle(array, region, loads)
@@ -629,7 +636,7 @@ class _Player:
 
         def touching(array: str, region: Box, loads: bool) -> list[tuple[Any, Any]]:
             i = at[0]
-            st = steps[i] if i < len(steps) else _NO_STEP
+            st = steps[i] if 0 <= i < len(steps) else _NO_STEP
             if st[2] is not region or st[0] != _TOUCHING or st[3] != loads or st[1] != array:
                 order._unplay()
                 return order.touching(array, region, loads)
@@ -637,6 +644,13 @@ class _Player:
             return [(ev[s], info[s][2]) for s in st[4]]
 
         self.before, self.after, self.settle, self.touching = before, after, settle, touching
+
+    def __getattr__(self, name: str) -> Any:
+        # anything else asked of the order meanwhile (its records, clear): the play ends
+        # first, and the order answers
+        order = self._order
+        order._unplay()
+        return getattr(order, name)
 
 
 _NO_STEP = (-1, None, None, None, None, None, (), ())

@@ -278,9 +278,13 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
     compiled = tape.compiled
     if compiled is None:
         compiled = tape.compiled = compile_tape(rt, tape)
-    order = rt.directory.order
+    d = rt.directory
+    order = d.order
     prog = tape.order
-    playing = prog is not None and order.play(prog)
+    player = None if prog is None else order.play(prog)
+    playing = player is not None
+    if player is not None:
+        d.order = player  # (the copies' calls straight to it; HostOrder.play)
     recording = not playing and tape.order_tries < ORDER_TRIES and order.record()
     try:
         for timer, ops in compiled:
@@ -303,6 +307,7 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
             times[timer] += clock() - t0
     finally:
         if playing:
+            d.order = order
             if not order.played():
                 tape.order = None  # a call it did not foresee: recorded again
         elif recording:

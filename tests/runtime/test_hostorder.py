@@ -74,8 +74,9 @@ def test_played_calls_answer_as_the_scans(cycle, reps, odd, finish, between, at)
     HostOrder records the cycle and plays it once the records it leaves repeat, another
     scans every time; every answer, wait and record left is the same, copies completing
     between the cycles, a call the program does not foresee (an equal region of another
-    object) ending a play midway, other calls between two cycles (an iteration run for
-    real) leaving records a play may not start from."""
+    object) ending a play midway (the player's later calls then answered by the order),
+    other calls between two cycles (an iteration run for real) leaving records a play may
+    not start from."""
     ctx = object()
     devs = [_Dev(ctx), _Dev(ctx), _Dev(object())]
     plain, played = HostOrder(), HostOrder()
@@ -89,13 +90,16 @@ def test_played_calls_answer_as_the_scans(cycle, reps, odd, finish, between, at)
             for j, call in enumerate(between):
                 for o, evs in zip((plain, played), events):
                     _run(o, _FIXED, devs, call, f"between.{j}", evs)
-        playing = prog is not None and played.play(prog)
+        player = None if prog is None else played.play(prog)
+        playing = player is not None
         recording = not playing and played.record()
         plays += playing
+        # odd cycles call the player, as a replay does, the others the order it plays
+        target = player if playing and rep % 2 else played
         for j, call in enumerate(cycle):
             regions = [Box(*r) for r in _REGIONS] if (rep, j) in odd else _FIXED
             answers = [_run(o, regions, devs, call, f"{rep}.{j}", evs)
-                       for o, evs in zip((plain, played), events)]
+                       for o, evs in zip((plain, target), events)]
             assert answers[0] == answers[1]
             assert [e.waited for e in events[0]] == [e.waited for e in events[1]]
         if playing:
@@ -126,7 +130,7 @@ def test_a_stencil_step_is_played_from_its_second_cycle():
     got = []
     prog = None
     for rep in range(5):
-        playing = prog is not None and order.play(prog)
+        playing = prog is not None and order.play(prog) is not None
         recording = not playing and order.record()
         got.append("play" if playing else "record" if recording else "scan")
         answers = []
@@ -228,3 +232,35 @@ def test_played_replays_wait_as_scanned_ones(monkeypatch, one_context):
     ra, _ = jacobi_reference(A, B, steps)
     np.testing.assert_allclose(on.host.array("A"), ra, rtol=1e-12)
     np.testing.assert_array_equal(on.host.array("A"), off.host.array("A"))
+
+
+def test_a_player_once_ended_answers_nothing_from_its_program():
+    """After a call the program does not foresee, the player's calls are the order's,
+    even one that the program's next step would have matched: the records have moved on
+    from what the program assumed there."""
+    ctx = object()
+    d0, d1 = _Dev(ctx), _Dev(ctx)
+    row = Box((0, 0), (0, 9))
+    order, plain = HostOrder(), HostOrder()
+    prog = None
+    for rep in range(3):  # recorded, recorded again (now a cycle), then kept
+        recording = order.record()
+        for o in (order, plain):
+            o.after("A", row, d0, True, _Event(f"store{rep}"))
+            o.before("A", row, d1, False)
+        prog = order.recorded() if recording else prog
+    assert prog is not None
+    player = order.play(prog)
+    assert player is not None
+    other = Box((0, 0), (0, 9))  # an equal region of another object: not foreseen
+    late = _Event("late")
+    for o in (player, plain):
+        o.after("A", other, d1, True, late)  # a store of d1 now covers d0's
+    # the program's first step (d0's store of ``row``) met again, then its second
+    for o in (player, plain):
+        o.after("A", row, d0, True, _Event("store3"))
+    assert ([e.name for e in player.before("A", row, d1, False)]
+            == [e.name for e in plain.before("A", row, d1, False)] == ["store3"])
+    order.played()
+    assert ([(r[1].name, r[2]) for r in order.pending["A"]]
+            == [(r[1].name, r[2]) for r in plain.pending["A"]])
