@@ -58,6 +58,16 @@ class HostCopy:
         coordinates of its first element; None: :meth:`array`."""
         return None
 
+    lends = False
+    """Whether any load may come from another array (:meth:`lent`); where not, a replayed
+    stencil's loads do not ask per region. True for a subclass that answers :meth:`lent`
+    itself and says nothing of this."""
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if "lent" in cls.__dict__ and "lends" not in cls.__dict__:
+            cls.lends = True
+
     def lent(self, name: str, box: Box) -> bool:
         """Whether a load of ``box`` of ``name`` comes from another array (:meth:`source`)."""
         return False
@@ -305,7 +315,7 @@ class Directory:
         dev = c.device
         if stores and self.writebacks:
             self.flush_writebacks([(a, r) for r in regions])  # copies back land first
-        if not stores and any(self.host.lent(a, r) for r in regions):
+        if not stores and self.host.lends and any(self.host.lent(a, r) for r in regions):
             # a region that lies in another process's array: one load each
             for r in regions:
                 self.replay_h2d(c, r, host, what)
@@ -324,9 +334,15 @@ class Directory:
             dev.note({"array": a, "box": " + ".join(str(r)[3:] for r in regions),
                       "for": what})
         lane = self.out_lane(c, side) if stores else 0
-        move = dev.read_rects if stores else dev.write_rects
-        e = move(c.alloc, c.box, regions, host, wait_for=waits, blocking=self.blocking,
-                 **({"side": True} if lane else {}))
+        if not stores:
+            e = dev.write_rects(c.alloc, c.box, regions, host, wait_for=waits,
+                                blocking=self.blocking)
+        elif lane:
+            e = dev.read_rects(c.alloc, c.box, regions, host, wait_for=waits,
+                               blocking=self.blocking, side=True)
+        else:
+            e = dev.read_rects(c.alloc, c.box, regions, host, wait_for=waits,
+                               blocking=self.blocking)
         if not dev.paired(c.alloc, c.box, regions, host):
             # the replay counted one command; the device made one per region (the
             # driver bounds the pair's copy past its buffer, or refused a pair)

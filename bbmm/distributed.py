@@ -78,6 +78,10 @@ class _SharedHost(HostCopy):
     def source(self, name: str, box: Box) -> tuple[np.ndarray, tuple[int, ...]] | None:
         return self.comm.loaned(name, box) if self.comm.lend else None
 
+    @property
+    def lends(self) -> bool:  # type: ignore[override]
+        return bool(self.comm.lend)
+
     def lent(self, name: str, box: Box) -> bool:
         return self.comm.lend and self.comm.loaned(name, box, load=False) is not None
 

@@ -684,3 +684,19 @@ def test_a_store_into_a_lent_region_lands_after_its_copy_back():
     d.replay_d2h(c1, Box((2,), (3,)), host.array("x"), "flowout")
     np.testing.assert_array_equal(host.array("x"), [1, 1, 2, 2, 1, 1])
     assert d.writebacks == []
+
+
+def test_a_host_copy_that_answers_lent_itself_lends():
+    """A replayed pair of loads asks :meth:`HostCopy.lent` per region only of a host
+    copy that lends: one whose class answers ``lent`` itself does, unless it says."""
+    class Lending(HostCopy):
+        def lent(self, name, box):
+            return True
+
+    class Saying(HostCopy):
+        lends = False
+
+        def lent(self, name, box):
+            return False
+
+    assert not HostCopy.lends and Lending.lends and not Saying.lends
