@@ -124,7 +124,7 @@ class HostOrder:
     cost heat2d more than it saved. Within the scan, a record whose rows lie past the
     region's is passed over before their boxes are compared: one process driving four
     dry devices scans 11 records per copy of heat2d (n=512, 8 commands pending), and
-    this took its step from 1524k to 1214k instructions (``python scripts/count_host.py
+    this took its step from 1524k to 1191k instructions (``python scripts/count_host.py
     heat2d --devices 4 --lag 8 --vary tsteps=100,200 --param n=512``).
     """
 
@@ -376,7 +376,7 @@ class OrderProgram:
     """:class:`HostOrder`'s calls over one replayed iteration, by the positions of the
     records (*slots*): those it starts from, numbered array by array, then one per copy
     recorded, in order. Per slot: its array, region, device, kind (stores) and lane
-    (:attr:`info`); per call a step: what it was asked (array, region, device, kind,
+    (:attr:`info`); a step for each call: what it was asked (array, region, device, kind,
     lane) and the slots it found (the events to wait for on the device and on the host,
     the records dropped, the records settled or touching)."""
 
