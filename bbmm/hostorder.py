@@ -362,14 +362,15 @@ a copy and of one complete already, :meth:`~HostOrder.settle`,
 :meth:`~HostOrder.touching`."""
 
 
-PLAY_FROM = 4
+PLAY_FROM = 2
 """Records a recorded call scanned on average from which its program is played: a play
 costs a few comparisons per call and the records remade once per replay, which scans
 of fewer records cost no more than. Instructions per step on dry devices with 8
-commands pending (``python scripts/count_host.py P --devices 4 [--procs 4 --rank 1]
---lag 8 ...``): heat2d n=512 in one process (8.4 records a call) 1191k scanning, 890k
-played; over four processes heat2d (2.4 a call) 670k and 662k, fdtd2d 512^2 (1.25 a
-call) 706k and 758k."""
+commands pending, scanning against every program played (``python
+scripts/count_host.py P --devices 4 --procs 4 --rank 1 --lag 8 ...``, the same tree but
+for this): heat2d n=512 (2.4 records a call) 639k and 612k, fdtd2d 512^2 (1.25 a call)
+691k and 718k; one process driving four devices plays heat2d's step (8.4 a call) in
+843k instructions, against 1191k scanned."""
 
 
 class OrderProgram:
