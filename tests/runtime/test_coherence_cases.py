@@ -13,6 +13,7 @@ from bbmm.devices import NullDevice
 from bbmm.runtime import Runtime, Tile
 
 from support.drivers import gather, scatter
+from support.events import Dev, Event
 
 
 def add_one(box):
@@ -181,42 +182,15 @@ def test_fresh_output_needs_no_readin(ndev):
 
 # {{{ ordering of asynchronous copies through the host (HostOrder)
 
-class _Event:
-    def __init__(self, name):
-        self.name, self.waited, self.command_execution_status = name, 0, 1
-
-    def wait(self):
-        self.waited += 1
-
-    def __repr__(self):
-        return self.name
-
-
-class _Dev:
-    """A device of ``domain`` whose events are the fakes above (their status, as
-    OpenCL's, 0 when complete)."""
-
-    def __init__(self, domain):
-        self.domain = domain
-
-    @staticmethod
-    def done(e):
-        return e.command_execution_status == 0
-
-    @staticmethod
-    def wait(e):
-        e.wait()
-
-
 def test_host_order_waits_only_where_regions_overlap_across_devices():
     from bbmm.hostorder import HostOrder
     ctx = object()
-    d0, d1, d2 = _Dev(ctx), _Dev(ctx), _Dev(object())
+    d0, d1, d2 = Dev(ctx), Dev(ctx), Dev(object())
     o = HostOrder()
     rows = Box((0, 0), (9, 99))
     row5 = Box((5, 0), (5, 99))
     other = Box((20, 0), (29, 99))
-    s0 = _Event("store0")
+    s0 = Event("store0")
     assert o.before("A", rows, d0, True) == []
     o.after("A", rows, d0, True, s0)
     # loads of a stored region wait for the store on another device, not on its own queue
@@ -224,7 +198,7 @@ def test_host_order_waits_only_where_regions_overlap_across_devices():
     assert o.before("A", row5, d0, False) == []
     assert o.before("A", other, d1, False) == []
     assert o.before("B", row5, d1, False) == []
-    l1 = _Event("load1")
+    l1 = Event("load1")
     o.after("A", row5, d1, False, l1)
     # a store over a pending load of another device waits for it (write after read)
     assert o.before("A", row5, d0, True) == [s0, l1][1:]
@@ -234,12 +208,12 @@ def test_host_order_waits_only_where_regions_overlap_across_devices():
     assert o.before("A", row5, d2, False) == []
     assert s0.waited == 1
     # a store covering earlier records stands for them
-    s1 = _Event("store1")
+    s1 = Event("store1")
     o.after("A", Box((0, 0), (19, 99)), d1, True, s1)
     assert o.pending["A"] == [(Box((0, 0), (19, 99)), s1, d1, True, 0)]
     # completed records are pruned once the list grows
     for i in range(HostOrder.PRUNE_AT + 1):
-        e = _Event(f"l{i}")
+        e = Event(f"l{i}")
         e.command_execution_status = 0
         o.after("A", Box((100 + i, 0), (100 + i, 9)), d0, False, e)
     recs = list(o.pending["A"])
@@ -255,8 +229,8 @@ def _scanning():
     class Scanning(HostOrder):
         def before(self, array, region, device, stores, lane=0):
             out = []
-            for b, e, d, st, _ in self.pending.get(array, ()):
-                if (d is device and not lane) or not (st or stores) or not b.overlaps(region):
+            for b, e, d, kind, _ in self.pending.get(array, ()):
+                if (d is device and not lane) or not (kind or stores) or not b.overlaps(region):
                     continue
                 if device.domain is not None and d.domain is device.domain:
                     out.append(e)
@@ -303,16 +277,16 @@ def test_host_order_answers_as_a_plain_scan(ops):
     from bbmm.hostorder import HostOrder
 
     ctx = object()
-    devs = [_Dev(ctx), _Dev(ctx), _Dev(object())]
+    devs = [Dev(ctx), Dev(ctx), Dev(object())]
     orders = (HostOrder(), _scanning())
-    events: list[list[_Event]] = [[], []]
+    events: list[list[Event]] = [[], []]
     for n, (op, row, height, flag, d, col) in enumerate(ops):
         # (no copy of an empty region)
         region = Box((row, col), (row + height - 1, col + 3 + height))
         answers = []
         for o, evs in zip(orders, events):
             if op == "after":
-                e = _Event(f"e{n}")
+                e = Event(f"e{n}")
                 evs.append(e)
                 o.after("A", region, devs[d], flag, e, lane=int(flag and d == 0))
             elif op == "before":
@@ -334,22 +308,22 @@ def test_host_order_rows_span_grows_with_each_record():
     a copy that meets only the newest record still waits for it."""
     from bbmm.hostorder import SPAN_FROM, HostOrder
     ctx = object()
-    d0, d1 = _Dev(ctx), _Dev(ctx)
+    d0, d1 = Dev(ctx), Dev(ctx)
     o = HostOrder()
     for i in range(SPAN_FROM):  # enough records for the span to be asked
-        o.after("A", Box((10 + i, 0), (10 + i, 9)), d0, True, _Event(f"s{i}"))
+        o.after("A", Box((10 + i, 0), (10 + i, 9)), d0, True, Event(f"s{i}"))
     top = 10 + SPAN_FROM
-    after, before = _Event("after"), _Event("before")
+    after, before = Event("after"), Event("before")
     o.after("A", Box((top, 0), (top, 9)), d0, True, after)
     o.after("A", Box((9, 0), (9, 9)), d0, True, before)
     assert o.before("A", Box((top, 0), (top, 9)), d1, False) == [after]
     assert o.before("A", Box((9, 0), (9, 9)), d1, False) == [before]
     assert o.before("A", Box((top + 1, 0), (top + 5, 9)), d1, False) == []
     for i in range(HostOrder.PRUNE_AT):  # complete loads of far rows: pruned, span found anew
-        e = _Event(f"l{i}")
+        e = Event(f"l{i}")
         e.command_execution_status = 0
         o.after("A", Box((100 + i, 0), (100 + i, 9)), d1, False, e)
-    late = _Event("late")
+    late = Event("late")
     o.after("A", Box((50, 0), (50, 9)), d0, True, late)
     assert o.before("A", Box((50, 0), (50, 9)), d1, False) == [late]
     assert o.before("A", Box((top, 0), (top, 9)), d1, False) == [after]
@@ -361,10 +335,10 @@ def test_host_order_settle_waits_only_for_unfinished_copies_and_drops_them():
     driver call), and drops every record it met; the rest stay."""
     from bbmm.hostorder import HostOrder
     ctx = object()
-    d0, d1 = _Dev(ctx), _Dev(ctx)
+    d0, d1 = Dev(ctx), Dev(ctx)
     o = HostOrder()
     halo = Box((0, 0), (0, 99))
-    store, load, done_load, far = (_Event(n) for n in ("store", "load", "done", "far"))
+    store, load, done_load, far = (Event(n) for n in ("store", "load", "done", "far"))
     done_load.command_execution_status = 0
     o.after("A", halo, d0, True, store)
     o.after("A", halo, d1, False, load)
@@ -399,23 +373,23 @@ def test_host_order_side_loads_wait_for_their_own_device():
     from the device's queue's (one complete side load says nothing of the queue)."""
     from bbmm.hostorder import HostOrder
     ctx = object()
-    d0, d1 = _Dev(ctx), _Dev(ctx)
+    d0, d1 = Dev(ctx), Dev(ctx)
     o = HostOrder()
     rows = Box((0, 0), (9, 99))
-    s0 = _Event("store0")
+    s0 = Event("store0")
     s0.command_execution_status = 1
     o.after("A", rows, d0, True, s0)
     assert o.before("A", rows, d0, False) == []           # its queue is in order
     assert o.before("A", rows, d0, False, lane=1) == [s0]  # its side queue is not
     assert o.before("A", Box((20, 0), (29, 99)), d0, False, lane=1) == []
     # the device's queue waits for its side loads: its later copies need no event
-    side = _Event("side")
+    side = Event("side")
     o.after("A", rows, d0, False, side, lane=1)
     assert o.before("A", rows, d0, True) == []
     assert o.before("A", rows, d1, True) == [s0, side]
     # many complete side loads: pruned, while the pending store of the queue stays
     for i in range(HostOrder.PRUNE_AT + 1):
-        e = _Event(f"s{i}")
+        e = Event(f"s{i}")
         e.command_execution_status = 0
         o.after("A", Box((100 + i, 0), (100 + i, 9)), d0, False, e, lane=1)
     left = [r[1] for r in o.pending["A"]]
@@ -428,7 +402,7 @@ def test_host_order_prunes_complete_prefixes_by_bisection_and_amortized():
     only its running copies; the next pruning waits for PRUNE_AT more records."""
     from bbmm.hostorder import HostOrder
     ctx = object()
-    busy, idle = _Dev(ctx), _Dev(ctx)
+    busy, idle = Dev(ctx), Dev(ctx)
     o = HostOrder()
     _CountedEvent.queries = 0
     n = HostOrder.PRUNE_AT + 1
@@ -470,7 +444,7 @@ def test_host_order_stays_short_while_the_devices_trail_the_host(lag):
     record, Floyd's lists would grow by two records per k)."""
     from bbmm.hostorder import HostOrder
     ctx = object()
-    d0, d1 = _Dev(ctx), _Dev(ctx)
+    d0, d1 = Dev(ctx), Dev(ctx)
     o = HostOrder()
     _LagEvent.enqueued, _LagEvent.lag = 0, lag
     longest = 0
@@ -495,7 +469,7 @@ def test_host_order_shrinks_once_devices_far_behind_catch_up():
     hundreds of complete records, scanned by every copy, until the list doubled again)."""
     from bbmm.hostorder import HostOrder
     ctx = object()
-    d0, d1 = _Dev(ctx), _Dev(ctx)
+    d0, d1 = Dev(ctx), Dev(ctx)
     o = HostOrder()
     _LagEvent.enqueued, _LagEvent.lag = 0, 400
     for k in range(600):

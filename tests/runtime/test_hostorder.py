@@ -13,27 +13,7 @@ from bbmm.hostorder import HostOrder
 from bbmm.runtime import Runtime
 
 from support.drivers import jacobi_reference, run_jacobi
-
-
-class _Event:
-    def __init__(self, name):
-        self.name, self.waited, self.command_execution_status = name, 0, 1
-
-    def wait(self):
-        self.waited += 1
-
-
-class _Dev:
-    def __init__(self, domain):
-        self.domain = domain
-
-    @staticmethod
-    def done(e):
-        return e.command_execution_status == 0
-
-    @staticmethod
-    def wait(e):
-        e.wait()
+from support.events import Dev, Event
 
 
 # a small pool of regions: rows that meet, rows apart, a region of several rows
@@ -52,7 +32,7 @@ def _run(order, regions, devs, call, name, events):
     if kind in ("load", "store", "none"):
         e = None
         if kind != "none":
-            e = _Event(name)
+            e = Event(name)
             events.append(e)
         order.after("A", region, devs[d], kind == "store", e, lane if kind == "load" else 0)
         return None
@@ -78,7 +58,7 @@ def test_played_calls_answer_as_the_scans(cycle, reps, odd, finish, between, at)
     other calls between two cycles (an iteration run for real) leaving records a play may
     not start from."""
     ctx = object()
-    devs = [_Dev(ctx), _Dev(ctx), _Dev(object())]
+    devs = [Dev(ctx), Dev(ctx), Dev(object())]
     plain, played = HostOrder(), HostOrder()
     for o in (plain, played):
         o.PRUNE_AT = 10 ** 9  # (pruning drops complete records, as a play does not)
@@ -124,7 +104,7 @@ def test_a_stencil_step_is_played_from_its_second_cycle():
     cycle on: its calls are recorded there and played from the third, the records left
     as scans leave them, and a copy meeting two of them waits for both."""
     ctx = object()
-    d0, d1, d2 = _Dev(ctx), _Dev(ctx), _Dev(ctx)
+    d0, d1, d2 = Dev(ctx), Dev(ctx), Dev(ctx)
     halo, out, both = Box((0, 0), (0, 9)), Box((1, 0), (1, 9)), Box((0, 0), (1, 9))
     order, plain = HostOrder(), HostOrder()
     got = []
@@ -137,11 +117,11 @@ def test_a_stencil_step_is_played_from_its_second_cycle():
         for o in (order, plain):
             o.settle("A", halo, loads=True)
             o.before("A", halo, d1, False)
-            o.after("A", halo, d1, False, _Event(f"load{rep}"))
+            o.after("A", halo, d1, False, Event(f"load{rep}"))
             o.before("A", out, d0, True)
-            o.after("A", out, d0, True, _Event(f"store{rep}"))
+            o.after("A", out, d0, True, Event(f"store{rep}"))
             o.settle("A", out, loads=False)
-            o.after("A", out, d0, True, _Event(f"again{rep}"))
+            o.after("A", out, d0, True, Event(f"again{rep}"))
             answers.append([e.name for e in o.before("A", both, d2, True)])
         assert answers[0] == answers[1] == [f"load{rep}", f"again{rep}"]
         if playing:
@@ -239,26 +219,26 @@ def test_a_player_once_ended_answers_nothing_from_its_program():
     even one that the program's next step would have matched: the records have moved on
     from what the program assumed there."""
     ctx = object()
-    d0, d1 = _Dev(ctx), _Dev(ctx)
+    d0, d1 = Dev(ctx), Dev(ctx)
     row = Box((0, 0), (0, 9))
     order, plain = HostOrder(), HostOrder()
     prog = None
     for rep in range(3):  # recorded, recorded again (now a cycle), then kept
         recording = order.record()
         for o in (order, plain):
-            o.after("A", row, d0, True, _Event(f"store{rep}"))
+            o.after("A", row, d0, True, Event(f"store{rep}"))
             o.before("A", row, d1, False)
         prog = order.recorded() if recording else prog
     assert prog is not None
     player = order.play(prog)
     assert player is not None
     other = Box((0, 0), (0, 9))  # an equal region of another object: not foreseen
-    late = _Event("late")
+    late = Event("late")
     for o in (player, plain):
         o.after("A", other, d1, True, late)  # a store of d1 now covers d0's
     # the program's first step (d0's store of ``row``) met again, then its second
     for o in (player, plain):
-        o.after("A", row, d0, True, _Event("store3"))
+        o.after("A", row, d0, True, Event("store3"))
     assert ([e.name for e in player.before("A", row, d1, False)]
             == [e.name for e in plain.before("A", row, d1, False)] == ["store3"])
     order.played()
