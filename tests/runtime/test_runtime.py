@@ -14,6 +14,7 @@ from bbmm.runtime import Runtime, Tile
 
 from support.drivers import (floyd_reference, gather, jacobi_reference, run_floyd, run_jacobi, scatter,
                      tiles_of)
+from support.events import Dev
 
 
 def make(ndev, cap=1 << 24, arena=1 << 16):
@@ -688,13 +689,8 @@ class _PollDevice(NullDevice):
     """A null device whose events, where a test hands it some, are fakes that report their
     own status as OpenCL's do (0 when complete) and count their waits."""
 
-    @staticmethod
-    def done(e):
-        return e.command_execution_status == 0
-
-    @staticmethod
-    def wait(e):
-        e.wait()
+    done = staticmethod(Dev.done)
+    wait = staticmethod(Dev.wait)
 
 
 def polling(ndev):
