@@ -424,7 +424,7 @@ class DistributedRuntime:
         # copies it makes stale) must repeat for the stage to be replayed
         key = (tuple((d, tuple(items)) for d, items in sends),
                tuple((s, tuple(items)) for s, items in recvs)) if keyed else True
-        exchange = (partial(self._exchange_before, sends, recvs, apart(sends, recvs))
+        exchange = (partial(self._exchange_before, sends, recvs, apart(sends, recvs), [None])
                     if recvs or self.local.directory.blocking else None)
         if exchange is not None:
             # the next nest's loads may be queued before it (bbmm.replay._ahead) when what
@@ -558,14 +558,16 @@ class DistributedRuntime:
 
     def _exchange_before(self, sends: list[tuple[int, list[tuple[str, Box]]]],
                          recvs: list[tuple[int, list[tuple[str, Box]]]], sep: bool,
-                         replaying: bool) -> None:
+                         kept: list, replaying: bool) -> None:
         """A stage's exchange before its tiles run (:meth:`_swap`; ``sep``: its regions
-        sent and received are :func:`~bbmm.messages.apart`, found once for the stage)."""
-        self._swap(sends, recvs, "exchange", replaying, sep)
+        sent and received are :func:`~bbmm.messages.apart`, found once for the stage;
+        ``kept``: where the swap keeps what it finds of the stage's lists, for the
+        stage's next exchanges)."""
+        self._swap(sends, recvs, "exchange", replaying, sep, kept)
 
     def _swap(self, sends: list[tuple[int, list[tuple[str, Box]]]],
               recvs: list[tuple[int, list[tuple[str, Box]]]], kind: str,
-              replaying: bool, sep: bool | None = None) -> None:
+              replaying: bool, sep: bool | None = None, kept: list | None = None) -> None:
         """Send and receive regions of the host copy. Sent regions get their newest
         values from the devices first (queued) and their queued stores waited for;
         received ones wait for the queued loads out of them, and their device copies
@@ -579,24 +581,30 @@ class DistributedRuntime:
             # the devices' copies back of lent regions this exchange sends or receives
             # first (their stores waited for below); the others while it waits
             directory.flush_writebacks([x for _, items in (*sends, *recvs) for x in items])
-        outgoing = _distinct(sends)
+        found = None if kept is None else kept[0]
+        if found is None:
+            outgoing = _distinct(sends)
+            # the received regions first: their loads ended long ago, while the stores
+            # of the sent ones are often the last copies queued, so the wait that blocks
+            # comes last and nothing is left to ask once it ends
+            settles = ([(a, b, True) for _, items in recvs for a, b in items]
+                       + [(a, b, False) for items in outgoing for a, b in items])
+            found = (outgoing, settles, self._message_list(sends), self._message_list(recvs),
+                     apart(sends, recvs) if sep is None else sep)
+            if kept is not None:
+                # (a stage kept while its plan repeats, a stencil's step, swaps these
+                # again: found once)
+                kept[0] = found
+        outgoing, settles, out_msgs, in_msgs, sep = found
         if not replaying:
             for items in outgoing:
                 for a, b in items:
                     self._refresh(a, b)
-        # the received regions first: their loads ended long ago, while the stores of
-        # the sent ones are often the last copies queued, so the wait that blocks comes
-        # last and nothing is left to ask once it ends
         settle = directory.order.settle
-        for _, items in recvs:
-            for a, b in items:
-                settle(a, b, True)
-        for items in outgoing:
-            for a, b in items:
-                settle(a, b, False)
+        for a, b, loads in settles:
+            settle(a, b, loads)
         t1 = time.perf_counter()
-        sent, got = swap(self.comm, self._message_list(sends), self._message_list(recvs),
-                         apart(sends, recvs) if sep is None else sep)
+        sent, got = swap(self.comm, out_msgs, in_msgs, sep)
         if directory.writebacks:
             directory.flush_writebacks()  # what the wait left (none, or no wait)
         if not replaying:
