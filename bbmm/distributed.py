@@ -584,25 +584,26 @@ class DistributedRuntime:
         found = None if kept is None else kept[0]
         if found is None:
             outgoing = _distinct(sends)
-            # the received regions first: their loads ended long ago, while the stores
-            # of the sent ones are often the last copies queued, so the wait that blocks
-            # comes last and nothing is left to ask once it ends
-            settles = ([(a, b, True) for _, items in recvs for a, b in items]
-                       + [(a, b, False) for items in outgoing for a, b in items])
-            found = (outgoing, settles, self._message_list(sends), self._message_list(recvs),
-                     apart(sends, recvs) if sep is None else sep)
+            found = (outgoing, [x for _, items in recvs for x in items],
+                     [x for items in outgoing for x in items], self._message_list(sends),
+                     self._message_list(recvs), apart(sends, recvs) if sep is None else sep)
             if kept is not None:
                 # (a stage kept while its plan repeats, a stencil's step, swaps these
                 # again: found once)
                 kept[0] = found
-        outgoing, settles, out_msgs, in_msgs, sep = found
+        outgoing, received, sent_regions, out_msgs, in_msgs, sep = found
         if not replaying:
             for items in outgoing:
                 for a, b in items:
                     self._refresh(a, b)
+        # the received regions first: their loads ended long ago, while the stores of
+        # the sent ones are often the last copies queued, so the wait that blocks comes
+        # last and nothing is left to ask once it ends
         settle = directory.order.settle
-        for a, b, loads in settles:
-            settle(a, b, loads)
+        for a, b in received:
+            settle(a, b, True)
+        for a, b in sent_regions:
+            settle(a, b, False)
         t1 = time.perf_counter()
         sent, got = swap(self.comm, out_msgs, in_msgs, sep)
         if directory.writebacks:
