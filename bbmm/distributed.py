@@ -582,16 +582,22 @@ class DistributedRuntime:
             # first (their stores waited for below); the others while it waits
             directory.flush_writebacks([x for _, items in (*sends, *recvs) for x in items])
         found = None if kept is None else kept[0]
-        if found is None:
+        received: list | None = None
+        if found is None or found is _ONCE:
             outgoing = _distinct(sends)
-            found = (outgoing, [x for _, items in recvs for x in items],
-                     [x for items in outgoing for x in items], self._message_list(sends),
-                     self._message_list(recvs), apart(sends, recvs) if sep is None else sep)
-            if kept is not None:
-                # (a stage kept while its plan repeats, a stencil's step, swaps these
-                # again: found once)
-                kept[0] = found
-        outgoing, received, sent_regions, out_msgs, in_msgs, sep = found
+            out_msgs, in_msgs = self._message_list(sends), self._message_list(recvs)
+            if sep is None:
+                sep = apart(sends, recvs)
+            if found is _ONCE:
+                # a stage kept while its plan repeats (a stencil's step) swaps these again:
+                # kept from its second swap on (Floyd's stages, new every step, swap once)
+                received = [x for _, items in recvs for x in items]
+                sent_regions = [x for items in outgoing for x in items]
+                kept[0] = (outgoing, received, sent_regions, out_msgs, in_msgs, sep)
+            elif kept is not None:
+                kept[0] = _ONCE
+        else:
+            outgoing, received, sent_regions, out_msgs, in_msgs, sep = found
         if not replaying:
             for items in outgoing:
                 for a, b in items:
@@ -600,10 +606,18 @@ class DistributedRuntime:
         # the sent ones are often the last copies queued, so the wait that blocks comes
         # last and nothing is left to ask once it ends
         settle = directory.order.settle
-        for a, b in received:
-            settle(a, b, True)
-        for a, b in sent_regions:
-            settle(a, b, False)
+        if received is None:
+            for _, items in recvs:
+                for a, b in items:
+                    settle(a, b, True)
+            for items in outgoing:
+                for a, b in items:
+                    settle(a, b, False)
+        else:
+            for a, b in received:
+                settle(a, b, True)
+            for a, b in sent_regions:
+                settle(a, b, False)
         t1 = time.perf_counter()
         sent, got = swap(self.comm, out_msgs, in_msgs, sep)
         if directory.writebacks:
@@ -760,6 +774,9 @@ def _distinct(pairs: Sequence[tuple[int, Sequence[tuple[str, Box]]]]
             out.append(items)
     return out
 
+
+_ONCE = ("swapped once",)
+"""What a stage's exchange keeps after its first swap (:meth:`DistributedRuntime._swap`)."""
 
 MESSAGES = 64
 """Messages kept by their lists of regions (:meth:`DistributedRuntime._message`): a
