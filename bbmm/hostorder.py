@@ -206,13 +206,18 @@ class HostOrder:
         count = self._count.get(array, 0) + 1
         self._count[array] = count
         if len(recs) > self.PRUNE_AT and count >= self._prune_at.get(array, 0):
-            recs[:] = _unfinished(recs)
-            if type(recs) is _Records:
-                recs.span()
-            # again after PRUNE_AT more records (bisection keeps each pruning cheap): a
-            # bound that doubled with the list kept one grown while the devices trailed
-            # far behind long after they caught up, every copy scanning it
-            self._prune_at[array] = count + self.PRUNE_AT
+            self._prune(array, recs, count)
+
+    def _prune(self, array: str, recs: list, count: int) -> None:
+        """Drop the records of ``array`` whose copies are complete (the ``count``-th
+        recorded, :attr:`PRUNE_AT` of them or more held)."""
+        recs[:] = _unfinished(recs)
+        if type(recs) is _Records:
+            recs.span()
+        # again after PRUNE_AT more records (bisection keeps each pruning cheap): a
+        # bound that doubled with the list kept one grown while the devices trailed
+        # far behind long after they caught up, every copy scanning it
+        self._prune_at[array] = count + self.PRUNE_AT
 
     def settle(self, array: str, region: Box, loads: bool) -> None:
         """Wait on the host for the pending copies that touch ``region`` of ``array``:
@@ -269,7 +274,7 @@ class HostOrder:
         where calls are recorded or played already."""
         if self._mode is not None:
             return False
-        self._enter(_Recorder(self))
+        self._mode = _Recorder(self)
         return True
 
     def recorded(self) -> OrderProgram | None:
@@ -279,7 +284,7 @@ class HostOrder:
         rec = self._mode
         if not isinstance(rec, _Recorder):
             return None
-        self._leave()
+        self._mode = None
         return rec.program(self.pending)
 
     def play(self, prog: OrderProgram) -> _Player | None:
@@ -299,7 +304,7 @@ class HostOrder:
         for a in prog.start:
             ev += [r[1] for r in pending[a]]
         player = _Player(self, prog, ev)
-        self._enter(player)
+        self._mode = player
         return player
 
     def played(self) -> bool:
@@ -309,7 +314,7 @@ class HostOrder:
         p = self._mode
         if not isinstance(p, _Player):
             return False
-        self._leave()
+        self._mode = None
         prog = p.prog
         n = p.at[0]
         p.at[0] = -1  # (its calls from now on go to this order)
@@ -319,7 +324,7 @@ class HostOrder:
         made = []
         if whole:
             for a in list(pending):
-                if a not in prog.end:
+                if a not in prog.ends:
                     del pending[a]
             for a, (ends, lo, hi) in prog.ends.items():
                 recs = pending[a] = _Records()
@@ -342,12 +347,6 @@ class HostOrder:
             count[a] = count.get(a, 0) + k
         self._at = (prog, made) if whole else None
         return whole
-
-    def _enter(self, mode: _Recorder | _Player) -> None:
-        self._mode = mode
-
-    def _leave(self) -> None:
-        self._mode = None
 
     def _unplay(self) -> None:
         """A call the program does not foresee: the play ends where it is (where it has
@@ -381,7 +380,7 @@ class OrderProgram:
     lane) and the slots it found (the events to wait for on the device and on the host,
     the records dropped, the records settled or touching)."""
 
-    __slots__ = ("info", "start", "end", "steps", "scanned", "appends", "ends", "_nstart")
+    __slots__ = ("info", "start", "steps", "scanned", "appends", "ends", "_nstart")
 
     def __init__(self, info: list[tuple], start: dict[str, list[int]],
                  end: dict[str, list[int]], steps: list[tuple], scanned: int) -> None:
@@ -390,15 +389,13 @@ class OrderProgram:
         """Records the recorded calls scanned (:attr:`worth`)."""
         self.start = start
         """Per array, the slots of the records it starts from, in order."""
-        self.end = end
-        """Per array, the slots of the records it leaves, in order."""
         self.steps = steps
         self._nstart = sum(len(v) for v in start.values())
         self.appends = self.appends_before(len(steps))
         """Copies recorded per array over the whole program."""
         self.ends: dict[str, tuple[list[tuple], int, int]] = {}
-        """Per array, the records it leaves as ``(slot, region, device, stores, lane)``
-        and the rows they span."""
+        """Per array, the records it leaves (``end``: their slots, in order) as ``(slot,
+        region, device, stores, lane)``, and the rows they span."""
         for a, slots in end.items():
             rows = [(info[s][1].lo[0], info[s][1].hi[0]) for s in slots]
             self.ends[a] = ([(s, *info[s][1:]) for s in slots], min(r[0] for r in rows),
@@ -540,10 +537,7 @@ class _Recorder:
         count = order._count[array] = order._count.get(array, 0) + 1
         if len(recs) > order.PRUNE_AT and count >= order._prune_at.get(array, 0):
             self.failed = True  # (a pruning: its records hang on the devices' progress)
-            recs[:] = _unfinished(list(recs))
-            if type(recs) is _Records:
-                recs.span()
-            order._prune_at[array] = count + order.PRUNE_AT
+            order._prune(array, recs, count)
         self.steps.append((_AFTER, array, region, device, stores, lane, gone))
 
     def settle(self, array: str, region: Box, loads: bool) -> None:
