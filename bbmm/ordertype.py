@@ -17,6 +17,19 @@ from typing import Any, Mapping
 
 from .box import Box
 
+SHIFT = 4
+"""How far a coordinate that the box algebra derives may lie from an input coordinate of
+its dimension for a result to be kept as a template (:func:`encode` raises :class:`Far`
+past it): a difference's piece starts one past an end, a record is cut one row past a
+flow-out row, and a plan's stage moves a coordinate at most three units."""
+GAP = 2 * SHIFT + 1
+"""Gaps between neighbouring coordinates of this size or more count as "far": the least
+cap that keeps every decision on coordinates within :data:`SHIFT` of the inputs. Two such
+coordinates ``x + a`` and ``y + b`` (``|a|, |b| <= SHIFT``) compare as ``x - y + a - b``,
+whose sign is that of ``x - y`` once ``|x - y| >= 2 * SHIFT + 1``; below that the key
+holds the gap exactly. A smaller cap makes fewer steps differ: Floyd's and LU's steps
+within ``GAP`` rows of a block's ends each take a key of their own and run for real."""
+
 
 def order(flat: Mapping[str, list[int]], ndims: Mapping[str, int], gap: int
           ) -> tuple[tuple, dict[str, list[list[int]]]]:

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .box import Box, disjoint, hull_all, merge_adjacent
 from .ordertype import Far as _Far, bases_like, box_of as _box, encode as _encode
-from .ordertype import order as _order, shape as order_shape
+from .ordertype import GAP as _GAP, SHIFT as _SHIFT, order as _order, shape as order_shape
 from .runtime import Tile
 
 Messages = dict[tuple[int, int], list[tuple[str, Box]]]
@@ -356,16 +356,16 @@ class PlanMemo:
     coordinate of its output lies within :attr:`SHIFT` of an input coordinate: a stage
     moves a coordinate at most three units from the input it came from (a message piece
     one past an intersection's end, a record cut by it and then by a write box), so its
-    comparisons differ from the inputs' by less than 2 * 3 + 1 < :attr:`GAP`. The first time a template is
-    used the phase is also planned afresh and the two compared; a template that differs
-    is never used. Programs whose phases never repeat pay only for the keys, and not
+    comparisons are decided by the key (:data:`bbmm.ordertype.GAP`). The first time a
+    template is used the phase is also planned afresh and the two compared; a template
+    that differs is never used. Programs whose phases never repeat pay only for the keys, and not
     even that for long: after :attr:`MISSES` misses in a row with no hit, lookups pause
     for :attr:`PAUSE` phases. The plan is the same on every rank, looked up or not.
     """
 
     SIZE = 256
-    GAP = 16
-    SHIFT = 4
+    GAP = _GAP
+    SHIFT = _SHIFT
     STAGES = 1
     MISSES = 128
     PAUSE = 1024

@@ -49,14 +49,11 @@ __all__ = ["Runtime", "Tile", "TileBuffers", "Copy", "kernel_args", "int32", "fu
 MODES = ("disjoint", "convex")
 REPLAY_MISSES = 4
 """Recorded serial iterations in a row that are no fixed point before recording pauses."""
-REPLAY_PAUSE = (8, 512)
+REPLAY_PAUSE = (4, 512)
 """First and longest pause of recording, in serial iterations (each pause doubles).
-Floyd's and LU's iterations near a tile boundary never repeat (:mod:`bbmm.shifted`), and
-the first regular iteration after them is found sooner with short pauses: on eight dry
-devices, Floyd n=1024 replays 721 of its 1024 iterations with 4 misses and pauses from 8
-(47.8 us of host work per tile) against 519 with 8 and 16 (56.8 us); LU n=1024 76.3 us
-against 78.5 (``python scripts/bench_host.py --programs floyd,lu --devices 4,8 --param
-floyd:n=1024 --param lu:n=1024 --repeat 2``)."""
+Floyd's and LU's iterations within :data:`bbmm.ordertype.GAP` rows of a block's ends
+never repeat (:mod:`bbmm.shifted`), and the first regular iteration after them is found
+sooner with short pauses, which a program that never repeats soon doubles away."""
 COHERENCE = ("exact", "block")
 STOP_PERIOD = 2e-3
 """Seconds between two requests for a loop's ``break`` flag (:meth:`Runtime.stopped`): a

@@ -59,18 +59,11 @@ import numpy as np
 
 from .box import Box
 from .diagnostic import DeviceMemoryError
-from .ordertype import (Far, bases_like, box_of, delta, encode, moved_on, nearest, order,
-                        shape as order_shape)
+from .ordertype import (GAP, SHIFT, Far, bases_like, box_of, delta, encode, moved_on,
+                        nearest, order, shape as order_shape)
 from .shiftcode import replay_code
 from .tiles import Copy, Tile, TileBuffers, int32
 
-GAP = 16
-"""Gaps between neighbouring coordinates of this size or more count as "far" (as
-:attr:`bbmm.ownership.PlanMemo.GAP`)."""
-SHIFT = 4
-"""How far an encoded coordinate may lie from the input coordinate it is taken relative
-to: the runtime's boxes lie at most a unit or two past an input (a record cut one row
-past a flow-out row)."""
 SIZE = 64
 """Templates kept (the oldest is dropped first): one per regime of the serial loop."""
 WRITE_AFTER = 128

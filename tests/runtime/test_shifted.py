@@ -27,20 +27,21 @@ def floyd_input(n, seed=5):
     return np.random.default_rng(seed).integers(1, 50, (n, n)).astype(np.float32)
 
 
-@pytest.mark.parametrize("ndev,tile,flowout,least", [
-    (1, 192, True, 96), (2, 96, True, 48), (3, 64, True, 12), (4, 48, True, 8),
-    (2, 96, False, 48)])
-def test_floyd_steps_replay_up_to_a_shift(ndev, tile, flowout, least):
+@pytest.mark.parametrize("ndev,tile,flowout", [
+    (1, 192, True), (2, 96, True), (3, 64, True), (4, 48, True), (2, 96, False)])
+def test_floyd_steps_replay_up_to_a_shift(ndev, tile, flowout):
     """Floyd's step k moves row k: the steps of a block of rows that lie farther than
-    GAP from its ends replay the template of an earlier step, moved with k (``least``
-    of them at least: recording pauses after misses near the ends), and issue exactly
-    the copies and launches (each region, in order) that the full bookkeeping issues."""
+    GAP from its ends replay the template of an earlier step, moved with k (all but a
+    few past GAP: recording pauses after misses near the ends, and a template is made,
+    verified and followed before steps move on), and issue exactly the copies and
+    launches (each region, in order) that the full bookkeeping issues."""
     n = 192
     path = floyd_input(n)
     on, off = both(lambda rt: run_floyd(rt, n, tile, flowout), ndev, {"path": path})
     np.testing.assert_array_equal(on.host.array("path"), floyd_reference(path))
     np.testing.assert_array_equal(on.host.array("path"), off.host.array("path"))
     assert counters(on) == counters(off)
+    least = ndev * (tile - 2 * shifted.GAP - 10)
     assert on.stats.shifted == on.stats.replayed and on.stats.shifted >= least
     assert off.stats.shifted == 0
     assert on.shift_memo.verified >= 1 and on.shift_memo.rejected == 0
@@ -239,6 +240,41 @@ def _flat(boxes):
         f += b.lo
         f += b.hi
     return f
+
+
+def _sign(v):
+    return (v > 0) - (v < 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-60, 60), min_size=2, max_size=8, unique=True), st.data())
+def test_a_key_decides_every_comparison_within_shift_of_its_coordinates(vals, data):
+    """Two lists of coordinates with one key (the same order, the same gaps below GAP,
+    any gaps from GAP up) compare alike once each coordinate is moved by at most SHIFT:
+    every decision a template replays for the second was made so for the first. This is
+    what GAP = 2 * SHIFT + 1 rests on."""
+    ds = sorted(vals)
+    other = [ds[0]]
+    for x, y in zip(ds, ds[1:]):
+        g = y - x if y - x < GAP else data.draw(st.integers(GAP, GAP + 200))
+        other.append(other[-1] + g)
+    perm = data.draw(st.permutations(range(len(ds))))
+    a, b = [ds[i] for i in perm], [other[i] for i in perm]
+    assert order({"x": a}, {"x": 1}, GAP)[0] == order({"x": b}, {"x": 1}, GAP)[0]
+    for i in range(len(a)):
+        for j in range(len(a)):
+            for p in range(-SHIFT, SHIFT + 1):
+                for q in range(-SHIFT, SHIFT + 1):
+                    assert _sign(a[i] + p - a[j] - q) == _sign(b[i] + p - b[j] - q)
+
+
+def test_a_smaller_cap_would_let_a_key_hide_a_decision():
+    """With gaps capped one unit below GAP, two lists of one key compare differently
+    within SHIFT of their coordinates: GAP is the least cap that keeps them alike."""
+    near, far = [0, 2 * SHIFT], [0, 2 * SHIFT + 50]
+    assert order({"x": near}, {"x": 1}, GAP - 1)[0] == order({"x": far}, {"x": 1}, GAP - 1)[0]
+    assert near[0] + SHIFT == near[1] - SHIFT and far[0] + SHIFT < far[1] - SHIFT
+    assert order({"x": near}, {"x": 1}, GAP)[0] != order({"x": far}, {"x": 1}, GAP)[0]
 
 
 @settings(max_examples=200, deadline=None)
