@@ -615,31 +615,36 @@ class Directory:
                 self._flush_groups(c)
 
     def _merge_dirty(self, holder: Copy, hull: Box) -> None:
-        """``holder``'s dirty records inside a deferred group's ``hull`` become one record,
-        the hull, where ``holder`` holds the newest value of all of it: it covers the hull
-        and is stale nowhere in it, and no other copy's record meets it (an element of the
-        hull in no record has its newest value on the host, and so in ``holder`` too).
+        """``holder``'s dirty records that meet a deferred group's ``hull`` become one
+        record, the hull, and the parts of them outside it, where ``holder`` holds the
+        newest value of all of the hull: it covers the hull and is stale nowhere in it,
+        and no other copy's record meets it (an element of the hull in no record has its
+        newest value on the host, and so in ``holder`` too).
 
         Other stores carve a deferred region into pieces (LU: the flow-out of row ``k``
         splits off row ``k``'s final left part every step, a staircase of one record per
-        step). Merged, the records keep one shape from step to step, which a replay up
-        to a shift needs (:mod:`bbmm.shifted`), and every write walks fewer of them. The
-        group is stored as this hull anyway (:meth:`_store_groups`)."""
+        step, beside the record of the rows still updated, which the hull of the final
+        columns cuts into). Merged, the records keep one shape from step to step, which a
+        replay up to a shift needs (:mod:`bbmm.shifted`), and every write walks fewer of
+        them. The group is stored as this hull anyway (:meth:`_store_groups`)."""
         recs = self.dirty[holder.array]
-        inside = 0
+        meet = 0
         for b, h in recs:
             if b.overlaps(hull):
-                if h is not holder or not b.issubset(hull):
+                if h is not holder:
                     return
-                inside += 1
-        if inside < 2 or not hull.issubset(holder.box) or R.overlaps(holder.stale, hull):
+                meet += 1
+        if meet < 2 or not hull.issubset(holder.box) or R.overlaps(holder.stale, hull):
             return
         out = []
         for r in recs:
-            if r[0].overlaps(hull):
-                if inside:
+            b = r[0]
+            if b.overlaps(hull):
+                if meet:
                     out.append((hull, holder))  # where the first of them was
-                    inside = 0
+                    meet = 0
+                if not b.issubset(hull):
+                    out += [(p, holder) for p in b.subtract(hull)]
             else:
                 out.append(r)
         self.dirty[holder.array] = out

@@ -570,6 +570,48 @@ def test_deferred_staircase_merges_into_its_hull_only_where_the_holder_is_newest
         assert n - intruder <= runs[True][0] < runs[False][0]
 
 
+def _lu_staircase(rt, n):
+    """LU's trailing update on device 0: step k adds one to the corner from (k, k), sends
+    row k's right part home (flow-out) and writes column k below it out for the last
+    time (deferred). The group's hull, the final columns, cuts into the record of the
+    rows still updated, and row k's final left part stays behind each step."""
+    ref = rt.host.array("x").copy()
+    longest = 0
+    for k in range(n):
+        box = Box((k, k), (n - 1, n - 1))
+        col = [Box((k + 1, k), (n - 1, k))] if k + 1 < n else []
+        rt.run_phase([Tile(0, {"x": [box]}, add_one(box), writes={"x": [box]},
+                           flowout={"x": [Box((k, k), (k, n - 1))]},
+                           writeout={"x": col})], serial=k)
+        ref[k:, k:] += 1
+        rt.end_serial(k)
+        longest = max(longest, len(rt.directory.dirty["x"]))
+    rt.finish()
+    return ref, longest
+
+
+def test_deferred_columns_merge_with_the_record_they_cut_into(monkeypatch):
+    """Where a deferred group's hull cuts into the holder's record of the rows still
+    updated, the records that meet the hull become the hull and that record's parts
+    outside it: two records every step instead of a staircase of one per step, the same
+    bytes moved and the same result."""
+    n = 12
+    x = np.arange(n * n, dtype=np.int64).reshape(n, n)
+    runs = {}
+    for merge in (True, False):
+        if not merge:
+            monkeypatch.setattr("bbmm.coherence.Directory._merge_dirty",
+                                lambda self, holder, hull: None)
+        rt = Runtime([NullDevice(i) for i in range(2)], {"x": x.copy()}, verify=True,
+                     replay=False, config=RuntimeConfig(place=False))
+        ref, longest = _lu_staircase(rt, n)
+        np.testing.assert_array_equal(rt.host.array("x"), ref)
+        runs[merge] = (longest, rt.stats.bytes)
+    assert runs[False][0] >= n - 2
+    assert runs[True][0] <= 2
+    assert runs[True][1] == runs[False][1]
+
+
 def test_a_region_loaded_from_another_array_is_copied_back_by_its_device():
     """A region whose newest values lie in another array (another process's, lent:
     :meth:`bbmm.coherence.HostCopy.source`) is loaded from there, and the device that
