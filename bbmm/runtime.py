@@ -220,7 +220,6 @@ class Runtime:
         number)."""
         self._calls = 0  # calls of stopped()
         self._sizes = PhaseSizes()
-        self._placed: dict[tuple, tuple[int, ...]] = {}
         self._loop_t0: float | None = None  # when Stats.loop_s's clock started
 
     # ---- Algorithm 4 ---------------------------------------------------------------
@@ -637,12 +636,22 @@ class Runtime:
         and flows it back (four host hops per serial iteration on LU's critical path
         instead of two). A small phase's kernels are too short for load balance to
         matter. Any placement is correct: coherence follows validity, not placement.
-        While a recorded iteration is being matched for replay, the placement of the
-        last real run of the same tiles is reused (the state it was chosen from is the
-        fixed point's, and the tiles must match the recording's).
+        While a fixed point or a template is replayed, a phase held back for it takes
+        the devices its tiles ran on in the recorded iteration: the state they were
+        chosen from is the one it starts from, and its tiles must match the recording's.
+        (fdtd2d's ``ey[0][j] = _fict_[t]`` names another element of ``_fict_`` every
+        step, held whole: a placement looked up by the tiles' own boxes was never found
+        again, and every replayed step weighed every device's copies.)
         """
         if not tiles:
             return tiles
+        fixed = self._fixed
+        if fixed is not None:
+            # held back for the replay of a fixed point: placed as in its iteration
+            i = len(self._deferred)
+            if i < len(fixed.tiles_of) and len(fixed.tiles_of[i]) == len(tiles):
+                return [t if r.device == t.device else replace(t, device=r.device)
+                        for t, r in zip(tiles, fixed.tiles_of[i])]
         shifted = self._shifted
         if shifted is not None:
             # held back for a replay up to a shift: placed as in the template's iteration
@@ -653,17 +662,8 @@ class Runtime:
                         for t, d in zip(tiles, shifted.placed[i])]
         if not self._sizes.small(tiles):
             return tiles
-        # the tiles' key (costly: every box hashed) only where replay may need it
-        recording = self._tape is not None and self.directory.tape is not None
-        key = phase_key(tiles) if self._fixed is not None or recording else None
-        devs = self._placed.get(key) if self._fixed is not None else None
-        if devs is None:
-            devs = tuple(self._best_device(t) for t in tiles)
-            if key is not None:  # being recorded: what the replay's matching reuses
-                if len(self._placed) >= 4096:
-                    self._placed.clear()
-                self._placed[key] = devs
-        return [t if d == t.device else replace(t, device=d) for t, d in zip(tiles, devs)]
+        return [t if d == t.device else replace(t, device=d)
+                for t, d in ((t, self._best_device(t)) for t in tiles)]
 
     def _best_device(self, t: Tile) -> int:
         """The device whose resident copies hold the most valid bytes of ``t``'s boxes,

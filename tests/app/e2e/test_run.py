@@ -519,6 +519,40 @@ def test_lu_in_one_process_replays_its_placed_phase(tmp_path, monkeypatch):
 
 
 @needs_cl
+def test_fdtd2d_replays_its_placed_row_phase_without_weighing_devices(tmp_path, monkeypatch):
+    """fdtd2d's ``ey[0][j] = _fict_[t]`` is a small phase placed where row 0 is, and it
+    names another element of ``_fict_`` (held whole) every step: a replayed fixed point
+    places it as its recorded iteration did, without weighing every device's copies
+    again. The result is the sequential C program's, with the bytes and copy commands of
+    the run without replay."""
+    from bbmm.runtime import Runtime
+    weighed = []
+    real = Runtime._best_device
+
+    def best(self, t):
+        weighed[-1] += 1
+        return real(self, t)
+
+    monkeypatch.setattr(Runtime, "_best_device", best)
+    docs = []
+    for opt in ([], ["--no-replay"]):
+        weighed.append(0)
+        out = tmp_path / f"p{len(docs)}.json"
+        assert run(POLYBENCH / "fdtd2d.c", ["nx=64", "ny=64", "tmax=40"], "--devices", 3,
+                   "--procs", 1, *opt, json_path=out) == 0
+        docs.append(json.loads(out.read_text()))
+    on, off = docs
+    assert on["check"] == off["check"] == "pass"
+    assert on["replayed_iterations"] >= 30 and off["replayed_iterations"] == 0
+    assert weighed[1] >= 39  # every step but the first, whose row phase came first
+    assert weighed[0] <= weighed[1] - on["replayed_iterations"]
+    for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
+                "writeback_bytes", "refresh_bytes", "tiles"):
+        assert on[key] == off[key], key
+    assert on["per_device"] == off["per_device"]
+
+
+@needs_cl
 @pytest.mark.parametrize("name,n", [("floyd", 384), ("lu", 512)])
 def test_steps_moved_on_without_their_tiles_are_exact(name, n, tmp_path, monkeypatch):
     """Floyd's and LU's steps on three devices of one process: most are replayed from
