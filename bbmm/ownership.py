@@ -358,9 +358,10 @@ class PlanMemo:
     one past an intersection's end, a record cut by it and then by a write box), so its
     comparisons are decided by the key (:data:`bbmm.ordertype.GAP`). The first time a
     template is used the phase is also planned afresh and the two compared; a template
-    that differs is never used. Programs whose phases never repeat pay only for the keys, and not
-    even that for long: after :attr:`MISSES` misses in a row with no hit, lookups pause
-    for :attr:`PAUSE` phases. The plan is the same on every rank, looked up or not.
+    that differs is never used. Programs whose phases never repeat pay only for the
+    keys, and not even that for long: after :attr:`MISSES` misses in a row with no hit,
+    lookups pause for :attr:`PAUSE` phases. The plan is the same on every rank, looked
+    up or not.
     """
 
     SIZE = 256
