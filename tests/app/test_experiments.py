@@ -501,7 +501,9 @@ def test_bench_floor_measures_kernel_shapes_side_by_side(tmp_path, capsys):
 
 def test_bench_host_on_dry_devices(tmp_path, capsys):
     """Host time per serial iteration without a GPU: the runtime runs whole, nothing moves;
-    heat2d's steps repeat (replayed), floyd's do not."""
+    heat2d's steps repeat (replayed), floyd's only up to a shift, away from the ends of
+    its blocks of rows (those within GAP of the block end at row 32 never replay)."""
+    from bbmm.ordertype import GAP
     import bench_host as bh
     assert bh.main(["--programs", "floyd,heat2d", "--devices", "1,2", "--sizes", "tiny",
                     "--param", "heat2d:tsteps=8", "--repeat", "1",
@@ -509,7 +511,8 @@ def test_bench_host_on_dry_devices(tmp_path, capsys):
     rows = {(r["program"], r["devices"]): r for r in
             json.loads((tmp_path / "h.json").read_text())["rows"]}
     assert set(rows) == {(p, d) for p in ("floyd", "heat2d") for d in (1, 2)}
-    assert rows[("floyd", 2)]["serial_iters"] == 64 and rows[("floyd", 2)]["replayed"] == 0
+    assert rows[("floyd", 2)]["serial_iters"] == 64
+    assert 0 < rows[("floyd", 2)]["replayed"] <= 64 - 2 * GAP
     assert rows[("heat2d", 2)]["serial_iters"] == 8 and rows[("heat2d", 2)]["replayed"] == 4
     for r in rows.values():
         assert r["ms_per_iter"] > 0 and r["launches"] == r["tiles"]
