@@ -541,6 +541,24 @@ def _staircase(rt, n, intruder=None):
     return ref, longest
 
 
+def _merge_runs(monkeypatch, steps, n):
+    """``steps(rt)`` (:func:`_staircase`'s kind) on two null devices with deferred
+    records merged and without: per run, the most records the array had and the bytes
+    moved; both results checked against the reference."""
+    x = np.arange(n * n, dtype=np.int64).reshape(n, n)
+    runs = {}
+    for merge in (True, False):
+        if not merge:
+            monkeypatch.setattr("bbmm.coherence.Directory._merge_dirty",
+                                lambda self, holder, hull: None)
+        rt = Runtime([NullDevice(i) for i in range(2)], {"x": x.copy()}, verify=True,
+                     replay=False, config=RuntimeConfig(place=False))
+        ref, longest = steps(rt)
+        np.testing.assert_array_equal(rt.host.array("x"), ref)
+        runs[merge] = (longest, rt.stats.bytes)
+    return runs
+
+
 @pytest.mark.parametrize("intruder", [None, 5])
 def test_deferred_staircase_merges_into_its_hull_only_where_the_holder_is_newest(
         monkeypatch, intruder):
@@ -550,17 +568,7 @@ def test_deferred_staircase_merges_into_its_hull_only_where_the_holder_is_newest
     and the run moves the same bytes with the same result. Once another device has
     written in the hull, the records stay apart, and its value is the one that lasts."""
     n = 12
-    x = np.arange(n * n, dtype=np.int64).reshape(n, n)
-    runs = {}
-    for merge in (True, False):
-        if not merge:
-            monkeypatch.setattr("bbmm.coherence.Directory._merge_dirty",
-                                lambda self, holder, hull: None)
-        rt = Runtime([NullDevice(i) for i in range(2)], {"x": x.copy()}, verify=True,
-                     replay=False, config=RuntimeConfig(place=False))
-        ref, longest = _staircase(rt, n, intruder)
-        np.testing.assert_array_equal(rt.host.array("x"), ref)
-        runs[merge] = (longest, rt.stats.bytes)
+    runs = _merge_runs(monkeypatch, lambda rt: _staircase(rt, n, intruder), n)
     assert runs[False][0] >= n - 1          # a record per step without merging
     if intruder is None:
         assert runs[True][0] == 2
@@ -596,17 +604,7 @@ def test_deferred_columns_merge_with_the_record_they_cut_into(monkeypatch):
     outside it: two records every step instead of a staircase of one per step, the same
     bytes moved and the same result."""
     n = 12
-    x = np.arange(n * n, dtype=np.int64).reshape(n, n)
-    runs = {}
-    for merge in (True, False):
-        if not merge:
-            monkeypatch.setattr("bbmm.coherence.Directory._merge_dirty",
-                                lambda self, holder, hull: None)
-        rt = Runtime([NullDevice(i) for i in range(2)], {"x": x.copy()}, verify=True,
-                     replay=False, config=RuntimeConfig(place=False))
-        ref, longest = _lu_staircase(rt, n)
-        np.testing.assert_array_equal(rt.host.array("x"), ref)
-        runs[merge] = (longest, rt.stats.bytes)
+    runs = _merge_runs(monkeypatch, lambda rt: _lu_staircase(rt, n), n)
     assert runs[False][0] >= n - 2
     assert runs[True][0] <= 2
     assert runs[True][1] == runs[False][1]

@@ -485,13 +485,9 @@ def test_lu_over_processes_replays_tiles_run_in_parts(tmp_path):
     assert on["exchange_bytes"] == off["exchange_bytes"]
 
 
-@needs_cl
-def test_lu_in_one_process_replays_its_placed_phase(tmp_path, monkeypatch):
-    """LU on three devices of one process: the scaling of row k is a small phase, run
-    where row k is; a step replayed up to a shift places it as its template's step did,
-    without weighing the devices' copies again. The result is the sequential C
-    program's, and every device moves exactly the bytes, in exactly the copy commands,
-    of the full bookkeeping."""
+def _placed_runs(tmp_path, monkeypatch, program, params):
+    """``program`` on three devices of one process with replay and without (``--json``
+    of each), and how often each weighed the devices' copies to place a small phase."""
     from bbmm.runtime import Runtime
     weighed = []
     real = Runtime._best_device
@@ -505,17 +501,28 @@ def test_lu_in_one_process_replays_its_placed_phase(tmp_path, monkeypatch):
     for opt in ([], ["--no-replay"]):
         weighed.append(0)
         out = tmp_path / f"p{len(docs)}.json"
-        assert run(POLYBENCH / "lu.c", ["n=512"], "--devices", 3, "--procs", 1, *opt,
+        assert run(POLYBENCH / program, params, "--devices", 3, "--procs", 1, *opt,
                    json_path=out) == 0
         docs.append(json.loads(out.read_text()))
     on, off = docs
     assert on["check"] == off["check"] == "pass"
-    assert on["shifted_iterations"] > 200 and off["shifted_iterations"] == 0
-    assert weighed[0] <= weighed[1] - on["shifted_iterations"]  # a tile or more per replay
     for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
                 "writeback_bytes", "refresh_bytes", "tiles"):
         assert on[key] == off[key], key
     assert on["per_device"] == off["per_device"]
+    return on, off, weighed
+
+
+@needs_cl
+def test_lu_in_one_process_replays_its_placed_phase(tmp_path, monkeypatch):
+    """LU on three devices of one process: the scaling of row k is a small phase, run
+    where row k is; a step replayed up to a shift places it as its template's step did,
+    without weighing the devices' copies again. The result is the sequential C
+    program's, and every device moves exactly the bytes, in exactly the copy commands,
+    of the full bookkeeping."""
+    on, off, weighed = _placed_runs(tmp_path, monkeypatch, "lu.c", ["n=512"])
+    assert on["shifted_iterations"] > 200 and off["shifted_iterations"] == 0
+    assert weighed[0] <= weighed[1] - on["shifted_iterations"]  # a tile or more per replay
 
 
 @needs_cl
@@ -525,31 +532,11 @@ def test_fdtd2d_replays_its_placed_row_phase_without_weighing_devices(tmp_path, 
     places it as its recorded iteration did, without weighing every device's copies
     again. The result is the sequential C program's, with the bytes and copy commands of
     the run without replay."""
-    from bbmm.runtime import Runtime
-    weighed = []
-    real = Runtime._best_device
-
-    def best(self, t):
-        weighed[-1] += 1
-        return real(self, t)
-
-    monkeypatch.setattr(Runtime, "_best_device", best)
-    docs = []
-    for opt in ([], ["--no-replay"]):
-        weighed.append(0)
-        out = tmp_path / f"p{len(docs)}.json"
-        assert run(POLYBENCH / "fdtd2d.c", ["nx=64", "ny=64", "tmax=40"], "--devices", 3,
-                   "--procs", 1, *opt, json_path=out) == 0
-        docs.append(json.loads(out.read_text()))
-    on, off = docs
-    assert on["check"] == off["check"] == "pass"
+    on, off, weighed = _placed_runs(tmp_path, monkeypatch, "fdtd2d.c",
+                                    ["nx=64", "ny=64", "tmax=40"])
     assert on["replayed_iterations"] >= 30 and off["replayed_iterations"] == 0
     assert weighed[1] >= 39  # every step but the first, whose row phase came first
     assert weighed[0] <= weighed[1] - on["replayed_iterations"]
-    for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes",
-                "writeback_bytes", "refresh_bytes", "tiles"):
-        assert on[key] == off[key], key
-    assert on["per_device"] == off["per_device"]
 
 
 @needs_cl
