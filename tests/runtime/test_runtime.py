@@ -612,6 +612,30 @@ def test_small_writeouts_are_deferred_and_merged(ndev, cap):
         assert on.stats.bytes["writeback"] > 0
 
 
+def test_a_nest_is_measured_at_every_16th_phase_once_known():
+    """A nest's phases are measured for its first 16, then at every 16th: what that one
+    finds holds until the next, for a small nest (fdtd2d's row phase) as for a large one
+    (Floyd's), and a nest that grew is found large at the next measure."""
+    from bbmm.runtime import PhaseSizes
+
+    def row_kernel():
+        pass
+
+    def big_kernel():
+        pass
+
+    def phase(kernel, rows):
+        return [Tile(0, {"x": [Box((0, 0), (rows - 1, 99))]}, kernel)]
+
+    sizes = PhaseSizes()
+    assert not sizes.small(phase(big_kernel, 100))  # the largest so far
+    assert all(sizes.small(phase(row_kernel, 1)) for _ in range(17))
+    # the row nest grows: judged as last measured until its 32nd phase
+    assert all(sizes.small(phase(row_kernel, 100)) for _ in range(15))
+    assert not sizes.small(phase(row_kernel, 100))
+    assert all(not sizes.small(phase(big_kernel, 100)) for _ in range(40))
+
+
 def test_large_phases_keep_the_static_placement():
     """Phases as large as the largest so far stay where the grid puts them (Floyd's
     tiles are all large: placement by data would put every tile where row k is)."""
