@@ -652,9 +652,11 @@ class Runtime:
             return tiles
         fixed = self._fixed
         if fixed is not None:
-            # held back for the replay of a fixed point: placed as in its iteration
+            # held back for the replay of a fixed point: placed as in its iteration (the
+            # same tiles by name; another phase is placed afresh, and will not match)
             i = len(self._deferred)
-            if i < len(fixed.tiles_of) and len(fixed.tiles_of[i]) == len(tiles):
+            if i < len(fixed.tiles_of) and len(fixed.tiles_of[i]) == len(tiles) and all(
+                    r.name == t.name for t, r in zip(tiles, fixed.tiles_of[i])):
                 return [t if r.device == t.device else replace(t, device=r.device)
                         for t, r in zip(tiles, fixed.tiles_of[i])]
         shifted = self._shifted
