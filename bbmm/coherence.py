@@ -334,15 +334,12 @@ class Directory:
             dev.note({"array": a, "box": " + ".join(str(r)[3:] for r in regions),
                       "for": what})
         lane = self.out_lane(c, side) if stores else 0
-        if not stores:
+        if stores:
+            e = dev.read_rects(c.alloc, c.box, regions, host, wait_for=waits,
+                               blocking=self.blocking, side=lane != 0)
+        else:
             e = dev.write_rects(c.alloc, c.box, regions, host, wait_for=waits,
                                 blocking=self.blocking)
-        elif lane:
-            e = dev.read_rects(c.alloc, c.box, regions, host, wait_for=waits,
-                               blocking=self.blocking, side=True)
-        else:
-            e = dev.read_rects(c.alloc, c.box, regions, host, wait_for=waits,
-                               blocking=self.blocking)
         if not dev.paired(c.alloc, c.box, regions, host):
             # the replay counted one command; the device made one per region (the
             # driver bounds the pair's copy past its buffer, or refused a pair)

@@ -283,7 +283,7 @@ def replay(rt: Runtime, tape: Tape, phases: list[tuple]) -> None:
     prog = tape.order
     player = None if prog is None else order.play(prog)
     playing = player is not None
-    if player is not None:
+    if playing:
         d.order = player  # (the copies' calls straight to it; HostOrder.play)
     recording = not playing and tape.order_tries < ORDER_TRIES and order.record()
     try:
