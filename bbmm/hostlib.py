@@ -121,6 +121,8 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         if got is not None and got[0] is (_DEFAULT if options is None else options):
             if rows is not None:
                 scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
+            else:
+                tb.prepared = (dev, grid, got[1], got[2], got[3], got[4])
             return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
         if rows is not None and grid:
             return _launch_rows(dev, tb, source, name, scalars, grid, cl_band, arrays, local,
@@ -129,7 +131,10 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         dev, tb, source, name, scalars, grid, cl_band, arrays, local, coarsen, staged,
         blocked, rows, options)
     if fast is not None:
-        tb.launches[fast] = (o, knl, gsize, lsize, args[len(scalars):], small, narr)
+        tail = args[len(scalars):]
+        tb.launches[fast] = (o, knl, gsize, lsize, tail, small, narr)
+        if rows is None:
+            tb.prepared = (dev, grid, knl, gsize, lsize, tail)
     return dev.launch(knl, gsize, lsize, args)
 
 

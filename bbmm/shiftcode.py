@@ -9,11 +9,12 @@ instructions (rank 1 of four dry processes of Floyd: the step's operations apart
 exchange, the launch and the load took about 100k of its 365k). :func:`replay_code`
 writes the walk out for one template, once: each operation in turn with its constants in
 place, each 2-D box decoded in four additions, each count an addition, each record and
-stale part written directly. It issues the same operations in the same order, allocates
-and frees the same transient boxes and leaves the same state as the walk, which stays the
-reference and the path of a template's first replays (:data:`bbmm.shifted.WRITE_AFTER`)
-and of a run that queues nests behind a gate (``--tune gate=on``); the tests run both on
-the same steps. Names and flags reach the source as literals (``repr``), anything else
+stale part written directly; a whole tile's launch moved on repeats its last launch with
+the new pieces' arguments in place (:class:`Relaunch`). It issues the same operations in
+the same order, allocates and frees the same transient boxes and leaves the same state as
+the walk, which stays the reference and the path of a template's first replays
+(:data:`bbmm.shifted.WRITE_AFTER`) and of a run that queues nests behind a gate (``--tune
+gate=on``); the tests run both on the same steps. Names and flags reach the source as literals (``repr``), anything else
 through a table of constants.
 """
 from __future__ import annotations
@@ -40,7 +41,7 @@ def replay_code(tpl: Any, arrays: tuple[str, ...], parted_rows: Callable[..., An
         "Box": Box, "Copy": Copy, "TileBuffers": TileBuffers, "box_of": box_of,
         "DeviceMemoryError": DeviceMemoryError, "clock": time.perf_counter,
         "parted_rows": parted_rows, "deferred_counts": deferred_counts, "TPL": tpl,
-        "K": w.consts,
+        "K": w.consts, "RL": [Relaunch() for _ in range(w.relaunches)],
     }
     exec(compile(src, f"<bbmm.shiftcode template {id(tpl):x}>", "exec"), scope)
     fn = scope["replay"]
@@ -64,6 +65,7 @@ class _Writer:
         self.flats: dict[str, str] = {}
         self.trans_arrays = [a for a, _, _, _ in tpl.transients]
         self.consts: list[Any] = []
+        self.relaunches = 0
 
     def const(self, v: Any) -> str:
         """``v`` as an entry of the function's table of constants (never as source)."""
@@ -191,38 +193,7 @@ class _Writer:
         """One operation of the template (as replay_shifted's loop issues it)."""
         add = body.append
         if kind == "launch":
-            p, i, pieces, rows = args
-            got = []
-            acc = []
-            for a, ps, ac in pieces:
-                out = []
-                for enc, r in ps:
-                    cexpr, _ = self.copy(r)
-                    if enc is None:
-                        v = f"c{len(got)}_{len(out)}"
-                        add(f"{v} = {cexpr}")
-                        out.append(f"({v}.box, {v})")
-                    else:
-                        out.append(f"({self.box(enc, a)}, {cexpr})")
-                got.append(f"{a!r}: [{', '.join(out)}]")
-                acc.append(f"{a!r}: {[int(x) for x in ac]!r}")
-            add(f"got = {{{', '.join(got)}}}")
-            add(f"tb = kept.get({n})")
-            if any(r[0] == "t" for _, ps, _ in pieces for _, r in ps):
-                # a transient copy is a new object every replay: the pieces always differ
-                add("if tb is not None:")
-                add("    tb.before = None")
-                add(f"tb = kept[{n}] = TileBuffers(got, {{{', '.join(acc)}}}, before=tb)")
-            else:
-                add("if tb is None or tb.pieces != got:")
-                add("    if tb is not None:")
-                add("        tb.before = None")
-                add(f"    tb = kept[{n}] = TileBuffers(got, {{{', '.join(acc)}}}, before=tb)")
-            rows_expr = ("None" if rows is None
-                         else f"rows_of[({int(p)}, {int(i)}, {self.const(rows)})]")
-            add(f"ph = phases[{int(p)}]")
-            add(f"rt._launch(ph[0][{int(i)}], tb, {rows_expr}, ph[6], "
-                f"None if ats is None else ats[{int(p)}][{int(i)}])")
+            self.launch(body, n, args)
         elif kind == "begin":
             add(f"cb = phases[{int(args[0])}][2]")
             add("if cb is not None:")
@@ -253,6 +224,63 @@ class _Writer:
                 add(f"d.replay_d2h(c, region, host, {what!r}, {_const(side)})")
                 self.count(body, "d2h_bytes", what)
 
+    def launch(self, body: list[str], n: int, args: tuple) -> None:
+        """A launch of the template: the tile's pieces as the template's copies and boxes
+        give them, by :class:`Relaunch` where it can (a whole tile, moved on), else through
+        its callback (:meth:`bbmm.runtime.Runtime._launch`)."""
+        p, i, pieces, rows = args
+        add = body.append
+        got = []
+        acc = []
+        pairs = []  # (copy, its piece or None where the piece is the copy's box)
+        for a, ps, ac in pieces:
+            out = []
+            for enc, r in ps:
+                cexpr, _ = self.copy(r)
+                v = f"c{len(got)}_{len(out)}"
+                add(f"{v} = {cexpr}")
+                if enc is None:
+                    out.append(f"({v}.box, {v})")
+                    pairs.append(f"({v}, None)")
+                else:
+                    b = f"b{len(got)}_{len(out)}"
+                    add(f"{b} = {self.box(enc, a)}")
+                    out.append(f"({b}, {v})")
+                    pairs.append(f"({v}, {b})")
+            got.append(f"{a!r}: [{', '.join(out)}]")
+            acc.append(f"{a!r}: {[int(x) for x in ac]!r}")
+        # a transient copy is a new object every replay: the pieces always differ
+        transient = any(r[0] == "t" for _, ps, _ in pieces for _, r in ps)
+        direct = rows is None
+        if direct:
+            add(f"rl = RL[{self.relaunches}]")
+            self.relaunches += 1
+            add(f"ps = ({''.join(x + ', ' for x in pairs)})")
+            add(f"if ats is None or not rl.go(rt, ats[{int(p)}][{int(i)}], ps):")
+            inner: list[str] = []
+            add = inner.append
+        add(f"got = {{{', '.join(got)}}}")
+        add(f"tb = kept.get({n})")
+        if transient:
+            add("if tb is not None:")
+            add("    tb.before = None")
+            add(f"tb = kept[{n}] = TileBuffers(got, {{{', '.join(acc)}}}, before=tb)")
+        else:
+            add("if tb is None or tb.pieces != got:")
+            add("    if tb is not None:")
+            add("        tb.before = None")
+            add(f"    tb = kept[{n}] = TileBuffers(got, {{{', '.join(acc)}}}, before=tb)")
+            if direct:
+                add("tb.prepared = None  # (set again by this launch, where it can be)")
+        rows_expr = ("None" if rows is None
+                     else f"rows_of[({int(p)}, {int(i)}, {self.const(rows)})]")
+        add(f"ph = phases[{int(p)}]")
+        add(f"rt._launch(ph[0][{int(i)}], tb, {rows_expr}, ph[6], "
+            f"None if ats is None else ats[{int(p)}][{int(i)}])")
+        if direct:
+            add(f"rl.learn(tb, ph[0][{int(i)}].device, ps)")
+            body.extend("    " + x for x in inner)
+
     @staticmethod
     def count(body: list[str], field: str, what: str) -> None:
         """:meth:`bbmm.stats.Stats.moved` of one transfer of ``region`` by ``c``."""
@@ -261,3 +289,85 @@ class _Writer:
         body.append("ds.copies += 1")
         body.append(f"ds.{field} += nb")
         body.append(f"sbytes[{what!r}] += nb")
+
+
+class Relaunch:
+    """A template's launch of a whole tile moved on (its scalars and grid ``at``, from
+    the generated callback's ``kernel.at``: one launch per call), repeated without the
+    tile: the kernel, sizes and arguments of its last launch (:attr:`TileBuffers.prepared
+    <bbmm.tiles.TileBuffers.prepared>`), with the arguments of the pieces that are other
+    copies or other boxes now put in place.
+
+    A transient copy is a new object every replay (Floyd's row ``k`` on a device that
+    does not own it), so the launch through the tile's callback rebuilt its buffers and
+    looked its arguments up afresh each time: Floyd on four dry devices in one process
+    spent 602k instructions per ``k`` with that, 516k without
+    (``python scripts/count_host.py floyd --devices 4 --lag 8 --vary n=1024,2048``).
+    The callback runs instead (:meth:`learn` then notes the launch it made) where there
+    is no launch noted, the grid moved (LU's shrinks: after :attr:`MISSES` such replays
+    in a row, no longer tried), a piece's copy lies in another buffer or takes another
+    kernel variant (:meth:`~bbmm.tiles.Copy.fits_int`), or the device is profiling."""
+
+    __slots__ = ("dev", "index", "grid", "kernel", "gsize", "lsize", "tail", "spots",
+                 "misses")
+
+    MISSES = 4
+
+    def __init__(self) -> None:
+        self.dev: Any = None
+        self.misses = 0
+
+    def learn(self, tb: TileBuffers, index: int, pieces: tuple) -> None:
+        """Note the launch just made on ``tb`` by the callback of a tile of device
+        ``index``, its ``pieces`` as :meth:`go` takes them; where their arguments cannot
+        be told apart in it (a copy in two slots of different buffers), nothing."""
+        self.dev = None
+        got = tb.prepared
+        if got is None or self.misses >= self.MISSES:
+            return
+        dev, grid, kernel, gsize, lsize, tail = got
+        spots = []
+        seen: dict[int, int] = {}
+        for c, piece in pieces:
+            base = c.kernel_args()[1]  # an object of this copy's alone: its slots in tail
+            at = [i for i, x in enumerate(tail) if x is base]
+            k = seen[id(c)] = seen.get(id(c), -1) + 1
+            if k >= len(at):
+                return
+            lo = at[k] - 1
+            spots.append((c, piece, lo, lo + len(c.kernel_args()) + 2 * len(c.box.lo),
+                          c.alloc.buf, c.fits_int()))
+        self.dev, self.index, self.grid = dev, index, grid
+        self.kernel, self.gsize, self.lsize = kernel, gsize, lsize
+        self.tail, self.spots = tail, spots
+
+    def go(self, rt: Any, at: tuple, pieces: tuple) -> bool:
+        """Launch the tile with scalars and grid ``at`` on ``pieces`` (``(copy, box)``
+        in slot order, box None for the copy's own box) as its callback would; False,
+        with nothing launched, where the callback must."""
+        dev = self.dev
+        if dev is None or dev.profiling:
+            return False
+        scalars, grid = at
+        if grid != self.grid:
+            self.misses += 1
+            return False
+        tail = None
+        for (c, piece), (lc, lp, lo, hi, buf, fits) in zip(pieces, self.spots):
+            if c is lc and (piece is None or piece == lp):
+                continue
+            if c.alloc.buf is not buf or c.fits_int() is not fits:
+                self.misses += 1
+                return False
+            if tail is None:
+                tail = self.tail.copy()
+            tail[lo:hi] = [*c.kernel_args(), *c.bound_args(c.box if piece is None else piece)]
+        before = dev.last
+        dev.launch(self.kernel, self.gsize, self.lsize, [*scalars, *(tail or self.tail)])
+        event = dev.last
+        rt.stats.devices[self.index].launches += 1
+        if event is not before:
+            for c, _ in pieces:
+                c.last = event
+        self.misses = 0
+        return True

@@ -221,6 +221,11 @@ class TileBuffers:
     other pieces (a row ``k`` replayed up to a shift is a new copy every serial
     iteration): its launches are this one's but for the array arguments
     (:func:`bbmm.hostlib.launch`)."""
+    prepared: tuple | None = None
+    """``(device, grid, kernel, global size, local size, arguments after the scalars)`` of
+    the last launch on these buffers of a whole tile (no ``rows``), whose arguments are
+    then ``[*scalars, *arguments]``: what a template's replay repeats with a transient
+    copy's arguments in place (:class:`bbmm.shiftcode.Relaunch`)."""
 
     def copies(self) -> list[Copy]:
         return [c for ps in self.pieces.values() for _, c in ps]

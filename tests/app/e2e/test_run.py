@@ -795,3 +795,33 @@ def test_a_time_loop_stops_once_its_break_is_taken(tmp_path):
                json_path=out) == 0
     doc = json.loads(out.read_text())
     assert doc["check"] == "pass" and doc["tiles"] < 50_000
+
+
+@needs_cl
+@pytest.mark.parametrize("ndev", [3, 4])
+def test_floyd_relaunched_without_its_tiles_passes_check(tmp_path, monkeypatch, ndev):
+    """Floyd with every template written out at its first replay (bbmm.shiftcode), its
+    launches repeated without their tiles (Relaunch), on OpenCL devices of one process:
+    exact against the sequential C, with the bytes of the run without replay."""
+    from bbmm import shifted, shiftcode
+    monkeypatch.setattr(shifted, "WRITE_AFTER", 1)
+    made = [0]
+    real = shiftcode.Relaunch.go
+
+    def go(self, rt, at, pieces):
+        ok = real(self, rt, at, pieces)
+        made[0] += ok
+        return ok
+
+    monkeypatch.setattr(shiftcode.Relaunch, "go", go)
+    docs = []
+    for opt in ([], ["--no-replay"]):
+        out = tmp_path / f"f{len(docs)}.json"
+        assert run(POLYBENCH / "floyd.c", ["n=192"], "--devices", ndev, "--procs", 1, *opt,
+                   json_path=out) == 0
+        docs.append(json.loads(out.read_text()))
+    on, off = docs
+    assert on["check"] == off["check"] == "pass"
+    assert made[0] >= 192 // 2 * (ndev - 1) // 2, made
+    for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes", "tiles"):
+        assert on[key] == off[key], key

@@ -1,0 +1,82 @@
+"""A written-out template's launches repeated without their tiles (bbmm.shiftcode.Relaunch)
+give every kernel the arguments its callback gives it: the generated drivers of Floyd and
+LU on dry devices, each launch recorded, with the relaunch and without it."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bbmm import shifted, shiftcode
+from bbmm.devices.base import DryDevice
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+REAL_LAUNCH = DryDevice.launch
+REAL_GO = shiftcode.Relaunch.go
+
+
+def _normal(args: list, names: dict) -> tuple:
+    """A launch's arguments, comparable between two runs: each buffer by the order in
+    which the run first passed it, each scalar with its type."""
+    out = []
+    for a in args:
+        if isinstance(a, (int, float, np.generic)):
+            out.append((type(a).__name__, a.item() if isinstance(a, np.generic) else a))
+        else:
+            out.append(("buffer", names.setdefault(id(a), len(names))))
+    return tuple(out)
+
+
+def _launches(monkeypatch, program, params, ndev, rank=None, direct=True):
+    """Every launch of ``program`` on dry devices (``rank``: that process of ``ndev``),
+    with the templates written out at their first replay; and how many the relaunch
+    made."""
+    import bench_host
+    monkeypatch.setattr(shifted, "WRITE_AFTER", 1)
+    seen: list = []
+    names: dict = {}
+
+    def launch(self, kernel, gsize, lsize, args):
+        seen.append((self.index, kernel, tuple(gsize), lsize, _normal(args, names)))
+        return REAL_LAUNCH(self, kernel, gsize, lsize, args)
+
+    made = [0]
+
+    def go(self, rt, at, pieces):
+        if not direct:
+            return False
+        ok = REAL_GO(self, rt, at, pieces)
+        made[0] += ok
+        return ok
+
+    monkeypatch.setattr(DryDevice, "launch", launch)
+    monkeypatch.setattr(shiftcode.Relaunch, "go", go)
+    if rank is None:
+        bench_host.measure(program, params, ndev, 1, None, 8)
+    else:
+        bench_host.measure_ranks(program, params, ndev, ndev, 1, only=rank, lag=8)
+    return seen, made[0]
+
+
+@pytest.mark.parametrize("program,params,ndev,rank", [
+    ("floyd", {"n": 256}, 4, None),
+    ("floyd", {"n": 192}, 3, None),
+    ("floyd", {"n": 256}, 4, 1),
+    ("lu", {"n": 256}, 4, None),
+    ("lu", {"n": 256}, 4, 2),
+])
+def test_relaunch_gives_the_callbacks_arguments(monkeypatch, program, params, ndev, rank):
+    on, made = _launches(monkeypatch, program, params, ndev, rank)
+    off, none = _launches(monkeypatch, program, params, ndev, rank, direct=False)
+    assert none == 0
+    assert len(on) == len(off)
+    for i, (a, b) in enumerate(zip(on, off)):
+        assert a == b, f"launch {i} of {len(on)}"
+    if program == "floyd":
+        # the steps moved on by a written-out template, away from the blocks' ends
+        assert made >= len(on) // 2, (made, len(on))
+    else:
+        assert made == 0  # LU's grid shrinks every k: its callback launches
