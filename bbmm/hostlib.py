@@ -122,7 +122,8 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
             if rows is not None:
                 scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
             else:
-                tb.prepared = (dev, grid, got[1], got[2], got[3], got[4])
+                tb.prepared = (dev, grid, got[1], got[2], got[3], got[4], regrid,
+                               (cl_band, coarsen, blocked, staged, local, options))
             return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
         if rows is not None and grid:
             return _launch_rows(dev, tb, source, name, scalars, grid, cl_band, arrays, local,
@@ -134,7 +135,8 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         tail = args[len(scalars):]
         tb.launches[fast] = (o, knl, gsize, lsize, tail, small, narr)
         if rows is None:
-            tb.prepared = (dev, grid, knl, gsize, lsize, tail)
+            tb.prepared = (dev, grid, knl, gsize, lsize, tail, regrid,
+                           (cl_band, coarsen, blocked, staged, local, options))
     return dev.launch(knl, gsize, lsize, args)
 
 
@@ -322,6 +324,15 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         lanes = STAGE_LANES
         return (o, knl, (-(-extent[0] // lanes) * lanes, stage[0]), (lanes, stage[0]), args,
                 narr, small)
+    gsize, lsize = _shape(dev, extent, co, local, o)
+    return o, knl, gsize, lsize, args, narr, small
+
+
+def _shape(dev: Device, extent: Sequence[int], co: tuple[int, int],
+           local: Sequence[int] | None, o: KernelOptions
+           ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The NDRange and work-group shape of a launch over ``extent`` points per OpenCL
+    dimension, ``co`` points per work-item (:func:`_points`)."""
     units = getattr(dev, "compute_units", 0)
     gkey = (tuple(extent), co, None if local is None else tuple(local), units,
             o.local[len(extent)], len(extent) in o.local_given)
@@ -339,7 +350,25 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
         if len(_SHAPES) >= MEMO_SIZE:
             _SHAPES.clear()
         shape = _SHAPES[gkey] = (gsize, tuple(local))
-    return o, knl, shape[0], shape[1], args, narr, small
+    return shape
+
+
+def regrid(dev: Device, grid: Sequence[tuple[int, int]], how: tuple
+           ) -> tuple[tuple[int, ...], tuple[int, ...], list[Any]] | None:
+    """The NDRange, work-group shape and grid origins (the arguments after the scalars)
+    of a whole tile's launch over ``grid`` of the kernel launched with ``how`` (``(cl_band,
+    coarsen, blocked, staged, local, options)``, :func:`launch`'s), the kernel object and
+    its array arguments unchanged; None where the kernel runs staged (its work-groups
+    depend on the extent) or has no grid."""
+    cl_band, coarsen, blocked, staged, local, options = how
+    o = _DEFAULT if options is None else options
+    if not grid or _runs_staged(dev, staged, len(cl_band), o.stage):
+        return None
+    co = _points(coarsen, len(grid), blocked, o)
+    g, _ = _narrow(grid, None, co, o.align, cl_band)
+    extent = [max(1, g[d][1] - g[d][0] + 1) for d in cl_band]
+    gsize, lsize = _shape(dev, extent, co, local, o)
+    return gsize, lsize, [int32(lo) for lo, _ in g]
 
 
 _SHAPES: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}

@@ -303,13 +303,15 @@ class Relaunch:
     looked its arguments up afresh each time: Floyd on four dry devices in one process
     spent 602k instructions per ``k`` with that, 516k without
     (``python scripts/count_host.py floyd --devices 4 --lag 8 --vary n=1024,2048``).
-    The callback runs instead (:meth:`learn` then notes the launch it made) where there
-    is no launch noted, the grid moved (LU's shrinks: after :attr:`MISSES` such replays
-    in a row, no longer tried), a piece's copy lies in another buffer or takes another
-    kernel variant (:meth:`~bbmm.tiles.Copy.fits_int`), or the device is profiling."""
+    A grid that moved (LU's shrinks every ``k``) takes its NDRange and origins from the
+    launch's ``regrid``. The callback runs instead (:meth:`learn` then notes the launch
+    it made) where there is no launch noted, the kernel's work-groups depend on the grid
+    (a staged kernel), a piece's copy lies in another buffer or takes another kernel
+    variant (:meth:`~bbmm.tiles.Copy.fits_int`), or the device is profiling; after
+    :attr:`MISSES` such replays in a row, the relaunch is no longer tried."""
 
     __slots__ = ("dev", "index", "grid", "kernel", "gsize", "lsize", "tail", "spots",
-                 "misses")
+                 "regrid", "how", "misses")
 
     MISSES = 4
 
@@ -325,7 +327,7 @@ class Relaunch:
         got = tb.prepared
         if got is None or self.misses >= self.MISSES:
             return
-        dev, grid, kernel, gsize, lsize, tail = got
+        dev, grid, kernel, gsize, lsize, tail, regrid, how = got
         spots = []
         seen: dict[int, int] = {}
         for c, piece in pieces:
@@ -339,7 +341,7 @@ class Relaunch:
                           c.alloc.buf, c.fits_int()))
         self.dev, self.index, self.grid = dev, index, grid
         self.kernel, self.gsize, self.lsize = kernel, gsize, lsize
-        self.tail, self.spots = tail, spots
+        self.tail, self.spots, self.regrid, self.how = tail, spots, regrid, how
 
     def go(self, rt: Any, at: tuple, pieces: tuple) -> bool:
         """Launch the tile with scalars and grid ``at`` on ``pieces`` (``(copy, box)``
@@ -349,10 +351,16 @@ class Relaunch:
         if dev is None or dev.profiling:
             return False
         scalars, grid = at
-        if grid != self.grid:
-            self.misses += 1
-            return False
         tail = None
+        gsize, lsize = self.gsize, self.lsize
+        if grid != self.grid:
+            got = self.regrid(dev, grid, self.how)
+            if got is None:
+                self.misses += 1
+                return False
+            gsize, lsize, origins = got
+            tail = self.tail.copy()
+            tail[:len(origins)] = origins
         for (c, piece), (lc, lp, lo, hi, buf, fits) in zip(pieces, self.spots):
             if c is lc and (piece is None or piece == lp):
                 continue
@@ -363,7 +371,7 @@ class Relaunch:
                 tail = self.tail.copy()
             tail[lo:hi] = [*c.kernel_args(), *c.bound_args(c.box if piece is None else piece)]
         before = dev.last
-        dev.launch(self.kernel, self.gsize, self.lsize, [*scalars, *(tail or self.tail)])
+        dev.launch(self.kernel, gsize, lsize, [*scalars, *(tail or self.tail)])
         event = dev.last
         rt.stats.devices[self.index].launches += 1
         if event is not before:

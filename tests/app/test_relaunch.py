@@ -75,8 +75,6 @@ def test_relaunch_gives_the_callbacks_arguments(monkeypatch, program, params, nd
     assert len(on) == len(off)
     for i, (a, b) in enumerate(zip(on, off)):
         assert a == b, f"launch {i} of {len(on)}"
-    if program == "floyd":
-        # the steps moved on by a written-out template, away from the blocks' ends
-        assert made >= len(on) // 2, (made, len(on))
-    else:
-        assert made == 0  # LU's grid shrinks every k: its callback launches
+    # the steps moved on by a written-out template, away from the blocks' ends (LU's
+    # grid shrinks every k: its NDRange and origins are worked out again)
+    assert made >= len(on) // 3, (made, len(on))

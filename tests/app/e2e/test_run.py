@@ -798,11 +798,13 @@ def test_a_time_loop_stops_once_its_break_is_taken(tmp_path):
 
 
 @needs_cl
-@pytest.mark.parametrize("ndev", [3, 4])
-def test_floyd_relaunched_without_its_tiles_passes_check(tmp_path, monkeypatch, ndev):
-    """Floyd with every template written out at its first replay (bbmm.shiftcode), its
-    launches repeated without their tiles (Relaunch), on OpenCL devices of one process:
-    exact against the sequential C, with the bytes of the run without replay."""
+@pytest.mark.parametrize("program,n,ndev", [("floyd.c", 192, 3), ("floyd.c", 192, 4),
+                                            ("lu.c", 192, 3)])
+def test_relaunched_without_their_tiles_passes_check(tmp_path, monkeypatch, program, n, ndev):
+    """Floyd and LU with every template written out at its first replay (bbmm.shiftcode),
+    their launches repeated without their tiles (Relaunch; LU's on a grid that shrinks),
+    on OpenCL devices of one process: exact against the sequential C, with the bytes of
+    the run without replay."""
     from bbmm import shifted, shiftcode
     monkeypatch.setattr(shifted, "WRITE_AFTER", 1)
     made = [0]
@@ -817,11 +819,11 @@ def test_floyd_relaunched_without_its_tiles_passes_check(tmp_path, monkeypatch, 
     docs = []
     for opt in ([], ["--no-replay"]):
         out = tmp_path / f"f{len(docs)}.json"
-        assert run(POLYBENCH / "floyd.c", ["n=192"], "--devices", ndev, "--procs", 1, *opt,
+        assert run(POLYBENCH / program, [f"n={n}"], "--devices", ndev, "--procs", 1, *opt,
                    json_path=out) == 0
         docs.append(json.loads(out.read_text()))
     on, off = docs
     assert on["check"] == off["check"] == "pass"
-    assert made[0] >= 192 // 2 * (ndev - 1) // 2, made
+    assert made[0] >= n // 2 * (ndev - 1) // 2, made
     for key in ("readin_bytes", "flowout_bytes", "flowin_bytes", "writeout_bytes", "tiles"):
         assert on[key] == off[key], key
