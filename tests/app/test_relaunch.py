@@ -3,16 +3,11 @@ give every kernel the arguments its callback gives it: the generated drivers of 
 LU on dry devices, each launch recorded, with the relaunch and without it."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from bbmm import shifted, shiftcode
 from bbmm.devices.base import DryDevice
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 REAL_LAUNCH = DryDevice.launch
 REAL_GO = shiftcode.Relaunch.go
