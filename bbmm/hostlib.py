@@ -123,7 +123,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
                 scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
             else:
                 tb.prepared = (dev, grid, got[1], got[2], got[3], got[4], regrid,
-                               (cl_band, coarsen, blocked, staged, local, options))
+                               (cl_band, coarsen, blocked, staged, local, options), name)
             return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
         if rows is not None and grid:
             return _launch_rows(dev, tb, source, name, scalars, grid, cl_band, arrays, local,
@@ -136,7 +136,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         tb.launches[fast] = (o, knl, gsize, lsize, tail, small, narr)
         if rows is None:
             tb.prepared = (dev, grid, knl, gsize, lsize, tail, regrid,
-                           (cl_band, coarsen, blocked, staged, local, options))
+                           (cl_band, coarsen, blocked, staged, local, options), name)
     return dev.launch(knl, gsize, lsize, args)
 
 

@@ -327,7 +327,7 @@ class Relaunch:
         got = tb.prepared
         if got is None or self.misses >= self.MISSES:
             return
-        dev, grid, kernel, gsize, lsize, tail, regrid, how = got
+        dev, grid, kernel, gsize, lsize, tail, regrid, how, _ = got
         spots = []
         seen: dict[int, int] = {}
         for c, piece in pieces:

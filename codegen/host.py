@@ -428,6 +428,7 @@ def _emit_nest(g: Emitter, scop: Scop, nc: NestCode, ftypes: dict[str, str]) -> 
             g(f"              blocked=NEST{nest.id}_BLOCKED, rows=rows, options=options)")
         if t.lb:
             g("kernel.at = (scalars, grid)  # what Runtime.ahead moves on from")
+            g(f"kernel.name = {ks.name!r}  # the kernel it launches, once per call")
         if two:
             g("kernel.ranges = 2  # rows=(r0, r1, r2, r3): both ends of a tile in one launch")
         g("return kernel")

@@ -1,16 +1,18 @@
-"""A written-out template's launches repeated without their tiles (bbmm.shiftcode.Relaunch)
-give every kernel the arguments its callback gives it: the generated drivers of Floyd and
-LU on dry devices, each launch recorded, with the relaunch and without it."""
+"""Launches repeated without their tiles' callbacks (a written-out template's,
+bbmm.shiftcode.Relaunch; a fixed point's replay, bbmm.replay.relaunch) give every kernel
+the arguments its callback gives it: the generated drivers of Floyd, LU and the stencils
+on dry devices, each launch recorded, with the relaunch and without it."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bbmm import shifted, shiftcode
+from bbmm import replay, shifted, shiftcode
 from bbmm.devices.base import DryDevice
 
 REAL_LAUNCH = DryDevice.launch
 REAL_GO = shiftcode.Relaunch.go
+REAL_RELAUNCH = replay.relaunch
 
 
 def _normal(args: list, names: dict) -> tuple:
@@ -47,8 +49,16 @@ def _launches(monkeypatch, program, params, ndev, rank=None, direct=True):
         made[0] += ok
         return ok
 
+    def relaunch(rt, t, tb, args):
+        if not direct:
+            return False
+        ok = REAL_RELAUNCH(rt, t, tb, args)
+        made[0] += ok
+        return ok
+
     monkeypatch.setattr(DryDevice, "launch", launch)
     monkeypatch.setattr(shiftcode.Relaunch, "go", go)
+    monkeypatch.setattr(replay, "relaunch", relaunch)
     if rank is None:
         bench_host.measure(program, params, ndev, 1, None, 8)
     else:
@@ -62,6 +72,10 @@ def _launches(monkeypatch, program, params, ndev, rank=None, direct=True):
     ("floyd", {"n": 256}, 4, 1),
     ("lu", {"n": 256}, 4, None),
     ("lu", {"n": 256}, 4, 2),
+    ("heat2d", {"n": 256, "tsteps": 40}, 4, None),
+    ("heat2d", {"n": 256, "tsteps": 40}, 3, 1),
+    ("fdtd2d", {"nx": 128, "ny": 128, "tmax": 40}, 4, None),
+    ("heat3d", {"n": 40, "tsteps": 30}, 2, None),
 ])
 def test_relaunch_gives_the_callbacks_arguments(monkeypatch, program, params, ndev, rank):
     on, made = _launches(monkeypatch, program, params, ndev, rank)
@@ -71,5 +85,6 @@ def test_relaunch_gives_the_callbacks_arguments(monkeypatch, program, params, nd
     for i, (a, b) in enumerate(zip(on, off)):
         assert a == b, f"launch {i} of {len(on)}"
     # the steps moved on by a written-out template, away from the blocks' ends (LU's
-    # grid shrinks every k: its NDRange and origins are worked out again)
+    # grid shrinks every k: its NDRange and origins are worked out again), and the
+    # stencils' steps replayed
     assert made >= len(on) // 3, (made, len(on))
