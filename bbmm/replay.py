@@ -350,9 +350,9 @@ def relaunch(rt: Runtime, t: Tile, tb: TileBuffers, args: Sequence[Any] | None) 
     kernel the callback launches (a generated one, which names it) on the tile's grid and
     the device is not profiling; else False, nothing launched. A replayed step's buffers
     are the recorded ones, so only the scalars change: heat2d on four dry devices in one
-    process took 850.9k instructions a step through the callbacks, 806.8k so
-    (``python scripts/count_host.py heat2d --devices 4 --lag 8 --vary tsteps=100,200
-    --param n=512``)."""
+    process took 850.9k instructions a step through the callbacks, 815.8k so, and a
+    process of four 573.9k and 564.9k (``python scripts/count_host.py heat2d --devices 4
+    [--procs 4 --rank 1] --lag 8 --vary tsteps=100,200 --param n=512``)."""
     prep = tb.prepared
     if prep is None:
         return False
