@@ -10,7 +10,7 @@ import re
 import sys
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -122,7 +122,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
             if rows is not None:
                 scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
             else:
-                tb.prepared = (dev, grid, got[1], got[2], got[3], got[4], regrid,
+                tb.prepared = (dev, grid, got[1], got[2], got[3], got[4], regridder,
                                (cl_band, coarsen, blocked, staged, local, options), name)
             return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
         if rows is not None and grid:
@@ -135,7 +135,7 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         tail = args[len(scalars):]
         tb.launches[fast] = (o, knl, gsize, lsize, tail, small, narr)
         if rows is None:
-            tb.prepared = (dev, grid, knl, gsize, lsize, tail, regrid,
+            tb.prepared = (dev, grid, knl, gsize, lsize, tail, regridder,
                            (cl_band, coarsen, blocked, staged, local, options), name)
     return dev.launch(knl, gsize, lsize, args)
 
@@ -353,22 +353,30 @@ def _shape(dev: Device, extent: Sequence[int], co: tuple[int, int],
     return shape
 
 
-def regrid(dev: Device, grid: Sequence[tuple[int, int]], how: tuple
-           ) -> tuple[tuple[int, ...], tuple[int, ...], list[Any]] | None:
-    """The NDRange, work-group shape and grid origins (the arguments after the scalars)
-    of a whole tile's launch over ``grid`` of the kernel launched with ``how`` (``(cl_band,
-    coarsen, blocked, staged, local, options)``, :func:`launch`'s), the kernel object and
-    its array arguments unchanged; None where the kernel runs staged (its work-groups
-    depend on the extent) or has no grid."""
+def regridder(dev: Device, nbands: int, how: tuple
+              ) -> Callable[[Sequence[tuple[int, int]]],
+                            tuple[tuple[int, ...], tuple[int, ...], list[Any]]] | None:
+    """A function giving the NDRange, work-group shape and grid origins (the arguments
+    after the scalars) of a whole tile's launch over a grid of ``nbands`` band loops, of
+    the kernel launched with ``how`` (``(cl_band, coarsen, blocked, staged, local,
+    options)``, :func:`launch`'s) on ``dev``, the kernel object and its array arguments
+    unchanged; None where the kernel runs staged (its work-groups depend on the extent)
+    or has no grid. What the launch works out per grid is worked out once here."""
     cl_band, coarsen, blocked, staged, local, options = how
     o = _DEFAULT if options is None else options
-    if not grid or _runs_staged(dev, staged, len(cl_band), o.stage):
+    if not nbands or _runs_staged(dev, staged, len(cl_band), o.stage):
         return None
-    co = _points(coarsen, len(grid), blocked, o)
-    g, _ = _narrow(grid, None, co, o.align, cl_band)
-    extent = [max(1, g[d][1] - g[d][0] + 1) for d in cl_band]
-    gsize, lsize = _shape(dev, extent, co, local, o)
-    return gsize, lsize, [int32(lo) for lo, _ in g]
+    co = _points(coarsen, nbands, blocked, o)
+    align = o.align
+
+    def regrid(grid: Sequence[tuple[int, int]]
+               ) -> tuple[tuple[int, ...], tuple[int, ...], list[Any]]:
+        g, _ = _narrow(grid, None, co, align, cl_band)
+        gsize, lsize = _shape(dev, [max(1, g[d][1] - g[d][0] + 1) for d in cl_band], co,
+                              local, o)
+        return gsize, lsize, [int32(lo) for lo, _ in g]
+
+    return regrid
 
 
 _SHAPES: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}

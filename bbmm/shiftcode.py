@@ -301,17 +301,18 @@ class Relaunch:
     A transient copy is a new object every replay (Floyd's row ``k`` on a device that
     does not own it), so the launch through the tile's callback rebuilt its buffers and
     looked its arguments up afresh each time: Floyd on four dry devices in one process
-    spent 602k instructions per ``k`` with that, 516k without
+    spent 602k instructions per ``k`` with that, 512k without
     (``python scripts/count_host.py floyd --devices 4 --lag 8 --vary n=1024,2048``).
     A grid that moved (LU's shrinks every ``k``) takes its NDRange and origins from the
-    launch's ``regrid``. The callback runs instead (:meth:`learn` then notes the launch
-    it made) where there is no launch noted, the kernel's work-groups depend on the grid
-    (a staged kernel), a piece's copy lies in another buffer or takes another kernel
-    variant (:meth:`~bbmm.tiles.Copy.fits_int`), or the device is profiling; after
-    :attr:`MISSES` such replays in a row, the relaunch is no longer tried."""
+    launch's regridder (:func:`bbmm.hostlib.regridder`). The callback runs instead
+    (:meth:`learn` then notes the launch it made) where there is no launch noted, the
+    kernel's work-groups depend on the grid (a staged kernel), a piece's copy lies in
+    another buffer or takes another kernel variant (:meth:`~bbmm.tiles.Copy.fits_int`),
+    or the device is profiling; after :attr:`MISSES` such replays in a row, the relaunch
+    is no longer tried."""
 
     __slots__ = ("dev", "index", "grid", "kernel", "gsize", "lsize", "tail", "spots",
-                 "regrid", "how", "misses")
+                 "regrid", "misses")
 
     MISSES = 4
 
@@ -327,7 +328,7 @@ class Relaunch:
         got = tb.prepared
         if got is None or self.misses >= self.MISSES:
             return
-        dev, grid, kernel, gsize, lsize, tail, regrid, how, _ = got
+        dev, grid, kernel, gsize, lsize, tail, regridder, how, _ = got
         spots = []
         seen: dict[int, int] = {}
         for c, piece in pieces:
@@ -341,7 +342,8 @@ class Relaunch:
                           c.alloc.buf, c.fits_int()))
         self.dev, self.index, self.grid = dev, index, grid
         self.kernel, self.gsize, self.lsize = kernel, gsize, lsize
-        self.tail, self.spots, self.regrid, self.how = tail, spots, regrid, how
+        self.tail, self.spots = tail, spots
+        self.regrid = regridder(dev, len(grid), how)
 
     def go(self, rt: Any, at: tuple, pieces: tuple) -> bool:
         """Launch the tile with scalars and grid ``at`` on ``pieces`` (``(copy, box)``
@@ -354,11 +356,10 @@ class Relaunch:
         tail = None
         gsize, lsize = self.gsize, self.lsize
         if grid != self.grid:
-            got = self.regrid(dev, grid, self.how)
-            if got is None:
+            if self.regrid is None:
                 self.misses += 1
                 return False
-            gsize, lsize, origins = got
+            gsize, lsize, origins = self.regrid(grid)
             tail = self.tail.copy()
             tail[:len(origins)] = origins
         for (c, piece), (lc, lp, lo, hi, buf, fits) in zip(pieces, self.spots):
