@@ -235,6 +235,7 @@ def nest0_kernel(scalars, grid, options=None):
                       NEST0_CL_BAND, NEST0_LAUNCH, coarsen=NEST0_COARSEN, staged=NEST0_STAGED,
                       blocked=NEST0_BLOCKED, rows=rows, options=options)
     kernel.at = (scalars, grid)  # what Runtime.ahead moves on from
+    kernel.name = 'floyd_nest0'  # the kernel it launches, once per call
     kernel.ranges = 2  # rows=(r0, r1, r2, r3): both ends of a tile in one launch
     return kernel
 
