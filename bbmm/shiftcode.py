@@ -322,8 +322,10 @@ class Relaunch:
 
     def learn(self, tb: TileBuffers, index: int, pieces: tuple) -> None:
         """Note the launch just made on ``tb`` by the callback of a tile of device
-        ``index``, its ``pieces`` as :meth:`go` takes them; where their arguments cannot
-        be told apart in it (a copy in two slots of different buffers), nothing."""
+        ``index``, its ``pieces`` as :meth:`go` takes them: where each piece's arguments
+        lie among the launch's (the k-th piece of a copy in the k-th slot holding the
+        copy's base offset, an object of that copy's alone); where a piece's are not
+        there, nothing is noted."""
         self.dev = None
         got = tb.prepared
         if got is None or self.misses >= self.MISSES:
@@ -332,7 +334,7 @@ class Relaunch:
         spots = []
         seen: dict[int, int] = {}
         for c, piece in pieces:
-            base = c.kernel_args()[1]  # an object of this copy's alone: its slots in tail
+            base = c.kernel_args()[1]
             at = [i for i, x in enumerate(tail) if x is base]
             k = seen[id(c)] = seen.get(id(c), -1) + 1
             if k >= len(at):
