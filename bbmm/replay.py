@@ -37,7 +37,7 @@ from .coherence import Directory
 from .devices.geometry import pairable
 from .hostorder import OrderProgram
 from .stats import Stats
-from .tiles import Tile, TileBuffers
+from .tiles import Tile, TileBuffers, last_use
 
 
 class Runtime(Protocol):
@@ -365,11 +365,8 @@ def relaunch(rt: Runtime, t: Tile, tb: TileBuffers, args: Sequence[Any] | None) 
     scalars = at[0] if args is None else [*args, *at[0][-2:]]
     before = dev.last
     dev.launch(prep[2], prep[3], prep[4], [*scalars, *prep[5]])
-    event = dev.last
     rt.stats.devices[t.device].launches += 1
-    if event is not before:
-        for c in tb.copies():
-            c.last = event
+    last_use(tb.copies(), before, dev.last)
     return True
 
 

@@ -41,7 +41,7 @@ from .diagnostic import UsageError
 from .replay import Tape, phase_key, replay, signature
 from .shifted import Chain, ShiftMemo, Template, match, replay_shifted, state_snapshot
 from .stats import DeviceStats, Stats
-from .tiles import Copy, Tile, TileBuffers, int32
+from .tiles import Copy, Tile, TileBuffers, int32, last_use
 
 __all__ = ["Runtime", "Tile", "TileBuffers", "Copy", "kernel_args", "int32", "fuse_slack",
            "MODES", "COHERENCE"]
@@ -737,10 +737,8 @@ class Runtime:
         """Run the tile's kernel callback (on its ``rows`` only, when given; with the
         iteration's kernel ``args``, when given: see :meth:`run_phase`; ``at``: its
         scalars and grid moved on, for a tile of an earlier iteration: :meth:`ahead`). What it
-        enqueued last is the last use so far of every copy the tile took: a side read-in
-        into their memory, once they are freed, waits for it. A callback that enqueued
-        nothing leaves them as they were (the device's older kernel would understate a
-        read-in still queued)."""
+        enqueued last is the last use so far of every copy the tile took
+        (:func:`~bbmm.tiles.last_use`)."""
         dev = self.devices[t.device]
         before = dev.last
         if dev.profiling:
@@ -754,11 +752,8 @@ class Runtime:
             t.kernel(dev, tb)
         else:
             t.kernel(dev, tb, rows=rows)
-        event = dev.last
         self.stats.devices[t.device].launches += 1
-        if event is not before:
-            for c in tb.copies():
-                c.last = event
+        last_use(tb.copies(), before, dev.last)
 
     # ---- replay (bbmm.replay) ----------------------------------------------------------
 

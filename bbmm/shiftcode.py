@@ -14,8 +14,8 @@ the new pieces' arguments in place (:class:`Relaunch`). It issues the same opera
 the same order, allocates and frees the same transient boxes and leaves the same state as
 the walk, which stays the reference and the path of a template's first replays
 (:data:`bbmm.shifted.WRITE_AFTER`) and of a run that queues nests behind a gate (``--tune
-gate=on``); the tests run both on the same steps. Names and flags reach the source as literals (``repr``), anything else
-through a table of constants.
+gate=on``); the tests run both on the same steps. Names and flags reach the source as
+literals (``repr``), anything else through a table of constants.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from typing import Any, Callable
 from .box import Box
 from .diagnostic import DeviceMemoryError
 from .ordertype import box_of
-from .tiles import Copy, TileBuffers
+from .tiles import Copy, TileBuffers, last_use
 
 
 def replay_code(tpl: Any, arrays: tuple[str, ...], parted_rows: Callable[..., Any],
@@ -375,10 +375,7 @@ class Relaunch:
             tail[lo:hi] = [*c.kernel_args(), *c.bound_args(c.box if piece is None else piece)]
         before = dev.last
         dev.launch(self.kernel, gsize, lsize, [*scalars, *(tail or self.tail)])
-        event = dev.last
         rt.stats.devices[self.index].launches += 1
-        if event is not before:
-            for c, _ in pieces:
-                c.last = event
+        last_use((c for c, _ in pieces), before, dev.last)
         self.misses = 0
         return True

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from .box import Box
 from .devices.base import MEMO_SIZE, Allocation, Device
 
-__all__ = ["Tile", "TileSpec", "Copy", "TileBuffers", "int32"]
+__all__ = ["Tile", "TileSpec", "Copy", "TileBuffers", "int32", "last_use"]
 
 
 def int32(v: int) -> np.int32:
@@ -226,9 +226,21 @@ class TileBuffers:
     regridder, how, name)`` of the last launch on these buffers of a whole tile (no
     ``rows``), whose arguments are then ``[*scalars, *arguments]``; ``regridder(device,
     len(grid), how)`` gives a function from another grid to the global and local sizes
-    and the first ``len(grid)`` of those arguments, or None; ``name``: the kernel's. What a template's replay
-    repeats with the new pieces' arguments in place (:class:`bbmm.shiftcode.Relaunch`),
-    and a fixed point's replay as it is (:func:`bbmm.replay.relaunch`)."""
+    and the first ``len(grid)`` of those arguments, or None; ``name``: the kernel's.
+    What a template's replay repeats with the new pieces' arguments in place
+    (:class:`bbmm.shiftcode.Relaunch`), and a fixed point's replay as it is
+    (:func:`bbmm.replay.relaunch`)."""
 
     def copies(self) -> list[Copy]:
         return [c for ps in self.pieces.values() for _, c in ps]
+
+
+def last_use(copies: Iterable[Copy], before: Any, event: Any) -> None:
+    """A launch's ``event`` as the last use so far of the ``copies`` it took (``before``:
+    its device's last command before it): a side read-in into their memory, once they
+    are freed, waits for it. A launch that enqueued nothing (``event`` is ``before``)
+    leaves them as they were (the device's older kernel would understate a read-in still
+    queued)."""
+    if event is not before:
+        for c in copies:
+            c.last = event
