@@ -20,6 +20,7 @@ from .grid import (device_of, once_grid, once_tiles, tile_range, tiles_covering,
                    whole_tile)
 from .devices.base import MEMO_SIZE, Device
 from .runtime import TileBuffers, int32, kernel_args
+from .tiles import INT32
 
 
 def kernel_options(rt: Any) -> KernelOptions:
@@ -338,19 +339,31 @@ def _shape(dev: Device, extent: Sequence[int], co: tuple[int, int],
             o.local[len(extent)], len(extent) in o.local_given)
     shape = _SHAPES.get(gkey)  # a tile launches with the same extent every serial iteration
     if shape is None:
-        per = co + (1,) * (len(extent) - 2)  # points per work-item along each OpenCL dim
         if local is None:
             local = o.local[len(extent)]
             if len(extent) not in o.local_given:
-                local = spread(local, extent, per, units)
-        # Pad the NDRange to whole work-groups: the kernel skips indices outside the tile
-        # and the loop bounds, so extra work-items are harmless, and a driver left to pick
-        # a work-group size for an awkward extent (12286 = 2 * 6143) may choose a tiny one.
-        gsize = tuple(-(-e // (l * p)) * l for e, l, p in zip(extent, local, per))
+                local = spread(local, extent, _per(co, len(extent)), units)
         if len(_SHAPES) >= MEMO_SIZE:
             _SHAPES.clear()
-        shape = _SHAPES[gkey] = (gsize, tuple(local))
+        shape = _SHAPES[gkey] = _padded(extent, co, local)
     return shape
+
+
+def _per(co: tuple[int, int], dims: int) -> tuple[int, ...]:
+    """Points per work-item along each of ``dims`` OpenCL dimensions (``co``: along the
+    first two)."""
+    return (co + (1,) * (dims - 2))[:dims]
+
+
+def _padded(extent: Sequence[int], co: tuple[int, int], local: Sequence[int]
+            ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The NDRange over ``extent`` in whole work-groups of ``local``, and ``local``."""
+    # Pad the NDRange to whole work-groups: the kernel skips indices outside the tile
+    # and the loop bounds, so extra work-items are harmless, and a driver left to pick
+    # a work-group size for an awkward extent (12286 = 2 * 6143) may choose a tiny one.
+    per = _per(co, len(extent))
+    return (tuple(-(-e // (l * p)) * l for e, l, p in zip(extent, local, per)),
+            tuple(local))
 
 
 def regridder(dev: Device, nbands: int, how: tuple
@@ -361,20 +374,43 @@ def regridder(dev: Device, nbands: int, how: tuple
     the kernel launched with ``how`` (``(cl_band, coarsen, blocked, staged, local,
     options)``, :func:`launch`'s) on ``dev``, the kernel object and its array arguments
     unchanged; None where the kernel runs staged (its work-groups depend on the extent)
-    or has no grid. What the launch works out per grid is worked out once here."""
+    or has no grid. What :func:`_narrow` and :func:`_shape` work out per grid is worked
+    out once here but for the extent: LU's grid shrinks every serial iteration, and its
+    launches repeated (:class:`bbmm.shiftcode.Relaunch`) regrid each time."""
     cl_band, coarsen, blocked, staged, local, options = how
     o = _DEFAULT if options is None else options
     if not nbands or _runs_staged(dev, staged, len(cl_band), o.stage):
         return None
     co = _points(coarsen, nbands, blocked, o)
     align = o.align
+    d0 = cl_band[0]
+    dims = len(cl_band)
+    units = getattr(dev, "compute_units", 0)
+    per = _per(co, dims)
+    fixed = None  # the work-group shape where it does not depend on the extent
+    if local is not None:
+        fixed = tuple(local)
+    elif dims not in o.local_given:
+        local = o.local[dims]
+    else:
+        fixed = tuple(o.local[dims])
+    shapes: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
     def regrid(grid: Sequence[tuple[int, int]]
                ) -> tuple[tuple[int, ...], tuple[int, ...], list[Any]]:
-        g, _ = _narrow(grid, None, co, align, cl_band)
-        gsize, lsize = _shape(dev, [max(1, g[d][1] - g[d][0] + 1) for d in cl_band], co,
-                              local, o)
-        return gsize, lsize, [int32(lo) for lo, _ in g]
+        if align > 1:  # as _narrow: dimension 0's work-items start aligned
+            lo, hi = grid[d0]
+            if lo % align:
+                grid = [*grid[:d0], (lo - lo % align, hi), *grid[d0 + 1:]]
+        extent = tuple([max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band])
+        shape = shapes.get(extent)
+        if shape is None:
+            if len(shapes) >= MEMO_SIZE:
+                shapes.clear()
+            shape = shapes[extent] = _padded(
+                extent, co, fixed or spread(local, extent, per, units))
+        get = INT32.__getitem__
+        return shape[0], shape[1], [get(lo) for lo, _ in grid]
 
     return regrid
 

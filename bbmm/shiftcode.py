@@ -340,8 +340,9 @@ class Relaunch:
             if k >= len(at):
                 return
             lo = at[k] - 1
-            spots.append((c, piece, lo, lo + len(c.kernel_args()) + 2 * len(c.box.lo),
-                          c.alloc.buf, c.fits_int()))
+            mid = lo + len(c.kernel_args())
+            spots.append((c, piece, lo, mid, mid + 2 * len(c.box.lo), c.alloc.buf,
+                          c.fits_int()))
         self.dev, self.index, self.grid = dev, index, grid
         self.kernel, self.gsize, self.lsize = kernel, gsize, lsize
         self.tail, self.spots = tail, spots
@@ -364,8 +365,13 @@ class Relaunch:
             gsize, lsize, origins = self.regrid(grid)
             tail = self.tail.copy()
             tail[:len(origins)] = origins
-        for (c, piece), (lc, lp, lo, hi, buf, fits) in zip(pieces, self.spots):
-            if c is lc and (piece is None or piece == lp):
+        for (c, piece), (lc, lp, lo, mid, hi, buf, fits) in zip(pieces, self.spots):
+            if c is lc:  # the same copy: its arguments stay, its piece's bounds may not
+                if piece is None or piece == lp:
+                    continue
+                if tail is None:
+                    tail = self.tail.copy()
+                tail[mid:hi] = c.bound_args(piece)
                 continue
             if c.alloc.buf is not buf or c.fits_int() is not fits:
                 self.misses += 1

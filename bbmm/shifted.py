@@ -62,7 +62,7 @@ from .diagnostic import DeviceMemoryError
 from .ordertype import (GAP, SHIFT, Far, bases_like, box_of, delta, encode, moved_on,
                         nearest, order, shape as order_shape)
 from .shiftcode import replay_code
-from .tiles import Copy, Tile, TileBuffers, int32
+from .tiles import INT32, Copy, Tile, TileBuffers
 
 SIZE = 64
 """Templates kept (the oldest is dropped first): one per regime of the serial loop."""
@@ -466,7 +466,7 @@ def _ats_moved(ats: list[list[Launch]], steps: list[list[tuple]]) -> list[list[L
         for (sa, ga), (ms, dg) in zip(row, srow):
             sa = list(sa)
             for i, dx in ms:
-                sa[i] = int32(int(sa[i]) + dx)
+                sa[i] = INT32[int(sa[i]) + dx]
             if dg is not None:
                 ga = tuple((x0 + d0, x1 + d1) for (x0, x1), (d0, d1) in zip(ga, dg))
             moved.append((sa, ga))

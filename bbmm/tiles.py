@@ -14,24 +14,32 @@ import numpy as np
 from .box import Box
 from .devices.base import MEMO_SIZE, Allocation, Device
 
-__all__ = ["Tile", "TileSpec", "Copy", "TileBuffers", "int32", "last_use"]
+__all__ = ["Tile", "TileSpec", "Copy", "TileBuffers", "INT32", "int32", "last_use"]
+
+
+class _Interned(dict):
+    """``np.int32`` kernel scalars by value, made on first use (:data:`INT32`)."""
+
+    def __missing__(self, v: int) -> np.int32:
+        if len(self) >= 1 << 16:
+            self.clear()
+        x = self[v] = np.int32(v)
+        return x
+
+
+INT32: dict[int, np.int32] = _Interned()
+"""``INT32[v]`` is ``np.int32(v)``, the same object for the same value: a launch that sets
+only the arguments that changed (:func:`bbmm.devices.kernelargs.set_changed`) then finds
+the unchanged ones by identity, without a numpy comparison, and no scalar is made anew.
+A subscript, not a call: sizes, host iterators, tile bounds, grid origins, strides and
+access slots are looked up several times per tile."""
 
 
 def int32(v: int) -> np.int32:
-    """``np.int32(v)``, the same object for the same value: a launch that sets only the
-    arguments that changed (:func:`bbmm.devices.kernelargs.set_changed`) then finds the
-    unchanged ones by identity, without a numpy comparison, and no scalar is made anew."""
-    x = _INT32.get(v)
-    if x is None:
-        if len(_INT32) >= 1 << 16:
-            _INT32.clear()
-        x = _INT32[v] = np.int32(v)
-    return x
+    """``INT32[v]`` (:data:`INT32`), for a caller that wants a function."""
+    return INT32[v]
 
 
-_INT32: dict[int, np.int32] = {}
-"""Interned ``np.int32`` kernel scalars (:func:`int32`): sizes, host iterators, tile bounds,
-grid origins, strides, access slots."""
 _STRIDES: dict[tuple[int, ...], tuple[list[int], list[np.int32]]] = {}
 """A copy's strides by its shape, as ints and as kernel arguments: a transient box (a
 row ``k`` replayed up to a shift) is a new copy of one shape every serial iteration."""
@@ -183,7 +191,8 @@ class Copy:
         last = self._bargs
         if last is not None and last[0] == piece:
             return last[1]
-        args = [*map(int32, piece.lo), *map(int32, piece.hi)]
+        get = INT32.__getitem__
+        args = [*map(get, piece.lo), *map(get, piece.hi)]
         self._bargs = (piece, args)
         return args
 

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from bbmm.devices import NullDevice
 from bbmm.diagnostic import TileTooLargeError
@@ -208,6 +209,41 @@ def test_spread_keeps_narrow_launches_on_every_unit():
         for e, l in zip(ext, local):
             groups *= -(-e // l)
         assert groups >= 2 * units or local[0] == 32
+
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-40, 5000), st.integers(0, 5000)), min_size=1,
+                max_size=3),
+       st.sampled_from([1, 8, 32]), st.sampled_from([0, 4, 132]), st.booleans(),
+       st.booleans(), st.booleans(), st.data())
+def test_a_regridded_launch_is_the_launch_planned_afresh(spans, align, units, coarsen,
+                                                         given_local, set_local, data):
+    """:func:`bbmm.hostlib.regridder` (a launch repeated on another grid, LU's shrinking
+    corner) gives the NDRange, work-group shape and grid origins that the launch's own
+    :func:`~bbmm.hostlib._narrow` and :func:`~bbmm.hostlib._shape` give for that grid,
+    whatever the alignment, compute units, coarsening and work-group settings."""
+    from dataclasses import replace
+
+    from bbmm import hostlib
+    from bbmm.config import KernelOptions
+
+    grid = [(lo, lo + w) for lo, w in spans]
+    nb = len(grid)
+    cl_band = data.draw(st.permutations(range(nb)))
+    o = replace(KernelOptions(), align=align, coarsen=2)
+    if set_local:
+        o = replace(o, local_given=frozenset({nb}))
+    local = tuple([16] + [1] * (nb - 1)) if given_local else None
+    dev = NullDevice("n0")
+    dev.compute_units = units
+    regrid = hostlib.regridder(dev, nb, (cl_band, coarsen, False, False, local, o))
+    for g in (grid, [(lo + 1, hi) for lo, hi in grid], grid):
+        co = hostlib._points(coarsen, nb, False, o)
+        narrowed, _ = hostlib._narrow(g, None, co, align, cl_band)
+        extent = [max(1, narrowed[d][1] - narrowed[d][0] + 1) for d in cl_band]
+        gsize, lsize = hostlib._shape(dev, extent, co, local, o)
+        assert regrid(g) == (gsize, lsize, [np.int32(lo) for lo, _ in narrowed])
 
 
 def _split_and_peak(n, ndev, fuse):
