@@ -345,7 +345,7 @@ def _shape(dev: Device, extent: Sequence[int], co: tuple[int, int],
                 local = spread(local, extent, _per(co, len(extent)), units)
         if len(_SHAPES) >= MEMO_SIZE:
             _SHAPES.clear()
-        shape = _SHAPES[gkey] = _padded(extent, co, local)
+        shape = _SHAPES[gkey] = _padded(extent, _per(co, len(extent)), local)
     return shape
 
 
@@ -355,14 +355,14 @@ def _per(co: tuple[int, int], dims: int) -> tuple[int, ...]:
     return (co + (1,) * (dims - 2))[:dims]
 
 
-def _padded(extent: Sequence[int], co: tuple[int, int], local: Sequence[int]
+def _padded(extent: Sequence[int], per: Sequence[int], local: Sequence[int]
             ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The NDRange over ``extent`` in whole work-groups of ``local``, and ``local``."""
+    """The NDRange over ``extent`` (``per`` points per work-item) in whole work-groups of
+    ``local``, and ``local``."""
     # Pad the NDRange to whole work-groups: the kernel skips indices outside the tile
     # and the loop bounds, so extra work-items are harmless, and a driver left to pick
     # a work-group size for an awkward extent (12286 = 2 * 6143) may choose a tiny one.
-    per = _per(co, len(extent))
-    return (tuple(-(-e // (l * p)) * l for e, l, p in zip(extent, local, per)),
+    return (tuple([-(-e // (l * p)) * l for e, l, p in zip(extent, local, per)]),
             tuple(local))
 
 
@@ -375,8 +375,9 @@ def regridder(dev: Device, nbands: int, how: tuple
     options)``, :func:`launch`'s) on ``dev``, the kernel object and its array arguments
     unchanged; None where the kernel runs staged (its work-groups depend on the extent)
     or has no grid. What :func:`_narrow` and :func:`_shape` work out per grid is worked
-    out once here but for the extent: LU's grid shrinks every serial iteration, and its
-    launches repeated (:class:`bbmm.shiftcode.Relaunch`) regrid each time."""
+    out once here but for the extent, without :func:`_shape`'s memo: LU's grid shrinks
+    every serial iteration, and its launches repeated (:class:`bbmm.shiftcode.Relaunch`)
+    regrid each time, never to an extent seen before."""
     cl_band, coarsen, blocked, staged, local, options = how
     o = _DEFAULT if options is None else options
     if not nbands or _runs_staged(dev, staged, len(cl_band), o.stage):
@@ -394,7 +395,6 @@ def regridder(dev: Device, nbands: int, how: tuple
         local = o.local[dims]
     else:
         fixed = tuple(o.local[dims])
-    shapes: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
     def regrid(grid: Sequence[tuple[int, int]]
                ) -> tuple[tuple[int, ...], tuple[int, ...], list[Any]]:
@@ -402,15 +402,10 @@ def regridder(dev: Device, nbands: int, how: tuple
             lo, hi = grid[d0]
             if lo % align:
                 grid = [*grid[:d0], (lo - lo % align, hi), *grid[d0 + 1:]]
-        extent = tuple([max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band])
-        shape = shapes.get(extent)
-        if shape is None:
-            if len(shapes) >= MEMO_SIZE:
-                shapes.clear()
-            shape = shapes[extent] = _padded(
-                extent, co, fixed or spread(local, extent, per, units))
+        extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
+        gsize, lsize = _padded(extent, per, fixed or spread(local, extent, per, units))
         get = INT32.__getitem__
-        return shape[0], shape[1], [get(lo) for lo, _ in grid]
+        return gsize, lsize, [get(lo) for lo, _ in grid]
 
     return regrid
 

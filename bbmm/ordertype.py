@@ -100,6 +100,25 @@ def box_of(t: tuple, ds: list[list[int]]) -> Box:
     return Box._new(tuple(vals[:nd]), tuple(vals[nd:]))
 
 
+def volume_of(t: tuple, ds: list[list[int]]) -> int:
+    """``box_of(t, ds).volume`` without the box (a deferred write-out's count, every
+    serial iteration moved on)."""
+    nd, coords = t
+    flat = ds[-1]
+    if nd == 2:  # as box_of, unrolled
+        (i0, o0), (i1, o1), (i2, o2), (i3, o3) = coords
+        a = flat[i2] + o2 - flat[i0] - o0 + 1
+        b = flat[i3] + o3 - flat[i1] - o1 + 1
+        return a * b if a > 0 and b > 0 else 0
+    v = 1
+    for (i, o), (j, p) in zip(coords[:nd], coords[nd:]):
+        e = flat[j] + p - flat[i] - o + 1
+        if e <= 0:
+            return 0
+        v *= e
+    return v
+
+
 
 
 def shape(orders: tuple, flat: Mapping[str, list[int]], ndims: Mapping[str, int]) -> tuple:

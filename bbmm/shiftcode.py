@@ -356,31 +356,27 @@ class Relaunch:
         if dev is None or dev.profiling:
             return False
         scalars, grid = at
-        tail = None
+        ns = len(scalars)
+        args = [*scalars, *self.tail]
         gsize, lsize = self.gsize, self.lsize
         if grid != self.grid:
             if self.regrid is None:
                 self.misses += 1
                 return False
             gsize, lsize, origins = self.regrid(grid)
-            tail = self.tail.copy()
-            tail[:len(origins)] = origins
+            args[ns:ns + len(origins)] = origins
         for (c, piece), (lc, lp, lo, mid, hi, buf, fits) in zip(pieces, self.spots):
             if c is lc:  # the same copy: its arguments stay, its piece's bounds may not
-                if piece is None or piece == lp:
-                    continue
-                if tail is None:
-                    tail = self.tail.copy()
-                tail[mid:hi] = c.bound_args(piece)
+                if piece is not None and piece != lp:
+                    args[ns + mid:ns + hi] = c.bound_args(piece)
                 continue
             if c.alloc.buf is not buf or c.fits_int() is not fits:
                 self.misses += 1
                 return False
-            if tail is None:
-                tail = self.tail.copy()
-            tail[lo:hi] = [*c.kernel_args(), *c.bound_args(c.box if piece is None else piece)]
+            args[ns + lo:ns + hi] = [*c.kernel_args(),
+                                     *c.bound_args(c.box if piece is None else piece)]
         before = dev.last
-        dev.launch(self.kernel, gsize, lsize, [*scalars, *(tail or self.tail)])
+        dev.launch(self.kernel, gsize, lsize, args)
         rt.stats.devices[self.index].launches += 1
         last_use((c for c, _ in pieces), before, dev.last)
         self.misses = 0

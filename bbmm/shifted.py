@@ -60,7 +60,7 @@ import numpy as np
 from .box import Box
 from .diagnostic import DeviceMemoryError
 from .ordertype import (GAP, SHIFT, Far, bases_like, box_of, delta, encode, moved_on,
-                        nearest, order, shape as order_shape)
+                        nearest, order, shape as order_shape, volume_of)
 from .shiftcode import replay_code
 from .tiles import INT32, Copy, Tile, TileBuffers
 
@@ -458,17 +458,20 @@ def _at_steps(dats: list[list[tuple]]) -> list[list[tuple]]:
 
 
 def _ats_moved(ats: list[list[Launch]], steps: list[list[tuple]]) -> list[list[Launch]]:
-    """Each tile's scalars and grid moved on by :func:`_at_steps`' ``steps`` (the
-    scalars a new list; a grid that stays, the same tuple)."""
+    """Each tile's scalars and grid moved on by :func:`_at_steps`' ``steps`` (scalars
+    that move, a new list; a grid that stays, the same tuple). Nothing writes into a
+    launch's scalars: the kernel's arguments are a list of their own."""
     out = []
+    get = INT32.__getitem__
     for row, srow in zip(ats, steps):
         moved = []
         for (sa, ga), (ms, dg) in zip(row, srow):
-            sa = list(sa)
-            for i, dx in ms:
-                sa[i] = INT32[int(sa[i]) + dx]
+            if ms:
+                sa = list(sa)
+                for i, dx in ms:
+                    sa[i] = get(int(sa[i]) + dx)
             if dg is not None:
-                ga = tuple((x0 + d0, x1 + d1) for (x0, x1), (d0, d1) in zip(ga, dg))
+                ga = tuple([(x0 + d0, x1 + d1) for (x0, x1), (d0, d1) in zip(ga, dg)])
             moved.append((sa, ga))
         out.append(moved)
     return out
@@ -668,7 +671,7 @@ def deferred_counts(d: Any, tpl: Template, bases: dict[str, list[list[int]]]
     counts = [[g[1] for g in gs] for _, gs in groups]
     for h, g, enc in tpl.deferred:
         c = groups[h][0]
-        counts[h][g] += box_of(enc, bases[c.array]).volume
+        counts[h][g] += volume_of(enc, bases[c.array])
         if counts[h][g] * c.itemsize >= d.FLUSH_BYTES:
             return None
     return groups, counts

@@ -11,6 +11,12 @@ and flow-in) over the measured pinned host-device bandwidth::
     heat2d  (n, two nests per time step):   memory 2 * 2 * 4 * n * ceil(n/d)
                                             coherence 2 * 2 * 4 * n * (2 if d > 2 else 1)
                                             (a halo row out and in per neighbour and nest)
+    lu      (n, rows split in d blocks):    at k, m = n - k - 1 columns right of k:
+                                            memory 2 * 4 * m * (its rows below k, + 1 on
+                                            the owner of row k: the scaling)
+                                            coherence 4 * m (row k out, or in)
+                                            averaged over k = 1 .. n - 1, the iterations
+                                            of the loop time
 
 Bandwidths are measured here, on device 0: ``clEnqueueCopyBuffer`` of a 1 GiB buffer
 (bytes read + bytes written over the time), and a 256 MiB pinned host array written to
@@ -20,15 +26,16 @@ bbmm's time per iteration is *steady*: two runs with different numbers of serial
 iterations (heat2d: ``tsteps`` and ``tsteps + --extra-steps``), the difference of
 their best (shortest) loop times (the report's ``loop_s``: the run from the end of its
 first iteration, without its final write-out) over the extra iterations, so read-in,
-write-back, kernel builds and context creation drop out. Floyd's iteration count is its
-size, so its time is the loop over ``n - 1`` iterations. The baseline's is its shortest
-loop time (``loop_s``).
+write-back, kernel builds and context creation drop out. Floyd's and LU's iteration count is
+their size, so their time is the loop over ``n - 1`` iterations. The baseline's is its
+shortest loop time (``loop_s``); LU has no hand-written baseline.
 
 Usage (the GPU machine, see docs/performance.md)::
 
     python3 scripts/bench_floor.py --devices 1,2 --json $OUT/floor.json
     python3 scripts/bench_floor.py --floyd 2048 --heat2d 1024:10 --devices 1,2   # CPU, small
     python3 scripts/bench_floor.py --floyd 0 --coarsen 2x1,2x4,1x8   # kernel shapes side by side
+    python3 scripts/bench_floor.py --floyd 0 --heat2d 0 --lu 16384 --devices 1
 """
 from __future__ import annotations
 
@@ -89,8 +96,28 @@ def floor_bytes(prog: str, n: int, d: int) -> tuple[int, int]:
     rows = math.ceil(n / d)
     if prog == "floyd":
         return 2 * F * n * rows, (F * n if d > 1 else 0)
+    if prog == "lu":
+        return lu_floor_bytes(n, d)
     halo = 0 if d == 1 else (2 if d > 2 else 1)
     return 2 * 2 * F * n * rows, 2 * 2 * F * n * halo
+
+
+def lu_floor_bytes(n: int, d: int) -> tuple[int, int]:
+    """LU's :func:`floor_bytes`: per ``k``, the busiest device's trailing rows (its rows
+    of the block distribution below ``k``, each ``n - k - 1`` columns read and written)
+    and row ``k``'s scaling on its owner, and row ``k`` moved once where ``d > 1``;
+    averaged over ``k = 1 .. n - 1`` and rounded down."""
+    size = math.ceil(n / d)
+    mem = coh = 0
+    for k in range(1, n):
+        m = n - k - 1
+        busiest = 0
+        for p in range(d):
+            below = max(0, min(n, (p + 1) * size) - max(k + 1, p * size))
+            busiest = max(busiest, below + (1 if k // size == p else 0))
+        mem += 2 * F * m * busiest
+        coh += F * m if d > 1 else 0
+    return mem // (n - 1), coh // (n - 1)
 
 
 def steady_bbmm(prog: str, params: dict[str, int], d: int, args: argparse.Namespace
@@ -98,7 +125,7 @@ def steady_bbmm(prog: str, params: dict[str, int], d: int, args: argparse.Namesp
     """bbmm's steady time per serial iteration (see the module docstring), after one
     warm-up run (kernel builds, the reference caches)."""
     compare.bbmm_once(prog, params, d, args)
-    if prog == "floyd":
+    if prog in ("floyd", "lu"):
         runs = [compare.bbmm_once(prog, params, d, args) for _ in range(args.repeat)]
         wall = min(r["loop_s"] for r in runs)
         return {"s_per_iter": wall / (params["n"] - 1), "runs_s": [r["loop_s"] for r in runs],
@@ -115,7 +142,12 @@ def steady_bbmm(prog: str, params: dict[str, int], d: int, args: argparse.Namesp
             "flowout_bytes": runs2[-1]["flowout_bytes"]}
 
 
-def baseline_loop(prog: str, params: dict[str, int], team: Team, reps: int) -> float:
+def baseline_loop(prog: str, params: dict[str, int], team: Team, reps: int
+                  ) -> float | None:
+    """The hand-written baseline's shortest loop time per serial iteration (None: the
+    program has none)."""
+    if prog not in compare.MODULES:
+        return None
     init, work = compare.baseline_arrays(prog, params, team)
     mod = compare.MODULES[prog]
     loops = []
@@ -124,6 +156,11 @@ def baseline_loop(prog: str, params: dict[str, int], team: Team, reps: int) -> f
             work[k][...] = v
         loops.append(mod.run(team, params, work)["loop_s"])
     return min(loops[1:]) / compare.iterations_of(prog, params)
+
+
+def _ms(s: float | None) -> str:
+    """Seconds as milliseconds for the table, ``-`` for none."""
+    return "-" if s is None else f"{s * 1e3:.3f}"
 
 
 def _splits(procs: str, devices: int) -> bool:
@@ -139,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--floyd", type=int, default=16384, metavar="N", help="floyd's n (0: skip)")
     p.add_argument("--heat2d", default="12288:20", metavar="N:TSTEPS",
                    help="heat2d's n and the shorter run's time steps (0 or empty: skip)")
+    p.add_argument("--lu", type=int, default=0, metavar="N", help="LU's n (0: skip, the default)")
     p.add_argument("--extra-steps", type=int, default=300,
                    help="time steps the longer heat2d run adds (the measured ones)")
     p.add_argument("--devices", default="1,2", help="comma-separated device counts")
@@ -171,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     n, _, t = (args.heat2d or "0").partition(":")
     if int(n):
         progs.append(("heat2d", {"tsteps": int(t or 50), "n": int(n)}))
+    if args.lu:
+        progs.append(("lu", {"n": args.lu}))
     counts = [int(c) for c in args.devices.split(",")]
     platform = int(args.platform) if args.platform and args.platform.isdigit() else args.platform
 
@@ -201,13 +241,14 @@ def main(argv: list[str] | None = None) -> int:
                              "bbmm_s_per_iter": bb["s_per_iter"],
                              "baseline_loop_s_per_iter": base,
                              "bbmm_over_floor": bb["s_per_iter"] / floor,
-                             "baseline_over_floor": base / floor, "bbmm_runs": bb["runs_s"],
+                             "baseline_over_floor": None if base is None else base / floor,
+                             "bbmm_runs": bb["runs_s"],
                              "bbmm_flowout_bytes": bb["flowout_bytes"],
                              "coarsen": f"{co[0]}x{co[1]}", "procs": pr,
                              "local": os.environ.get("BBMM_LOCAL", "")})
                 print(f"# {prog} {params} on {d} (--procs {pr}): floor {floor * 1e3:.3f} ms, bbmm "
                       f"({co[0]}x{co[1]} points) {bb['s_per_iter'] * 1e3:.3f} ms, baseline "
-                      f"{base * 1e3:.3f} ms", flush=True)
+                      f"{_ms(base)} ms", flush=True)
         team.close()
     print(f"\n{'program':8} {'size':>16} {'dev':>3} {'procs':>5} {'points':>6} {'floor ms':>9} "
           f"{'bbmm ms':>9} {'base ms':>9} {'bbmm/floor':>10} {'base/floor':>10}")
@@ -215,8 +256,9 @@ def main(argv: list[str] | None = None) -> int:
         size = ",".join(f"{k}={v}" for k, v in r["params"].items())
         print(f"{r['program']:8} {size:>16} {r['devices']:>3} {r['procs']:>5} {r['coarsen']:>6} "
               f"{r['floor_s'] * 1e3:>9.3f} "
-              f"{r['bbmm_s_per_iter'] * 1e3:>9.3f} {r['baseline_loop_s_per_iter'] * 1e3:>9.3f} "
-              f"{r['bbmm_over_floor']:>10.2f} {r['baseline_over_floor']:>10.2f}")
+              f"{r['bbmm_s_per_iter'] * 1e3:>9.3f} {_ms(r['baseline_loop_s_per_iter']):>9} "
+              f"{r['bbmm_over_floor']:>10.2f} "
+              f"{'-' if r['baseline_over_floor'] is None else format(r['baseline_over_floor'], '.2f'):>10}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"bandwidth": bw, "rows": rows, "argv": sys.argv[1:]}, f, indent=1)

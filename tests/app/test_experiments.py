@@ -378,16 +378,42 @@ def test_floor_bytes_are_the_exact_minimum():
     assert bf.floor_bytes("heat2d", 64, 4)[1] == 2 * 4 * 4 * 64
 
 
+@pytest.mark.parametrize("n, d", [(7, 1), (10, 2), (13, 4), (9, 3)])
+def test_lu_floor_bytes_count_each_devices_points(n, d):
+    """LU's floor, against the points of its two nests counted one by one: at each ``k``
+    the device whose rows (bbmm's block distribution, one tile per device) hold the most
+    points of the scaling of row ``k`` and the trailing update, 8 bytes each (read and
+    written), and row ``k`` moved once over several devices; the mean over ``k >= 1``."""
+    import bench_floor as bf
+    from bbmm.grid import device_of
+    size = -(-n // d)
+    mem = coh = 0
+    for k in range(1, n):
+        points = [0] * d
+        for j in range(k + 1, n):
+            points[device_of(k // size, d, d)] += 1
+            for i in range(k + 1, n):
+                points[device_of(i // size, d, d)] += 1
+        mem += 8 * max(points)
+        coh += 4 * (n - k - 1) * (d > 1)
+    assert bf.floor_bytes("lu", n, d) == (mem // (n - 1), coh // (n - 1))
+
+
 @needs_cl
 def test_bench_floor(tmp_path, capsys):
     import bench_floor as bf
-    assert bf.main(["--floyd", "32", "--heat2d", "32:2", "--devices", "1,2",
+    assert bf.main(["--floyd", "32", "--heat2d", "32:2", "--lu", "24", "--devices", "1,2",
                     "--bw-bytes", str(1 << 20), "--extra-steps", "2", "--repeat", "1", "--json", str(tmp_path / "f.json")]) == 0
     doc = json.loads((tmp_path / "f.json").read_text())
     assert {(r["program"], r["devices"]) for r in doc["rows"]} == {
-        (p, d) for p in ("floyd", "heat2d") for d in (1, 2)}
-    assert all(r["floor_s"] > 0 and r["baseline_loop_s_per_iter"] > 0 for r in doc["rows"])
-    assert doc["bandwidth"]["d2d"] > 0 and "bbmm/floor" in capsys.readouterr().out
+        (p, d) for p in ("floyd", "heat2d", "lu") for d in (1, 2)}
+    assert all(r["floor_s"] > 0 and r["bbmm_s_per_iter"] > 0 for r in doc["rows"])
+    for r in doc["rows"]:  # LU has no hand-written baseline
+        assert (r["baseline_loop_s_per_iter"] is None) == (r["program"] == "lu")
+        assert r["program"] == "lu" or r["baseline_loop_s_per_iter"] > 0
+    out = capsys.readouterr().out
+    assert doc["bandwidth"]["d2d"] > 0 and "bbmm/floor" in out
+    assert [line.split()[-1] for line in out.splitlines() if line.startswith("lu ")] == ["-", "-"]
 
 
 @pytest.mark.parametrize("procs", [1, 2])
