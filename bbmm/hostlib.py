@@ -19,7 +19,7 @@ from .config import KernelOptions, local_sizes  # noqa: F401 - local_sizes: re-e
 from .grid import (device_of, once_grid, once_tiles, tile_range, tiles_covering,  # noqa: F401
                    whole_tile)
 from .devices.base import MEMO_SIZE, Device
-from .runtime import TileBuffers, int32, kernel_args
+from .runtime import TileBuffers, int32, kernel_args, lean_args, lean_slots
 from .tiles import INT32
 
 
@@ -118,13 +118,15 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         fast = (dev, name, source, grid, local, rows)
         got = tb.launches.get(fast)
         if got is None and tb.before is not None:
-            got = _carried(tb, fast, tb.before.launches.get(fast), arrays, len(grid))
+            got = _carried(tb, fast, tb.before.launches.get(fast), arrays, len(grid),
+                           _lean(source, options))
         if got is not None and got[0] is (_DEFAULT if options is None else options):
             if rows is not None:
                 scalars = _rows_scalars(scalars, (rows[0], rows[-1]))
             else:
                 tb.prepared = (dev, grid, got[1], got[2], got[3], got[4], regridder,
-                               (cl_band, coarsen, blocked, staged, local, options), name)
+                               (cl_band, coarsen, blocked, staged, local, options), name,
+                               got[7])
             return dev.launch(got[1], got[2], got[3], [*scalars, *got[4]])
         if rows is not None and grid:
             return _launch_rows(dev, tb, source, name, scalars, grid, cl_band, arrays, local,
@@ -134,11 +136,22 @@ def launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: Sequen
         blocked, rows, options)
     if fast is not None:
         tail = args[len(scalars):]
-        tb.launches[fast] = (o, knl, gsize, lsize, tail, small, narr)
+        bare = _bare(tb, arrays, source, o)
+        tb.launches[fast] = (o, knl, gsize, lsize, tail, small, narr, bare)
         if rows is None:
             tb.prepared = (dev, grid, knl, gsize, lsize, tail, regridder,
-                           (cl_band, coarsen, blocked, staged, local, options), name)
+                           (cl_band, coarsen, blocked, staged, local, options), name, bare)
     return dev.launch(knl, gsize, lsize, args)
+
+
+def _bare(tb: TileBuffers, arrays: Sequence[tuple], source: str, o: KernelOptions
+          ) -> frozenset[str]:
+    """The arrays whose pieces a lean launch on ``tb`` passes without their bounds
+    (:func:`_layout`)."""
+    if not _lean(source, o):
+        return frozenset()
+    return frozenset(e[0] for e in arrays
+                     if len(e) > 3 and lean_slots(tb, e[0], e[1], len(e[3])) >= 0)
 
 
 def _launch_rows(dev: Device, tb: TileBuffers, source: str, name: str,
@@ -161,7 +174,8 @@ def _launch_rows(dev: Device, tb: TileBuffers, source: str, name: str,
         old = tb.before.launches.get(key)
         if old is not None:
             new: list[Any] = []
-            if _array_args(tb, arrays, new) == old[5] and len(new) == len(old[4]):
+            if (_array_args(tb, arrays, new, _lean(source, o)) == old[5]
+                    and len(new) == len(old[4])):
                 got = tb.launches[key] = (*old[:4], new, old[5])
     if got is None or got[0] is not o:
         o, knl, gsize, lsize, args, narr, small = _plan_launch(
@@ -176,19 +190,26 @@ def _launch_rows(dev: Device, tb: TileBuffers, source: str, name: str,
         args += got[4]
         if gaps is not None:
             args += gaps
-    tb.launches[fast] = (o, knl, gsize, lsize, args[len(scalars):], small, narr)
+    tb.launches[fast] = (o, knl, gsize, lsize, args[len(scalars):], small, narr,
+                         _bare(tb, arrays, source, o))
     return dev.launch(knl, gsize, lsize, args)
 
 
-def _array_args(tb: TileBuffers, arrays: Sequence[tuple], args: list[Any]) -> bool:
+def _array_args(tb: TileBuffers, arrays: Sequence[tuple], args: list[Any],
+                lean: bool = False) -> bool:
     """Append the arrays' kernel arguments of a launch on ``tb`` to ``args``, in kernel
-    order; whether every copy of ``arrays`` in ``tb`` has its element offsets in 32-bit
-    ints: the kernel variant their launch takes (:func:`_kernel`'s ``small``)."""
+    order (``lean``: of a lean build, :func:`_layout`); whether every copy of ``arrays``
+    in ``tb`` has its element offsets in 32-bit ints: the kernel variant their launch
+    takes (:func:`_kernel`'s ``small``)."""
     fits = True
     pieces = tb.pieces
     for entry in arrays:
         a = entry[0]
-        args += kernel_args(tb, a, entry[1], entry[2])
+        ns = lean_slots(tb, a, entry[1], len(entry[3])) if lean and len(entry) > 3 else -1
+        if ns < 0:
+            args += kernel_args(tb, a, entry[1], entry[2])
+        else:
+            args += lean_args(tb, a, ns, entry[2])
         if fits:
             for _, c in pieces.get(a, ()):
                 if not c.fits_int():
@@ -198,7 +219,7 @@ def _array_args(tb: TileBuffers, arrays: Sequence[tuple], args: list[Any]) -> bo
 
 
 def _carried(tb: TileBuffers, fast: tuple, got: tuple | None,
-             arrays: Sequence[tuple[str, int, int]], ngrid: int) -> tuple | None:
+             arrays: Sequence[tuple[str, int, int]], ngrid: int, lean: bool) -> tuple | None:
     """The launch ``got`` that ``tb.before`` (the same tile at the last replay, its
     accesses in the same slots, other copies) kept under ``fast``, for ``tb``: its
     kernel, NDRange and arguments with ``tb``'s array arguments, where ``tb``'s copies
@@ -209,14 +230,14 @@ def _carried(tb: TileBuffers, fast: tuple, got: tuple | None,
         return None
     tail = got[4]
     args: list[Any] = list(tail[:ngrid])  # the grid's origins (the grid is in the key)
-    fits = _array_args(tb, arrays, args)
+    fits = _array_args(tb, arrays, args, lean)
     if got[5] != fits:
         return None
     narr = len(args) - ngrid
     if narr != got[6]:
         return None
     args += tail[ngrid + narr:]  # BBMM_GAPS's two scalars, set by the rows (in the key)
-    out = tb.launches[fast] = (got[0], got[1], got[2], got[3], args, fits, narr)
+    out = tb.launches[fast] = (got[0], got[1], got[2], got[3], args, fits, narr, got[7])
     return out
 
 
@@ -300,7 +321,7 @@ def _plan_launch(dev: Device, tb: TileBuffers, source: str, name: str, scalars: 
     if prep is None:
         old = None if tb.before is None else tb.before.launches.get(key)
         new: list[Any] = []
-        if old is not None and old[3] == _array_args(tb, arrays, new):
+        if old is not None and old[3] == _array_args(tb, arrays, new, _lean(source, o)):
             # the same tile at its last replay, its accesses in the same slots (LU's
             # shrinking corner: other pieces, another grid): its kernel, new array args
             prep = (old[0], new, old[2], old[3])
@@ -454,7 +475,7 @@ def _prepare(dev: Device, tb: TileBuffers, source: str, name: str,
     staged shape it was built for (``gaps``: the kernel built to take two ranges of rows,
     ``BBMM_GAPS``) and whether it takes 32-bit offsets (:func:`_array_args`)."""
     args: list[Any] = []
-    small = _array_args(tb, arrays, args)
+    small = _array_args(tb, arrays, args, _lean(source, o))
     sels = (tuple(tuple(tb.access.get(e[0], ())) for e in arrays if len(e) > 3)
             if o.specialize else ())
     return (_kernel(dev, source, name, arrays, sels, small, co, stage, o, gaps=gaps),
@@ -489,8 +510,52 @@ def _kernel(dev: Device, source: str, name: str, arrays: Sequence[tuple],
                 opts += [f"-D{entry[0]}_SEL{k}_IS={s}" for k, s in zip(entry[3], sel)]
             if small:
                 opts.append("-DBBMM_IDX=int")
+            layout = _layout(source, arrays, sels, o)
+            if layout is not None:
+                opts.append(f"-DBBMM_LEAN_{name}")
+                opts += [f"-DBBMM_NS_{name}_{e[0]}={ns}" for e, ns in zip(arrays, layout)]
         knl = cache[key] = dev.kernel(source, name, " ".join(opts))  # type: ignore[attr-defined]
     return knl
+
+
+def _lean(source: str, options: KernelOptions | None) -> bool:
+    """Whether the kernels of ``source`` are built lean where they are specialized: every
+    program's but one generated with every access split (``BBMM_SPLIT_ALL``), whose
+    accesses test every slot's bounds."""
+    o = _DEFAULT if options is None else options
+    if not o.specialize:
+        return False
+    got = _LEAN.get(source)
+    if got is None:
+        if len(_LEAN) >= MEMO_SIZE:
+            _LEAN.clear()
+        got = _LEAN[source] = "BBMM_SPLIT_ALL" not in source
+    return got
+
+
+_LEAN: dict[str, bool] = {}
+
+
+def _layout(source: str, arrays: Sequence[tuple], sels: tuple, o: KernelOptions
+            ) -> tuple[int, ...] | None:
+    """The slots of each array a lean build of a kernel specialized for ``sels`` (the
+    slot of each access, per array with access ids) takes, as
+    :func:`bbmm.runtime.lean_slots` gives them for the tile; None: not a lean build.
+    Unused slots, the slots' bounds and the accesses' slots are left out: NVIDIA's
+    driver copies every argument at each enqueue (a launch of 8 buffers and 62 scalars
+    16.7 us, of a few 6.7-7.6, ``python3 scripts/bench_device_ops.py``,
+    ``results/h200x4-2026-11-28/ops/``)."""
+    if not sels or not _lean(source, o):
+        return None
+    out = []
+    it = iter(sels)
+    for e in arrays:
+        if len(e) <= 3:
+            out.append(-1)
+            continue
+        sel = next(it)
+        out.append(-1 if -1 in sel or len(sel) != len(e[3]) else max(1, max(sel, default=-1) + 1))
+    return tuple(out)
 
 
 def prebuild(module: Any, devices: Sequence[Device],

@@ -43,7 +43,8 @@ from .shifted import Chain, ShiftMemo, Template, match, replay_shifted, state_sn
 from .stats import DeviceStats, Stats
 from .tiles import Copy, Tile, TileBuffers, int32, last_use
 
-__all__ = ["Runtime", "Tile", "TileBuffers", "Copy", "kernel_args", "int32", "fuse_slack",
+__all__ = ["Runtime", "Tile", "TileBuffers", "Copy", "kernel_args", "lean_args", "lean_slots",
+           "int32", "fuse_slack",
            "MODES", "COHERENCE"]
 
 MODES = ("disjoint", "convex")
@@ -1074,6 +1075,48 @@ against 0.871; only the end processes' tiles split against none: heat2d 0.592 ag
 0.525, heat3d 1.049 against 0.900."""
 
 
+def lean_slots(tb: TileBuffers, array: str, slots: int, accesses: int) -> int:
+    """How many slots of ``array`` a kernel built for ``tb``'s accesses (``-DBBMM_LEAN``,
+    :func:`bbmm.hostlib.launch`) takes, buffer, base and strides only: each access's
+    own (the pieces, every one an access's whole box); -1 where an access is split over
+    pieces, or ``tb`` does not give the slot of each of the kernel's ``accesses``: that
+    kernel takes every slot with its bounds and the accesses' slots as
+    :func:`kernel_args` gives them. At least 1: a kernel's first arguments are never
+    left out."""
+    acc = tb.access.get(array, ())
+    if -1 in acc or len(acc) != accesses:
+        return -1
+    n = max(acc, default=-1) + 1
+    if n > slots:
+        raise ValueError(f"{array}: {n} boxes for {slots} kernel slots")
+    return max(1, n)
+
+
+def lean_args(tb: TileBuffers, array: str, ns: int, ndim: int) -> list[Any]:
+    """The arguments of ``array`` in a lean kernel taking ``ns`` slots of it
+    (:func:`lean_slots`): buffer, base and strides of each piece, a piece of no copy
+    (an access whose box is empty in this tile) as the padding :func:`kernel_args`
+    gives unused slots."""
+    pieces = tb.pieces.get(array, [])
+    out: list[Any] = []
+    for i in range(ns):
+        if i < len(pieces):
+            out += pieces[i][1].kernel_args()
+        else:
+            out.append(pieces[0][1].alloc.buf if pieces else None)
+            out += _pad(ndim)[:ndim]
+    return out
+
+
+def _pad(ndim: int) -> list[Any]:
+    """An unused slot's arguments after its buffer: base 0, strides 0, an empty box."""
+    pad = _PAD.get(ndim)
+    if pad is None:
+        pad = _PAD[ndim] = ([_I64_0] + [int32(0)] * (ndim - 1) + [int32(1)] * ndim
+                            + [int32(0)] * ndim)
+    return pad
+
+
 def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]:
     """Kernel arguments for one array's disjoint boxes, in the order generated kernels take.
 
@@ -1095,10 +1138,7 @@ def kernel_args(tb: TileBuffers, array: str, slots: int, ndim: int) -> list[Any]
         out += c.bound_args(p)
     if n < slots:
         buf = pieces[0][1].alloc.buf if pieces else None
-        pad = _PAD.get(ndim)
-        if pad is None:
-            pad = _PAD[ndim] = ([_I64_0] + [int32(0)] * (ndim - 1) + [int32(1)] * ndim
-                                + [int32(0)] * ndim)
+        pad = _pad(ndim)
         for _ in range(slots - n):
             out.append(buf)
             out += pad

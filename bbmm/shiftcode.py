@@ -330,7 +330,7 @@ class Relaunch:
         got = tb.prepared
         if got is None or self.misses >= self.MISSES:
             return
-        dev, grid, kernel, gsize, lsize, tail, regridder, how, _ = got
+        dev, grid, kernel, gsize, lsize, tail, regridder, how, _, bare = got
         spots = []
         seen: dict[int, int] = {}
         for c, piece in pieces:
@@ -340,9 +340,9 @@ class Relaunch:
             if k >= len(at):
                 return
             lo = at[k] - 1
-            mid = lo + len(c.kernel_args())
-            spots.append((c, piece, lo, mid, mid + 2 * len(c.box.lo), c.alloc.buf,
-                          c.fits_int()))
+            mid = lo + len(c.kernel_args())  # then its bounds, but in a lean launch
+            hi = mid if c.array in bare else mid + 2 * len(c.box.lo)
+            spots.append((c, piece, lo, mid, hi, c.alloc.buf, c.fits_int()))
         self.dev, self.index, self.grid = dev, index, grid
         self.kernel, self.gsize, self.lsize = kernel, gsize, lsize
         self.tail, self.spots = tail, spots
@@ -367,14 +367,15 @@ class Relaunch:
             args[ns:ns + len(origins)] = origins
         for (c, piece), (lc, lp, lo, mid, hi, buf, fits) in zip(pieces, self.spots):
             if c is lc:  # the same copy: its arguments stay, its piece's bounds may not
-                if piece is not None and piece != lp:
+                if piece is not None and piece != lp and hi > mid:
                     args[ns + mid:ns + hi] = c.bound_args(piece)
                 continue
             if c.alloc.buf is not buf or c.fits_int() is not fits:
                 self.misses += 1
                 return False
-            args[ns + lo:ns + hi] = [*c.kernel_args(),
-                                     *c.bound_args(c.box if piece is None else piece)]
+            args[ns + lo:ns + mid] = c.kernel_args()
+            if hi > mid:
+                args[ns + mid:ns + hi] = c.bound_args(c.box if piece is None else piece)
         before = dev.last
         dev.launch(self.kernel, gsize, lsize, args)
         rt.stats.devices[self.index].launches += 1

@@ -232,10 +232,11 @@ class TileBuffers:
     (:func:`bbmm.hostlib.launch`)."""
     prepared: tuple | None = None
     """``(device, grid, kernel, global size, local size, arguments after the scalars,
-    regridder, how, name)`` of the last launch on these buffers of a whole tile (no
+    regridder, how, name, bare)`` of the last launch on these buffers of a whole tile (no
     ``rows``), whose arguments are then ``[*scalars, *arguments]``; ``regridder(device,
     len(grid), how)`` gives a function from another grid to the global and local sizes
-    and the first ``len(grid)`` of those arguments, or None; ``name``: the kernel's.
+    and the first ``len(grid)`` of those arguments, or None; ``name``: the kernel's;
+    ``bare``: the arrays whose pieces' bounds the (lean) kernel does not take.
     What a template's replay repeats with the new pieces' arguments in place
     (:class:`bbmm.shiftcode.Relaunch`), and a fixed point's replay as it is
     (:func:`bbmm.replay.relaunch`)."""

@@ -234,23 +234,41 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                                                       [("int", g) for g in gs]]))
     access_ids = []
     written = {acc.array for acc in accesses if acc.kind == "write"}
+    guards: dict[int, str] = {}  # id of a line of arguments: the #if that keeps it
+    lean_defs: list[str] = []    # what a lean build puts in place of the lines it drops
+    lean = f"BBMM_LEAN_{name}"
     for a in arrays:
         ns, lines = slots[a.name], []
+        nsm = f"BBMM_NS_{name}_{a.name}"
         # an array the nest only reads is modified through no pointer while the kernel
         # runs, whatever buffer it shares with others: restrict is exact for it, and lets
         # the compiler use read-only caches (-DBBMM_RESTRICT= turns it off)
         ptr = f"__global {cl_elem(a.ctype)}*" if a.name in written else \
             f"__global const {cl_elem(a.ctype)}* BBMM_RESTRICT"
+        full = f"!defined({lean}) || {nsm} < 0"  # every slot, with bounds and sels
         for s in range(ns):
             lines.append([(ptr, f"{a.name}_buf{s}"),
                           ("long", f"{a.name}_base{s}")]
                          + [("int", f"{a.name}_st{s}_{d}") for d in range(a.ndim - 1)])
+            if s and not split_all:
+                guards[id(lines[-1])] = f"{full} || {nsm} > {s}"
+                lean_defs.append(f"#if {nsm} >= 0 && {nsm} <= {s}")
+                lean_defs += [f"#define {n} {v}" for (_, n), v in zip(
+                    lines[-1], [f"{a.name}_buf0", "0"] + ["0"] * (a.ndim - 1))]
+                lean_defs.append("#endif")
             lines.append([("int", f"{a.name}_lo{s}_{d}") for d in range(a.ndim)]
                          + [("int", f"{a.name}_hi{s}_{d}") for d in range(a.ndim)])
+            if not split_all:
+                guards[id(lines[-1])] = full
+                lean_defs.append(f"#if {nsm} >= 0")
+                lean_defs += [f"#define {n} 0" for _, n in lines[-1]]
+                lean_defs.append("#endif")
         ids = tuple(dict.fromkeys(share.get(acc.id, acc.id) for acc in accesses
                                   if acc.array == a.name))
         access_ids.append(ids)
         lines.append([("int", f"{a.name}_sel{k}") for k in ids])
+        if not split_all:
+            guards[id(lines[-1])] = full
         groups.append((f"array {a.name}: {ns} slot(s) (buffer, base, strides; box), then "
                        f"the slot of each access or -1 when split", lines))
     flat = [arg for _, lines in groups for line in lines for arg in line]
@@ -299,15 +317,27 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
         for line in access_macros(a.name, a.ndim, slots[a.name], split_all):
             out(line)
         out()
+    if split_all:
+        out("#define BBMM_SPLIT_ALL 1  /* every argument taken: the host builds no lean "
+            "kernel */")
     out(f"__kernel void {name}(")
-    left = len(flat)
+    # A lean build (-D{lean}, BBMM_NS_<kernel>_<array> slots of each array, -1: all) takes
+    # only the buffer, base and strides of each slot its accesses use
+    # (bbmm.runtime.lean_args): a launch of heat2d's kernel takes 13 arguments instead
+    # of 69, and NVIDIA's driver copies every argument at each enqueue.
+    first = True
     for g, lines in groups:
         if any(lines):
             out(f"    /* {g} */")
         for line in lines:
             if line:
-                left -= len(line)
-                out("    " + ", ".join(f"{t} {n}" for t, n in line) + ("," if left else ""))
+                guard = guards.get(id(line))
+                if guard:
+                    out.directive(f"#if {guard}")
+                out(("    " if first else "    , ") + ", ".join(f"{t} {n}" for t, n in line))
+                if guard:
+                    out.directive("#endif")
+                first = False
     if nb > 1:
         # built with -DBBMM_GAPS, the kernel takes two more arguments: a launch then
         # covers two ranges of band loop 0's rows (BBMM_ROW below)
@@ -315,6 +345,10 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
                       "past gap_at lie gap rows further on */\n#endif")
     out(")")
     out("{")
+    if lean_defs:
+        out.directive("\n".join([f"#ifdef {lean}  /* the arguments a lean build leaves out: "
+                                  "never read (every access's slot is known) */",
+                                  *lean_defs, "#endif"]))
     out.level = 1
     cl_dim = {nb - 1 - c: c for c in range(nb)}
     # Several points per work-item when the band's body is one plain assignment: the
@@ -526,6 +560,9 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
             f"#undef {a.name}_FIND\n#undef {a.name}_REF")
     for an, k in sel_names:
         out(f"#undef {an}_sel{k}_v")
+    dropped = [line.split()[1] for line in lean_defs if line.startswith("#define ")]
+    if dropped:
+        out("\n".join(f"#undef {n}" for n in dropped))
     if any("bbmm_floord(" in line for line in out.lines):    # a quasi-affine bound or index
         at = out.lines.index("#pragma OPENCL FP_CONTRACT OFF") + 1
         out.lines[at:at] = [f"#ifndef bbmm_floord\n{FLOORD_C}\n#endif"]

@@ -407,8 +407,10 @@ def test_bench_floor(tmp_path, capsys):
     doc = json.loads((tmp_path / "f.json").read_text())
     assert {(r["program"], r["devices"]) for r in doc["rows"]} == {
         (p, d) for p in ("floyd", "heat2d", "lu") for d in (1, 2)}
-    assert all(r["floor_s"] > 0 and r["bbmm_s_per_iter"] > 0 for r in doc["rows"])
+    assert all(r["floor_s"] > 0 for r in doc["rows"])
     for r in doc["rows"]:  # LU has no hand-written baseline
+        # a whole loop over n (heat2d's is the difference of two runs: noise at this size)
+        assert r["program"] == "heat2d" or r["bbmm_s_per_iter"] > 0
         assert (r["baseline_loop_s_per_iter"] is None) == (r["program"] == "lu")
         assert r["program"] == "lu" or r["baseline_loop_s_per_iter"] > 0
     out = capsys.readouterr().out

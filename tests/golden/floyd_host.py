@@ -66,25 +66,67 @@ KERNELS = r"""/* floyd.c: floyd, nest 0; band: i, j; host loops: k; inner loops:
 
 __kernel void floyd_nest0(
     /* parameters */
-    int n,
+    int n
     /* host (serial) iterators, outermost first */
-    int k,
+    , int k
     /* tile bounds on band loop 'i'; iterator of work-item 0 per band loop */
-    int lb, int ub,
-    int g0, int g1,
+    , int lb, int ub
+    , int g0, int g1
     /* array path: 3 slot(s) (buffer, base, strides; box), then the slot of each access or -1 when split */
-    __global float* path_buf0, long path_base0, int path_st0_0,
-    int path_lo0_0, int path_lo0_1, int path_hi0_0, int path_hi0_1,
-    __global float* path_buf1, long path_base1, int path_st1_0,
-    int path_lo1_0, int path_lo1_1, int path_hi1_0, int path_hi1_1,
-    __global float* path_buf2, long path_base2, int path_st2_0,
-    int path_lo2_0, int path_lo2_1, int path_hi2_0, int path_hi2_1,
-    int path_sel0, int path_sel1, int path_sel2
+    , __global float* path_buf0, long path_base0, int path_st0_0
+#if !defined(BBMM_LEAN_floyd_nest0) || BBMM_NS_floyd_nest0_path < 0
+    , int path_lo0_0, int path_lo0_1, int path_hi0_0, int path_hi0_1
+#endif
+#if !defined(BBMM_LEAN_floyd_nest0) || BBMM_NS_floyd_nest0_path < 0 || BBMM_NS_floyd_nest0_path > 1
+    , __global float* path_buf1, long path_base1, int path_st1_0
+#endif
+#if !defined(BBMM_LEAN_floyd_nest0) || BBMM_NS_floyd_nest0_path < 0
+    , int path_lo1_0, int path_lo1_1, int path_hi1_0, int path_hi1_1
+#endif
+#if !defined(BBMM_LEAN_floyd_nest0) || BBMM_NS_floyd_nest0_path < 0 || BBMM_NS_floyd_nest0_path > 2
+    , __global float* path_buf2, long path_base2, int path_st2_0
+#endif
+#if !defined(BBMM_LEAN_floyd_nest0) || BBMM_NS_floyd_nest0_path < 0
+    , int path_lo2_0, int path_lo2_1, int path_hi2_0, int path_hi2_1
+#endif
+#if !defined(BBMM_LEAN_floyd_nest0) || BBMM_NS_floyd_nest0_path < 0
+    , int path_sel0, int path_sel1, int path_sel2
+#endif
 #ifdef BBMM_GAPS
     , int gap_at, int gap  /* band loop 0's rows past gap_at lie gap rows further on */
 #endif
 )
 {
+#ifdef BBMM_LEAN_floyd_nest0  /* the arguments a lean build leaves out: never read (every access's slot is known) */
+#if BBMM_NS_floyd_nest0_path >= 0
+#define path_lo0_0 0
+#define path_lo0_1 0
+#define path_hi0_0 0
+#define path_hi0_1 0
+#endif
+#if BBMM_NS_floyd_nest0_path >= 0 && BBMM_NS_floyd_nest0_path <= 1
+#define path_buf1 path_buf0
+#define path_base1 0
+#define path_st1_0 0
+#endif
+#if BBMM_NS_floyd_nest0_path >= 0
+#define path_lo1_0 0
+#define path_lo1_1 0
+#define path_hi1_0 0
+#define path_hi1_1 0
+#endif
+#if BBMM_NS_floyd_nest0_path >= 0 && BBMM_NS_floyd_nest0_path <= 2
+#define path_buf2 path_buf0
+#define path_base2 0
+#define path_st2_0 0
+#endif
+#if BBMM_NS_floyd_nest0_path >= 0
+#define path_lo2_0 0
+#define path_lo2_1 0
+#define path_hi2_0 0
+#define path_hi2_1 0
+#endif
+#endif
   /* band loop 0 'i' (loop 1): OpenCL dimension 1; outside the tile or the loop: nothing to do */
   /* BBMM_CO1 consecutive points per work-item from i0 on */
   const int i0 = BBMM_ROW(g0 + (int)get_global_id(1) * BBMM_CO1);
@@ -167,6 +209,24 @@ __kernel void floyd_nest0(
 #undef path_sel0_v
 #undef path_sel1_v
 #undef path_sel2_v
+#undef path_lo0_0
+#undef path_lo0_1
+#undef path_hi0_0
+#undef path_hi0_1
+#undef path_buf1
+#undef path_base1
+#undef path_st1_0
+#undef path_lo1_0
+#undef path_lo1_1
+#undef path_hi1_0
+#undef path_hi1_1
+#undef path_buf2
+#undef path_base2
+#undef path_st2_0
+#undef path_lo2_0
+#undef path_lo2_1
+#undef path_hi2_0
+#undef path_hi2_1
 """
 
 # {{{ nest 0: S0; parallel band (i, j); host loops (k)

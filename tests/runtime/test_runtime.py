@@ -1074,3 +1074,34 @@ def test_a_launch_on_moving_rows_is_looked_up_by_its_shape(monkeypatch, rows):
         assert same(dev.launched[-3], dev.launched[-1])
         assert same(dev.launched[-2], dev.launched[-1])
         assert not same(dev.launched[0], dev.launched[-1])  # the rows' own arguments
+
+
+def test_lean_arguments_are_the_used_slots_buffer_base_and_strides():
+    """A lean kernel's arguments of an array (:func:`bbmm.runtime.lean_args`): each
+    piece's buffer, base and strides, for as many slots as the accesses use; an array
+    with an access split over pieces, or whose accesses' slots are not all known, takes
+    every argument instead (-1); an array with no piece in the tile pads one slot."""
+    from bbmm.runtime import TileBuffers, kernel_args, lean_args, lean_slots
+    from bbmm.tiles import Copy
+
+    dev = NullDevice(0)
+    boxes = [Box((0, 0), (3, 9)), Box((4, 0), (4, 9))]
+    copies = [Copy("A", b, dev, dev.alloc(b.volume * 4), 4) for b in boxes]
+    tb = TileBuffers({"A": [(b, c) for b, c in zip(boxes, copies)]}, {"A": [0, 1, 0]})
+    assert lean_slots(tb, "A", 4, 3) == 2
+    assert lean_args(tb, "A", 2, 2) == [*copies[0].kernel_args(), *copies[1].kernel_args()]
+    full = kernel_args(tb, "A", 4, 2)
+    assert len(full) == 4 * (2 + 1 + 4) + 3 and len(lean_args(tb, "A", 2, 2)) == 6
+    tb.access["A"] = [0, -1, 0]
+    assert lean_slots(tb, "A", 4, 3) == -1            # split: every slot, bounds and sels
+    tb.access["A"] = [0, 1]
+    assert lean_slots(tb, "A", 4, 3) == -1            # a slot not given
+    tb.access["A"] = [0, 0, 0]
+    assert lean_slots(tb, "A", 4, 3) == 1
+    with pytest.raises(ValueError, match="A: 5 boxes for 4 kernel slots"):
+        tb.access["A"] = [4, 0, 0]
+        lean_slots(tb, "A", 4, 3)
+    empty = TileBuffers({}, {"B": []})
+    assert lean_slots(empty, "B", 2, 0) == 1
+    pad = lean_args(empty, "B", 1, 2)
+    assert pad[0] is None and len(pad) == 3 and [int(x) for x in pad[1:]] == [0, 0]
