@@ -89,8 +89,9 @@ class KernelOptions:
     (:func:`bbmm.hostlib.prebuild`; ``$BBMM_PREBUILD``)."""
     specialize: bool = True
     """Build each kernel for the slot of every access and the index width of the tile (one
-    build per distinct combination, cached): every unsplit access becomes one direct load
-    (``$BBMM_SPECIALIZE``)."""
+    build per distinct combination, cached): every unsplit access becomes one direct load,
+    and the kernel takes only the arguments of the slots its accesses use
+    (:func:`bbmm.hostlib._layout`; ``$BBMM_SPECIALIZE``)."""
     align: int = 32
     """The first work-item of OpenCL dimension 0 gets an index that is a multiple of this
     (``$BBMM_ALIGN``; 1: the loop's lower bound): a warp of 32 floats then reads one
