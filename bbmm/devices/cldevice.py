@@ -710,9 +710,12 @@ class OpenCLDevice(Device):
         """
         try:
             set_changed(kernel, args)
-            evt = self.last = self._enqueue_kernel(
-                self.queue, kernel, tuple(int(g) for g in global_size),
-                None if local_size is None else tuple(int(l) for l in local_size))
+            # the runtime's sizes are tuples of ints already (hostlib's): taken as they are
+            if type(global_size) is not tuple:
+                global_size = tuple(int(g) for g in global_size)
+            if local_size is not None and type(local_size) is not tuple:
+                local_size = tuple(int(l) for l in local_size)
+            evt = self.last = self._enqueue_kernel(self.queue, kernel, global_size, local_size)
             if self._beside:
                 self._rejoin()  # this launch alone runs beside the copies out before it
             return evt
