@@ -35,6 +35,14 @@ Argument order (``KernelSource.arg_names``)::
 A host iterator the kernel never reads is still an argument; the driver passes 0 for it
 (:attr:`KernelSource.host_unused`).
 
+A *lean* build (``-DBBMM_LEAN_<kernel>``, with ``-DBBMM_NS_<kernel>_<array>=k`` per array,
+:func:`bbmm.hostlib._layout`) is one specialized for the slot of every access: of an
+array with ``k >= 1`` it takes only the buffer, base and strides of slots ``0 .. k-1``,
+no bounds and no ``A_sel``; ``k = -1`` keeps every argument of that array (an access
+split over slots). The arguments left out are defined as constants in the kernel, never
+read. A program generated with ``split_all`` defines ``BBMM_SPLIT_ALL`` and is never
+built lean.
+
 Band mapping: the *innermost* band loop is OpenCL dimension 0 (consecutive
 work-items then touch consecutive elements of a row-major array, which coalesces on a
 GPU); :attr:`KernelSource.band_dim_of_cl_dim` records it.
