@@ -377,17 +377,18 @@ def _whole_tile_kernel(ctx, prog, nest: int, arrays, scalars, opts: list[str]):
     leading arguments (parameters, host iterators, lb, ub, g0...)."""
     from bbmm.buffers import Copy
     from bbmm.devices.base import Allocation
-    from bbmm.runtime import TileBuffers, kernel_args
+    from bbmm.runtime import TileBuffers, lean_args
 
     ks = prog.nests[nest].kernel
     tb = TileBuffers()
     for name, buf, box in arrays:
         tb.pieces[name] = [(box, Copy(name, box, None, Allocation(buf, 0, 4 * box.volume), 4))]
     args = [np.int32(v) for v in scalars]
+    opts = opts + [f"-DBBMM_LEAN_{ks.name}"]  # one slot per array: its first (a lean build)
     for name, ids in zip(ks.arrays, ks.access_ids):
         tb.access[name] = [0] * len(ids)
-        opts = opts + [f"-D{name}_SEL{k}_IS=0" for k in ids]
-        args += kernel_args(tb, name, prog.slots[name], tb.pieces[name][0][0].ndim)
+        opts = opts + [f"-D{name}_SEL{k}_IS=0" for k in ids] + [f"-DBBMM_NS_{ks.name}_{name}=1"]
+        args += lean_args(tb, name, 1, tb.pieces[name][0][0].ndim)
     knl = getattr(cl.Program(ctx, ks.source).build(options=" ".join(opts)), ks.name)
     knl.set_args(*args)
     return knl
@@ -414,15 +415,17 @@ def _generated_mvt1(ctx, A, x, y, rows: int, W: int, small: bool = True):
     ``rows`` x ``W`` (m = rows, n = W; 32-bit offsets if ``small``), its arguments set;
     returns ``() -> kernel``."""
     from bbmm.box import Box
-    from bbmm.hostlib import UNROLL
+    from bbmm.config import RuntimeConfig
     from bbmm.codegen.compile import compile_program
+
+    unroll = RuntimeConfig.from_env().kernels.unroll  # $BBMM_UNROLL, as a run reads it
 
     prog = compile_program(os.path.join(_ROOT, "polybench", "mvt.c"))
     knl = _whole_tile_kernel(
         ctx, prog, 1, [("A", A, Box.from_shape((rows, W))), ("x2", x, Box.from_shape((W,))),
                        ("y2", y, Box.from_shape((rows,)))],
         [rows, W, 0, W - 1, 0],                          # m, n; lb, ub, g0
-        (["-DBBMM_IDX=int"] if small else []) + ([] if UNROLL else ["-DBBMM_UNROLL=0"]))
+        (["-DBBMM_IDX=int"] if small else []) + ([] if unroll else ["-DBBMM_UNROLL=0"]))
     return lambda: knl
 
 
