@@ -328,6 +328,9 @@ def generate_kernel(scop: Scop, plan: Plan, nest: Nest, slots: dict[str, int], *
     if split_all:
         out("#define BBMM_SPLIT_ALL 1  /* every argument taken: the host builds no lean "
             "kernel */")
+    if guards:
+        out(comment(f"arguments under #if: a lean build (-D{lean}, bbmm's default) takes only "
+                    f"the buffer, base and strides of the slots the accesses use"))
     out(f"__kernel void {name}(")
     # A lean build (-D{lean}, BBMM_NS_<kernel>_<array> slots of each array, -1: all) takes
     # only the buffer, base and strides of each slot its accesses use

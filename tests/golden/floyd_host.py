@@ -64,6 +64,7 @@ KERNELS = r"""/* floyd.c: floyd, nest 0; band: i, j; host loops: k; inner loops:
 /* path: an lvalue; k is the access's sel (-1: split) */
 #define path_REF(k, x0, x1) (*((k) >= 0 ? path_SEL(k, x0, x1) : path_FIND(x0, x1)))
 
+/* arguments under #if: a lean build (-DBBMM_LEAN_floyd_nest0, bbmm's default) takes only the buffer, base and strides of the slots the accesses use */
 __kernel void floyd_nest0(
     /* parameters */
     int n
