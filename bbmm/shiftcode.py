@@ -64,6 +64,9 @@ class _Writer:
         self.arrays = arrays
         self.flats: dict[str, str] = {}
         self.trans_arrays = [a for a, _, _, _ in tpl.transients]
+        self.trans_bytes: list[str] = []
+        """Per transient box, an expression of its bytes (its box's volume taken once:
+        Floyd's row ``k`` is one box on every device that does not own it)."""
         self.consts: list[Any] = []
         self.relaunches = 0
 
@@ -123,19 +126,26 @@ class _Writer:
             add("groups, counts = got")
         # the transient boxes, allocated from the devices' pools
         made: list[str] = []
+        boxes: dict[str, int] = {}  # a transient box's expression: its variables' number
         for n, (a, dev, enc, item) in enumerate(tpl.transients):
-            add(f"b = {self.box(enc, a)}")
+            expr = self.box(enc, a)
+            k = boxes.get(expr)
+            if k is None:
+                k = boxes[expr] = len(boxes)
+                add(f"b{k} = {expr}")
+                add(f"v{k} = b{k}.volume")
+            self.trans_bytes.append(f"v{k} * {int(item)}")
             add(f"dv = devs[{int(dev)}]")
             add("try:")
-            add(f"    al = dv.alloc(b.volume * {int(item)})")
+            add(f"    al = dv.alloc({self.trans_bytes[n]})")
             add("except DeviceMemoryError:")
             for m in made:
                 add(f"    {m}.device.free({m}.alloc, None)")
             add("    return False")
-            add(f"tr{n} = Copy({a!r}, b, dv, al, {int(item)})")
+            add(f"tr{n} = Copy({a!r}, b{k}, dv, al, {int(item)})")
             made.append(f"tr{n}")
-        for m in made:
-            add(f"sdev[{m}.device.index].on_alloc({m}.nbytes)")
+        for n, m in enumerate(made):
+            add(f"sdev[{m}.device.index].on_alloc({self.trans_bytes[n]})")
         add("copies = d.copies")
         add("times = stats.times")
         add("sbytes = stats.bytes")
@@ -149,9 +159,9 @@ class _Writer:
             add("clock0 = clock1")
         add("if d.writebacks:")
         add("    d.flush_writebacks()")
-        for m in made:
+        for n, m in enumerate(made):
             add(f"{m}.device.free({m}.alloc, {m}.last)")
-            add(f"sdev[{m}.device.index].on_free({m}.nbytes)")
+            add(f"sdev[{m}.device.index].on_free({self.trans_bytes[n]})")
         for recs, stale, a in zip(tpl.dirty, tpl.stale, self.arrays):
             items = []
             for r in recs:
@@ -209,7 +219,7 @@ class _Writer:
             add(f"c = {cexpr}")
             add(f"region = {self.region(enc, a)}")
             add(f"d.replay_d2d(c, {sexpr}, region, {what!r})")
-            self.count(body, "d2d_bytes", what)
+            self.count(body, "d2d_bytes", what, self.whole(rdst, enc))
         else:
             r, enc, what, side = args
             cexpr, a = self.copy(r)
@@ -219,10 +229,10 @@ class _Writer:
             if kind == "h2d":
                 lane = f"d.lane(c, region, {_const(side)})" if side else "0"
                 add(f"d.replay_h2d(c, region, host, {what!r}, {lane})")
-                self.count(body, "h2d_bytes", what)
+                self.count(body, "h2d_bytes", what, self.whole(r, enc))
             else:
                 add(f"d.replay_d2h(c, region, host, {what!r}, {_const(side)})")
-                self.count(body, "d2h_bytes", what)
+                self.count(body, "d2h_bytes", what, self.whole(r, enc))
 
     def launch(self, body: list[str], n: int, args: tuple) -> None:
         """A launch of the template: the tile's pieces as the template's copies and boxes
@@ -281,10 +291,16 @@ class _Writer:
             add(f"rl.learn(tb, ph[0][{int(i)}].device, ps)")
             body.extend("    " + x for x in inner)
 
+    def whole(self, r: tuple, enc: Any) -> str | None:
+        """The bytes of a transfer of the whole of transient copy ``r`` (``enc`` None: its
+        own box), as :attr:`trans_bytes` has them; None for any other."""
+        return self.trans_bytes[int(r[1])] if r[0] == "t" and enc is None else None
+
     @staticmethod
-    def count(body: list[str], field: str, what: str) -> None:
-        """:meth:`bbmm.stats.Stats.moved` of one transfer of ``region`` by ``c``."""
-        body.append("nb = region.volume * c.itemsize")
+    def count(body: list[str], field: str, what: str, nbytes: str | None = None) -> None:
+        """:meth:`bbmm.stats.Stats.moved` of one transfer of ``region`` by ``c``
+        (``nbytes``: an expression of its bytes, where one is at hand)."""
+        body.append(f"nb = {nbytes or 'region.volume * c.itemsize'}")
         body.append("ds = sdev[c.device.index]")
         body.append("ds.copies += 1")
         body.append(f"ds.{field} += nb")
