@@ -383,7 +383,7 @@ class Relaunch:
             args[ns:ns + len(origins)] = origins
         for (c, piece), (lc, lp, lo, mid, hi, buf, fits) in zip(pieces, self.spots):
             if c is lc:  # the same copy: its arguments stay, its piece's bounds may not
-                if piece is not None and piece != lp and hi > mid:
+                if hi > mid and piece is not None and piece != lp:  # (no bounds: lean)
                     args[ns + mid:ns + hi] = c.bound_args(piece)
                 continue
             if c.alloc.buf is not buf or c.fits_int() is not fits:
