@@ -19,7 +19,7 @@ from .config import KernelOptions, local_sizes  # noqa: F401 - local_sizes: re-e
 from .grid import (device_of, once_grid, once_tiles, tile_range, tiles_covering,  # noqa: F401
                    whole_tile)
 from .devices.base import MEMO_SIZE, Device
-from .runtime import TileBuffers, int32, kernel_args, lean_args, lean_slots
+from .runtime import TileBuffers, int32, kernel_args, lean_args, lean_count, lean_slots
 from .tiles import INT32
 
 
@@ -553,8 +553,7 @@ def _layout(source: str, arrays: Sequence[tuple], sels: tuple, o: KernelOptions
         if len(e) <= 3:
             out.append(-1)
             continue
-        sel = next(it)
-        out.append(-1 if -1 in sel or len(sel) != len(e[3]) else max(1, max(sel, default=-1) + 1))
+        out.append(lean_count(e[0], next(it), e[1], len(e[3])))
     return tuple(out)
 
 

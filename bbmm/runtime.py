@@ -1083,7 +1083,12 @@ def lean_slots(tb: TileBuffers, array: str, slots: int, accesses: int) -> int:
     kernel takes every slot with its bounds and the accesses' slots as
     :func:`kernel_args` gives them. At least 1: a kernel's first arguments are never
     left out."""
-    acc = tb.access.get(array, ())
+    return lean_count(array, tb.access.get(array, ()), slots, accesses)
+
+
+def lean_count(array: str, acc: Sequence[int], slots: int, accesses: int) -> int:
+    """:func:`lean_slots` of an array whose accesses take the slots ``acc`` (what the
+    kernel's build is specialized for, :func:`bbmm.hostlib._layout`)."""
     if -1 in acc or len(acc) != accesses:
         return -1
     n = max(acc, default=-1) + 1
