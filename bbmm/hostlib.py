@@ -396,16 +396,15 @@ def regridder(dev: Device, nbands: int, how: tuple
     options)``, :func:`launch`'s) on ``dev``, the kernel object and its array arguments
     unchanged; None where the kernel runs staged (its work-groups depend on the extent)
     or has no grid. What :func:`_narrow` and :func:`_shape` work out per grid is worked
-    out once here but for the extent, without :func:`_shape`'s memo: LU's grid shrinks
-    every serial iteration, and its launches repeated (:class:`bbmm.shiftcode.Relaunch`)
-    regrid each time, never to an extent seen before."""
+    out once here but for the extent, and written out as straight-line Python for the
+    grid's shape (:func:`spread` and :func:`_padded` too), without :func:`_shape`'s memo: LU's grid shrinks every serial
+    iteration, and its launches repeated (:class:`bbmm.shiftcode.Relaunch`) regrid each
+    time, never to an extent seen before."""
     cl_band, coarsen, blocked, staged, local, options = how
     o = _DEFAULT if options is None else options
     if not nbands or _runs_staged(dev, staged, len(cl_band), o.stage):
         return None
     co = _points(coarsen, nbands, blocked, o)
-    align = o.align
-    d0 = cl_band[0]
     dims = len(cl_band)
     units = getattr(dev, "compute_units", 0)
     per = _per(co, dims)
@@ -416,19 +415,35 @@ def regridder(dev: Device, nbands: int, how: tuple
         local = o.local[dims]
     else:
         fixed = tuple(o.local[dims])
-
-    def regrid(grid: Sequence[tuple[int, int]]
-               ) -> tuple[tuple[int, ...], tuple[int, ...], list[Any]]:
-        if align > 1:  # as _narrow: dimension 0's work-items start aligned
-            lo, hi = grid[d0]
-            if lo % align:
-                grid = [*grid[:d0], (lo - lo % align, hi), *grid[d0 + 1:]]
-        extent = [max(1, grid[d][1] - grid[d][0] + 1) for d in cl_band]
-        gsize, lsize = _padded(extent, per, fixed or spread(local, extent, per, units))
-        get = INT32.__getitem__
-        return gsize, lsize, [get(lo) for lo, _ in grid]
-
-    return regrid
+    los = [f"l{d}" for d in range(nbands)]
+    lines = ["def regrid(grid):",
+             f"    ({', '.join(f'(l{d}, h{d})' for d in range(nbands))},) = grid"]
+    if o.align > 1:  # as _narrow: dimension 0's work-items start aligned
+        d0 = cl_band[0]
+        lines.append(f"    l{d0} -= l{d0} % {int(o.align)}")
+    for i, d in enumerate(cl_band):
+        lines += [f"    e{i} = h{d} - l{d} + 1", f"    if e{i} < 1:", f"        e{i} = 1"]
+    origins = f"[{', '.join(f'get({x})' for x in los)}]"
+    if fixed is not None:
+        sizes = ", ".join(f"-(-e{i} // {int(l) * int(p)}) * {int(l)}"
+                          for i, (l, p) in enumerate(zip(fixed, per)))
+        lines.append(f"    return ({sizes},), LSIZE, {origins}")
+    else:  # spread's halving of dimension 0, then _padded
+        rest = [(int(l), int(p)) for l, p in zip(local[1:], per[1:])]
+        lines.append(f"    w = {int(local[0])}")
+        if units > 0:
+            others = " * ".join(f"-(-e{i + 1} // {l * p})" for i, (l, p) in enumerate(rest))
+            lines.append(f"    g = {others or 1}")
+            lines.append(f"    while w > {MIN_LOCAL} and -(-e0 // (w * {int(per[0])})) * g"
+                         f" < {2 * int(units)}:")
+            lines.append("        w //= 2")
+        sizes = "".join(f", -(-e{i + 1} // {l * p}) * {l}" for i, (l, p) in enumerate(rest))
+        shape = "".join(f", {l}" for l, _ in rest)
+        lines.append(f"    return (-(-e0 // (w * {int(per[0])})) * w{sizes},), (w{shape},), "
+                     f"{origins}")
+    scope = {"get": INT32.__getitem__, "LSIZE": fixed}
+    exec(compile("\n".join(lines) + "\n", "<bbmm.hostlib.regrid>", "exec"), scope)
+    return scope["regrid"]
 
 
 _SHAPES: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}

@@ -150,10 +150,13 @@ class _Writer:
         add("times = stats.times")
         add("sbytes = stats.bytes")
         add("kept = TPL.buffers")
-        add("hosts = d.host")
+        add("harr = d.host.arrays")
         add("clock0 = clock()")
-        for n, (timer, kind, args) in enumerate(tpl.ops):
+        ops = tpl.ops
+        for n, (timer, kind, args) in enumerate(ops):
             self.op(body, n, kind, args)
+            if n + 1 < len(ops) and ops[n + 1][0] == timer:
+                continue  # the next operation's time goes to the same timer: one reading
             add("clock1 = clock()")
             add(f"times[{timer!r}] += clock1 - clock0")
             add("clock0 = clock1")
@@ -225,7 +228,7 @@ class _Writer:
             cexpr, a = self.copy(r)
             add(f"c = {cexpr}")
             add(f"region = {self.region(enc, a)}")
-            add(f"host = hosts.array({a!r})")
+            add(f"host = harr[{a!r}]")
             if kind == "h2d":
                 lane = f"d.lane(c, region, {_const(side)})" if side else "0"
                 add(f"d.replay_h2d(c, region, host, {what!r}, {lane})")

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -477,6 +477,35 @@ def _ats_moved(ats: list[list[Launch]], steps: list[list[tuple]]) -> list[list[L
     return out
 
 
+def _ats_mover(steps: list[list[tuple]]) -> Callable[[list[list[Launch]]],
+                                                    list[list[Launch]]]:
+    """:func:`_ats_moved` for ``steps`` written out as straight-line Python: a chain's
+    steps are the same every iteration, and the loops over its phases, tiles and their
+    few moving scalars cost LU on four dry devices more than the moves."""
+    lines = ["def moved(ats):"]
+    rows = []
+    for p, srow in enumerate(steps):
+        lines.append(f"    row = ats[{p}]")
+        names = []
+        for i, (ms, dg) in enumerate(srow):
+            lines.append(f"    sa, ga = row[{i}]")
+            if ms:
+                lines.append("    sa = list(sa)")
+                lines += [f"    sa[{j}] = get(int(sa[{j}]) + {int(dx)})" for j, dx in ms]
+            if dg is not None:
+                dims = ", ".join(
+                    f"(ga[{d}][0] + {int(d0)}, ga[{d}][1] + {int(d1)})" if d0 or d1 else f"ga[{d}]"
+                    for d, (d0, d1) in enumerate(dg))
+                lines.append(f"    ga = ({dims},)")
+            lines.append(f"    t{p}_{i} = (sa, ga)")
+            names.append(f"t{p}_{i}")
+        rows.append(f"[{', '.join(names)}]")
+    lines.append(f"    return [{', '.join(rows)}]")
+    scope: dict[str, Any] = {"get": INT32.__getitem__}
+    exec(compile("\n".join(lines) + "\n", "<bbmm.shifted.ats_moved>", "exec"), scope)
+    return scope["moved"]
+
+
 def _edge_coords(t: Tile) -> list[int]:
     """What :meth:`bbmm.runtime.Runtime._edges` reads of a tile run in parts, as numbers:
     its write and flow-out boxes and its span."""
@@ -544,8 +573,10 @@ class Chain:
     dedges: dict[tuple[int, int], list[int]] | None = None
     count: int = 0
     """Iterations in a row that moved by :attr:`dbases`, :attr:`dats` and :attr:`dedges`."""
-    _steps: list[list[tuple]] | None = field(default=None, compare=False, repr=False)
-    """:func:`_at_steps` of :attr:`dats`, set with it."""
+    _move: Callable[[list[list[Launch]]], list[list[Launch]]] | None = field(
+        default=None, compare=False, repr=False)
+    """:func:`_ats_moved` by :func:`_at_steps` of :attr:`dats` (:func:`_ats_mover`), set
+    with it."""
 
     def __post_init__(self) -> None:
         self.edges = self.parted(self.phases)
@@ -596,7 +627,7 @@ class Chain:
             self.count += 1
         else:
             self.dbases, self.dats, self.dedges, self.count = dbases, dats, dedges, 1
-            self._steps = _at_steps(dats)
+            self._move = _ats_mover(_at_steps(dats))
         self.phases, self.bases, self.ats, self.edges = phases, bases, ats, edges
         return True
 
@@ -606,11 +637,11 @@ class Chain:
         """The bases and launches of the next iteration, moved on, and its tiles run in
         parts moved on in ``phases`` (for the replay to check their parts); None where
         two coordinates come too close for the template's key."""
-        assert self.dbases is not None and self._steps is not None and self.dedges is not None
+        assert self.dbases is not None and self._move is not None and self.dedges is not None
         bases = moved_on(self.tpl.shape, self.bases, self.dbases, GAP)
         if bases is None:
             return None
-        ats = _ats_moved(self.ats, self._steps)
+        ats = self._move(self.ats)
         edges = {}
         for (p, i), c in self.edges.items():
             c = edges[(p, i)] = [x + d for x, d in zip(c, self.dedges[(p, i)])]

@@ -533,6 +533,39 @@ def test_bases_moved_on_are_those_of_the_coordinates_moved_on(values, moves, ndi
         assert got["B"] is bases["B"]
 
 
+_LAUNCH = st.tuples(
+    st.lists(st.one_of(st.integers(-99, 99), st.integers(-99, 99).map(np.int32)),
+             min_size=0, max_size=4),
+    st.lists(st.tuples(st.integers(-50, 50), st.integers(-50, 50)), min_size=0, max_size=3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(_LAUNCH, _LAUNCH), min_size=1, max_size=4), min_size=1,
+                max_size=3))
+def test_launches_moved_on_by_written_out_steps_are_those_of_the_walk(rows):
+    """A chain's launches moved on by straight-line code (``_ats_mover``) are the walk's
+    (``_ats_moved``): the same scalars, as int32 where they move, the same grids, and a
+    launch's scalars a list of its own where they move, whatever moves and stays."""
+    ats0, ats1 = [], []
+    for row in rows:
+        r0, r1 = [], []
+        for (s0, g0), (s1, g1) in row:
+            n, m = min(len(s0), len(s1)), min(len(g0), len(g1))
+            r0.append((list(s0[:n]), tuple(g0[:m])))
+            r1.append((list(s1[:n]), tuple(g1[:m])))
+        ats0.append(r0)
+        ats1.append(r1)
+    dats = [[shifted._at_delta(a, b) for a, b in zip(r0, r1)] for r0, r1 in zip(ats0, ats1)]
+    steps = shifted._at_steps(dats)
+    want = shifted._ats_moved(ats1, steps)
+    got = shifted._ats_mover(steps)(ats1)
+    assert got == want
+    for rg, rw, r1 in zip(got, want, ats1):
+        for (sg, gg), (sw, gw), (s1, _) in zip(rg, rw, r1):
+            assert [type(x) for x in sg] == [type(x) for x in sw]
+            assert (sg is s1) == (sw is s1)
+
+
 @pytest.mark.parametrize("seed", range(0, 40, 2))
 def test_the_written_out_replay_is_the_walked_one(seed, monkeypatch):
     """A template's replay written out as straight-line code (bbmm/shiftcode.py) issues
