@@ -27,7 +27,8 @@ from bbmm.codegen.pyexpr import pwaff_to_py, set_to_py
 from bbmm.codegen.regime import regime, shifts
 from bbmm.codegen.scop import (AffAnd, AffMax, AffMin, AffNot, AffOr, AffSelect, Affine, Array,
                           Cmp, LoopNode, Scop)
-from bbmm.codegen.tiling import BOX_OPERATIONS, ParamBox, _isl_quota
+from bbmm.codegen.deps import isl_quota
+from bbmm.codegen.tiling import BOX_OPERATIONS, ParamBox
 
 
 class Emitter:
@@ -104,7 +105,7 @@ def box_py(b: ParamBox, within: isl.Set | None = None) -> tuple[str, str | None]
     if within is None or not b.lo:
         return plain
     try:
-        with _isl_quota(BOX_OPERATIONS):
+        with isl_quota(BOX_OPERATIONS):
             return _box_within(b, within)
     except isl.Error:
         return plain            # over the quota (sets with floor divisions): as it is

@@ -26,14 +26,13 @@ with :func:`param_box` too.
 """
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import islpy as isl
 
 from bbmm.grid import tile_range, tiles_covering
-from bbmm.codegen.deps import Nest, Plan
+from bbmm.codegen.deps import Nest, Plan, isl_quota
 from bbmm.codegen.pyexpr import compile_lambda, pwaff_to_py, set_to_py
 from bbmm.codegen.scop import Scop, Statement, relate_isl
 
@@ -134,20 +133,6 @@ programming over sets with floor divisions (steps, ``%`` in bounds) can take min
 this, :func:`param_box` boxes an over-approximation instead."""
 
 
-@contextlib.contextmanager
-def _isl_quota(ops: int):
-    """isl's default context stops (raising :class:`islpy.Error`) after ``ops`` operations
-    within the block; the limit is lifted again after it."""
-    ctx = isl.DEFAULT_CONTEXT
-    ctx.reset_operations()
-    ctx.set_max_operations(ops)
-    try:
-        yield
-    finally:
-        ctx.set_max_operations(0)
-        ctx.reset_operations()
-
-
 def param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None = None,
               within: isl.Set | None = None, loose_divs: bool = False) -> ParamBox:
     """Bounding box of a parametric set ``S`` (``isl_set_dim_min``/``dim_max`` per
@@ -169,7 +154,7 @@ def param_box(S: isl.Set, context: isl.Set, names: Mapping[str, str] | None = No
     if loose_divs and _has_divs(S):
         return _rational_box(S, context, names, within)
     try:
-        with _isl_quota(BOX_OPERATIONS):
+        with isl_quota(BOX_OPERATIONS):
             return _param_box(S, context, names)
     except isl.Error:
         pass                    # over the quota (isl reports no other error here)

@@ -122,6 +122,45 @@ def test_flow_where_isl_fails_is_conservative():
     assert pairs(d.waw, s, params) == waw
 
 
+
+@pytest.mark.parametrize("name,params", CASES[:6], ids=[c[0] for c in CASES[:6]])
+def test_flow_past_its_quota_is_conservative(name, params, monkeypatch):
+    """Where isl's exact value flow would take more than ``FLOW_OPERATIONS`` (here: any
+    at all), value_flow over-approximates it as where isl fails: every true flow kept,
+    only earlier writes of the element read added, the memory-based dependences exact."""
+    from bbmm.codegen import deps
+    monkeypatch.setattr(deps, "FLOW_OPERATIONS", 1)
+    monkeypatch.setattr(deps, "_FLOWS", [])
+    s = kernel(name)
+    params = {k: v for k, v in params.items() if k in s.int_params}
+    assert deps.value_flow(s.reads(), s.writes(), s.schedule()).no_source is None
+    d = dependences(s)
+    flow, raw, war, waw = simulate(s, params)
+    assert flow <= pairs(d.flow, s, params) <= raw | flow
+    assert pairs(d.raw, s, params) == raw
+    assert pairs(d.war, s, params) == war
+    assert pairs(d.waw, s, params) == waw
+
+
+def test_a_flow_isl_takes_minutes_over_is_over_approximated():
+    """tests/kernels/slow_flow.c: isl's compute_flow ran for minutes on it; past
+    ``FLOW_OPERATIONS`` value_flow stops it and over-approximates (no ``no_source``), and
+    the same relations asked again take the flow found (the compiler's second ask)."""
+    from bbmm.codegen import deps
+    s = kernel("slow_flow")
+    with deps.isl_quota(deps.FLOW_OPERATIONS), pytest.raises(isl.Error):
+        (isl.UnionAccessInfo.from_sink(s.reads()).set_must_source(s.writes())
+         .set_schedule_map(s.schedule()).compute_flow())
+    got = deps.value_flow(s.reads(), s.writes(), s.schedule())
+    assert got.no_source is None
+    assert deps.value_flow(s.reads(), s.writes(), s.schedule()) is got
+    params = {"n": 6}
+    d = dependences(s)
+    flow, raw, war, waw = simulate(s, params)
+    assert flow <= pairs(d.flow, s, params) <= raw | flow
+    assert pairs(d.war, s, params) == war and pairs(d.waw, s, params) == waw
+
+
 # }}}
 
 # {{{ hand-written relations

@@ -242,6 +242,16 @@ def test_run_modes(name, opts, tmp_path):
 
 
 @needs_cl
+def test_a_program_whose_exact_flow_isl_cannot_find_soon_runs_exactly(tmp_path):
+    """tests/kernels/slow_flow.c: isl's exact value flow ran for minutes; over-approximated
+    past ``FLOW_OPERATIONS`` (codegen/deps.py) the program compiles in seconds and runs
+    as the sequential C program does (serially: none of its loops is parallel)."""
+    out = tmp_path / "r.json"
+    assert run(KERNELS / "slow_flow.c", ["n=15"], "--devices", 2, json_path=out) == 0
+    assert json.loads(out.read_text())["check"] == "pass"
+
+
+@needs_cl
 def test_json_report_fields(tmp_path):
     out = tmp_path / "r.json"
     assert run(POLYBENCH / "floyd.c", ["n=16"], "--devices", 2, json_path=out) == 0
