@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 import islpy as isl
 
-from bbmm.codegen.deps import Dependences
+from bbmm.codegen.deps import Dependences, isl_quota
 from bbmm.codegen.scop import (
     Access,
     AffAnd,
@@ -117,6 +117,13 @@ _OPTIONS = (("schedule_outer_coincidence", 1), ("schedule_serialize_sccs", 0),
 do not serialize the strongly connected components, and bands as deep as possible."""
 
 
+SCHEDULE_OPERATIONS = 10_000_000
+"""isl operations (a few seconds) that isl's scheduler may take for one program: every
+kernel of ``polybench/`` and ``tests/kernels/`` takes less than a million. Past them the
+program keeps the order of its loops as written, as where isl finds no schedule; an
+integer-programming scheduler may otherwise run for as long as it likes."""
+
+
 def compute_schedule(scop: Scop, deps: Dependences, data_first: bool = True
                      ) -> isl.UnionMap:
     """isl's schedule of the scop's instances that keeps every dependence
@@ -135,11 +142,12 @@ def compute_schedule(scop: Scop, deps: Dependences, data_first: bool = True
         every = deps.all
         sc = (isl.ScheduleConstraints.on_domain(dom).set_context(scop.context)
               .set_validity(every).set_coincidence(every).set_proximity(every))
-        tree = sc.compute_schedule()
+        with isl_quota(SCHEDULE_OPERATIONS):
+            tree = sc.compute_schedule()
         if data_first:
             tree = _data_first(tree, scop)
         return tree.get_map().intersect_domain(dom)
-    except isl.Error as e:        # "unable to carry dependences"
+    except isl.Error as e:        # "unable to carry dependences", or past the quota
         raise NotRescheduled(f"isl's scheduler: {e}") from None
     finally:
         for name, value in saved:

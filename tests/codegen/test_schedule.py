@@ -55,6 +55,20 @@ def test_auto_takes_a_wavefront():
     assert prog.nests[0].boxes.tiling.loose_divs
 
 
+def test_a_scheduler_past_its_quota_keeps_the_loops_as_written(monkeypatch):
+    """isl's scheduler is stopped after ``SCHEDULE_OPERATIONS`` (here: any at all), and
+    the program then runs its loops as written, as where isl finds no schedule, instead
+    of waiting for the scheduler."""
+    from collections import OrderedDict
+
+    from bbmm.codegen import compile as compiling, schedule
+    monkeypatch.setattr(schedule, "SCHEDULE_OPERATIONS", 1)
+    monkeypatch.setattr(compiling, "_COMPILED", OrderedDict())  # compiled afresh
+    prog = quiet(GS)
+    assert prog.schedule == "as-written" and prog.rescheduled is None
+    assert prog.kernel_source == quiet(GS, schedule="as-written").kernel_source
+
+
 def test_wavefront_tiles_rows_not_time_steps():
     """isl's own band is [s, r] (tiles of time steps: few, and boxes piecewise over the
     wavefront); the band is reordered to [r, s], which is as legal, and the tiled loop
