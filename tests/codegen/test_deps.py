@@ -130,7 +130,7 @@ def test_flow_past_its_quota_is_conservative(name, params, monkeypatch):
     only earlier writes of the element read added, the memory-based dependences exact."""
     from bbmm.codegen import deps
     monkeypatch.setattr(deps, "FLOW_OPERATIONS", 1)
-    monkeypatch.setattr(deps, "_FLOWS", [])
+    monkeypatch.setattr(deps, "_SEEN", [])
     s = kernel(name)
     params = {k: v for k, v in params.items() if k in s.int_params}
     assert deps.value_flow(s.reads(), s.writes(), s.schedule()).no_source is None
