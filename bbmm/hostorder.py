@@ -534,10 +534,12 @@ class _Recorder:
         rec = (region, event, device, stores, lane)
         recs.append(rec)
         self._add(array, rec)
-        count = order._count[array] = order._count.get(array, 0) + 1
-        if len(recs) > order.PRUNE_AT and count >= order._prune_at.get(array, 0):
-            self.failed = True  # (a pruning: its records hang on the devices' progress)
-            order._prune(array, recs, count)
+        order._count[array] = order._count.get(array, 0) + 1
+        # no pruning while recording: what it drops hangs on the devices' progress, and a
+        # step that leaves as many records as it found (one of heat2d's on eight devices
+        # leaves 28 per array, past PRUNE_AT) would never be recorded; a step that adds
+        # records no later copy supersedes leaves more than it found, and is recorded
+        # no more after ORDER_TRIES (bbmm.replay)
         self.steps.append((_AFTER, array, region, device, stores, lane, gone))
 
     def settle(self, array: str, region: Box, loads: bool) -> None:

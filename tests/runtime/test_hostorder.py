@@ -133,6 +133,44 @@ def test_a_stencil_step_is_played_from_its_second_cycle():
     assert got == ["record", "record", "play", "play", "play"]
 
 
+def test_a_step_leaving_more_records_than_prune_at_is_recorded_and_played():
+    """A step that leaves as many records as it found, more than ``PRUNE_AT`` (heat2d's
+    on eight devices leaves 28 per array): no pruning comes between its recorded calls,
+    so it is recorded and played as a shorter one is, answering as a pruning scan does
+    while no copy completes; a scan of it prunes as before."""
+    ctx = object()
+    devs = [Dev(ctx) for _ in range(4)]
+    rows = [Box((r, 0), (r, 9)) for r in range(8)]
+    order, plain = HostOrder(), HostOrder()
+    for o in (order, plain):
+        o.PRUNE_AT = 3
+    got = []
+    prog = None
+    for rep in range(5):
+        playing = prog is not None and order.play(prog) is not None
+        recording = not playing and order.record()
+        got.append("play" if playing else "record" if recording else "scan")
+        answers: list[list] = [[], []]
+        for o, ans in zip((order, plain), answers):
+            for i, d in enumerate(devs):  # each device stores its two edge rows...
+                for r in (rows[2 * i], rows[2 * i + 1]):
+                    ans.append([e.name for e in o.before("A", r, d, True)])
+                    o.after("A", r, d, True, Event(f"store{rep}.{r.lo[0]}"))
+            for i, d in enumerate(devs):  # ...and loads its neighbours' as halos
+                for r in (rows[2 * i - 1], rows[(2 * i + 2) % 8]):
+                    ans.append([e.name for e in o.before("A", r, d, False)])
+                    o.after("A", r, d, False, Event(f"load{rep}.{r.lo[0]}.{i}"))
+        assert answers[0] == answers[1]
+        if playing:
+            assert order.played()
+        else:
+            prog = order.recorded()
+        assert ([(r[0], r[1].name) for r in order.pending["A"]]
+                == [(r[0], r[1].name) for r in plain.pending["A"]])
+    assert len(order.pending["A"]) == 16 > order.PRUNE_AT
+    assert got == ["record", "record", "play", "play", "play"]
+
+
 class _Trailing(NullDevice):
     """A null device whose copies, done at once, give events that stay pending until
     ``LAG`` more copies of the device (or a wait for them), as a GPU's trail the host;
