@@ -98,6 +98,27 @@ def test_played_calls_answer_as_the_scans(cycle, reps, odd, finish, between, at)
 _FIXED = [Box(*r) for r in _REGIONS]
 
 
+def _cycles(order, plain, step, n=5):
+    """``step(o, rep)`` (a replayed iteration's calls on order ``o``, returning their
+    answers) made ``n`` times on ``order``, recorded and played where it can be, and on
+    ``plain``, which scans: the same answers and records left each time. The modes of
+    ``order``'s cycles ("record", "play", "scan")."""
+    got = []
+    prog = None
+    for rep in range(n):
+        playing = prog is not None and order.play(prog) is not None
+        recording = not playing and order.record()
+        got.append("play" if playing else "record" if recording else "scan")
+        assert step(order, rep) == step(plain, rep)
+        if playing:
+            assert order.played()
+        else:
+            prog = order.recorded()
+        assert ([(r[0], r[1].name) for r in order.pending["A"]]
+                == [(r[0], r[1].name) for r in plain.pending["A"]])
+    return got
+
+
 def test_a_stencil_step_is_played_from_its_second_cycle():
     """A halo exchange's calls (two halos loaded, two flow-out rows stored and settled
     before they are sent) leave the records in the shape they found from the second
@@ -106,69 +127,49 @@ def test_a_stencil_step_is_played_from_its_second_cycle():
     ctx = object()
     d0, d1, d2 = Dev(ctx), Dev(ctx), Dev(ctx)
     halo, out, both = Box((0, 0), (0, 9)), Box((1, 0), (1, 9)), Box((0, 0), (1, 9))
-    order, plain = HostOrder(), HostOrder()
-    got = []
-    prog = None
-    for rep in range(5):
-        playing = prog is not None and order.play(prog) is not None
-        recording = not playing and order.record()
-        got.append("play" if playing else "record" if recording else "scan")
-        answers = []
-        for o in (order, plain):
-            o.settle("A", halo, loads=True)
-            o.before("A", halo, d1, False)
-            o.after("A", halo, d1, False, Event(f"load{rep}"))
-            o.before("A", out, d0, True)
-            o.after("A", out, d0, True, Event(f"store{rep}"))
-            o.settle("A", out, loads=False)
-            o.after("A", out, d0, True, Event(f"again{rep}"))
-            answers.append([e.name for e in o.before("A", both, d2, True)])
-        assert answers[0] == answers[1] == [f"load{rep}", f"again{rep}"]
-        if playing:
-            assert order.played()
-        else:
-            prog = order.recorded()
-        assert ([(r[0], r[1].name) for r in order.pending["A"]]
-                == [(r[0], r[1].name) for r in plain.pending["A"]])
-    assert got == ["record", "record", "play", "play", "play"]
+
+    def step(o, rep):
+        o.settle("A", halo, loads=True)
+        o.before("A", halo, d1, False)
+        o.after("A", halo, d1, False, Event(f"load{rep}"))
+        o.before("A", out, d0, True)
+        o.after("A", out, d0, True, Event(f"store{rep}"))
+        o.settle("A", out, loads=False)
+        o.after("A", out, d0, True, Event(f"again{rep}"))
+        got = [e.name for e in o.before("A", both, d2, True)]
+        assert got == [f"load{rep}", f"again{rep}"]
+        return got
+
+    assert _cycles(HostOrder(), HostOrder(), step) == ["record", "record", "play", "play",
+                                                      "play"]
 
 
 def test_a_step_leaving_more_records_than_prune_at_is_recorded_and_played():
     """A step that leaves as many records as it found, more than ``PRUNE_AT`` (heat2d's
     on eight devices leaves 28 per array): no pruning comes between its recorded calls,
     so it is recorded and played as a shorter one is, answering as a pruning scan does
-    while no copy completes; a scan of it prunes as before."""
+    while no copy completes."""
     ctx = object()
     devs = [Dev(ctx) for _ in range(4)]
     rows = [Box((r, 0), (r, 9)) for r in range(8)]
     order, plain = HostOrder(), HostOrder()
     for o in (order, plain):
         o.PRUNE_AT = 3
-    got = []
-    prog = None
-    for rep in range(5):
-        playing = prog is not None and order.play(prog) is not None
-        recording = not playing and order.record()
-        got.append("play" if playing else "record" if recording else "scan")
-        answers: list[list] = [[], []]
-        for o, ans in zip((order, plain), answers):
-            for i, d in enumerate(devs):  # each device stores its two edge rows...
-                for r in (rows[2 * i], rows[2 * i + 1]):
-                    ans.append([e.name for e in o.before("A", r, d, True)])
-                    o.after("A", r, d, True, Event(f"store{rep}.{r.lo[0]}"))
-            for i, d in enumerate(devs):  # ...and loads its neighbours' as halos
-                for r in (rows[2 * i - 1], rows[(2 * i + 2) % 8]):
-                    ans.append([e.name for e in o.before("A", r, d, False)])
-                    o.after("A", r, d, False, Event(f"load{rep}.{r.lo[0]}.{i}"))
-        assert answers[0] == answers[1]
-        if playing:
-            assert order.played()
-        else:
-            prog = order.recorded()
-        assert ([(r[0], r[1].name) for r in order.pending["A"]]
-                == [(r[0], r[1].name) for r in plain.pending["A"]])
+
+    def step(o, rep):
+        answers = []
+        for i, d in enumerate(devs):  # each device stores its two edge rows...
+            for r in (rows[2 * i], rows[2 * i + 1]):
+                answers.append([e.name for e in o.before("A", r, d, True)])
+                o.after("A", r, d, True, Event(f"store{rep}.{r.lo[0]}"))
+        for i, d in enumerate(devs):  # ...and loads its neighbours' as halos
+            for r in (rows[2 * i - 1], rows[(2 * i + 2) % 8]):
+                answers.append([e.name for e in o.before("A", r, d, False)])
+                o.after("A", r, d, False, Event(f"load{rep}.{r.lo[0]}.{i}"))
+        return answers
+
+    assert _cycles(order, plain, step) == ["record", "record", "play", "play", "play"]
     assert len(order.pending["A"]) == 16 > order.PRUNE_AT
-    assert got == ["record", "record", "play", "play", "play"]
 
 
 class _Trailing(NullDevice):
