@@ -460,7 +460,8 @@ def _at_steps(dats: list[list[tuple]]) -> list[list[tuple]]:
 def _ats_moved(ats: list[list[Launch]], steps: list[list[tuple]]) -> list[list[Launch]]:
     """Each tile's scalars and grid moved on by :func:`_at_steps`' ``steps`` (scalars
     that move, a new list; a grid that stays, the same tuple). Nothing writes into a
-    launch's scalars: the kernel's arguments are a list of their own."""
+    launch's scalars: the kernel's arguments are a list of their own. The reference that
+    :func:`_ats_mover` writes out, which a chain runs."""
     out = []
     get = INT32.__getitem__
     for row, srow in zip(ats, steps):
