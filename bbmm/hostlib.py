@@ -397,9 +397,9 @@ def regridder(dev: Device, nbands: int, how: tuple
     unchanged; None where the kernel runs staged (its work-groups depend on the extent)
     or has no grid. What :func:`_narrow` and :func:`_shape` work out per grid is worked
     out once here but for the extent, and written out as straight-line Python for the
-    grid's shape (:func:`spread` and :func:`_padded` too), without :func:`_shape`'s memo: LU's grid shrinks every serial
-    iteration, and its launches repeated (:class:`bbmm.shiftcode.Relaunch`) regrid each
-    time, never to an extent seen before."""
+    grid's shape (:func:`spread` and :func:`_padded` too), without :func:`_shape`'s memo:
+    LU's grid shrinks every serial iteration, and its launches repeated
+    (:class:`bbmm.shiftcode.Relaunch`) regrid each time, never to an extent seen before."""
     cl_band, coarsen, blocked, staged, local, options = how
     o = _DEFAULT if options is None else options
     if not nbands or _runs_staged(dev, staged, len(cl_band), o.stage):

@@ -43,9 +43,8 @@ from .shifted import Chain, ShiftMemo, Template, match, replay_shifted, state_sn
 from .stats import DeviceStats, Stats
 from .tiles import Copy, Tile, TileBuffers, int32, last_use
 
-__all__ = ["Runtime", "Tile", "TileBuffers", "Copy", "kernel_args", "lean_args", "lean_slots",
-           "int32", "fuse_slack",
-           "MODES", "COHERENCE"]
+__all__ = ["Runtime", "Tile", "TileBuffers", "Copy", "kernel_args", "lean_args", "lean_count",
+           "lean_slots", "int32", "fuse_slack", "MODES", "COHERENCE"]
 
 MODES = ("disjoint", "convex")
 REPLAY_MISSES = 4
